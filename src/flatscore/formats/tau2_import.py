@@ -1,0 +1,94 @@
+"""`flatscore import tau2`: τ² result files → a canonical JSONL run.
+
+Importing is idempotent: episodes whose id is already in the output run are not written
+again, so an interrupted or repeated import never duplicates an episode.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from flatscore.episode import Episode
+from flatscore.errors import InputError
+from flatscore.formats.tau2 import inspect_tau2, read_tau2
+from flatscore.store import EpisodeWriter, finished_episode_ids
+
+
+class FileImport(BaseModel):
+    """What one τ² file or directory contributed."""
+
+    path: str
+    format: str
+    domain: str
+    tool_source: str
+    episodes: int = 0
+
+
+class ImportSummary(BaseModel):
+    out: str
+    written: int = 0
+    already_present: int = 0
+    by_termination: dict[str, int] = Field(default_factory=dict)
+    files: list[FileImport] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)  # one line per skipped simulation
+
+
+def _file_record(path: Path, first: Episode | None) -> FileImport:
+    """Describe a file from its first episode (no second read), or from its header."""
+    if first is not None and first.source is not None:
+        return FileImport(
+            path=str(path),
+            format=first.source.format,
+            domain=first.domain,
+            tool_source=first.tools.source,
+        )
+    run = inspect_tau2(path)
+    return FileImport(
+        path=str(path), format=run.format, domain=run.domain, tool_source=run.tools.source
+    )
+
+
+def import_tau2(
+    paths: Iterable[str | Path],
+    out: str | Path,
+    *,
+    arm: str,
+    model: str | None = None,
+    study: str | None = None,
+    skip_invalid: bool = False,
+    on_episode: Callable[[Episode], None] | None = None,
+) -> ImportSummary:
+    """Append the episodes of every τ² path to the run `out`; raises InputError on bad input
+    unless `skip_invalid`, in which case the bad simulations are listed in the summary."""
+    summary = ImportSummary(out=str(out))
+    present = finished_episode_ids(out)
+    reasons: Counter[str] = Counter()
+    with EpisodeWriter(out) as writer:
+        for path in map(Path, paths):
+            record: FileImport | None = None
+            skipped: list[InputError] = []
+            for ep in read_tau2(
+                path, arm=arm, model=model, study=study, skip_invalid=skip_invalid, skipped=skipped
+            ):
+                if record is None:
+                    record = _file_record(path, ep)
+                    summary.files.append(record)
+                record.episodes += 1
+                if ep.episode_id in present:
+                    summary.already_present += 1
+                    continue
+                writer.write(ep)
+                present.add(ep.episode_id)
+                summary.written += 1
+                reasons[ep.termination_reason.value] += 1
+                if on_episode is not None:
+                    on_episode(ep)
+            if record is None:  # no valid simulation: describe the file from its header
+                summary.files.append(_file_record(path, None))
+            summary.skipped.extend(e.one_line() for e in skipped)
+    summary.by_termination = dict(sorted(reasons.items()))
+    return summary
