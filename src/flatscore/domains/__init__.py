@@ -1,0 +1,55 @@
+"""Built-in τ²-style domains. `get_domain(name)` returns a loaded domain; see
+`flatscore.domains.framework` for the interfaces (tools, tasks, environment, evaluation)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flatscore.domains.framework import (
+    Action,
+    Domain,
+    DomainRegistry,
+    Environment,
+    Evaluation,
+    Task,
+    ToolError,
+    UserScenario,
+)
+
+
+def _retail() -> Domain[Any]:
+    from flatscore.domains.retail import make_domain
+
+    return make_domain()
+
+
+def _telecom() -> Domain[Any]:
+    from flatscore.domains.telecom import make_domain
+
+    return make_domain()
+
+
+DomainRegistry.register("retail", _retail)
+DomainRegistry.register("telecom", _telecom)
+
+
+def get_domain(name: str) -> Domain[Any]:
+    """A built-in domain by name (`retail`, `telecom`)."""
+    return DomainRegistry.get(name)
+
+
+def domain_names() -> list[str]:
+    return DomainRegistry.names()
+
+
+__all__ = [
+    "Action",
+    "Domain",
+    "Environment",
+    "Evaluation",
+    "Task",
+    "ToolError",
+    "UserScenario",
+    "domain_names",
+    "get_domain",
+]

@@ -1,0 +1,571 @@
+"""Deterministic generation of the retail database and tasks (`db.json`, `tasks.json`).
+
+Run `python -m flatscore.domains.retail.generate` to rewrite the data files; a test checks
+that the committed files equal a fresh generation, so the split never drifts silently.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+from flatscore.domains.framework import Action, Ask, Task, UserScenario
+from flatscore.domains.retail.models import Order, OrderItem, Product, RetailDB, User, Variant
+
+DATA_DIR = Path(__file__).parent
+DB_SEED = 4101
+TASK_SEED = 4102
+
+FIRST = [
+    "Anna",
+    "Ben",
+    "Carla",
+    "David",
+    "Elena",
+    "Felix",
+    "Grace",
+    "Hugo",
+    "Iris",
+    "James",
+    "Kara",
+    "Leo",
+    "Maya",
+    "Nora",
+    "Omar",
+    "Paula",
+    "Quinn",
+    "Rosa",
+    "Sam",
+    "Tara",
+    "Uma",
+    "Victor",
+    "Wendy",
+    "Xavier",
+    "Yara",
+    "Zane",
+    "Alice",
+    "Bruno",
+    "Chloe",
+    "Diego",
+    "Emma",
+    "Frank",
+    "Gina",
+    "Henry",
+    "Ivy",
+    "Jonas",
+    "Kim",
+    "Liam",
+    "Mia",
+    "Noah",
+    "Olga",
+    "Pedro",
+    "Rita",
+    "Simon",
+    "Tina",
+    "Ugo",
+    "Vera",
+    "Will",
+    "Zoe",
+    "Adam",
+]
+LAST = [
+    "Lee",
+    "Smith",
+    "Garcia",
+    "Chen",
+    "Novak",
+    "Brown",
+    "Khan",
+    "Rossi",
+    "Silva",
+    "Meyer",
+    "Kim",
+    "Lopez",
+    "Dubois",
+    "Sato",
+    "Ivanov",
+    "Jones",
+    "Moreau",
+    "Park",
+    "Costa",
+    "Weber",
+]
+STREETS = ["Oak St", "Maple Ave", "Pine Rd", "Cedar Ln", "Elm St", "Lake Dr", "Hill Rd", "Park Ave"]
+CITIES = ["Springfield", "Riverton", "Lakeside", "Fairview", "Milton", "Ashland", "Clayton"]
+
+PRODUCTS: list[tuple[str, dict[str, list[str]], int]] = [
+    ("T-Shirt", {"color": ["red", "blue"], "size": ["M", "L", "XL"]}, 19),
+    ("Water Bottle", {"capacity": ["500ml", "750ml", "1l"]}, 14),
+    ("Running Shoes", {"color": ["black", "white"], "size": ["8", "9", "10"]}, 89),
+    ("Backpack", {"color": ["green", "grey", "black"]}, 49),
+    ("Headphones", {"type": ["wired", "wireless"], "color": ["black", "white"]}, 59),
+    ("Desk Lamp", {"color": ["black", "white", "silver"]}, 34),
+    ("Coffee Mug", {"size": ["small", "large"], "color": ["red", "white"]}, 12),
+    ("Yoga Mat", {"thickness": ["4mm", "6mm"], "color": ["purple", "blue"]}, 29),
+    ("Jacket", {"size": ["S", "M", "L"], "color": ["navy", "olive"]}, 119),
+    ("Sunglasses", {"style": ["aviator", "round", "square"]}, 79),
+]
+
+REASON_PHRASES = {
+    "no longer needed": ["I no longer need it", "I don't need it anymore"],
+    "ordered by mistake": ["I ordered it by mistake", "it was ordered by mistake"],
+}
+
+
+def _variants(rng: random.Random, axes: dict[str, list[str]]) -> list[dict[str, str]]:
+    combos: list[dict[str, str]] = [{}]
+    for axis, values in axes.items():
+        combos = [{**c, axis: v} for c in combos for v in values]
+    return combos
+
+
+def build_db(seed: int = DB_SEED) -> RetailDB:
+    rng = random.Random(seed)
+    products: dict[str, Product] = {}
+    next_item = 1001
+    for p_index, (name, axes, base) in enumerate(PRODUCTS, start=1):
+        pid = f"P{p_index:02d}"
+        variants = []
+        for options in _variants(rng, axes):
+            price = round(base + rng.randint(0, 8) + 0.99, 2)
+            variants.append(
+                Variant(
+                    item_id=f"I{next_item}",
+                    options=options,
+                    price=price,
+                    available=rng.random() < 0.8,
+                )
+            )
+            next_item += 1
+        products[pid] = Product(product_id=pid, name=name, variants=variants)
+
+    users: dict[str, User] = {}
+    orders: dict[str, Order] = {}
+    next_order = 1001
+    names = rng.sample([(f, s) for f in FIRST for s in LAST], 50)
+    statuses = ["pending", "processed", "delivered", "cancelled"]
+    for u_index, (first, last) in enumerate(names, start=1):
+        uid = f"U{1000 + u_index}"
+        zip_code = f"{rng.randint(10000, 99999)}"
+        address = f"{rng.randint(1, 999)} {rng.choice(STREETS)}, {rng.choice(CITIES)}"
+        user = User(
+            user_id=uid,
+            first_name=first,
+            last_name=last,
+            email=f"{first.lower()}.{last.lower()}{rng.randint(1, 99)}@example.com",
+            zip=zip_code,
+            address=address,
+            order_ids=[],
+        )
+        for _ in range(rng.randint(2, 4)):
+            oid = f"W{next_order}"
+            next_order += 1
+            status = rng.choices(statuses, weights=[40, 10, 42, 8])[0]
+            items = []
+            for pid in sorted(rng.sample(sorted(products), rng.randint(1, 3))):
+                product = products[pid]
+                v = rng.choice(product.variants)
+                items.append(
+                    OrderItem(
+                        item_id=v.item_id,
+                        product_id=pid,
+                        name=product.name,
+                        options=dict(v.options),
+                        price=v.price,
+                    )
+                )
+            orders[oid] = Order(
+                order_id=oid,
+                user_id=uid,
+                status=status,
+                address=address,
+                items=items,
+            )
+            user.order_ids.append(oid)
+        users[uid] = user
+    return RetailDB(users=users, products=products, orders=orders)
+
+
+# --------------------------------------------------------------------------- tasks
+
+
+def _label(item: OrderItem) -> str:
+    return f"{item.name} ({', '.join(item.options.values())})"
+
+
+def _money(x: float) -> str:
+    return f"{x:.2f}"
+
+
+class _Builder:
+    """Shared pieces of every retail task: who the user is and how they authenticate."""
+
+    def __init__(self, db: RetailDB, rng: random.Random) -> None:
+        self.db = db
+        self.rng = rng
+
+    def auth(self, user: User, by_email: bool) -> tuple[Action, dict[str, str], list[str], str]:
+        if by_email:
+            action = Action(name="find_user_by_email", arguments={"email": user.email})
+            known = {"email": user.email}
+            keys = ["email"]
+            who = f"Your email is {user.email}."
+        else:
+            action = Action(
+                name="find_user_by_name_zip",
+                arguments={
+                    "first_name": user.first_name,
+                    "last_name": user.last_name,
+                    "zip": user.zip,
+                },
+            )
+            known = {"first_name": user.first_name, "last_name": user.last_name, "zip": user.zip}
+            keys = ["first_name", "last_name", "zip"]
+            who = (
+                f"Your name is {user.first_name} {user.last_name} and your zip code is "
+                f"{user.zip}. You do not remember your email."
+            )
+        return action, known, keys, who
+
+    def orders(self, user: User, status: str) -> list[Order]:
+        return [self.db.orders[o] for o in user.order_ids if self.db.orders[o].status == status]
+
+
+TaskParts = tuple[list[str], list[Action], list[str], str, str]
+Template = Callable[[_Builder, User], TaskParts | None]
+
+
+def _cancel(b: _Builder, user: User) -> TaskParts | None:
+    pending = b.orders(user, "pending")
+    if not pending:
+        return None
+    order = b.rng.choice(pending)
+    reason = b.rng.choice(sorted(REASON_PHRASES))
+    why = b.rng.choice(REASON_PHRASES[reason])
+    refund = _money(sum(i.price for i in order.items))
+    requests = [
+        f"Hi, I want to cancel my order {order.order_id}, {why}.",
+        f"Please cancel order {order.order_id}. {why.capitalize()}.",
+        f"Can you cancel my order {order.order_id}? {why.capitalize()}.",
+    ]
+    actions = [
+        Action(name="get_order", arguments={"order_id": order.order_id}),
+        Action(name="cancel_order", arguments={"order_id": order.order_id, "reason": reason}),
+    ]
+    final = (
+        f"Order {order.order_id} is cancelled. A refund of ${refund} goes to your original "
+        "payment method."
+    )
+    goal = f"You want to cancel order {order.order_id} because {why}."
+    return requests, actions, [refund], final, goal
+
+
+def _address(b: _Builder, user: User) -> TaskParts | None:
+    pending = b.orders(user, "pending")
+    if not pending:
+        return None
+    order = b.rng.choice(pending)
+    new = f"{b.rng.randint(1, 999)} {b.rng.choice(STREETS)}, {b.rng.choice(CITIES)}"
+    requests = [
+        f"I need to change the shipping address of order {order.order_id} to {new}.",
+        f"Please ship my order {order.order_id} to {new} instead.",
+        f"Hello, can you update the address on order {order.order_id}? The new one is {new}.",
+    ]
+    actions = [
+        Action(name="get_order", arguments={"order_id": order.order_id}),
+        Action(name="change_address", arguments={"order_id": order.order_id, "address": new}),
+    ]
+    final = f"Order {order.order_id} will now be shipped to {new}."
+    goal = f"You want order {order.order_id} shipped to {new}."
+    return requests, actions, [], final, goal
+
+
+def _pick_return(b: _Builder, order: Order) -> list[OrderItem]:
+    k = 1 if len(order.items) == 1 else b.rng.randint(1, min(2, len(order.items)))
+    return sorted(b.rng.sample(order.items, k), key=lambda i: i.item_id)
+
+
+def _return(b: _Builder, user: User) -> TaskParts | None:
+    delivered = b.orders(user, "delivered")
+    if not delivered:
+        return None
+    order = b.rng.choice(delivered)
+    items = _pick_return(b, order)
+    what = " and the ".join(_label(i) for i in items)
+    refund = _money(sum(i.price for i in items))
+    requests = [
+        f"I'd like to return the {what} from order {order.order_id}.",
+        f"Hi, I want to send back the {what} I got in order {order.order_id}.",
+        f"Can I return the {what} from my order {order.order_id}?",
+    ]
+    ids = [i.item_id for i in items]
+    actions = [
+        Action(name="get_order", arguments={"order_id": order.order_id}),
+        Action(name="return_items", arguments={"order_id": order.order_id, "item_ids": ids}),
+    ]
+    final = (
+        f"The return for order {order.order_id} is requested. You will get ${refund} back on "
+        "your original payment method."
+    )
+    goal = f"You want to return the {what} from order {order.order_id}."
+    return requests, actions, [refund], final, goal
+
+
+def _exchange_choice(b: _Builder, order: Order) -> tuple[OrderItem, Variant, str] | None:
+    options = []
+    for item in order.items:
+        product = b.db.products[item.product_id]
+        for v in product.variants:
+            diff = [k for k in v.options if v.options[k] != item.options[k]]
+            if v.available and len(diff) == 1:
+                options.append((item, v, f"{diff[0]} {v.options[diff[0]]}"))
+    return b.rng.choice(options) if options else None
+
+
+def _exchange_parts(b: _Builder, order: Order) -> tuple[list[Action], str, str] | None:
+    choice = _exchange_choice(b, order)
+    if choice is None:
+        return None
+    item, new, change = choice
+    actions = [
+        Action(name="get_order", arguments={"order_id": order.order_id}),
+        Action(name="get_product", arguments={"product_id": item.product_id}),
+        Action(
+            name="exchange_items",
+            arguments={
+                "order_id": order.order_id,
+                "item_ids": [item.item_id],
+                "new_item_ids": [new.item_id],
+            },
+        ),
+    ]
+    return actions, f"the {_label(item)} from order {order.order_id} for {change}", change
+
+
+def _exchange(b: _Builder, user: User) -> TaskParts | None:
+    for order in b.orders(user, "delivered"):
+        parts = _exchange_parts(b, order)
+        if parts is None:
+            continue
+        actions, what, change = parts
+        requests = [
+            f"I want to exchange {what}.",
+            f"Hi, could you swap {what}, please?",
+            f"Please exchange {what}.",
+        ]
+        final = f"The exchange for order {order.order_id} is requested ({change})."
+        return requests, actions, [], final, f"You want to exchange {what}."
+    return None
+
+
+def _status(b: _Builder, user: User) -> TaskParts | None:
+    order = b.db.orders[b.rng.choice(user.order_ids)]
+    requests = [
+        f"What is the status of my order {order.order_id}?",
+        f"Hi, can you tell me where my order {order.order_id} stands?",
+        f"I'd like to know the status of order {order.order_id}.",
+    ]
+    actions = [Action(name="get_order", arguments={"order_id": order.order_id})]
+    final = f"Order {order.order_id} is {order.status}."
+    goal = f"You want to know the status of order {order.order_id}."
+    return requests, actions, [order.status], final, goal
+
+
+def _cancel_two(b: _Builder, user: User) -> TaskParts | None:
+    pending = b.orders(user, "pending")
+    if len(pending) < 2:
+        return None
+    first, second = sorted(b.rng.sample(pending, 2), key=lambda o: o.order_id)
+    reason = b.rng.choice(sorted(REASON_PHRASES))
+    why = b.rng.choice(REASON_PHRASES[reason]).replace(" it", " them")
+    ids = f"{first.order_id} and {second.order_id}"
+    refunds = [_money(sum(i.price for i in o.items)) for o in (first, second)]
+    requests = [
+        f"Please cancel my orders {ids}, {why}.",
+        f"I want to cancel both {ids}. {why.capitalize()}.",
+        f"Hi, can you cancel orders {ids}? {why.capitalize()}.",
+    ]
+    actions = []
+    for order in (first, second):
+        actions += [
+            Action(name="get_order", arguments={"order_id": order.order_id}),
+            Action(name="cancel_order", arguments={"order_id": order.order_id, "reason": reason}),
+        ]
+    final = (
+        f"Orders {ids} are cancelled. Refunds of ${refunds[0]} and ${refunds[1]} go to your "
+        "original payment method."
+    )
+    return requests, actions, refunds, final, f"You want to cancel orders {ids} because {why}."
+
+
+def _cancel_and_return(b: _Builder, user: User) -> TaskParts | None:
+    pending, delivered = b.orders(user, "pending"), b.orders(user, "delivered")
+    if not pending or not delivered:
+        return None
+    a, d = b.rng.choice(pending), b.rng.choice(delivered)
+    reason = b.rng.choice(sorted(REASON_PHRASES))
+    why = b.rng.choice(REASON_PHRASES[reason])
+    items = _pick_return(b, d)
+    what = " and the ".join(_label(i) for i in items)
+    refunds = [_money(sum(i.price for i in a.items)), _money(sum(i.price for i in items))]
+    requests = [
+        f"Please cancel order {a.order_id} ({why}) and return the {what} from order {d.order_id}.",
+        f"I have two things: cancel order {a.order_id}, {why}, and return the {what} from "
+        f"order {d.order_id}.",
+    ]
+    actions = [
+        Action(name="get_order", arguments={"order_id": a.order_id}),
+        Action(name="cancel_order", arguments={"order_id": a.order_id, "reason": reason}),
+        Action(name="get_order", arguments={"order_id": d.order_id}),
+        Action(
+            name="return_items",
+            arguments={"order_id": d.order_id, "item_ids": [i.item_id for i in items]},
+        ),
+    ]
+    final = (
+        f"Order {a.order_id} is cancelled (refund ${refunds[0]}) and the return for order "
+        f"{d.order_id} is requested (refund ${refunds[1]})."
+    )
+    goal = (
+        f"You want to cancel order {a.order_id} because {why}, and to return the {what} "
+        f"from order {d.order_id}."
+    )
+    return requests, actions, refunds, final, goal
+
+
+def _return_and_exchange(b: _Builder, user: User) -> TaskParts | None:
+    delivered = b.orders(user, "delivered")
+    for r_order in delivered:
+        for x_order in delivered:
+            if r_order.order_id == x_order.order_id:
+                continue
+            parts = _exchange_parts(b, x_order)
+            if parts is None:
+                continue
+            x_actions, x_what, change = parts
+            items = _pick_return(b, r_order)
+            what = " and the ".join(_label(i) for i in items)
+            refund = _money(sum(i.price for i in items))
+            requests = [
+                f"I want to return the {what} from order {r_order.order_id}, and exchange "
+                f"{x_what}.",
+                f"Two requests: return the {what} from order {r_order.order_id}, and "
+                f"exchange {x_what}.",
+            ]
+            actions = [
+                Action(name="get_order", arguments={"order_id": r_order.order_id}),
+                Action(
+                    name="return_items",
+                    arguments={
+                        "order_id": r_order.order_id,
+                        "item_ids": [i.item_id for i in items],
+                    },
+                ),
+                *x_actions,
+            ]
+            final = (
+                f"The return for order {r_order.order_id} is requested (refund ${refund}) and "
+                f"the exchange for order {x_order.order_id} is requested ({change})."
+            )
+            goal = (
+                f"You want to return the {what} from order {r_order.order_id} and exchange "
+                f"{x_what}."
+            )
+            return requests, actions, [refund], final, goal
+    return None
+
+
+def _refuse_cancel(b: _Builder, user: User) -> TaskParts | None:
+    others = [b.db.orders[o] for o in user.order_ids]
+    others = [o for o in others if o.status in ("delivered", "processed")]
+    if not others:
+        return None
+    order = b.rng.choice(others)
+    requests = [
+        f"Please cancel my order {order.order_id}, I no longer need it.",
+        f"I want to cancel order {order.order_id}.",
+        f"Hi, can you cancel order {order.order_id} for me?",
+    ]
+    actions = [Action(name="get_order", arguments={"order_id": order.order_id})]
+    final = (
+        f"Order {order.order_id} is {order.status}, so it cannot be cancelled: only pending "
+        "orders can be cancelled."
+    )
+    goal = (
+        f"You want to cancel order {order.order_id}. If the agent says it cannot be "
+        "cancelled, accept that."
+    )
+    return requests, actions, [order.status], final, goal
+
+
+TEMPLATES: list[tuple[str, Template, int]] = [
+    ("cancel", _cancel, 12),
+    ("address", _address, 10),
+    ("return", _return, 12),
+    ("exchange", _exchange, 10),
+    ("status", _status, 8),
+    ("cancel_two", _cancel_two, 8),
+    ("cancel_and_return", _cancel_and_return, 8),
+    ("return_and_exchange", _return_and_exchange, 6),
+    ("refuse_cancel", _refuse_cancel, 8),
+]
+
+
+def build_tasks(db: RetailDB, seed: int = TASK_SEED) -> list[Task]:
+    """Every template instantiated for distinct users; every third task goes to test."""
+    rng = random.Random(seed)
+    builder = _Builder(db, rng)
+    tasks: list[Task] = []
+    for template, make, count in TEMPLATES:
+        users = list(db.users.values())
+        rng.shuffle(users)
+        made = 0
+        for user in users:
+            if made == count:
+                break
+            parts = make(builder, user)
+            if parts is None:
+                continue
+            requests, actions, communicate, final, goal = parts
+            by_email = made % 2 == 0
+            auth, known, keys, who = builder.auth(user, by_email)
+            instructions = (
+                f"You are {user.first_name} {user.last_name}, a customer of an online shop. "
+                f"{goal} {who} Only give this information when asked."
+            )
+            tasks.append(
+                Task(
+                    id=f"{template}_{made:02d}",
+                    domain="retail",
+                    template=template,
+                    split="test" if made % 3 == 0 else "train",
+                    scenario=UserScenario(
+                        requests=requests,
+                        known_info=known,
+                        instructions=instructions,
+                    ),
+                    actions=[auth, *actions],
+                    communicate=communicate,
+                    asks=[Ask(before=0, keys=keys)],
+                    final_message=final,
+                )
+            )
+            made += 1
+        if made < count:
+            raise ValueError(f"retail template {template}: only {made} of {count} tasks")
+    return tasks
+
+
+def write_data(directory: Path = DATA_DIR) -> None:
+    db = build_db()
+    (directory / "db.json").write_text(db.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    tasks = [t.model_dump(mode="json") for t in build_tasks(db)]
+    (directory / "tasks.json").write_text(
+        json.dumps(tasks, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+
+
+if __name__ == "__main__":
+    write_data()

@@ -1,0 +1,419 @@
+"""Deterministic generation of the telecom database and tasks (`db.json`, `tasks.json`).
+
+Run `python -m flatscore.domains.telecom.generate` to rewrite the data files; a test checks
+that the committed files equal a fresh generation.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from flatscore.domains.framework import Action, Ask, DeviceAssertion, Task, UserScenario
+from flatscore.domains.telecom.models import Bill, Customer, Line, Plan, TelecomDB
+
+DATA_DIR = Path(__file__).parent
+DB_SEED = 4201
+TASK_SEED = 4202
+
+NAMES = [
+    "Anna Lee",
+    "Ben Smith",
+    "Carla Garcia",
+    "David Chen",
+    "Elena Novak",
+    "Felix Brown",
+    "Grace Khan",
+    "Hugo Rossi",
+    "Iris Silva",
+    "James Meyer",
+    "Kara Kim",
+    "Leo Lopez",
+    "Maya Dubois",
+    "Nora Sato",
+    "Omar Ivanov",
+    "Paula Jones",
+    "Quinn Moreau",
+    "Rosa Park",
+    "Sam Costa",
+    "Tara Weber",
+    "Uma Patel",
+    "Victor Hale",
+    "Wendy Ortiz",
+    "Xavier Ruiz",
+    "Yara Haddad",
+    "Zane Fischer",
+    "Alice Wong",
+    "Bruno Keller",
+    "Chloe Martin",
+    "Diego Reyes",
+    "Emma Laurent",
+    "Frank Olsen",
+    "Gina Russo",
+    "Henry Adams",
+    "Ivy Tran",
+    "Jonas Berg",
+    "Kim Nguyen",
+    "Liam Walsh",
+    "Mia Fontaine",
+    "Noah Schmidt",
+]
+PLANS = [
+    ("P1", "Basic", 5, 20.0),
+    ("P2", "Plus", 15, 35.0),
+    ("P3", "Max", 50, 50.0),
+    ("P4", "Unlimited", 1000, 65.0),
+]
+
+OK = [DeviceAssertion(field="signal", value="good"), DeviceAssertion(field="internet", value=True)]
+
+
+def build_db(seed: int = DB_SEED) -> TelecomDB:
+    rng = random.Random(seed)
+    plans = {pid: Plan(plan_id=pid, name=n, data_gb=gb, price=p) for pid, n, gb, p in PLANS}
+    customers: dict[str, Customer] = {}
+    lines: dict[str, Line] = {}
+    bills: dict[str, Bill] = {}
+    numbers = rng.sample(range(1000, 10000), 80)
+    next_line, next_bill = 1001, 1001
+    for c_index, name in enumerate(NAMES, start=1):
+        cid = f"C{1000 + c_index}"
+        line_ids = []
+        for _ in range(1 if rng.random() < 0.75 else 2):
+            lid = f"L{next_line}"
+            next_line += 1
+            plan = rng.choice(sorted(plans))
+            used = round(rng.uniform(0, plans[plan].data_gb * 0.8), 1) if plan != "P4" else 7.5
+            lines[lid] = Line(
+                line_id=lid,
+                phone_number=f"555-{numbers.pop()}",
+                customer_id=cid,
+                plan_id=plan,
+                data_used_gb=used,
+            )
+            line_ids.append(lid)
+        customers[cid] = Customer(customer_id=cid, name=name, line_ids=line_ids)
+        for _ in range(rng.randint(1, 2)):
+            bid = f"B{next_bill}"
+            next_bill += 1
+            amount = sum(plans[lines[lid].plan_id].price for lid in line_ids)
+            bills[bid] = Bill(bill_id=bid, customer_id=cid, amount=amount, status="paid")
+    return TelecomDB(plans=plans, customers=customers, lines=lines, bills=bills)
+
+
+def _user(action: str, **arguments: Any) -> Action:
+    return Action(name=action, arguments=arguments, requestor="user")
+
+
+def _agent(action: str, **arguments: Any) -> Action:
+    return Action(name=action, arguments=arguments)
+
+
+class Parts:
+    """What a template returns for one customer line."""
+
+    def __init__(
+        self,
+        requests: list[str],
+        goal: str,
+        actions: list[Action],
+        *,
+        setup: list[Action] | None = None,
+        asks: list[Ask] | None = None,
+        assertions: list[DeviceAssertion] | None = None,
+        communicate: list[str] | None = None,
+        final: str = "",
+    ) -> None:
+        self.requests = requests
+        self.goal = goal
+        self.actions = actions
+        self.setup = setup or []
+        self.asks = asks or []
+        self.assertions = assertions if assertions is not None else OK
+        self.communicate = communicate or []
+        self.final = final
+
+
+Template = Callable[[random.Random, TelecomDB, Line], Parts | None]
+NO_SERVICE = [
+    "My phone has no service.",
+    "Hi, my phone shows no signal and I can't make calls.",
+    "Hello, I have no service on my phone, can you help?",
+]
+NO_INTERNET = [
+    "My mobile internet doesn't work.",
+    "Hi, I can't get online on my phone, the internet isn't working.",
+    "Hello, my phone has signal but no internet.",
+]
+CHECK = _user("check_status")
+
+
+def _device(
+    problem: dict[str, Any], fixes: list[Action], requests: list[str], goal: str
+) -> Template:
+    def make(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
+        return Parts(
+            requests,
+            goal,
+            [CHECK, *fixes],
+            setup=[Action(name="setup_device", arguments=problem, requestor="user")],
+        )
+
+    return make
+
+
+def _suspended(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
+    cid = line.customer_id
+    bid = f"B9{line.line_id[1:]}"
+    amount = sum(db.plans[db.lines[lid].plan_id].price for lid in db.customers[cid].line_ids)
+    money = f"{amount:.2f}"
+    return Parts(
+        NO_SERVICE,
+        "Your phone has no service. You agree to pay any overdue bill.",
+        [
+            CHECK,
+            _agent("find_customer_by_phone", phone_number=line.phone_number),
+            _agent("get_bills", customer_id=cid),
+            _agent("pay_bill", bill_id=bid),
+            _agent("resume_line", line_id=line.line_id),
+            _user("restart_phone"),
+        ],
+        setup=[
+            _agent("add_bill", bill_id=bid, customer_id=cid, amount=amount, status="overdue"),
+            _agent("suspend_line", line_id=line.line_id),
+            Action(name="setup_device", arguments={"registered": False}, requestor="user"),
+        ],
+        asks=[Ask(before=1, keys=["phone_number"])],
+        communicate=[money],
+        final=f"I paid your overdue bill of ${money} and your line {line.line_id} is active again.",
+    )
+
+
+def _roaming(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
+    return Parts(
+        [
+            "I'm traveling abroad and my phone has no service.",
+            "Hi, I just arrived abroad and I have no signal.",
+            "Hello, my phone doesn't work since I landed abroad.",
+        ],
+        "You are abroad and your phone has no service. You want it to work, internet included.",
+        [
+            CHECK,
+            _agent("find_customer_by_phone", phone_number=line.phone_number),
+            _agent("enable_roaming", line_id=line.line_id),
+            _user("set_data_roaming", on=True),
+        ],
+        setup=[Action(name="setup_device", arguments={"abroad": True}, requestor="user")],
+        asks=[Ask(before=1, keys=["phone_number"])],
+        final="Roaming is enabled on your line and your phone is set up for it.",
+    )
+
+
+def _refuel(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
+    if line.plan_id == "P4":
+        return None
+    gb = rng.randint(1, 5)
+    return Parts(
+        [
+            f"I ran out of data. Please add {gb} GB to my line.",
+            f"Hi, my data is used up, can you add {gb} GB?",
+            f"Hello, I need {gb} GB of extra data, I've used all of mine.",
+        ],
+        f"You used up your data and want {gb} GB of extra data on your line.",
+        [
+            _agent("find_customer_by_phone", phone_number=line.phone_number),
+            _agent("get_line", line_id=line.line_id),
+            _agent("add_data", line_id=line.line_id, gb=gb),
+        ],
+        setup=[_agent("use_all_data", line_id=line.line_id)],
+        asks=[Ask(before=0, keys=["phone_number"])],
+        final=f"I added {gb} GB of data to your line {line.line_id}.",
+    )
+
+
+def _change_plan(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
+    plan = db.plans[rng.choice([p for p in sorted(db.plans) if p != line.plan_id])]
+    price = f"{plan.price:.2f}"
+    return Parts(
+        [
+            f"I want to switch my line to the {plan.name} plan.",
+            f"Hi, please move me to the {plan.name} plan.",
+            f"Hello, can I change my plan to {plan.name}?",
+        ],
+        f"You want your line on the {plan.name} plan, and to know its monthly price.",
+        [
+            _agent("find_customer_by_phone", phone_number=line.phone_number),
+            _agent("get_plans"),
+            _agent("change_plan", line_id=line.line_id, plan_id=plan.plan_id),
+        ],
+        asks=[Ask(before=0, keys=["phone_number"])],
+        assertions=[],
+        communicate=[price],
+        final=f"Your line {line.line_id} is now on the {plan.name} plan, ${price} per month.",
+    )
+
+
+def _bill_info(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
+    cid = line.customer_id
+    bid = f"B9{line.line_id[1:]}"
+    amount = round(db.plans[line.plan_id].price + rng.randint(1, 20), 2)
+    money = f"{amount:.2f}"
+    return Parts(
+        [
+            "How much do I owe? I think I have an unpaid bill.",
+            "Hi, do I have an overdue bill? How much is it?",
+            "Hello, I'd like to know the amount of my unpaid bill.",
+        ],
+        "You want to know the amount of your overdue bill. You do not want to pay it now.",
+        [
+            _agent("find_customer_by_phone", phone_number=line.phone_number),
+            _agent("get_bills", customer_id=cid),
+        ],
+        setup=[_agent("add_bill", bill_id=bid, customer_id=cid, amount=amount, status="overdue")],
+        asks=[Ask(before=0, keys=["phone_number"])],
+        assertions=[],
+        communicate=[money],
+        final=f"You have an overdue bill of ${money} (bill {bid}).",
+    )
+
+
+def _plans_info(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
+    plans = list(db.plans.values())
+    if rng.random() < 0.5:
+        plan = min(plans, key=lambda p: p.price)
+        requests = ["What is your cheapest plan?", "Hi, which plan costs the least?"]
+        goal = "You want to know the name and price of the cheapest plan."
+    else:
+        plan = max(plans, key=lambda p: p.data_gb)
+        requests = ["Which plan has the most data?", "Hi, what's your plan with the most data?"]
+        goal = "You want to know the name and price of the plan with the most data."
+    price = f"{plan.price:.2f}"
+    return Parts(
+        requests,
+        goal,
+        [_agent("get_plans")],
+        assertions=[],
+        communicate=[plan.name, price],
+        final=f"That is the {plan.name} plan, at ${price} per month.",
+    )
+
+
+TEMPLATES: list[tuple[str, Template, int]] = [
+    (
+        "airplane",
+        _device(
+            {"airplane_mode": True},
+            [_user("set_airplane_mode", on=False)],
+            NO_SERVICE,
+            "Your phone has no service.",
+        ),
+        8,
+    ),
+    (
+        "mobile_data",
+        _device(
+            {"mobile_data": False},
+            [_user("set_mobile_data", on=True)],
+            NO_INTERNET,
+            "Your phone's internet does not work.",
+        ),
+        8,
+    ),
+    (
+        "sim",
+        _device(
+            {"sim_seated": False},
+            [_user("reseat_sim")],
+            NO_SERVICE,
+            "Your phone has no service.",
+        ),
+        8,
+    ),
+    (
+        "apn",
+        _device(
+            {"apn_ok": False},
+            [_user("reset_network")],
+            NO_INTERNET,
+            "Your phone's internet does not work.",
+        ),
+        6,
+    ),
+    (
+        "airplane_data",
+        _device(
+            {"airplane_mode": True, "mobile_data": False},
+            [_user("set_airplane_mode", on=False), _user("set_mobile_data", on=True)],
+            NO_SERVICE,
+            "Your phone has no service and no internet.",
+        ),
+        6,
+    ),
+    ("suspended", _suspended, 10),
+    ("roaming", _roaming, 8),
+    ("refuel", _refuel, 8),
+    ("change_plan", _change_plan, 8),
+    ("bill_info", _bill_info, 6),
+    ("plans_info", _plans_info, 4),
+]
+
+
+def build_tasks(db: TelecomDB, seed: int = TASK_SEED) -> list[Task]:
+    """Every template instantiated for distinct lines; every third task goes to test."""
+    rng = random.Random(seed)
+    tasks: list[Task] = []
+    for template, make, count in TEMPLATES:
+        lines = sorted(db.lines.values(), key=lambda line: line.line_id)
+        rng.shuffle(lines)
+        made = 0
+        for line in lines:
+            if made == count:
+                break
+            parts = make(rng, db, line)
+            if parts is None:
+                continue
+            name = db.customers[line.customer_id].name
+            instructions = (
+                f"You are {name}, a mobile phone customer. {parts.goal} Your phone number is "
+                f"{line.phone_number}; give it only when asked. You can act on your phone with "
+                "your tools, but only when the agent asks you to."
+            )
+            tasks.append(
+                Task(
+                    id=f"{template}_{made:02d}",
+                    domain="telecom",
+                    template=template,
+                    split="test" if made % 3 == 0 else "train",
+                    scenario=UserScenario(
+                        requests=parts.requests,
+                        known_info={"phone_number": line.phone_number, "name": name},
+                        instructions=instructions,
+                    ),
+                    setup=parts.setup,
+                    actions=parts.actions,
+                    device_assertions=parts.assertions,
+                    communicate=parts.communicate,
+                    asks=parts.asks,
+                    final_message=parts.final,
+                )
+            )
+            made += 1
+        if made < count:
+            raise ValueError(f"telecom template {template}: only {made} of {count} tasks")
+    return tasks
+
+
+def write_data(directory: Path = DATA_DIR) -> None:
+    db = build_db()
+    (directory / "db.json").write_text(db.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    tasks = [t.model_dump(mode="json") for t in build_tasks(db)]
+    (directory / "tasks.json").write_text(
+        json.dumps(tasks, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+
+
+if __name__ == "__main__":
+    write_data()

@@ -1,0 +1,263 @@
+"""Retail: data files, tasks, and every tool's success and error results."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flatscore.domains import get_domain
+from flatscore.domains.framework import Environment, Task
+from flatscore.domains.retail import generate
+from flatscore.domains.retail.models import RetailDB
+from flatscore.episode import ToolCall, ToolResult
+
+DOMAIN = get_domain("retail")
+
+
+def call(env: Environment, name: str, requestor: str = "agent", **arguments: Any) -> ToolResult:
+    """Run one call through the environment, as the runner does."""
+    return env.execute(ToolCall(id="c1", name=name, arguments=arguments, requestor=requestor))  # type: ignore[arg-type]
+
+
+def _env() -> Environment:
+    return DOMAIN.new_environment(DOMAIN.tasks()[0])
+
+
+def _db(env: Environment) -> RetailDB:
+    assert isinstance(env.db, RetailDB)
+    return env.db
+
+
+def _order(env: Environment, status: str) -> str:
+    return next(o.order_id for o in _db(env).orders.values() if o.status == status)
+
+
+def test_data_files_equal_a_fresh_generation(tmp_path: Path) -> None:
+    generate.write_data(tmp_path)
+    for name in ("db.json", "tasks.json"):
+        assert (tmp_path / name).read_text() == (generate.DATA_DIR / name).read_text(), name
+
+
+def test_task_set_size_split_and_action_counts() -> None:
+    tasks = DOMAIN.tasks()
+    assert len(tasks) >= 60
+    assert len(DOMAIN.tasks("test")) >= 20
+    assert len(DOMAIN.tasks("train")) + len(DOMAIN.tasks("test")) == len(tasks)
+    assert len({t.id for t in tasks}) == len(tasks)
+    assert all(1 <= len(t.actions) <= 6 for t in tasks)
+    per_template = Counter(t.template for t in DOMAIN.tasks("test"))
+    assert set(per_template) == {t.template for t in tasks}  # every template is tested
+
+
+@pytest.mark.parametrize("task", DOMAIN.tasks(), ids=lambda t: t.id)
+def test_gold_actions_succeed_and_satisfy_the_task(task: Task) -> None:
+    env = DOMAIN.new_environment(task)
+    for action in task.actions:
+        env.apply(action)
+    assert env.db_hash() == DOMAIN.gold_hash(task)
+    for item in task.communicate:
+        assert item in task.final_message
+
+
+def test_lookups() -> None:
+    env = _env()
+    user = next(iter(_db(env).users.values()))
+    found = call(env, "find_user_by_email", email=user.email.upper())
+    assert not found.error and json.loads(found.text)["user_id"] == user.user_id
+    found = call(
+        env,
+        "find_user_by_name_zip",
+        first_name=user.first_name,
+        last_name=user.last_name,
+        zip=user.zip,
+    )
+    assert not found.error and json.loads(found.text)["order_ids"] == user.order_ids
+    order = call(env, "get_order", order_id=user.order_ids[0])
+    assert json.loads(order.text)["order_id"] == user.order_ids[0]
+    product = json.loads(call(env, "get_product", product_id="P01").text)
+    assert product["name"] == "T-Shirt" and product["variants"]
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "text"),
+    [
+        (
+            "find_user_by_email",
+            {"email": "ghost@example.com"},
+            "Error: User with email 'ghost@example.com' not found.",
+        ),
+        (
+            "find_user_by_name_zip",
+            {"first_name": "No", "last_name": "Body", "zip": "00000"},
+            "Error: User 'No Body, 00000' not found.",
+        ),
+        ("get_order", {"order_id": "W9999"}, "Error: Order 'W9999' not found."),
+        ("get_product", {"product_id": "P99"}, "Error: Product 'P99' not found."),
+        (
+            "cancel_order",
+            {"order_id": "W9999", "reason": "no longer needed"},
+            "Error: Order 'W9999' not found.",
+        ),
+        (
+            "change_address",
+            {"order_id": "W9999", "address": "1 Main St, X"},
+            "Error: Order 'W9999' not found.",
+        ),
+        (
+            "return_items",
+            {"order_id": "W9999", "item_ids": ["I1001"]},
+            "Error: Order 'W9999' not found.",
+        ),
+        (
+            "exchange_items",
+            {"order_id": "W9999", "item_ids": ["I1001"], "new_item_ids": ["I1002"]},
+            "Error: Order 'W9999' not found.",
+        ),
+    ],
+)
+def test_entity_not_found(name: str, arguments: dict[str, object], text: str) -> None:
+    result = call(_env(), name, **arguments)
+    assert (result.error, result.error_kind, result.text) == (True, "entity_not_found", text)
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "argument"),
+    [
+        ("find_user_by_email", {}, "email"),
+        ("find_user_by_name_zip", {"first_name": "A", "last_name": "B"}, "zip"),
+        ("get_order", {"id": "W1001"}, "order_id"),
+        ("get_product", {"product_id": 7}, "product_id"),
+        ("cancel_order", {"order_id": "W1001", "reason": "bored"}, "reason"),
+        ("change_address", {"order_id": "W1001", "address": ""}, "address"),
+        ("return_items", {"order_id": "W1001", "item_ids": []}, "item_ids"),
+        ("exchange_items", {"order_id": "W1001", "item_ids": ["I1"]}, "new_item_ids"),
+    ],
+)
+def test_bad_arguments_name_the_argument(
+    name: str, arguments: dict[str, object], argument: str
+) -> None:
+    result = call(_env(), name, **arguments)
+    assert result.error and result.error_kind == "bad_arguments"
+    assert result.text.startswith(f"Error: {name}()") and f"'{argument}'" in result.text
+
+
+def test_unparseable_arguments_are_bad_arguments() -> None:
+    result = _env().execute(ToolCall(id="x", name="get_order", arguments='{"order_id": W1'))
+    assert result.error_kind == "bad_arguments" and "not a valid JSON object" in result.text
+
+
+def test_unknown_tool_uses_tau2_text() -> None:
+    result = call(_env(), "get_user_details", user_id="U1001")
+    assert (result.error_kind, result.text) == (
+        "unknown_tool",
+        "Error: Tool 'get_user_details' not found.",
+    )
+
+
+def test_preconditions() -> None:
+    env = _env()
+    delivered, pending = _order(env, "delivered"), _order(env, "pending")
+    cases = [
+        (
+            "cancel_order",
+            {"order_id": delivered, "reason": "no longer needed"},
+            "only pending orders can be cancelled",
+        ),
+        (
+            "change_address",
+            {"order_id": delivered, "address": "1 Main St, X"},
+            "only pending orders can change address",
+        ),
+        (
+            "return_items",
+            {"order_id": pending, "item_ids": ["I1001"]},
+            "only delivered orders can be returned or exchanged",
+        ),
+        (
+            "exchange_items",
+            {"order_id": pending, "item_ids": ["I1001"], "new_item_ids": ["I1002"]},
+            "only delivered orders can be returned or exchanged",
+        ),
+    ]
+    for name, arguments, reason in cases:
+        result = call(env, name, **arguments)
+        assert result.error_kind == "precondition", (name, result)
+        assert reason in result.text
+
+
+def test_cancel_then_cancel_again() -> None:
+    env = _env()
+    pending = _order(env, "pending")
+    first = call(env, "cancel_order", order_id=pending, reason="ordered by mistake")
+    assert not first.error and json.loads(first.text)["status"] == "cancelled"
+    again = call(env, "cancel_order", order_id=pending, reason="ordered by mistake")
+    assert again.error_kind == "precondition" and "is cancelled" in again.text
+
+
+def test_return_and_exchange_item_checks() -> None:
+    env = _env()
+    db = _db(env)
+    order = next(o for o in db.orders.values() if o.status == "delivered")
+    item = order.items[0]
+    missing = call(env, "return_items", order_id=order.order_id, item_ids=["I0000"])
+    assert missing.error_kind == "entity_not_found" and "not found in order" in missing.text
+    twice = call(env, "return_items", order_id=order.order_id, item_ids=[item.item_id] * 2)
+    assert twice.error_kind == "precondition"
+    other_product = next(
+        v.item_id
+        for p in db.products.values()
+        if p.product_id != item.product_id
+        for v in p.variants
+    )
+    wrong = call(
+        env,
+        "exchange_items",
+        order_id=order.order_id,
+        item_ids=[item.item_id],
+        new_item_ids=[other_product],
+    )
+    assert wrong.error_kind == "precondition" and "same product" in wrong.text
+    same = call(
+        env,
+        "exchange_items",
+        order_id=order.order_id,
+        item_ids=[item.item_id],
+        new_item_ids=[item.item_id],
+    )
+    assert same.error_kind == "precondition"
+    lengths = call(
+        env,
+        "exchange_items",
+        order_id=order.order_id,
+        item_ids=[item.item_id],
+        new_item_ids=[item.item_id, item.item_id],
+    )
+    assert lengths.error_kind == "bad_arguments" and "'new_item_ids'" in lengths.text
+    unavailable = [
+        v.item_id
+        for v in db.products[item.product_id].variants
+        if not v.available and v.item_id != item.item_id
+    ]
+    if unavailable:
+        result = call(
+            env,
+            "exchange_items",
+            order_id=order.order_id,
+            item_ids=[item.item_id],
+            new_item_ids=unavailable[:1],
+        )
+        assert result.error_kind == "precondition" and "not available" in result.text
+    ok = call(env, "return_items", order_id=order.order_id, item_ids=[item.item_id])
+    assert not ok.error and json.loads(ok.text)["refund"] == item.price
+
+
+def test_failed_calls_do_not_change_the_database() -> None:
+    env = _env()
+    before = env.db_hash()
+    call(env, "cancel_order", order_id=_order(env, "delivered"), reason="no longer needed")
+    call(env, "return_items", order_id=_order(env, "delivered"), item_ids=["I0000"])
+    assert env.db_hash() == before
