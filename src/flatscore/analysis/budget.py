@@ -1,0 +1,62 @@
+"""S(K): success under every error budget, recomputed from logs (DESIGN "Error budget K").
+
+S(K) = share of episodes with reward 1 whose counted failed-call count is ≤ K. τ² stops an
+episode when the count reaches `max_errors = M`, so logs recorded with budget M give S(K)
+exactly for K ≤ M − 1 only; for K ≥ M an episode cut at M might have succeeded later.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from flatscore.analysis.facts import EpisodeFacts
+from flatscore.errors import InputError
+
+FALLBACK_DEFAULT_K = 9
+"""τ²'s default max_errors = 10 corresponds to K = 9."""
+
+
+def parse_budgets(text: str) -> list[int]:
+    """'0-10', '0,2,5' or '0-3,9' → sorted distinct non-negative ints (bad text: InputError)."""
+    budgets: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        m = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", part)
+        if not m:
+            raise InputError(
+                f"bad budget list {text!r}: expected e.g. 0-10 or 0,2,9", field="--budgets"
+            )
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) is not None else lo
+        if hi < lo:
+            raise InputError(f"bad budget range {part!r}: end before start", field="--budgets")
+        budgets.update(range(lo, hi + 1))
+    return sorted(budgets)
+
+
+def recorded_max_errors(facts: Sequence[EpisodeFacts]) -> int | None:
+    """The smallest `max_errors` the episodes ran under (None: no budget recorded)."""
+    values = [f.max_errors for f in facts if f.max_errors is not None]
+    return min(values) if values else None
+
+
+def success_within_budgets(
+    succeeded: np.ndarray, failures: np.ndarray, budgets: Sequence[int]
+) -> np.ndarray:
+    """(episodes × budgets) 0/1 matrix: episode succeeded with ≤ K counted failures."""
+    k = np.asarray(budgets, dtype=np.int64)[None, :]
+    return (succeeded[:, None] & (failures[:, None] <= k)).astype(np.float64)
+
+
+def budget_curve(
+    facts: Sequence[EpisodeFacts], budgets: Sequence[int], count: str
+) -> list[float | None]:
+    """S(K) for each K in `budgets` (None when there are no episodes)."""
+    if not facts:
+        return [None] * len(budgets)
+    succeeded = np.array([f.succeeded for f in facts], dtype=bool)
+    failures = np.array([f.failed_calls(count) for f in facts], dtype=np.int64)
+    return [float(v) for v in success_within_budgets(succeeded, failures, budgets).mean(axis=0)]

@@ -1,0 +1,73 @@
+"""The definition text each reported number follows (DESIGN.md "Definitions"), written into
+analysis.json and shown next to the numbers, so output says which definition it follows."""
+
+from __future__ import annotations
+
+
+def definitions(
+    count: str, default_k: int, margin: float, correction: str, n_boot: int
+) -> dict[str, str]:
+    counted = (
+        "agent and user failed calls (like τ²)" if count == "all" else "agent failed calls only"
+    )
+    corr = "Holm" if correction == "holm" else "Benjamini–Hochberg"
+    return {
+        "agent_tool_call": "A function call issued by the agent (requestor agent). User-side "
+        "calls are counted separately and never enter agent channel rates.",
+        "failed_call": "The environment answered the call with an error (tool result error).",
+        "episodes": "Episodes ending in infrastructure_error are excluded from every rate and "
+        "from pass^k, and counted separately.",
+        "success": "Reward 1 and a rewardable termination (user_stop or agent_stop).",
+        "channels": "A failed agent call's channel, first match wins: the recorded error_kind; "
+        "unknown_tool if the name is not one of the agent's tools (role_confusion if it is one "
+        "of the user's tools, else invented); bad_arguments if the arguments did not parse; "
+        "else the error-text rules (per domain, then defaults); else other. malformed_output = "
+        "assistant outputs that could not be parsed into a call or message.",
+        "channel_rate": "Failed agent calls in the channel / all agent tool calls.",
+        "budget_curve": f"S(K) = share of episodes with reward 1 whose failed-call count "
+        f"({counted}) is ≤ K, recomputed from logs (an episode over K counts as failed even if "
+        "it finished). τ² max_errors = M corresponds to S(M − 1); S(K) for K ≥ M is not "
+        "recomputable from logs recorded with budget M (marked recomputable: false).",
+        "default_K": f"K = {default_k}: the recorded budget (max_errors − 1), else 9.",
+        "gap": "Gap(K) = S_ref(K) − S_arm(K) on the tasks both arms ran (paired), with a 95% "
+        "task-level bootstrap percentile CI.",
+        "gap_amplification": "Gap(K_small) / Gap(K_default), K_small = the smallest K asked; "
+        "null when Gap(K_default) = 0.",
+        "gap_growth": "Gap(K_small) − Gap(K_default) with a 95% bootstrap CI: the hidden gap "
+        "reappearing as the budget tightens.",
+        "channel_amplification": "rate_arm / rate_ref (and count_arm / count_ref); the CI "
+        "bootstraps the ratio of summed channel counts over summed agent calls. Amplified = "
+        "the CI's lower bound is above 1. Null when the reference rate is 0.",
+        "spearman_rho": "Spearman rank correlation of per-name hallucination counts "
+        "(unknown_tool calls) over the union of names of both arms, zeros included; CI by the "
+        "task bootstrap.",
+        "novel_fraction": "Share of the arm's hallucinated calls whose name the reference never "
+        "produced.",
+        "recovery_rate": "Failed agent calls whose next agent tool call in the episode succeeds "
+        "/ all failed agent calls (no later call = not recovered).",
+        "episode_recovery_rate": "Episodes with ≥ 1 failed agent call that still succeed / "
+        "episodes with ≥ 1 failed agent call.",
+        "trajectory": "Agent turns (assistant messages), agent tool calls and messages per "
+        "episode: mean and quartiles per arm; paired difference arm − reference of the "
+        "per-episode mean on common tasks, with a bootstrap CI.",
+        "pass_k": "pass^k (τ²): per task C(successes, k) / C(trials, k), averaged over tasks, "
+        "k = 1..min trials; index 0 = pass^1.",
+        "bootstrap": f"95% percentile CIs from a task-level cluster bootstrap, {n_boot} "
+        "resamples, paired across arms (the same resampled tasks for every arm of a cell), "
+        "seeded per cell.",
+        "paired_test": "Two-sided paired test of the success difference at default K on "
+        "per-task success rates: exact McNemar when every task has one trial per arm, else "
+        "Wilcoxon signed-rank (zero differences dropped).",
+        "correction": f"{corr} adjustment across all comparisons of the study "
+        "(p_holm is always Holm; p_bh always BH; p_adjusted follows the chosen correction).",
+        "tost": f"TOST equivalence: two one-sided paired t-tests on per-task success rates at "
+        f"default K with margin ±{margin:g} (fraction); equivalent when both reject at 5%.",
+        "risk_screen": "From the reference arm alone: at risk when some channel rate is ≥ the "
+        "threshold (an established failure channel), low risk otherwise.",
+        "verdict": "visible damage: significant (adjusted p < 0.05) success drop at default K. "
+        "flat score, amplified failures: not significant at default K, but some channel "
+        "amplified (CI above 1) or the gap grows at small K (gap_growth CI above 0). "
+        "no damage detected: neither. A cell takes its worst comparison's verdict.",
+        "reference": "The highest precision present by name (fp64 > fp32 > ref > bf16 > fp16 > "
+        "fp8 > int8 > int4-awq > int4 > int3 > int2), unless named with --reference.",
+    }

@@ -1,0 +1,116 @@
+"""One pass over an episode's messages: the per-episode counts every statistic is built from.
+
+Reading each episode once into `EpisodeFacts` keeps the statistics small pure functions over
+arrays, and lets the bootstrap work on per-task sums instead of on messages.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from flatscore.analysis.channels import LEAF_CHANNELS, ChannelRules, classify_failed_call
+from flatscore.episode import Episode
+
+
+@dataclass(frozen=True)
+class EpisodeFacts:
+    """Counts for one episode (definitions in DESIGN.md, "Definitions")."""
+
+    episode_id: str
+    task_id: str
+    trial: int
+    succeeded: bool
+    reward: float | None
+    termination: str
+    infrastructure: bool
+    agent_calls: int
+    agent_failed: int
+    unanswered: int
+    channels: dict[str, int]
+    user_calls: int
+    user_failed: int
+    malformed: int
+    hallucinated: Counter[str]
+    recovered: int
+    failed_with_next: int
+    agent_turns: int
+    messages: int
+    tool_list_source: str
+    max_errors: int | None
+    counted: str
+
+    def failed_calls(self, count: str) -> int:
+        """Failed-call count for the error budget: `all` (agent + user, like τ²) or `agent`."""
+        return self.agent_failed + self.user_failed if count == "all" else self.agent_failed
+
+
+def episode_facts(episode: Episode, rules: ChannelRules) -> EpisodeFacts:
+    """Count calls, failures by channel, recoveries and lengths in one episode."""
+    results = episode.tool_results()
+    agent_tools = frozenset(episode.tools.agent)
+    user_tools = frozenset(episode.tools.user)
+    channels = dict.fromkeys(LEAF_CHANNELS, 0)
+    hallucinated: Counter[str] = Counter()
+    outcomes: list[bool | None] = []  # per agent call, in order: failed? (None: no answer)
+    user_calls = user_failed = malformed = agent_turns = 0
+
+    for message in episode.messages:
+        if message.role == "assistant":
+            agent_turns += 1
+            if message.malformed:
+                malformed += 1
+        for call in message.tool_calls:
+            result = results.get(call.id)
+            if call.requestor == "user":
+                user_calls += 1
+                user_failed += bool(result is not None and result.error)
+                continue
+            if result is None:
+                outcomes.append(None)
+                continue
+            outcomes.append(result.error)
+            if result.error:
+                channel = classify_failed_call(
+                    call,
+                    result,
+                    domain=episode.domain,
+                    agent_tools=agent_tools,
+                    user_tools=user_tools,
+                    rules=rules,
+                )
+                channels[channel] += 1
+                if channel in ("role_confusion", "invented"):
+                    hallucinated[call.name] += 1
+    channels["malformed_output"] = malformed
+
+    recovered = failed_with_next = 0
+    for i, outcome in enumerate(outcomes):
+        if outcome and i + 1 < len(outcomes):
+            failed_with_next += 1
+            recovered += outcomes[i + 1] is False
+    has_lists = bool(episode.tools.agent or episode.tools.user)
+    return EpisodeFacts(
+        episode_id=episode.episode_id,
+        task_id=episode.task_id,
+        trial=episode.trial,
+        succeeded=episode.succeeded,
+        reward=episode.reward,
+        termination=str(episode.termination_reason.value),
+        infrastructure=episode.is_infrastructure_error,
+        agent_calls=len(outcomes),
+        agent_failed=sum(1 for o in outcomes if o),
+        unanswered=sum(1 for o in outcomes if o is None),
+        channels=channels,
+        user_calls=user_calls,
+        user_failed=user_failed,
+        malformed=malformed,
+        hallucinated=hallucinated,
+        recovered=recovered,
+        failed_with_next=failed_with_next,
+        agent_turns=agent_turns,
+        messages=len(episode.messages),
+        tool_list_source=episode.tools.source if has_lists else "none",
+        max_errors=episode.error_budget.max_errors,
+        counted=episode.error_budget.counted,
+    )

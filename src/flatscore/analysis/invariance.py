@@ -1,0 +1,51 @@
+"""Failure-set invariance (DESIGN): are the arm's hallucinated names the reference's?
+
+Spearman ρ of per-name hallucination counts over the union of names (zeros included), and
+the novel fraction: share of the arm's hallucinated calls whose name the reference never
+produced.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+from scipy.stats import rankdata, spearmanr
+
+
+def name_union(ref: Counter[str], arm: Counter[str]) -> list[str]:
+    return sorted(set(ref) | set(arm))
+
+
+def spearman_rho(ref: Counter[str], arm: Counter[str]) -> tuple[float | None, str | None]:
+    """(ρ, note): ρ is None when undefined (fewer than 2 names, or constant counts)."""
+    names = name_union(ref, arm)
+    if len(names) < 2:
+        return None, f"undefined: {len(names)} hallucinated name(s) in the union (need ≥ 2)"
+    a = np.array([ref[n] for n in names], dtype=np.float64)
+    b = np.array([arm[n] for n in names], dtype=np.float64)
+    if np.all(a == a[0]) or np.all(b == b[0]):
+        return None, "undefined: one arm's per-name counts are all equal"
+    return float(spearmanr(a, b).statistic), None
+
+
+def novel_fraction(ref: Counter[str], arm: Counter[str]) -> tuple[float | None, list[str]]:
+    """(fraction, novel names): None when the arm hallucinated no calls."""
+    total = sum(arm.values())
+    novel = sorted(n for n in arm if ref[n] == 0 and arm[n] > 0)
+    if total == 0:
+        return None, novel
+    return sum(arm[n] for n in novel) / total, novel
+
+
+def rowwise_spearman(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Spearman ρ of each row of `a` with the same row of `b` (NaN where a row is constant):
+    average ranks per row, then Pearson, as scipy.stats.spearmanr does for one pair."""
+    ra = rankdata(a, axis=1)
+    rb = rankdata(b, axis=1)
+    ra -= ra.mean(axis=1, keepdims=True)
+    rb -= rb.mean(axis=1, keepdims=True)
+    den = np.sqrt((ra * ra).sum(axis=1) * (rb * rb).sum(axis=1))
+    num = (ra * rb).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)

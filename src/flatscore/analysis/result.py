@@ -1,0 +1,237 @@
+"""The output of `flatscore analyze`: pydantic models, serialized as analysis.json.
+
+Scripts and the HTML report read these models, so the field names are a contract: add
+fields, never rename. All rates, success rates and gaps are fractions in [0, 1] (reports may
+show points). A number that cannot be computed (0/0, a ratio over a zero reference) is
+`null`, and the `note` next to it says why.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ANALYSIS_SCHEMA_VERSION = 1
+
+CHANNELS: tuple[str, ...] = (
+    "unknown_tool",
+    "role_confusion",
+    "invented",
+    "bad_arguments",
+    "entity_not_found",
+    "precondition",
+    "other",
+    "malformed_output",
+)
+"""Every channel reported, in display order. `unknown_tool` = `role_confusion` + `invented`."""
+
+Verdict = Literal["flat score, amplified failures", "visible damage", "no damage detected"]
+CountMode = Literal["all", "agent"]
+Correction = Literal["holm", "bh"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Interval(_Model):
+    """A point estimate with its 95% bootstrap percentile interval."""
+
+    value: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    note: str | None = None
+
+
+class ChannelStat(_Model):
+    """Failed agent calls in one channel; rate = count / agent tool calls."""
+
+    count: int
+    rate: float | None
+
+
+class BudgetPoint(_Model):
+    """S(K): share of (non-infrastructure) episodes with reward 1 and ≤ K counted failures."""
+
+    K: int
+    success_rate: float | None
+    recomputable: bool = True
+
+
+class Distribution(_Model):
+    """Per-episode distribution of one count."""
+
+    mean: float | None
+    sd: float | None
+    min: float | None
+    p25: float | None
+    median: float | None
+    p75: float | None
+    max: float | None
+
+
+class TrajectoryStats(_Model):
+    agent_turns: Distribution
+    agent_tool_calls: Distribution
+    messages: Distribution
+
+
+class ArmStats(_Model):
+    """Everything measured on one arm of one cell (infrastructure errors excluded)."""
+
+    arm: str
+    episodes: int
+    infrastructure_errors: int
+    tasks: int
+    trials_min: int
+    trials_max: int
+    success_rate: float | None
+    average_reward: float | None
+    pass_k: list[float]
+    agent_tool_calls: int
+    failed_agent_calls: int
+    unanswered_agent_calls: int
+    channels: dict[str, ChannelStat]
+    user_tool_calls: int
+    user_failed_calls: int
+    malformed_outputs: int
+    budget_curve: list[BudgetPoint]
+    max_failed_calls: int
+    recorded_max_errors: int | None
+    recovery_rate: float | None
+    recovered_calls: int
+    failed_calls_with_next_call: int
+    episodes_with_failure: int
+    episode_recovery_rate: float | None
+    termination_reasons: dict[str, int]
+    trajectory: TrajectoryStats
+    hallucinated_names: dict[str, int]
+    tool_list_sources: dict[str, int]
+
+
+class GapPoint(_Model):
+    """Gap(K) = S_ref(K) − S_arm(K) on the tasks both arms ran, with its 95% CI."""
+
+    K: int
+    gap: float | None
+    ci_low: float | None
+    ci_high: float | None
+    s_ref: float | None
+    s_arm: float | None
+
+
+class GapAmplification(_Model):
+    """Gap(K_small) / Gap(K_default); null (with `note`) when Gap(K_default) is 0."""
+
+    k_small: int
+    k_default: int
+    value: float | None
+    note: str | None = None
+
+
+class ChannelAmplification(_Model):
+    """rate_arm / rate_ref with a 95% CI (bootstrap of summed counts over summed calls)."""
+
+    ratio: float | None
+    ci_low: float | None
+    ci_high: float | None
+    count_ratio: float | None
+    count_arm: int
+    count_ref: int
+    rate_arm: float | None
+    rate_ref: float | None
+    amplified: bool
+    note: str | None = None
+
+
+class Comparison(_Model):
+    """One arm against its cell's reference, paired on the tasks both ran."""
+
+    arm: str
+    reference: str
+    paired_tasks: int
+    gap: list[GapPoint]
+    gap_default: GapPoint
+    gap_amplification: GapAmplification
+    gap_growth: Interval
+    channel_amplification: dict[str, ChannelAmplification]
+    amplified_channels: list[str]
+    spearman_rho: float | None
+    spearman_ci_low: float | None
+    spearman_ci_high: float | None
+    spearman_note: str | None = None
+    hallucinated_names_union: int
+    novel_fraction: float | None
+    novel_names: list[str]
+    success_difference: Interval
+    test: str
+    p_value: float | None
+    p_holm: float | None
+    p_bh: float | None
+    p_adjusted: float | None
+    significant: bool
+    tost_equivalent: bool
+    tost_p: float | None
+    tost_margin: float
+    trajectory_difference: dict[str, Interval]
+    recovery_difference: Interval
+    verdict: Verdict
+    verdict_reason: str
+
+
+class RiskScreen(_Model):
+    """The study's cheap filter, from reference-arm logs alone."""
+
+    verdict: Literal["low risk", "at risk", "unknown"]
+    established_channels: dict[str, float]
+    threshold: float
+    reason: str
+
+
+class Cell(_Model):
+    """One (model, domain) pair: its arms, each compared with the reference arm."""
+
+    model: str
+    domain: str
+    reference: str
+    reference_reason: str
+    arms: list[ArmStats]
+    comparisons: list[Comparison]
+    risk_screen: RiskScreen
+    verdict: Verdict
+    verdict_reason: str
+    warnings: list[str] = Field(default_factory=list)
+
+
+class Settings(_Model):
+    """What the numbers were computed with: rerunning with these gives the same bytes."""
+
+    budgets: list[int]
+    default_K: int
+    default_K_source: str
+    count: CountMode
+    bootstrap: int
+    seed: int
+    confidence: float
+    alpha: float
+    tost_margin: float
+    correction: Correction
+    risk_threshold: float
+    reference: str | None
+    channel_rules: str
+    tool_list_sources: dict[str, int]
+    precision_order: list[str]
+
+
+class AnalysisResult(_Model):
+    """analysis.json: `cells` plus the settings and the definition text each number follows."""
+
+    schema_version: int = ANALYSIS_SCHEMA_VERSION
+    flatscore_version: str
+    settings: Settings
+    definitions: dict[str, str]
+    episodes_read: int
+    infrastructure_errors: int
+    cells: list[Cell]
+    warnings: list[str] = Field(default_factory=list)

@@ -1,0 +1,157 @@
+"""The terminal summary of an AnalysisResult: one verdict line per cell first, then tables
+with the definition each number follows written beside it."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from flatscore.analysis.result import AnalysisResult, ArmStats, Cell
+
+VERDICT_STYLE = {
+    "visible damage": "bold red",
+    "flat score, amplified failures": "bold yellow",
+    "no damage detected": "bold green",
+}
+SHOWN_CHANNELS = ("role_confusion", "invented", "bad_arguments", "entity_not_found",
+                  "precondition", "other", "malformed_output")  # fmt: skip
+
+
+def pct(x: float | None, digits: int = 1) -> str:
+    return "—" if x is None else f"{100 * x:.{digits}f}"
+
+
+def ci(lo: float | None, hi: float | None, scale: float = 100.0, digits: int = 1) -> str:
+    if lo is None and hi is None:
+        return ""
+    f = lambda v: "?" if v is None else f"{scale * v:.{digits}f}"  # noqa: E731
+    return f" [{f(lo)}, {f(hi)}]"
+
+
+def _s_at(arm: ArmStats, k: int) -> float | None:
+    return next((p.success_rate for p in arm.budget_curve if k == p.K), None)
+
+
+def verdict_lines(result: AnalysisResult) -> list[str]:
+    lines = []
+    for cell in result.cells:
+        style = VERDICT_STYLE[cell.verdict]
+        lines.append(
+            f"[bold]{cell.model} / {cell.domain}[/]: [{style}]{cell.verdict}[/] "
+            f"— {cell.verdict_reason}  [dim](risk screen: {cell.risk_screen.verdict})[/]"
+        )
+    return lines
+
+
+def arms_table(cell: Cell, k_small: int, k_default: int) -> Table:
+    table = Table(
+        title=f"{cell.model} / {cell.domain}: arms (reference {cell.reference}: "
+        f"{cell.reference_reason})",
+        caption="Percent. success = reward 1, rewardable termination; pass^k (τ²) for "
+        f"k = 1..; S(K) = success with ≤ K failed calls (default K = {k_default}); recovery = "
+        "failed agent calls whose next agent call succeeds / failed agent calls; "
+        "infrastructure errors excluded from everything else.",
+        caption_justify="left",
+    )
+    for col in ("arm", "episodes", "success", "pass^k", f"S({k_small})", f"S({k_default})",
+                "agent calls", "failed", "recovery", "infra"):  # fmt: skip
+        table.add_column(col, justify="left" if col == "arm" else "right")
+    for arm in cell.arms:
+        table.add_row(
+            arm.arm,
+            str(arm.episodes),
+            pct(arm.success_rate),
+            " ".join(pct(p, 0) for p in arm.pass_k[:4]),
+            pct(_s_at(arm, k_small)),
+            pct(_s_at(arm, k_default)),
+            str(arm.agent_tool_calls),
+            str(arm.failed_agent_calls),
+            pct(arm.recovery_rate),
+            str(arm.infrastructure_errors),
+        )
+    return table
+
+
+def channels_table(cell: Cell) -> Table:
+    """Rows = channels; per arm the rate (count) and, vs the reference, the amplification."""
+    table = Table(
+        title=f"{cell.model} / {cell.domain}: failure channels",
+        caption="rate % (count) = failed agent calls in the channel / agent tool calls; "
+        "×ratio [95% CI] = rate_arm / rate_ref, * = CI above 1 (amplified).",
+        caption_justify="left",
+    )
+    table.add_column("channel")
+    for arm in cell.arms:
+        table.add_column(arm.arm, justify="right")
+    amp = {c.arm: c.channel_amplification for c in cell.comparisons}
+    for ch in ("unknown_tool", *SHOWN_CHANNELS):
+        row = [ch]
+        for arm in cell.arms:
+            st = arm.channels[ch]
+            text = f"{pct(st.rate)} ({st.count})"
+            a = amp.get(arm.arm, {}).get(ch)
+            if a is not None and a.ratio is not None:
+                text += (
+                    f"\n×{a.ratio:.2f}{ci(a.ci_low, a.ci_high, 1.0, 2)}{'*' if a.amplified else ''}"
+                )
+            row.append(text)
+        table.add_row(*row)
+    return table
+
+
+def comparisons_table(cell: Cell, k_small: int, k_default: int) -> Table:
+    table = Table(
+        title=f"{cell.model} / {cell.domain}: each arm vs {cell.reference}",
+        caption="Gap(K) = S_ref(K) − S_arm(K), points, paired on tasks, [95% task-bootstrap "
+        "CI]; ρ = Spearman of per-name hallucination counts over the union of names; novel = "
+        "% of the arm's hallucinated calls with names the reference never produced; p = paired "
+        "test of success at default K, p_adj corrected across the study; TOST = equivalent "
+        "within the margin.",
+        caption_justify="left",
+    )
+    for col in ("arm", f"Gap({k_small})", f"Gap({k_default})", "ρ", "novel", "p", "p_adj",
+                "TOST", "verdict"):  # fmt: skip
+        table.add_column(col, justify="left" if col in ("arm", "verdict") else "right")
+    for c in cell.comparisons:
+        gs = next(g for g in c.gap if k_small == g.K)
+        gd = c.gap_default
+        rho = "—" if c.spearman_rho is None else f"{c.spearman_rho:.2f}"
+        rho += ci(c.spearman_ci_low, c.spearman_ci_high, 1.0, 2)
+        table.add_row(
+            c.arm,
+            pct(gs.gap) + ci(gs.ci_low, gs.ci_high),
+            pct(gd.gap) + ci(gd.ci_low, gd.ci_high),
+            rho,
+            pct(c.novel_fraction, 2),
+            "—" if c.p_value is None else f"{c.p_value:.3g}",
+            "—" if c.p_adjusted is None else f"{c.p_adjusted:.3g}",
+            "yes" if c.tost_equivalent else "no",
+            f"[{VERDICT_STYLE[c.verdict]}]{c.verdict}[/]",
+        )
+    return table
+
+
+def render(result: AnalysisResult, console: Console) -> None:
+    """Print the verdicts, then per cell the arms table and the comparisons table."""
+    s = result.settings
+    for line in verdict_lines(result):
+        console.print(line, highlight=False)
+    console.print(
+        f"[dim]{result.episodes_read} episodes read, {result.infrastructure_errors} "
+        f"infrastructure errors excluded; counted errors: {s.count}; default K = {s.default_K} "
+        f"({s.default_K_source}); {s.bootstrap} bootstrap resamples, seed {s.seed}; "
+        f"{s.correction} correction; TOST margin ±{100 * s.tost_margin:g} points[/]",
+        highlight=False,
+    )
+    k_small = min(s.budgets)
+    for cell in result.cells:
+        console.print()
+        console.print(arms_table(cell, k_small, s.default_K))
+        console.print(channels_table(cell))
+        if cell.comparisons:
+            console.print(comparisons_table(cell, k_small, s.default_K))
+        console.print(f"[dim]risk screen: {cell.risk_screen.reason}[/]", highlight=False)
+        for w in cell.warnings:
+            console.print(f"[yellow]warning:[/] {w}", highlight=False)
+    for w in result.warnings:
+        console.print(f"[yellow]warning:[/] {w}", highlight=False)

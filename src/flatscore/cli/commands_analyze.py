@@ -1,0 +1,136 @@
+"""`flatscore analyze` and `flatscore power`: parse flags, call one function, print."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from flatscore.cli.app import app, console
+from flatscore.errors import InputError
+
+
+@app.command()
+def analyze(
+    runs: Annotated[
+        list[Path], typer.Argument(help="Canonical JSONL runs or τ² results files/dirs.")
+    ],
+    reference: Annotated[
+        str | None, typer.Option(help="Reference arm (default: highest precision).")
+    ] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Write analysis.json here.")
+    ] = None,
+    budgets: Annotated[
+        str | None, typer.Option(help="Error budgets K, e.g. 0-10 or 0,2,9 (default 0..default K).")
+    ] = None,
+    count: Annotated[
+        str, typer.Option(help="Errors counted for S(K): all (agent + user, like τ²) or agent.")
+    ] = "all",
+    tost_margin: Annotated[float, typer.Option(help="TOST equivalence margin, in points.")] = 7.5,
+    bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 5000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    correction: Annotated[
+        str, typer.Option(help="Multiple-testing correction: holm or bh.")
+    ] = "holm",
+    channel_rules: Annotated[
+        Path | None, typer.Option(help="YAML error-text rules (replaces the bundled ones).")
+    ] = None,
+) -> None:
+    """Per-channel error rates, S(K), amplification, invariance, recovery and paired statistics."""
+    from flatscore.analysis.analyze import AnalysisOptions
+    from flatscore.analysis.analyze import analyze as run_analysis
+    from flatscore.analysis.budget import parse_budgets
+    from flatscore.analysis.channels import load_rules
+    from flatscore.analysis.summary import render
+    from flatscore.formats import load_runs
+
+    if count not in ("all", "agent"):
+        raise InputError(f"expected all or agent, got {count!r}", field="--count")
+    if correction not in ("holm", "bh"):
+        raise InputError(f"expected holm or bh, got {correction!r}", field="--correction")
+    if not 0 < tost_margin < 100:
+        raise InputError(
+            f"expected a margin in (0, 100) points, got {tost_margin}", field="--tost-margin"
+        )
+    if bootstrap < 100:
+        raise InputError(f"expected at least 100 resamples, got {bootstrap}", field="--bootstrap")
+    options = AnalysisOptions(
+        reference=reference,
+        budgets=parse_budgets(budgets) if budgets else None,
+        count=count,
+        tost_margin=tost_margin / 100.0,
+        bootstrap=bootstrap,
+        seed=seed,
+        correction=correction,
+        rules=load_rules(channel_rules),
+    )
+    with console.status("reading episodes and bootstrapping…"):
+        result = run_analysis(load_runs(runs), options)
+    render(result, console)
+    if json_out is not None:
+        try:
+            json_out.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"cannot write ({exc.strerror})", file=str(json_out)) from None
+        console.print(f"[dim]wrote {json_out}[/]", highlight=False)
+
+
+def _parse_rates(text: str) -> dict[str, float]:
+    rates: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        try:
+            rates[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            raise InputError(f"expected channel=rate, got {part!r}", field="--rates")
+    if not rates:
+        raise InputError("no rates given", field="--rates")
+    return rates
+
+
+@app.command()
+def power(
+    success: Annotated[float, typer.Option(help="Reference success rate (fraction).")],
+    rates: Annotated[
+        str, typer.Option(help="Per-call error rates, e.g. unknown_tool=0.1,bad_arguments=0.02.")
+    ],
+    tasks: Annotated[int, typer.Option(help="Tasks in the study.")],
+    trials: Annotated[int, typer.Option(help="Trials per task.")] = 1,
+    k: Annotated[int, typer.Option("--K", help="Error budget K at which to detect the gap.")] = 2,
+    calls: Annotated[int, typer.Option(help="Agent tool calls per episode.")] = 10,
+    simulations: Annotated[
+        int, typer.Option(help="Simulated studies per amplification level.")
+    ] = 500,
+    seed: Annotated[int, typer.Option(help="Simulation seed.")] = 0,
+) -> None:
+    """The smallest Gap(K) a study of this size detects with 80% power (simulation)."""
+    from rich.table import Table
+
+    from flatscore.analysis.power import power_analysis
+
+    parsed = _parse_rates(rates)
+    try:
+        result = power_analysis(
+            success, parsed, tasks=tasks, trials=trials, k=k, calls=calls,
+            simulations=simulations, seed=seed,
+        )  # fmt: skip
+    except ValueError as exc:
+        raise InputError(str(exc), field="--success/--rates") from None
+    table = Table(title=f"power at K={k}: {tasks} tasks × {trials} trial(s), {calls} calls/episode")
+    for col in ("amplification", f"Gap({k}) (points)", "power"):
+        table.add_column(col, justify="right")
+    for row in result.rows:
+        table.add_row(f"×{row.multiplier:.2f}", f"{100 * row.gap:.1f}", f"{row.power:.0%}")
+    console.print(table)
+    if result.detectable_gap is None:
+        console.print(result.note)
+    else:
+        console.print(
+            f"{result.note}: [bold]{100 * result.detectable_gap:.1f} points[/] "
+            f"(error rates ×{result.detectable_multiplier:.2f})",
+            highlight=False,
+        )

@@ -1,0 +1,96 @@
+"""`flatscore report`: rebuild report.html, summary.md and analysis.json from logs alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from flatscore.cli.app import app, console
+from flatscore.errors import InputError
+
+
+@app.command()
+def report(
+    runs: Annotated[
+        list[Path],
+        typer.Argument(help="Run folders (their *.jsonl), JSONL runs, or τ² results files/dirs."),
+    ],
+    out: Annotated[
+        Path, typer.Option("--out", help="Folder for report.html, summary.md, analysis.json.")
+    ],
+    settings_from: Annotated[
+        Path | None,
+        typer.Option(
+            help="Reuse the analysis settings of this analysis.json (other flags then ignored)."
+        ),
+    ] = None,
+    reference: Annotated[
+        str | None, typer.Option(help="Reference arm (default: highest precision).")
+    ] = None,
+    budgets: Annotated[
+        str | None, typer.Option(help="Error budgets K, e.g. 0-10 or 0,2,9.")
+    ] = None,
+    count: Annotated[str, typer.Option(help="Errors counted for S(K): all or agent.")] = "all",
+    tost_margin: Annotated[float, typer.Option(help="TOST equivalence margin, in points.")] = 7.5,
+    bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 5000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    correction: Annotated[
+        str, typer.Option(help="Multiple-testing correction: holm or bh.")
+    ] = "holm",
+    channel_rules: Annotated[Path | None, typer.Option(help="YAML error-text rules.")] = None,
+    title: Annotated[str, typer.Option(help="Report title.")] = "flatscore report",
+    generated_at: Annotated[
+        str | None,
+        typer.Option(help="A timestamp to print in the report (none by default: byte-stable)."),
+    ] = None,
+) -> None:
+    """Rebuild the report from episode logs: the same logs and settings give the same bytes."""
+    from rich.markup import escape as esc
+
+    from flatscore.analysis.analyze import AnalysisOptions
+    from flatscore.analysis.budget import parse_budgets
+    from flatscore.analysis.channels import load_rules
+    from flatscore.report.rebuild import options_from_settings, rebuild, settings_from_file
+    from flatscore.report.verdicts import headlines
+
+    if settings_from is not None:
+        options = options_from_settings(settings_from_file(settings_from))
+    else:
+        if count not in ("all", "agent"):
+            raise InputError(f"expected all or agent, got {count!r}", field="--count")
+        if correction not in ("holm", "bh"):
+            raise InputError(f"expected holm or bh, got {correction!r}", field="--correction")
+        if not 0 < tost_margin < 100:
+            raise InputError(
+                f"expected a margin in (0, 100) points, got {tost_margin}", field="--tost-margin"
+            )
+        if bootstrap < 100:
+            raise InputError(
+                f"expected at least 100 resamples, got {bootstrap}", field="--bootstrap"
+            )
+        options = AnalysisOptions(
+            reference=reference,
+            budgets=parse_budgets(budgets) if budgets else None,
+            count=count,
+            tost_margin=tost_margin / 100.0,
+            bootstrap=bootstrap,
+            seed=seed,
+            correction=correction,
+            rules=load_rules(channel_rules),
+        )
+    with console.status("reading episodes, analysing, drawing the report…"):
+        result, paths = rebuild(runs, out, options, title=title, generated_at=generated_at)
+    for cell in result.cells:
+        console.print(
+            f"[bold]{esc(cell.model)} · {esc(cell.domain)}[/]: {cell.verdict}", highlight=False
+        )
+        for h in headlines(cell, result.settings.default_K):
+            console.print(f"  {esc(h.arm)} vs {esc(h.reference)}: {h.verdict}", highlight=False)
+    console.print(f"report: {esc(str(paths.html))}", highlight=False, soft_wrap=True)
+    console.print(
+        f"[dim]also {esc(str(paths.summary))} and {esc(str(paths.analysis))}[/]",
+        highlight=False,
+        soft_wrap=True,
+    )

@@ -1,0 +1,72 @@
+"""The report: one self-contained `report.html`, `summary.md` and `analysis.json` in a folder.
+
+`write_report` is the one entry point (`flatscore report`, `flatscore run` and `flatscore
+demo` all call it). The output depends only on its inputs: the same analysis and episodes
+give byte-identical files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from flatscore.analysis.channels import BUILTIN_RULES, ChannelRules, load_rules
+from flatscore.analysis.result import AnalysisResult
+from flatscore.episode import Episode
+
+__all__ = ["ReportPaths", "rules_for", "write_report"]
+
+
+class ReportPaths(BaseModel):
+    """Where the report's files were written."""
+
+    model_config = ConfigDict(frozen=True)
+
+    html: Path
+    summary: Path
+    analysis: Path
+
+
+def rules_for(analysis: AnalysisResult) -> ChannelRules:
+    """The channel rules the analysis used (its settings name them), so the transcript
+    browser labels each call exactly as the numbers counted it."""
+    source = analysis.settings.channel_rules
+    return load_rules(None if source == BUILTIN_RULES else source)
+
+
+def analysis_json(analysis: AnalysisResult) -> str:
+    """analysis.json's text: pydantic's field order, two-space indent, one final newline."""
+    return analysis.model_dump_json(indent=2) + "\n"
+
+
+def write_report(
+    analysis: AnalysisResult,
+    episodes: Iterable[Episode],
+    out_dir: str | Path,
+    *,
+    rules: ChannelRules | None = None,
+    title: str = "flatscore report",
+    generated_at: str | None = None,
+) -> ReportPaths:
+    """Write report.html, summary.md and analysis.json into `out_dir` (created if needed)."""
+    from flatscore.report.html import render_html
+    from flatscore.report.summary import render_summary
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = ReportPaths(
+        html=out / "report.html", summary=out / "summary.md", analysis=out / "analysis.json"
+    )
+    html = render_html(
+        analysis, episodes, rules or rules_for(analysis), title=title, generated_at=generated_at
+    )
+    # errors="replace": a lone surrogate in model text must not stop the report.
+    for path, text in (
+        (paths.html, html),
+        (paths.summary, render_summary(analysis, generated_at=generated_at)),
+        (paths.analysis, analysis_json(analysis)),
+    ):
+        path.write_text(text, encoding="utf-8", errors="replace", newline="\n")
+    return paths

@@ -1,0 +1,214 @@
+"""report.html: one self-contained, deterministic, script-safe page.
+
+Safety model (model-generated text is hostile by assumption):
+- every value goes through jinja2 with autoescape on; plots are matplotlib SVG, which escapes
+  its labels;
+- transcripts travel as JSON inside `<script type="application/json">` with `<`, `>` and `&`
+  written as `\\u003c` etc., so no text can close the script element; the page's own script
+  renders them with `textContent` only;
+- a Content-Security-Policy allows exactly the page's own script (by hash), no network, no
+  other script: if escaping ever failed, injected markup still could not run.
+
+Deterministic: same analysis + episodes → same bytes (no timestamp unless one is passed).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
+
+from flatscore.analysis.channels import ChannelRules
+from flatscore.analysis.result import CHANNELS, AnalysisResult, Cell, Comparison
+from flatscore.episode import Episode
+from flatscore.report import plots
+from flatscore.report.transcripts import browser_payload, cell_key
+from flatscore.report.verdicts import CHANNEL_WORDS, TONE, headlines, pts, pval, ratio
+
+SECTIONS: tuple[tuple[str, str], ...] = (
+    ("verdicts", "Verdicts"),
+    ("budget", "Error budget S(K)"),
+    ("channels", "Failure channels"),
+    ("invariance", "Failure-set invariance"),
+    ("recovery", "Recovery & length"),
+    ("passk", "pass^k"),
+    ("statistics", "Statistics"),
+    ("risk", "Risk screen"),
+    ("transcripts", "Transcripts"),
+    ("method", "Method"),
+)
+
+
+def json_for_script(data: Any) -> Markup:
+    """JSON that is safe inside a `<script>` element: nothing in it can end the element or
+    start markup, and it stays valid JSON (the escapes only ever occur inside strings)."""
+    text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+    for raw, escaped in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e")):
+        text = text.replace(raw, escaped)
+    return Markup(text)
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("flatscore.report", "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(pts=pts, ratio=ratio, p=pval, num=_num)
+    return env
+
+
+def _gap_band(c: Comparison) -> plots.Band:
+    return plots.Band(
+        label=c.arm,
+        x=[g.K for g in c.gap],
+        y=[g.gap for g in c.gap],
+        low=[g.ci_low for g in c.gap],
+        high=[g.ci_high for g in c.gap],
+    )
+
+
+def _arm_band(cell: Cell, index: int) -> plots.Band:
+    arm = cell.arms[index]
+    points = arm.budget_curve
+    lows = [getattr(p, "ci_low", None) for p in points]
+    highs = [getattr(p, "ci_high", None) for p in points]
+    has_ci = all(v is not None for v in lows + highs) and bool(points)
+    return plots.Band(
+        label=arm.arm,
+        x=[p.K for p in points],
+        y=[p.success_rate for p in points],
+        low=lows if has_ci else None,
+        high=highs if has_ci else None,
+    )
+
+
+def _ordered_arms(cell: Cell) -> list[int]:
+    """Arm indices, reference first (it gets the first colour in every plot)."""
+    ref = [i for i, a in enumerate(cell.arms) if a.arm == cell.reference]
+    return ref + [i for i, a in enumerate(cell.arms) if a.arm != cell.reference]
+
+
+def _cell_context(index: int, cell: Cell, analysis: AnalysisResult) -> dict[str, Any]:
+    """Everything one cell's sections show, numbers pre-formatted by the template filters."""
+    settings = analysis.settings
+    order = _ordered_arms(cell)
+    arms = [cell.arms[i] for i in order]
+    small_k = cell.comparisons[0].gap_amplification.k_small if cell.comparisons else None
+    budget_svg = plots.budget_figure(
+        f"budget-{index}",
+        [_arm_band(cell, i) for i in order],
+        [_gap_band(c) for c in cell.comparisons],
+        settings.default_K,
+        small_k,
+    )
+    shown_channels = [ch for ch in CHANNELS if any(ch in a.channels for a in arms)]
+    rates = plots.GroupedBars(
+        categories=shown_channels,
+        series={
+            a.arm: [
+                (a.channels[ch].rate or 0.0) if ch in a.channels else 0.0 for ch in shown_channels
+            ]
+            for a in arms
+        },
+    )
+    intervals = [
+        plots.Interval(
+            label=f"{ch} ({c.arm})" if len(cell.comparisons) > 1 else ch,
+            value=amp.ratio,
+            low=amp.ci_low,
+            high=amp.ci_high,
+        )
+        for c in cell.comparisons
+        for ch in shown_channels
+        if (amp := c.channel_amplification.get(ch)) is not None
+    ]
+    channels_svg = plots.channel_figure(f"channels-{index}", rates, intervals)
+    ref_arm = next((a for a in arms if a.arm == cell.reference), arms[0] if arms else None)
+    rank_svgs = []
+    for j, c in enumerate(cell.comparisons):
+        arm = next((a for a in arms if a.arm == c.arm), None)
+        rank_svgs.append(
+            plots.rank_figure(
+                f"rank-{index}-{j}",
+                ref_arm.hallucinated_names if ref_arm else {},
+                arm.hallucinated_names if arm else {},
+                c.reference,
+                c.arm,
+                c.spearman_rho,
+                c.novel_fraction,
+            )
+        )
+    passk_svg = plots.passk_figure(
+        f"passk-{index}",
+        [plots.Band(label=a.arm, x=list(range(1, len(a.pass_k) + 1)), y=a.pass_k) for a in arms],
+    )
+    budgets = sorted({p.K for a in arms for p in a.budget_curve})
+    s_of = {a.arm: {p.K: p for p in a.budget_curve} for a in arms}
+    gap_of = {c.arm: {g.K: g for g in c.gap} for c in cell.comparisons}
+    return {
+        "index": index,
+        "key": cell_key(cell.model, cell.domain),
+        "cell": cell,
+        "arms": arms,
+        "tone": TONE.get(cell.verdict, "warn"),
+        "headlines": headlines(cell, settings.default_K),
+        "budget_svg": Markup(budget_svg),
+        "budgets": budgets,
+        "s_of": s_of,
+        "gap_of": gap_of,
+        "channels": shown_channels,
+        "channels_svg": Markup(channels_svg),
+        "rank_svgs": [Markup(s) for s in rank_svgs],
+        "passk_svg": Markup(passk_svg),
+        "max_k": max((len(a.pass_k) for a in arms), default=0),
+    }
+
+
+def render_html(
+    analysis: AnalysisResult,
+    episodes: Iterable[Episode],
+    rules: ChannelRules,
+    *,
+    title: str = "flatscore report",
+    generated_at: str | None = None,
+) -> str:
+    """The whole report page as one string."""
+    env = _environment()
+    script = env.get_template("_script.html.j2").render()
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    csp = (
+        "default-src 'none'; "
+        f"script-src 'sha256-{digest}'; "
+        "style-src 'unsafe-inline'; img-src data:; "
+        "base-uri 'none'; form-action 'none'"
+    )
+    cells = [_cell_context(i, cell, analysis) for i, cell in enumerate(analysis.cells)]
+    payload = browser_payload(analysis, episodes, rules)
+    comparisons = [(cell, c) for cell in analysis.cells for c in cell.comparisons]
+    return env.get_template("report.html.j2").render(
+        title=title,
+        generated_at=generated_at,
+        analysis=analysis,
+        settings=analysis.settings,
+        sections=SECTIONS,
+        cells=cells,
+        comparisons=comparisons,
+        channel_words=CHANNEL_WORDS,
+        episode_count=len(payload["episodes"]),
+        data_json=json_for_script(payload),
+        script=Markup(script),
+        csp=csp,
+    )

@@ -1,0 +1,319 @@
+"""The report's figures, as inline SVG strings drawn with matplotlib.
+
+Why matplotlib SVG: the report must work offline from one file, so a plot library that needs
+JavaScript (plotly, Vega) would have to be inlined (megabytes) and would run code in the
+page. A static SVG needs no script, renders the same everywhere, and with a fixed
+`svg.hashsalt`, no date metadata and text kept as text (`svg.fonttype = none`) the bytes are
+identical run to run. matplotlib also escapes every label it writes, so model-generated tool
+names can label points without becoming markup.
+
+Each function takes plain numbers (no analysis types) and returns `<svg ...>...</svg>`.
+Rates and gaps come in as fractions and are drawn in percentage points.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import matplotlib
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+
+# Colour-blind-safe palette (Okabe-Ito); the reference arm always takes the first colour.
+PALETTE = ("#000000", "#E69F00", "#56B4E9", "#009E73", "#D55E00", "#CC79A7", "#0072B2", "#F0E442")
+
+
+@dataclass(frozen=True)
+class Band:
+    """One line with an optional confidence band, e.g. S(K) of an arm or Gap(K) of a pair."""
+
+    label: str
+    x: Sequence[float]
+    y: Sequence[float | None]
+    low: Sequence[float | None] | None = None
+    high: Sequence[float | None] | None = None
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with an optional CI, e.g. one channel's amplification."""
+
+    label: str
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass(frozen=True)
+class GroupedBars:
+    """Bars: one group per category, one bar per series (values are fractions)."""
+
+    categories: Sequence[str]
+    series: dict[str, Sequence[float]] = field(default_factory=dict)
+
+
+@contextmanager
+def _style(plot_id: str) -> Iterator[None]:
+    """Deterministic, script-free SVG: the salt also keeps clip-path ids unique per plot."""
+    with matplotlib.rc_context(
+        {
+            "svg.hashsalt": f"flatscore-{plot_id}",
+            "svg.fonttype": "none",
+            "svg.id": f"plot-{plot_id}",
+            "text.parse_math": False,
+            "font.size": 9,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "legend.frameon": False,
+        }
+    ):
+        yield
+
+
+_NO_METADATA = {"Date": None, "Creator": None, "Format": None, "Type": None}
+_TAG = re.compile(r"<[^>]*>")
+_ID_REF = re.compile(r'(\sid="|url\(#|href="#)(?!plot-)')
+
+
+def _to_svg(fig: Figure, plot_id: str) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata=_NO_METADATA)
+    text = buf.getvalue()
+    # Drop the XML prolog and DOCTYPE: the SVG is inlined into an HTML document.
+    text = text[text.index("<svg") :].strip()
+    # matplotlib numbers its element ids per figure (figure_1, axes_1, ...): prefix them so
+    # several plots in one page never share an id. Only tags are rewritten (labels are text,
+    # and matplotlib escapes `<` in text, so a label can never look like a tag).
+    prefix = f"plot-{plot_id}-"
+    return _TAG.sub(lambda m: _ID_REF.sub(lambda r: r.group(1) + prefix, m.group(0)), text)
+
+
+def _pts(values: Sequence[float | None]) -> list[float]:
+    return [math.nan if v is None else 100.0 * v for v in values]
+
+
+def _colour(i: int) -> str:
+    return PALETTE[i % len(PALETTE)]
+
+
+def _draw_bands(ax: Axes, bands: Sequence[Band], colour_offset: int = 0) -> None:
+    for i, band in enumerate(bands):
+        colour = _colour(i + colour_offset)
+        ax.plot(band.x, _pts(band.y), marker="o", ms=3, lw=1.6, color=colour, label=band.label)
+        if band.low is not None and band.high is not None:
+            ax.fill_between(band.x, _pts(band.low), _pts(band.high), color=colour, alpha=0.15, lw=0)
+
+
+def budget_figure(
+    plot_id: str,
+    success: Sequence[Band],
+    gaps: Sequence[Band],
+    default_k: int | None,
+    small_k: int | None,
+) -> str:
+    """S(K) per arm (left) and Gap(K) per arm vs the reference (right), with CI bands.
+
+    The picture of the study: curves that meet at the default K and part at small K.
+    """
+    with _style(plot_id):
+        fig = Figure(figsize=(9.0, 3.4), layout="constrained")
+        left, right = fig.subplots(1, 2)
+        _draw_bands(left, success)
+        left.set(xlabel="error budget K (failed calls allowed)", ylabel="success S(K), %")
+        left.set_title("Success under each error budget", loc="left")
+        left.set_ylim(-2, 102)
+        _draw_bands(right, gaps, colour_offset=1)
+        right.axhline(0.0, color="#555555", lw=0.8)
+        right.set(xlabel="error budget K", ylabel="Gap(K) = S_ref − S_arm, points")
+        right.set_title("Gap to the reference", loc="left")
+        for ax in (left, right):
+            for k, name in ((default_k, "default"), (small_k, "small")):
+                if k is not None:
+                    ax.axvline(k, color="#999999", lw=0.8, ls="--")
+                    ax.annotate(
+                        f"{name} K={k}",
+                        (k, 0.98),
+                        xycoords=("data", "axes fraction"),
+                        textcoords="offset points",
+                        xytext=(-3, 0),
+                        fontsize=7,
+                        color="#666666",
+                        rotation=90,
+                        ha="right",
+                        va="top",
+                    )
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=8, loc="best")
+        return _to_svg(fig, plot_id)
+
+
+def channel_figure(plot_id: str, rates: GroupedBars, amplification: Sequence[Interval]) -> str:
+    """Channel rates per arm (left, % of agent tool calls) and amplification vs the
+    reference with CIs (right, log scale: 1 = unchanged)."""
+    with _style(plot_id):
+        fig = Figure(
+            figsize=(9.0, 0.45 * max(len(rates.categories), 3) + 1.2), layout="constrained"
+        )
+        left, right = fig.subplots(1, 2)
+        n_series = max(len(rates.series), 1)
+        height = 0.8 / n_series
+        ys = range(len(rates.categories))
+        for i, (name, values) in enumerate(rates.series.items()):
+            offsets = [y - 0.4 + height * (i + 0.5) for y in ys]
+            left.barh(offsets, _pts(values), height=height, color=_colour(i), label=name)
+        left.set_yticks(list(ys), list(rates.categories))
+        left.invert_yaxis()
+        left.set_xlabel("% of agent tool calls")
+        left.set_title("Failed calls by channel", loc="left")
+        if rates.series:
+            left.legend(fontsize=8, loc="lower right")
+        _draw_intervals(right, amplification)
+        right.set_title("Amplification (arm rate ÷ reference rate)", loc="left")
+        return _to_svg(fig, plot_id)
+
+
+def _draw_intervals(ax: Axes, items: Sequence[Interval]) -> None:
+    shown = [
+        it for it in items if it.value is not None and it.value > 0 and math.isfinite(it.value)
+    ]
+    ys = list(range(len(items)))
+    if not items:
+        ax.annotate("no comparison", (0.5, 0.5), xycoords="axes fraction", ha="center")
+        ax.set_axis_off()
+        return
+    ax.set_yticks(ys, [it.label for it in items])
+    ax.set_ylim(len(items) - 0.5, -0.5)
+    ax.axvline(1.0, color="#555555", lw=0.8)
+    for y, it in zip(ys, items, strict=True):
+        if it not in shown:
+            ax.annotate(
+                "n/a", (0.02, y), xycoords=("axes fraction", "data"), va="center", fontsize=7
+            )
+            continue
+        assert it.value is not None
+        lo = it.low if it.low is not None and it.low > 0 else it.value
+        hi = it.high if it.high is not None and math.isfinite(it.high) else it.value
+        ax.plot([lo, hi], [y, y], color="#333333", lw=1.4)
+        ax.plot([it.value], [y], "o", color=PALETTE[4], ms=5)
+        if it.high is None or not math.isfinite(it.high):
+            # The bootstrap's upper bound is unbounded (reference count near zero).
+            ax.annotate("→ ∞", (hi, y), textcoords="offset points", xytext=(6, -3), fontsize=7)
+    if shown:
+        ax.set_xscale("log")
+        # Plain tick text: mathtext is off (model text must never be parsed as markup).
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"×{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("ratio (log scale), 95% CI")
+
+
+def rank_figure(
+    plot_id: str,
+    ref_counts: dict[str, int],
+    arm_counts: dict[str, int],
+    ref_label: str,
+    arm_label: str,
+    rho: float | None,
+    novel_fraction: float | None,
+    label_top: int = 6,
+) -> str:
+    """Rank of each hallucinated tool name in the reference vs in the arm.
+
+    Points on the diagonal: the arm fails in the same places, only more often. Names the
+    reference never produced sit on the right edge (novel).
+    """
+    names = sorted(set(ref_counts) | set(arm_counts))
+    ref_rank = _ranks({n: ref_counts.get(n, 0) for n in names})
+    arm_rank = _ranks({n: arm_counts.get(n, 0) for n in names})
+    with _style(plot_id):
+        fig = Figure(figsize=(4.6, 4.2), layout="constrained")
+        ax = fig.subplots()
+        if names:
+            top = len(names) + 1
+            ax.plot([1, top], [1, top], color="#aaaaaa", lw=0.8, ls="--")
+            novel = [n for n in names if ref_counts.get(n, 0) == 0]
+            known = [n for n in names if ref_counts.get(n, 0) > 0]
+            sizes = {
+                n: 12 + 4 * math.sqrt(arm_counts.get(n, 0) + ref_counts.get(n, 0)) for n in names
+            }
+            for group, colour, label in (
+                (known, PALETTE[2], "seen in reference"),
+                (novel, PALETTE[4], "novel"),
+            ):
+                if group:
+                    ax.scatter(
+                        [ref_rank[n] for n in group],
+                        [arm_rank[n] for n in group],
+                        s=[sizes[n] for n in group],
+                        color=colour,
+                        alpha=0.75,
+                        label=label,
+                    )
+            by_volume = sorted(
+                names, key=lambda n: (-(arm_counts.get(n, 0) + ref_counts.get(n, 0)), n)
+            )
+            for n in by_volume[:label_top]:
+                ax.annotate(
+                    _short(n),
+                    (ref_rank[n], arm_rank[n]),
+                    textcoords="offset points",
+                    xytext=(4, 3),
+                    fontsize=7,
+                )
+            ax.set_xlim(0.5, top)
+            ax.set_ylim(0.5, top)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.legend(fontsize=7, loc="lower right")
+        else:
+            ax.annotate(
+                "no hallucinated tool names", (0.5, 0.5), xycoords="axes fraction", ha="center"
+            )
+        ax.set_xlabel(f"rank in {_short(ref_label)} (1 = most frequent)")
+        ax.set_ylabel(f"rank in {_short(arm_label)}")
+        rho_text = "n/a" if rho is None else f"{rho:.2f}"
+        novel_text = "n/a" if novel_fraction is None else f"{100 * novel_fraction:.1f}%"
+        ax.set_title(f"ρ = {rho_text}, novel = {novel_text}", loc="left")
+        return _to_svg(fig, plot_id)
+
+
+def passk_figure(plot_id: str, curves: Sequence[Band]) -> str:
+    """pass^k per arm: the chance that all k trials of a task succeed."""
+    with _style(plot_id):
+        fig = Figure(figsize=(4.6, 3.0), layout="constrained")
+        ax = fig.subplots()
+        _draw_bands(ax, curves)
+        ax.set(xlabel="k (trials that must all succeed)", ylabel="pass^k, %")
+        ax.set_ylim(-2, 102)
+        if curves and curves[0].x:
+            ax.set_xticks(list(curves[0].x))
+        if curves:
+            ax.legend(fontsize=8)
+        return _to_svg(fig, plot_id)
+
+
+def _ranks(counts: dict[str, int]) -> dict[str, float]:
+    """Rank 1 = most frequent; ties share their average rank (as Spearman's ρ does)."""
+    ordered = sorted(counts, key=lambda n: (-counts[n], n))
+    ranks: dict[str, float] = {}
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and counts[ordered[j + 1]] == counts[ordered[i]]:
+            j += 1
+        for n in ordered[i : j + 1]:
+            ranks[n] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def _short(text: str, limit: int = 28) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,85 @@
+"""Rebuild a report from logs alone: read the episodes, run the analysis, write the report.
+
+Used by `flatscore report`. With the same analysis options the result is byte-identical to
+the run's own report (the analysis is seeded; the report has no timestamp unless asked).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from flatscore.analysis.analyze import AnalysisOptions, analyze
+from flatscore.analysis.channels import BUILTIN_RULES, load_rules
+from flatscore.analysis.result import AnalysisResult, Settings
+from flatscore.errors import InputError
+from flatscore.formats import load_runs
+from flatscore.report import ReportPaths, write_report
+
+
+def expand_inputs(paths: Sequence[Path]) -> list[Path]:
+    """A run folder stands for the JSONL runs under it; anything else (a `.jsonl` file, a τ²
+    results file or folder) is passed on as given."""
+    out: list[Path] = []
+    for path in paths:
+        if not path.exists():
+            raise InputError("no such file or folder", file=str(path))
+        runs = sorted(path.rglob("*.jsonl")) if path.is_dir() else []
+        out.extend(runs or [path])
+    return out
+
+
+def options_from_settings(settings: Settings) -> AnalysisOptions:
+    """The analysis options that reproduce a previous analysis.json exactly."""
+    return AnalysisOptions(
+        reference=settings.reference,
+        budgets=list(settings.budgets),
+        count=settings.count,
+        tost_margin=settings.tost_margin,
+        bootstrap=settings.bootstrap,
+        seed=settings.seed,
+        correction=settings.correction,
+        confidence=settings.confidence,
+        alpha=settings.alpha,
+        risk_threshold=settings.risk_threshold,
+        rules=load_rules(
+            None if settings.channel_rules == BUILTIN_RULES else settings.channel_rules
+        ),
+    )
+
+
+def settings_from_file(path: Path) -> Settings:
+    """The `settings` of an existing analysis.json (bad file: InputError naming it)."""
+    if not path.exists():
+        raise InputError("file not found", file=str(path))
+    try:
+        data = json.loads(path.read_text("utf-8"))
+        return Settings.model_validate(data["settings"])
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON ({exc.msg})", file=str(path)) from None
+    except (KeyError, TypeError):
+        raise InputError("no 'settings' object: not an analysis.json", file=str(path)) from None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = "settings." + ".".join(str(p) for p in err["loc"])
+        raise InputError(str(err["msg"]), file=str(path), field=loc) from None
+
+
+def rebuild(
+    inputs: Sequence[Path],
+    out_dir: Path,
+    options: AnalysisOptions,
+    *,
+    title: str = "flatscore report",
+    generated_at: str | None = None,
+) -> tuple[AnalysisResult, ReportPaths]:
+    """Episodes → analysis → report.html, summary.md and analysis.json in `out_dir`."""
+    episodes = list(load_runs(expand_inputs(inputs)))
+    result = analyze(episodes, options)
+    paths = write_report(
+        result, episodes, out_dir, rules=options.rules, title=title, generated_at=generated_at
+    )
+    return result, paths

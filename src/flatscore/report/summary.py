@@ -1,0 +1,93 @@
+"""summary.md: the verdicts and key numbers as Markdown, for a pull request or a chat.
+
+Model-generated names can reach this file (novel tool names), so every such string is
+escaped for Markdown and HTML: a renderer shows it as text, never as a link or markup.
+"""
+
+from __future__ import annotations
+
+import re
+
+from flatscore.analysis.result import AnalysisResult
+from flatscore.report.verdicts import headlines, pts, pval, ratio
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+
+
+def md_escape(text: str) -> str:
+    """Text that Markdown renders literally inside a line: emphasis, code, link and table
+    characters backslashed, `<`/`&` as entities (so no HTML and no autolinks)."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;")
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(text.split()))
+
+
+def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None) -> str:
+    """The Markdown summary: one section per cell, a headline per arm, a small table."""
+    s = analysis.settings
+    lines = [
+        "# flatscore summary",
+        "",
+        f"{analysis.episodes_read} episodes read ({analysis.infrastructure_errors} infrastructure "
+        f"errors excluded) · default error budget K = {s.default_K} · {s.bootstrap} bootstrap "
+        f"resamples, seed {s.seed} · flatscore {analysis.flatscore_version}"
+        + (f" · generated {md_escape(generated_at)}" if generated_at else ""),
+        "",
+    ]
+    for cell in analysis.cells:
+        lines += [
+            f"## {md_escape(cell.model)} · {md_escape(cell.domain)}: **{cell.verdict}**",
+            "",
+            md_escape(cell.verdict_reason),
+            "",
+        ]
+        for h in headlines(cell, s.default_K):
+            lines.append(f"- **{md_escape(h.arm)} vs {md_escape(h.reference)}: {h.verdict}.**")
+            lines += [f"  {md_escape(sentence)}" for sentence in h.sentences]
+        lines += [
+            "",
+            f"Risk screen ({md_escape(cell.reference)} alone): **{cell.risk_screen.verdict}** — "
+            f"{md_escape(cell.risk_screen.reason)}",
+            "",
+            "| arm | episodes | success | S(K=small) | failed calls / agent calls "
+            "| unknown-tool rate | recovery |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        small_k = min((p.K for a in cell.arms for p in a.budget_curve), default=None)
+        for a in cell.arms:
+            s_small = next((p.success_rate for p in a.budget_curve if small_k == p.K), None)
+            unknown = a.channels.get("unknown_tool")
+            lines.append(
+                f"| {md_escape(a.arm)} | {a.episodes} | {pts(a.success_rate)}% "
+                f"| {pts(s_small)}% (K={small_k}) | {a.failed_agent_calls} / {a.agent_tool_calls} "
+                f"| {pts(unknown.rate if unknown else None)}% | {pts(a.recovery_rate)}% |"
+            )
+        if cell.comparisons:
+            lines += [
+                "",
+                "| arm vs ref | Gap(K default) [95% CI] | gap amplification | unknown-tool ×"
+                " | ρ | novel | raw p | Holm p | TOST equivalent |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|:---:|",
+            ]
+            for c in cell.comparisons:
+                g = c.gap_default
+                amp = c.channel_amplification.get("unknown_tool")
+                rho = "n/a" if c.spearman_rho is None else f"{c.spearman_rho:.2f}"
+                gap_amp = (
+                    "n/a"
+                    if c.gap_amplification.value is None
+                    else f"{c.gap_amplification.value:.1f}"
+                )
+                lines.append(
+                    f"| {md_escape(c.arm)} vs {md_escape(c.reference)} | {pts(g.gap)} "
+                    f"[{pts(g.ci_low)}, {pts(g.ci_high)}] | {gap_amp} "
+                    f"| {ratio(amp.ratio if amp else None)} | {rho} | {pts(c.novel_fraction)}% "
+                    f"| {pval(c.p_value)} | {pval(c.p_holm)} "
+                    f"| {'yes' if c.tost_equivalent else 'no'} |"
+                )
+        lines.append("")
+    lines += [
+        "Gaps are in percentage points (reference − arm). Full report: `report.html`; "
+        "every number: `analysis.json`.",
+        "",
+    ]
+    return "\n".join(lines)

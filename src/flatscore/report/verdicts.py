@@ -1,0 +1,204 @@
+"""Headline verdicts in words a deployer understands, from the analysis numbers alone.
+
+The analysis decides the verdict label; this module only explains it: what the score does at
+the default error budget, what happens to failed calls, what a tighter budget costs, and what
+that means for deployment. Shared by the HTML report and summary.md so both say the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flatscore.analysis.result import ArmStats, Cell, Comparison, GapPoint
+
+CHANNEL_WORDS: dict[str, str] = {
+    "unknown_tool": "calling tools that do not exist",
+    "role_confusion": "calling the user's tools instead of its own (role confusion)",
+    "invented": "calling invented tool names",
+    "bad_arguments": "sending malformed or invalid arguments",
+    "entity_not_found": "asking for records that do not exist",
+    "precondition": "attempting actions a domain rule refuses",
+    "other": "other tool errors",
+    "malformed_output": "output that could not be parsed at all",
+}
+
+TONE: dict[str, str] = {
+    "flat score, amplified failures": "warn",
+    "visible damage": "bad",
+    "no damage detected": "ok",
+}
+
+ADVICE: dict[str, str] = {
+    "flat score, amplified failures": (
+        "The headline score hides the damage: if your deployment stops, escalates or bills "
+        "after a few failed tool calls, expect the lower success shown at small budgets."
+    ),
+    "visible damage": (
+        "The final score itself drops: do not ship this arm as a drop-in replacement."
+    ),
+    "no damage detected": (
+        "No damage is visible at this study's size; `flatscore power` says how small a gap "
+        "it could have detected."
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One arm's verdict against the reference, with the sentences that explain it."""
+
+    cell: str
+    arm: str
+    reference: str
+    verdict: str
+    tone: str
+    sentences: list[str]
+
+
+def pts(value: float | None, digits: int = 1) -> str:
+    """A fraction shown in percentage points ("n/a" when the analysis could not compute it)."""
+    if value is None:
+        return "n/a"
+    text = f"{100 * value:.{digits}f}"
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text  # no "-0.0"
+
+
+def ratio(value: float | None) -> str:
+    return "n/a" if value is None else f"×{value:.2f}"
+
+
+def ci_ratio(low: float | None, high: float | None) -> str:
+    if low is None:
+        return "CI n/a"
+    if high is None:
+        return f"95% CI from {ratio(low)}, no upper bound"
+    return f"95% CI {ratio(low)} to {ratio(high)}"
+
+
+def ci_pts(low: float | None, high: float | None) -> str:
+    if low is None or high is None:
+        return "CI n/a"
+    return f"95% CI {pts(low)} to {pts(high)}"
+
+
+def gap_at(comparison: Comparison, k: int) -> GapPoint | None:
+    return next((g for g in comparison.gap if k == g.K), None)
+
+
+def arm_stats(cell: Cell, name: str) -> ArmStats | None:
+    return next((a for a in cell.arms if a.arm == name), None)
+
+
+def _failure_rate(arm: ArmStats | None) -> float | None:
+    if arm is None or arm.agent_tool_calls == 0:
+        return None
+    return arm.failed_agent_calls / arm.agent_tool_calls
+
+
+def _score_sentence(c: Comparison, k_default: int) -> str:
+    g = c.gap_default
+    base = (
+        f"At the default budget (K = {k_default} failed calls), {c.arm} succeeds on "
+        f"{pts(g.s_arm)}% of episodes against {pts(g.s_ref)}% for {c.reference} "
+        f"(gap {pts(g.gap)} points, {ci_pts(g.ci_low, g.ci_high)})"
+    )
+    margin = f"±{c.tost_margin * 100:.1f}" if c.tost_margin <= 1 else f"±{c.tost_margin:.1f}"
+    if c.significant:
+        tail = (
+            f"; the difference is significant after correction (adjusted p = {pval(c.p_adjusted)})."
+        )
+    elif c.tost_equivalent:
+        tail = f"; the scores are equivalent within {margin} points (TOST)."
+    else:
+        tail = (
+            f"; equivalence within {margin} points could not be shown "
+            "(too few tasks or a real gap)."
+        )
+    return base + tail
+
+
+def _failure_sentence(cell: Cell, c: Comparison) -> str:
+    ref, arm = arm_stats(cell, c.reference), arm_stats(cell, c.arm)
+    rate_ref, rate_arm = _failure_rate(ref), _failure_rate(arm)
+    n_arm = arm.failed_agent_calls if arm else "n/a"
+    n_ref = ref.failed_agent_calls if ref else "n/a"
+    text = (
+        f"Failed tool calls: {pts(rate_arm)} per 100 agent calls against {pts(rate_ref)} "
+        f"({n_arm} vs {n_ref} calls)."
+    )
+    leaves = [ch for ch in c.amplified_channels if ch != "unknown_tool"] or c.amplified_channels
+    if leaves:
+        worst = max(
+            leaves,
+            key=lambda ch: (
+                (c.channel_amplification[ch].count_arm - c.channel_amplification[ch].count_ref, ch)
+                if ch in c.channel_amplification
+                else (0, ch)
+            ),
+        )
+        amp = c.channel_amplification.get(worst)
+        if amp is not None:
+            text += (
+                f" The largest amplified channel is {CHANNEL_WORDS.get(worst, worst)}: "
+                f"{pts(amp.rate_arm)}% of calls vs {pts(amp.rate_ref)}% ({ratio(amp.ratio)}, "
+                f"{ci_ratio(amp.ci_low, amp.ci_high)})."
+            )
+    else:
+        text += " No channel is significantly amplified."
+    if c.spearman_rho is not None and c.novel_fraction is not None:
+        same = c.spearman_rho >= 0.8 and c.novel_fraction <= 0.1
+        text += (
+            " It hallucinates the reference's own tool names, more often"
+            if same
+            else " Its hallucinated tool names only partly match the reference's"
+        )
+        text += (
+            f" (rank correlation ρ = {c.spearman_rho:.2f}; {pts(c.novel_fraction)}% of its "
+            "hallucinated calls use a name the reference never produced)."
+        )
+    return text
+
+
+def _budget_sentence(c: Comparison) -> str | None:
+    amp = c.gap_amplification
+    small = gap_at(c, amp.k_small)
+    if small is None or amp.k_small == amp.k_default:
+        return None
+    text = (
+        f"With a tight budget (K = {amp.k_small}), the gap is {pts(small.gap)} points "
+        f"({ci_pts(small.ci_low, small.ci_high)})"
+    )
+    if amp.value is not None:
+        text += f", {amp.value:.1f}× the gap at K = {amp.k_default}."
+    else:
+        text += "."
+    return text
+
+
+def pval(value: float | None) -> str:
+    """A p-value as people read it."""
+    if value is None:
+        return "n/a"
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def headlines(cell: Cell, k_default: int) -> list[Headline]:
+    """One headline per arm compared with the cell's reference."""
+    out = []
+    for c in cell.comparisons:
+        sentences = [_score_sentence(c, k_default), _failure_sentence(cell, c)]
+        budget = _budget_sentence(c)
+        if budget:
+            sentences.append(budget)
+        sentences.append(ADVICE.get(c.verdict, ""))
+        out.append(
+            Headline(
+                cell=f"{cell.model} · {cell.domain}",
+                arm=c.arm,
+                reference=c.reference,
+                verdict=c.verdict,
+                tone=TONE.get(c.verdict, "warn"),
+                sentences=[s for s in sentences if s],
+            )
+        )
+    return out

@@ -1,0 +1,226 @@
+"""Known-answer tests: a hand-built study where every number is worked out by hand below."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from analysis_builders import episode
+from scipy.stats import wilcoxon
+
+from flatscore.analysis.analyze import AnalysisOptions, analyze
+from flatscore.analysis.result import AnalysisResult
+from flatscore.errors import InputError
+
+NOT_FOUND = "Error: User not found"
+NOT_PENDING = "Error: Non-pending order cannot be cancelled"
+
+
+def study() -> list:
+    """bf16 (reference) and int4, 3 tasks x 2 trials each; the hand counts are in the tests."""
+    ref = [
+        episode("bf16", "t1", 0, [("get_user", "ok"), ("foo", "fail"), ("get_order", "ok")]),
+        episode("bf16", "t1", 1, [("get_user", "ok")]),
+        episode("bf16", "t2", 0, [("get_user", "fail", NOT_FOUND), ("get_user", "ok")]),
+        episode(
+            "bf16", "t2", 1, [("foo", "fail"), ("bar", "fail"), ("get_order", "ok")], success=False
+        ),
+        episode(
+            "bf16",
+            "t3",
+            0,
+            [("cancel_order", "fail", NOT_PENDING)],
+            user_calls=[("toggle_airplane_mode", True)],
+        ),
+        episode("bf16", "t3", 1, [("get_order", "ok")]),
+    ]
+    arm = [
+        episode(
+            "int4", "t1", 0, [("toggle_airplane_mode", "fail"), ("foo", "fail"), ("get_user", "ok")]
+        ),
+        episode(
+            "int4", "t1", 1, [("foo", "fail"), ("foo", "fail"), ("get_order", "ok")], success=False
+        ),
+        episode("int4", "t2", 0, [("get_user", "ok")]),
+        episode("int4", "t2", 1, [("bar", "fail"), ("get_user", "ok")]),
+        episode("int4", "t3", 0, [("baz", "fail"), ("get_order", "ok")], malformed=1),
+        episode("int4", "t3", 1, [("foo", "fail"), ("get_order", "ok")]),
+    ]
+    return ref + arm
+
+
+@pytest.fixture(scope="module")
+def result() -> AnalysisResult:
+    return analyze(study(), AnalysisOptions(bootstrap=500, seed=1))
+
+
+def test_cell_structure(result: AnalysisResult) -> None:
+    assert len(result.cells) == 1
+    cell = result.cells[0]
+    assert (cell.model, cell.domain, cell.reference) == ("m", "retail", "bf16")
+    assert [a.arm for a in cell.arms] == ["bf16", "int4"]
+    assert [(c.arm, c.reference) for c in cell.comparisons] == [("int4", "bf16")]
+    assert result.settings.default_K == 9  # recorded max_errors = 10
+    assert result.settings.budgets == list(range(10))
+
+
+def test_reference_arm_numbers(result: AnalysisResult) -> None:
+    ref = result.cells[0].arms[0]
+    assert (ref.episodes, ref.tasks, ref.trials_min, ref.trials_max) == (6, 3, 2, 2)
+    assert ref.success_rate == pytest.approx(5 / 6)
+    # pass^1: tasks 2/2, 1/2, 2/2; pass^2: C(2,2)/1, C(1,2)=0, 1.
+    assert ref.pass_k == pytest.approx([(1 + 0.5 + 1) / 3, 2 / 3])
+    assert ref.agent_tool_calls == 11
+    assert ref.failed_agent_calls == 5
+    expected = dict(unknown_tool=3, role_confusion=0, invented=3, bad_arguments=0,
+                    entity_not_found=1, precondition=1, other=0, malformed_output=0)  # fmt: skip
+    assert {k: v.count for k, v in ref.channels.items()} == expected
+    for k, n in expected.items():
+        assert ref.channels[k].rate == pytest.approx(n / 11)
+    assert (ref.user_tool_calls, ref.user_failed_calls) == (1, 1)
+    # Failures counted "all" per episode: 1, 0, 1, 2, 1 + 1 user, 0.
+    s = [p.success_rate for p in ref.budget_curve]
+    assert s[0] == pytest.approx(2 / 6)
+    assert s[1] == pytest.approx(4 / 6)
+    assert s[2:] == pytest.approx([5 / 6] * 8)
+    assert ref.max_failed_calls == 2
+    # Recovery: foo→ok yes; get_user→ok yes; foo→bar no; bar→ok yes; cancel (no next) no.
+    assert ref.recovery_rate == pytest.approx(3 / 5)
+    assert (ref.recovered_calls, ref.failed_calls_with_next_call) == (3, 4)
+    assert ref.episode_recovery_rate == pytest.approx(3 / 4)
+    assert ref.hallucinated_names == {"bar": 1, "foo": 2}
+    assert ref.termination_reasons == {"user_stop": 6}
+    # messages = 2 + 2·calls + 2·user calls + malformed; turns = calls + malformed + 1.
+    assert ref.trajectory.messages.mean == pytest.approx(36 / 6)
+    assert ref.trajectory.agent_turns.mean == pytest.approx(17 / 6)
+    assert ref.trajectory.agent_tool_calls.mean == pytest.approx(11 / 6)
+
+
+def test_quantized_arm_numbers(result: AnalysisResult) -> None:
+    arm = result.cells[0].arms[1]
+    assert arm.success_rate == pytest.approx(5 / 6)
+    assert arm.pass_k == pytest.approx([5 / 6, 2 / 3])
+    assert arm.agent_tool_calls == 13
+    assert arm.channels["role_confusion"].count == 1  # toggle_airplane_mode is a user tool
+    assert arm.channels["invented"].count == 6
+    assert arm.channels["unknown_tool"].rate == pytest.approx(7 / 13)
+    assert arm.channels["malformed_output"].count == 1
+    assert arm.malformed_outputs == 1
+    s = [p.success_rate for p in arm.budget_curve]  # failures 2, 2, 0, 1, 1, 1
+    assert s[:3] == pytest.approx([1 / 6, 4 / 6, 5 / 6])
+    assert arm.recovery_rate == pytest.approx(5 / 7)
+    assert arm.episode_recovery_rate == pytest.approx(4 / 5)
+    assert arm.hallucinated_names == {"bar": 1, "baz": 1, "foo": 4, "toggle_airplane_mode": 1}
+
+
+def test_comparison_numbers(result: AnalysisResult) -> None:
+    c = result.cells[0].comparisons[0]
+    assert c.paired_tasks == 3
+    gaps = {g.K: g.gap for g in c.gap}
+    assert gaps[0] == pytest.approx(2 / 6 - 1 / 6)
+    assert gaps[1] == pytest.approx(0.0)
+    assert all(gaps[k] == pytest.approx(0.0) for k in range(1, 10))
+    assert c.gap_default.K == 9
+    assert c.gap_amplification.value is None and "0" in (c.gap_amplification.note or "")
+    assert c.gap_growth.value == pytest.approx(1 / 6)
+    amp = c.channel_amplification
+    assert amp["invented"].ratio == pytest.approx((6 / 13) / (3 / 11))
+    assert amp["unknown_tool"].ratio == pytest.approx((7 / 13) / (3 / 11))
+    assert amp["unknown_tool"].count_ratio == pytest.approx(7 / 3)
+    assert amp["entity_not_found"].ratio == pytest.approx(0.0)
+    assert amp["role_confusion"].ratio is None and amp["role_confusion"].count_arm == 1
+    assert amp["malformed_output"].ratio is None
+    # Some resamples hold no reference hallucination: the upper bound is unbounded (null).
+    u = amp["unknown_tool"]
+    assert u.ci_low is not None and u.ci_low <= u.ratio and u.ci_high is None
+    assert not u.amplified  # 3 tasks cannot exclude 1
+    # Union bar, baz, foo, toggle: ref [1,0,2,0] → ranks [3,1.5,4,1.5]; arm [1,1,4,1] →
+    # [2,2,4,2]; Pearson of the ranks = 3 / sqrt(4.5 · 3) = sqrt(2/3).
+    assert c.spearman_rho == pytest.approx(math.sqrt(2 / 3))
+    assert c.hallucinated_names_union == 4
+    assert c.novel_fraction == pytest.approx(2 / 7)
+    assert c.novel_names == ["baz", "toggle_airplane_mode"]
+    # Two trials per task → Wilcoxon on per-task differences [0.5, -0.5, 0].
+    assert c.test == "Wilcoxon signed-rank"
+    assert c.p_value == pytest.approx(wilcoxon([0.5, -0.5, 0.0], zero_method="wilcox").pvalue)
+    assert c.p_holm == pytest.approx(c.p_value)  # one comparison: Holm changes nothing
+    assert c.trajectory_difference["messages"].value == pytest.approx(39 / 6 - 36 / 6)
+    assert c.trajectory_difference["agent_tool_calls"].value == pytest.approx(2 / 6)
+    assert c.recovery_difference.value == pytest.approx(5 / 7 - 3 / 5)
+
+
+def test_count_agent_only() -> None:
+    r = analyze(study(), AnalysisOptions(bootstrap=200, count="agent", budgets=[0, 1]))
+    ref = r.cells[0].arms[0]  # agent-only failures 1, 0, 1, 2, 1, 0
+    assert [p.success_rate for p in ref.budget_curve] == pytest.approx([2 / 6, 5 / 6, 5 / 6])
+    assert r.settings.budgets == [0, 1, 9]  # the default K is always included
+
+
+def test_verdict_flat_score_when_failures_amplified() -> None:
+    """No success difference, but hallucinations tripled on every task: flat score."""
+    eps = []
+    for t in range(40):
+        ok = t % 4 != 0
+        eps.append(episode("bf16", f"t{t}", 0, [("foo", "fail"), ("get_user", "ok")], success=ok))
+        eps.append(
+            episode("int4", f"t{t}", 0, [("foo", "fail")] * 3 + [("get_user", "ok")], success=ok)
+        )
+    r = analyze(eps, AnalysisOptions(bootstrap=500, budgets=[0, 1, 2]))
+    c = r.cells[0].comparisons[0]
+    assert c.test == "exact McNemar" and c.p_value == 1.0
+    assert c.tost_equivalent
+    assert c.amplified_channels == ["unknown_tool", "invented"]
+    assert c.gap[1].gap == pytest.approx(30 / 40)  # S_ref(1) = 30/40, S_arm(1) = 0
+    assert r.cells[0].verdict == "flat score, amplified failures"
+
+
+def test_verdict_visible_damage_and_no_damage() -> None:
+    eps = []
+    for t in range(60):
+        eps.append(episode("bf16", f"t{t}", 0, [("get_user", "ok")], success=True))
+        eps.append(episode("int4", f"t{t}", 0, [("get_user", "ok")], success=t % 2 == 0))
+        eps.append(episode("int8", f"t{t}", 0, [("get_user", "ok")], success=True))
+    r = analyze(eps, AnalysisOptions(bootstrap=300))
+    by_arm = {c.arm: c for c in r.cells[0].comparisons}
+    assert by_arm["int4"].verdict == "visible damage" and by_arm["int4"].significant
+    assert by_arm["int8"].verdict == "no damage detected"
+    assert r.cells[0].verdict == "visible damage"
+    assert r.cells[0].risk_screen.verdict == "low risk"
+
+
+def test_infrastructure_errors_excluded() -> None:
+    eps = [*study(), episode("int4", "t1", 2, termination="infrastructure_error")]
+    r = analyze(eps, AnalysisOptions(bootstrap=200))
+    arm = r.cells[0].arms[1]
+    assert arm.infrastructure_errors == 1 and arm.episodes == 6
+    assert r.infrastructure_errors == 1 and r.episodes_read == 13
+    assert arm.pass_k == pytest.approx([5 / 6, 2 / 3])
+
+
+def test_reference_named_and_missing() -> None:
+    r = analyze(study(), AnalysisOptions(bootstrap=200, reference="int4"))
+    assert r.cells[0].reference == "int4"
+    assert r.cells[0].comparisons[0].arm == "bf16"
+    with pytest.raises(InputError, match="reference arm 'fp32'"):
+        analyze(study(), AnalysisOptions(bootstrap=200, reference="fp32"))
+
+
+def test_budget_warning_when_not_recomputable() -> None:
+    r = analyze(study(), AnalysisOptions(bootstrap=200, budgets=[0, 12]))
+    assert any("not recomputable" in w for w in r.warnings)
+    assert r.cells[0].arms[0].budget_curve[-1].recomputable is False
+
+
+def test_json_is_deterministic() -> None:
+    a = analyze(study(), AnalysisOptions(bootstrap=300, seed=3)).model_dump_json(indent=2)
+    b = analyze(list(reversed(study())), AnalysisOptions(bootstrap=300, seed=3)).model_dump_json(
+        indent=2
+    )
+    assert a == b
+    c = analyze(study(), AnalysisOptions(bootstrap=300, seed=4)).model_dump_json(indent=2)
+    assert c != a  # the seed matters (CIs move)
+
+
+def test_empty_input_is_an_input_error() -> None:
+    with pytest.raises(InputError, match="no episodes"):
+        analyze([], AnalysisOptions())

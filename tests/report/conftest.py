@@ -1,0 +1,44 @@
+"""Reports rendered through the real pipeline (episodes → analysis → report), shared by the
+report tests. A small bootstrap keeps them fast; the numbers are not what is tested here."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from flatscore.episode import Episode
+from flatscore.report import ReportPaths, write_report
+
+# The suite runs with --import-mode=importlib, which leaves sys.path alone: make the fixture
+# builders next to this file importable here and in the test modules.
+sys.path.insert(0, str(Path(__file__).parent))
+
+from report_episodes import analyzed, hostile_study, study
+
+
+@pytest.fixture(scope="session")
+def study_episodes() -> list[Episode]:
+    return study()
+
+
+@pytest.fixture(scope="session")
+def hostile_episodes() -> list[Episode]:
+    return hostile_study()
+
+
+@pytest.fixture(scope="session")
+def study_report(
+    tmp_path_factory: pytest.TempPathFactory, study_episodes: list[Episode]
+) -> ReportPaths:
+    out: Path = tmp_path_factory.mktemp("report")
+    return write_report(analyzed(study_episodes), study_episodes, out)
+
+
+@pytest.fixture(scope="session")
+def hostile_report(
+    tmp_path_factory: pytest.TempPathFactory, hostile_episodes: list[Episode]
+) -> ReportPaths:
+    out: Path = tmp_path_factory.mktemp("hostile")
+    return write_report(analyzed(hostile_episodes), hostile_episodes, out)

@@ -1,0 +1,237 @@
+"""The report in a real browser: headless Chromium (Debian `chromium` + `chromium-driver`)
+driven by selenium opens report.html from a file:// URL, finds every section and plot, uses
+the transcript browser, and checks that hostile transcripts execute nothing.
+
+Skips, with the reason, when Chromium or its driver is missing. Screenshots are written to
+a temporary folder and their paths printed.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from report_episodes import PAYLOADS
+
+from flatscore.report import ReportPaths
+from flatscore.report.html import SECTIONS
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+if CHROMIUM is None or DRIVER is None:
+    pytest.skip(
+        "headless Chromium not installed (apt-get install chromium chromium-driver)",
+        allow_module_level=True,
+    )
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium not installed (dev extra)")
+
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
+from selenium.webdriver.support.ui import Select  # noqa: E402
+
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--window-size=1400,1000",
+)
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    browser = webdriver.Chrome(options=options, service=Service(executable_path=str(DRIVER)))
+    browser.set_page_load_timeout(60)
+    try:
+        yield browser
+    finally:
+        browser.quit()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("screenshots")
+
+
+def _open(driver: WebDriver, path: Path) -> None:
+    driver.get(path.resolve().as_uri())
+    driver.get_log("browser")  # start each page with an empty console log
+    driver.refresh()
+
+
+def _errors(driver: WebDriver) -> list[dict[str, Any]]:
+    """Console messages at error level: script errors, CSP violations, failed loads."""
+    return [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
+
+
+def _screenshot(driver: WebDriver, path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(1400, min(int(height) + 100, 12000))
+    driver.save_screenshot(str(path))
+    driver.set_window_size(1400, 1000)
+    assert path.stat().st_size > 10_000
+    with capsys.disabled():
+        print(f"\nscreenshot: {path}")
+
+
+def _rows(driver: WebDriver) -> list[Any]:
+    return driver.find_elements(By.CSS_SELECTOR, "#fs-episodes tbody tr")
+
+
+def _pwned(driver: WebDriver) -> object:
+    return driver.execute_script(
+        "return typeof window.__pwned === 'undefined' ? null : window.__pwned"
+    )
+
+
+def test_sections_plots_and_no_console_errors(
+    driver: WebDriver, study_report: ReportPaths, shots: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _open(driver, study_report.html)
+    for section_id, _ in SECTIONS:
+        section = driver.find_element(By.ID, section_id)
+        assert section.is_displayed(), section_id
+    kinds = {
+        fig.get_attribute("data-plot")
+        for fig in driver.find_elements(By.CSS_SELECTOR, "figure.plot")
+    }
+    assert kinds == {"budget", "channels", "rank", "passk"}
+    svgs = driver.find_elements(By.CSS_SELECTOR, "figure.plot > svg")
+    assert len(svgs) == 2 * 4  # two cells, four figures each
+    for svg in svgs:
+        size = svg.size
+        assert size["width"] > 200 and size["height"] > 150
+    verdicts = driver.find_elements(By.CSS_SELECTOR, "#verdicts article.verdict")
+    assert len(verdicts) == 2
+    assert "flat score, amplified failures" in verdicts[0].text
+    assert "At the default budget" in verdicts[0].text
+    assert len(_rows(driver)) == 48
+    assert _errors(driver) == []
+    _screenshot(driver, shots / "report.png", capsys)
+
+
+def test_transcript_filters_and_paired_view(
+    driver: WebDriver, study_report: ReportPaths, shots: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _open(driver, study_report.html)
+    count = driver.find_element(By.ID, "fs-count")
+    assert count.text == "48 of 48 episodes"
+
+    Select(driver.find_element(By.ID, "f-arm")).select_by_value("int4")
+    rows = _rows(driver)
+    assert len(rows) == 24
+    assert {r.find_elements(By.TAG_NAME, "td")[1].text for r in rows} == {"int4"}
+
+    Select(driver.find_element(By.ID, "f-channel")).select_by_value("invented")
+    rows = _rows(driver)
+    assert 0 < len(rows) < 24
+    assert all("invented" in r.find_elements(By.TAG_NAME, "td")[6].text for r in rows)
+
+    Select(driver.find_element(By.ID, "f-outcome")).select_by_value("failure")
+    failing = _rows(driver)
+    assert all(r.find_elements(By.TAG_NAME, "td")[4].text == "failure" for r in failing)
+
+    Select(driver.find_element(By.ID, "f-outcome")).select_by_value("")
+    Select(driver.find_element(By.ID, "f-channel")).select_by_value("")
+    Select(driver.find_element(By.ID, "f-task")).select_by_value("r3")
+    rows = _rows(driver)
+    assert {r.find_elements(By.TAG_NAME, "td")[2].text for r in rows} == {"r3"}
+    assert len(rows) == 2  # int4 only, two trials
+
+    Select(driver.find_element(By.ID, "f-arm")).select_by_value("")
+    rows = _rows(driver)
+    assert len(rows) == 4  # both arms, two trials
+    rows[1].click()  # int4, trial 0: role confusion + invented names
+    failed = driver.find_elements(By.CSS_SELECTOR, "#fs-transcript .msg.failed")
+    assert failed, "failed calls are highlighted"
+    labels = {
+        b.text for b in driver.find_elements(By.CSS_SELECTOR, "#fs-transcript .call.failed .chan")
+    }
+    assert "role_confusion" in labels
+
+    driver.find_element(By.ID, "fs-paired-toggle").click()
+    columns = driver.find_elements(By.CSS_SELECTOR, "#fs-paired > div")
+    assert [c.get_attribute("data-arm") for c in columns] == ["bf16", "int4"]
+    assert all(c.find_elements(By.CSS_SELECTOR, ".msg") for c in columns)
+    assert _errors(driver) == []
+    driver.find_element(By.ID, "transcripts").location_once_scrolled_into_view  # noqa: B018
+    driver.save_screenshot(str(shots / "paired.png"))
+    with capsys.disabled():
+        print(f"\nscreenshot: {shots / 'paired.png'}")
+
+
+def test_hostile_transcripts_execute_nothing(
+    driver: WebDriver, hostile_report: ReportPaths, shots: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _open(driver, hostile_report.html)
+    assert _pwned(driver) is None
+    rows = _rows(driver)
+    assert len(rows) == 16
+    seen = []
+    for i in range(len(rows)):
+        _rows(driver)[i].click()
+        assert _pwned(driver) is None
+        seen.append(driver.find_element(By.ID, "fs-detail").text)
+    driver.find_element(By.ID, "fs-paired-toggle").click()
+    for i in range(len(rows)):
+        _rows(driver)[i].click()
+    assert _pwned(driver) is None
+    # Every payload is on the page as text, not as elements (and no template ran on them).
+    for payload in PAYLOADS:
+        visible = " ".join(payload.split())  # innerText folds the line separators
+        assert any(visible in text for text in seen), payload
+    page_text = driver.find_element(By.TAG_NAME, "body").text
+    assert "<script>window.__pwned=1</script>" in page_text  # e.g. a novel tool name
+    counts = driver.execute_script(
+        """return {
+            scripts: document.scripts.length,
+            imgs: document.querySelectorAll('img').length,
+            handlers: Array.from(document.querySelectorAll('*')).filter(
+                e => Array.from(e.attributes).some(a => a.name.startsWith('on'))).length,
+            links: Array.from(document.querySelectorAll('a[href]')).filter(
+                a => !a.getAttribute('href').startsWith('#')).length,
+            svgs: document.querySelectorAll('svg').length,
+        }"""
+    )
+    assert counts == {"scripts": 2, "imgs": 0, "handlers": 0, "links": 0, "svgs": 4}
+    assert _errors(driver) == []
+    _screenshot(driver, shots / "hostile.png", capsys)
+
+
+def test_csp_blocks_markup_that_gets_in_anyway(
+    driver: WebDriver, hostile_report: ReportPaths
+) -> None:
+    """Defence in depth: even markup inserted into the page cannot run a script."""
+    _open(driver, hostile_report.html)
+    driver.execute_script(
+        "document.body.insertAdjacentHTML('beforeend', arguments[0]);",
+        '<img src="data:," onerror="window.__pwned=1"><div onclick="window.__pwned=2"></div>',
+    )
+    driver.execute_script("document.querySelector('div[onclick]').click();")
+    assert _pwned(driver) is None
+    assert any("Content Security Policy" in e["message"] for e in _errors(driver))
+
+
+def test_detector_sees_a_script_that_runs(driver: WebDriver, tmp_path: Path) -> None:
+    """Control: the same check on a page without the report's defences does see the payload,
+    so a `None` above means nothing ran, not that the check is blind."""
+    page = tmp_path / "unsafe.html"
+    page.write_text('<!DOCTYPE html><img src="data:," onerror="window.__pwned=1">', "utf-8")
+    driver.get(page.as_uri())
+    assert _pwned(driver) == 1

@@ -1,0 +1,70 @@
+"""`flatscore report` end to end, as a user runs it: logs in, report out, bad input → one line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flatscore.episode import Episode
+from flatscore.store import EpisodeWriter
+
+
+def flatscore(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", "from flatscore.cli import main; main()", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"OMP_NUM_THREADS": "1", "COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+    )
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory, study_episodes: list[Episode]) -> Path:
+    run = tmp_path_factory.mktemp("run")
+    for domain in ("retail", "telecom"):
+        with EpisodeWriter(run / "episodes" / f"{domain}.jsonl") as writer:
+            writer.write_all(e for e in study_episodes if e.domain == domain)
+    return run
+
+
+def test_report_rebuilds_from_logs_and_matches_analyze(run_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    done = flatscore("report", run_dir, "--out", out, "--bootstrap", "300", "--seed", "3")
+    assert done.returncode == 0, done.stderr
+    assert "flat score, amplified failures" in done.stdout
+    assert f"report: {out / 'report.html'}" in done.stdout
+    assert {p.name for p in out.iterdir()} == {"report.html", "summary.md", "analysis.json"}
+
+    json_path = tmp_path / "analysis.json"
+    runs = sorted((run_dir / "episodes").glob("*.jsonl"))
+    done = flatscore("analyze", *runs, "--json", json_path, "--bootstrap", "300", "--seed", "3")
+    assert done.returncode == 0, done.stderr
+    assert json_path.read_bytes() == (out / "analysis.json").read_bytes()
+
+    again = tmp_path / "again"
+    done = flatscore("report", run_dir, "--out", again, "--settings-from", out / "analysis.json")
+    assert done.returncode == 0, done.stderr
+    for name in ("report.html", "summary.md", "analysis.json"):
+        assert (again / name).read_bytes() == (out / name).read_bytes(), name
+
+
+def test_bad_input_is_one_line_and_exit_code_2(run_dir: Path, tmp_path: Path) -> None:
+    missing = flatscore("report", tmp_path / "nope", "--out", tmp_path / "o")
+    assert missing.returncode == 2
+    assert "nope" in missing.stderr and "Traceback" not in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1
+
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"episode_id": "x"}\n', "utf-8")
+    bad = flatscore("report", broken, "--out", tmp_path / "o")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert "broken.jsonl" in bad.stderr and "line 1" in bad.stderr
+
+    not_analysis = tmp_path / "x.json"
+    not_analysis.write_text("[1, 2]", "utf-8")
+    bad = flatscore("report", run_dir, "--out", tmp_path / "o", "--settings-from", not_analysis)
+    assert bad.returncode == 2 and "not an analysis.json" in bad.stderr

@@ -1,0 +1,75 @@
+"""The SVG figures: valid inline SVG, byte-stable, unique ids, labels escaped, ranks right."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy.stats import rankdata
+
+from flatscore.report import plots
+
+BANDS = [
+    plots.Band("bf16", [0, 1, 2], [0.5, 0.7, 0.8], [0.4, 0.6, 0.7], [0.6, 0.8, 0.9]),
+    plots.Band("int4", [0, 1, 2], [0.2, 0.6, 0.78]),
+]
+GAPS = [plots.Band("int4", [0, 1, 2], [0.3, 0.1, 0.02], [0.2, 0.0, -0.05], [0.4, 0.2, 0.1])]
+
+
+def _all_figures(plot_id: str) -> list[str]:
+    return [
+        plots.budget_figure(f"b{plot_id}", BANDS, GAPS, 2, 0),
+        plots.channel_figure(
+            f"c{plot_id}",
+            plots.GroupedBars(
+                ["role_confusion", "other"], {"bf16": [0.1, 0.0], "int4": [0.3, 0.01]}
+            ),
+            [plots.Interval("role_confusion", 3.0, 2.0, None), plots.Interval("other", None)],
+        ),
+        plots.rank_figure(
+            f"r{plot_id}", {"a": 3, "b": 1}, {"a": 9, "c": 2}, "bf16", "int4", 0.5, 0.18
+        ),
+        plots.passk_figure(f"p{plot_id}", BANDS),
+    ]
+
+
+def test_figures_are_inline_svg_and_byte_stable() -> None:
+    first, second = _all_figures("x"), _all_figures("x")
+    assert first == second
+    for svg in first:
+        assert svg.startswith("<svg") and svg.endswith("</svg>")
+        assert "<?xml" not in svg and "<!DOCTYPE" not in svg and "<metadata" not in svg
+        assert "<script" not in svg and "<image" not in svg
+        ET.fromstring(svg)  # well-formed XML
+
+
+def test_ids_are_prefixed_per_plot_so_a_page_never_repeats_one() -> None:
+    ids = [
+        i
+        for svg in _all_figures("1") + _all_figures("2")
+        for i in re.findall(r'\sid="([^"]+)"', svg)
+    ]
+    assert len(ids) == len(set(ids))
+    for svg in _all_figures("3"):
+        refs = re.findall(r"url\(#([^)]+)\)", svg)
+        own = set(re.findall(r'\sid="([^"]+)"', svg))
+        assert set(refs) <= own  # every clip-path reference still resolves
+
+
+def test_labels_are_escaped_text_not_markup() -> None:
+    name = '<img src=x onerror="alert(1)">$x^2$'
+    svg = plots.rank_figure("h", {name: 2}, {name: 5}, "ref", "arm", 1.0, 0.0, label_top=1)
+    root = ET.fromstring(svg)
+    assert not any(el.tag.endswith("img") for el in root.iter())
+    texts = "".join(t.text or "" for t in root.iter() if t.tag.endswith("text"))
+    assert "<img src=x" in texts  # shown literally (truncated), and no math parsing of $…$
+
+
+@given(st.dictionaries(st.sampled_from("abcdefgh"), st.integers(0, 5), min_size=1))
+def test_ranks_match_scipy_average_ranks_of_descending_counts(counts: dict[str, int]) -> None:
+    names = sorted(counts)
+    expected = rankdata([-counts[n] for n in names], method="average")
+    ranks = plots._ranks(counts)
+    assert [ranks[n] for n in names] == list(expected)

@@ -1,0 +1,47 @@
+"""Headline sentences: they restate the analysis numbers exactly and follow its verdict."""
+
+from __future__ import annotations
+
+from report_episodes import analyzed, study
+
+from flatscore.episode import Episode
+from flatscore.report.verdicts import ADVICE, headlines, pts
+
+
+def test_headline_restates_the_numbers(study_episodes: list[Episode]) -> None:
+    analysis = analyzed(study_episodes)
+    cell = analysis.cells[0]
+    (h,) = headlines(cell, analysis.settings.default_K)
+    c = cell.comparisons[0]
+    assert (h.arm, h.reference, h.verdict) == ("int4", "bf16", c.verdict)
+    assert h.verdict == "flat score, amplified failures" and h.tone == "warn"
+    score, failures, budget, advice = h.sentences
+    g = c.gap_default
+    assert f"K = {analysis.settings.default_K} failed calls" in score
+    assert f"{pts(g.s_arm)}% of episodes against {pts(g.s_ref)}%" in score
+    assert f"gap {pts(g.gap)} points" in score
+    arms = {a.arm: a for a in cell.arms}
+    assert (
+        f"({arms['int4'].failed_agent_calls} vs {arms['bf16'].failed_agent_calls} calls)"
+        in failures
+    )
+    assert "role confusion" in failures  # the channel with the largest count increase
+    small = next(p for p in c.gap if c.gap_amplification.k_small == p.K)
+    assert f"K = {small.K}), the gap is {pts(small.gap)} points" in budget
+    assert advice == ADVICE["flat score, amplified failures"]
+
+
+def test_an_arm_identical_to_the_reference_reads_as_no_damage() -> None:
+    episodes = [
+        e.model_copy(update={"arm": "int8", "episode_id": e.episode_id + "-copy"})
+        for e in study(arms=("bf16",))
+    ]
+    analysis = analyzed(study(arms=("bf16",)) + episodes)
+    for cell in analysis.cells:
+        (h,) = headlines(cell, analysis.settings.default_K)
+        assert h.verdict == "no damage detected" and h.tone == "ok"
+        assert "No channel is significantly amplified." in h.sentences[1]
+        assert (
+            "equivalent within ±7.5 points" in h.sentences[0]
+            or "could not be shown" in h.sentences[0]
+        )
