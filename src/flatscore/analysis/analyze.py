@@ -19,6 +19,7 @@ import flatscore
 from flatscore.analysis.budget import (
     FALLBACK_DEFAULT_K,
     budget_curve,
+    budget_curve_intervals,
     recorded_max_errors,
     success_within_budgets,
 )
@@ -98,8 +99,10 @@ def arm_stats(
     infrastructure: int,
     budgets: Sequence[int],
     count: str,
+    intervals: Sequence[tuple[float | None, float | None]] | None = None,
 ) -> ArmStats:
-    """Everything measured on one arm (`facts` already without infrastructure errors)."""
+    """Everything measured on one arm (`facts` already without infrastructure errors);
+    `intervals` are the S(K) bootstrap intervals, one per budget."""
     n = len(facts)
     per_task: dict[str, list[bool]] = defaultdict(list)
     for f in facts:
@@ -134,8 +137,16 @@ def arm_stats(
         user_failed_calls=sum(f.user_failed for f in facts),
         malformed_outputs=leaf["malformed_output"],
         budget_curve=[
-            BudgetPoint(K=k, success_rate=s, recomputable=recorded is None or k < recorded)
-            for k, s in zip(budgets, curve, strict=True)
+            BudgetPoint(
+                K=k,
+                success_rate=s,
+                ci_low=ci[0],
+                ci_high=ci[1],
+                recomputable=recorded is None or k < recorded,
+            )
+            for k, s, ci in zip(
+                budgets, curve, intervals or [(None, None)] * len(budgets), strict=True
+            )
         ],
         max_failed_calls=max((f.failed_calls(count) for f in facts), default=0),
         recorded_max_errors=recorded,
@@ -488,7 +499,21 @@ def analyze(episodes: Iterable[Episode], options: AnalysisOptions | None = None)
         reference, reason = choose_reference(arms, named)
         order = precision_order(arms)
         stats = {
-            a: arm_stats(a, arms[a], infra.get((model, domain, a), 0), budgets, options.count)
+            a: arm_stats(
+                a,
+                arms[a],
+                infra.get((model, domain, a), 0),
+                budgets,
+                options.count,
+                budget_curve_intervals(
+                    arms[a],
+                    budgets,
+                    options.count,
+                    options.bootstrap,
+                    stable_rng(options.seed, model, domain, a, "S(K)"),
+                    options.confidence,
+                ),
+            )
             for a in order
         }
         task_sets = [set(f.task_id for f in arms[a]) for a in order if arms[a]]

@@ -56,6 +56,8 @@ class BudgetPoint(_Model):
 
     K: int
     success_rate: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
     recomputable: bool = True
 
 
