@@ -223,3 +223,14 @@ def test_imported_tau2_logs_get_their_channels_in_the_browser() -> None:
     assert by_name["get_user"]["channel"] == "invented"
     assert [c["channel"] for c in calls if c["status"] == "error"][1] == "bad_arguments"
     assert all(c["channel"] is None for c in calls if c["status"] == "ok")
+
+
+def test_budget_curves_carry_their_bootstrap_bands(study_episodes: list[Episode]) -> None:
+    from flatscore.report.html import _arm_band
+
+    cell = analyze(study_episodes, AnalysisOptions(bootstrap=200)).cells[0]
+    band = _arm_band(cell, 0)
+    assert band.low is not None and band.high is not None
+    for lo, y, hi in zip(band.low, band.y, band.high, strict=True):
+        assert lo is not None and y is not None and hi is not None
+        assert lo <= y <= hi

@@ -83,8 +83,8 @@ def _gap_band(c: Comparison) -> plots.Band:
 def _arm_band(cell: Cell, index: int) -> plots.Band:
     arm = cell.arms[index]
     points = arm.budget_curve
-    lows = [getattr(p, "ci_low", None) for p in points]
-    highs = [getattr(p, "ci_high", None) for p in points]
+    lows = [p.ci_low for p in points]
+    highs = [p.ci_high for p in points]
     has_ci = all(v is not None for v in lows + highs) and bool(points)
     return plots.Band(
         label=arm.arm,
