@@ -1,0 +1,35 @@
+"""`flatscore serve`: an OpenAI-compatible endpoint over the local backend and one arm."""
+
+from __future__ import annotations
+
+import typer
+
+from flatscore.cli.app import app, err_console
+
+
+@app.command()
+def serve(
+    model: str = typer.Option("embedded", help="'embedded', a .gguf file or a model dir."),
+    arm: str = typer.Option("ref", help="Precision arm (see docs/arms.md)."),
+    host: str = typer.Option("127.0.0.1", help="Interface to bind (loopback by default)."),
+    port: int = typer.Option(8000, help="TCP port."),
+    name: str | None = typer.Option(None, help="Model id to report (default: MODEL@ARM)."),
+    threads: int | None = typer.Option(None, help="torch CPU threads (default: torch's)."),
+) -> None:
+    """Serve a local model in one precision arm at /v1/chat/completions."""
+    import torch
+    import uvicorn
+
+    from flatscore.models.local import LocalBackend
+    from flatscore.models.serve import create_app
+
+    if threads:
+        torch.set_num_threads(threads)
+    backend = LocalBackend.from_spec(model, arm)
+    served = name or f"{backend.loaded.name}@{arm}"
+    err_console.print(
+        f"serving [bold]{served}[/] ({backend.loaded.description}; arm {arm}) "
+        f"at http://{host}:{port}/v1",
+        highlight=False,
+    )
+    uvicorn.run(create_app(backend, served), host=host, port=port, log_level="warning")

@@ -1,0 +1,103 @@
+"""The backend interface: messages + tool schemas + sampling settings -> one assistant turn.
+
+Every backend (OpenAI-compatible endpoint, local torch model) answers with a `Generation`.
+Output that is neither a message nor a parseable tool call comes back as a message marked
+`malformed=True` with the raw text as content, never as an exception: it is data for the
+`malformed_output` channel. Exceptions (`BackendError`) are infrastructure failures only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from flatscore.episode import Message, TokenLogprob, TokenUsage
+
+ToolChoice = Literal["auto", "none", "required"] | dict[str, Any]
+
+
+class Sampling(BaseModel):
+    """Decoding settings. temperature 0 is greedy; a seed makes sampling reproducible."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    temperature: float = Field(0.0, ge=0.0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    max_tokens: int = Field(256, ge=1)
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    logprobs: bool = False
+    top_logprobs: int = Field(0, ge=0, le=20)
+    tool_choice: ToolChoice = "auto"
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0.0
+
+
+FinishReason = Literal["stop", "length", "tool_calls"]
+
+
+class Generation(BaseModel):
+    """One assistant turn: the parsed message plus everything measured while producing it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    message: Message
+    raw_text: str
+    logprobs: list[TokenLogprob] | None = None
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    latency_s: float = 0.0
+    finish_reason: FinishReason = "stop"
+    cached: bool = False
+
+
+class BackendError(Exception):
+    """An infrastructure failure (the runner records `infrastructure_error`).
+
+    `kind`: timeout, connection, rate_limit, server_error, client_error, invalid_response,
+    context_window_exceeded. `retryable` says whether the backend's retry policy applies.
+    """
+
+    def __init__(self, message: str, *, kind: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind in {
+            "timeout",
+            "connection",
+            "rate_limit",
+            "server_error",
+            "invalid_response",
+        }
+
+
+class ContextWindowExceeded(BackendError):
+    def __init__(self, message: str) -> None:
+        super().__init__(message, kind="context_window_exceeded")
+
+
+class Backend(ABC):
+    """A model backend. `generate` is the contract; `agenerate` runs it without blocking
+    the event loop (backends with native async I/O override it)."""
+
+    name: str = "backend"
+
+    @abstractmethod
+    def generate(
+        self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
+    ) -> Generation: ...
+
+    async def agenerate(
+        self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
+    ) -> Generation:
+        return await asyncio.to_thread(self.generate, messages, tools, sampling)
+
+    def close(self) -> None:  # noqa: B027  optional hook
+        """Release connections or memory; the default has nothing to release."""

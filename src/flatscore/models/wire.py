@@ -1,0 +1,132 @@
+"""The OpenAI chat-completions wire format <-> flatscore's types, both directions.
+
+Used by the `openai` backend (requests out, responses in) and by `flatscore serve`
+(requests in, responses out), so the two agree by construction.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flatscore.episode import Message, Requestor, TokenLogprob, ToolCall, ToolResult, TopLogprob
+
+
+def _arguments_text(call: ToolCall) -> str:
+    return call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
+
+
+def message_to_wire(message: Message) -> dict[str, Any]:
+    if message.role == "tool":
+        assert message.tool_result is not None
+        return {
+            "role": "tool",
+            "tool_call_id": message.tool_result.call_id,
+            "content": message.tool_result.text,
+        }
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.role == "assistant" and message.tool_calls:
+        out["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": _arguments_text(c)},
+            }
+            for c in message.tool_calls
+        ]
+    elif out["content"] is None:
+        out["content"] = ""
+    return out
+
+
+def parse_arguments(text: Any) -> dict[str, Any] | str:
+    """Arguments as a dict when they are a JSON object; otherwise kept as the raw string."""
+    if isinstance(text, dict):
+        return text
+    if not isinstance(text, str):
+        return json.dumps(text)
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return value if isinstance(value, dict) else text
+
+
+def _content_text(content: Any) -> str | None:
+    """OpenAI content may be a string or a list of parts; only text parts matter here."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content)
+
+
+def calls_from_wire(raw_calls: Any, requestor: Requestor = "agent") -> list[ToolCall]:
+    calls = []
+    for i, raw in enumerate(raw_calls or []):
+        fn = raw.get("function") or {}
+        calls.append(
+            ToolCall(
+                id=str(raw.get("id") or f"call_{i}"),
+                name=str(fn.get("name", "")),
+                arguments=parse_arguments(fn.get("arguments", "{}")),
+                requestor=requestor,
+            )
+        )
+    return calls
+
+
+def message_from_wire(raw: dict[str, Any]) -> Message:
+    """One request message. Raises ValueError/KeyError on shapes that are not messages."""
+    role = raw["role"]
+    if role == "developer":
+        role = "system"
+    if role == "tool":
+        return Message(
+            role="tool",
+            tool_result=ToolResult(
+                call_id=str(raw.get("tool_call_id", "")),
+                text=_content_text(raw.get("content")) or "",
+            ),
+        )
+    if role not in {"system", "user", "assistant"}:
+        raise ValueError(f"unsupported role {role!r}")
+    return Message(
+        role=role,
+        content=_content_text(raw.get("content")),
+        tool_calls=calls_from_wire(raw.get("tool_calls")) if role == "assistant" else [],
+    )
+
+
+def logprobs_from_wire(raw: Any) -> list[TokenLogprob] | None:
+    content = (raw or {}).get("content") if isinstance(raw, dict) else None
+    if not content:
+        return None
+    return [
+        TokenLogprob(
+            token=str(t.get("token", "")),
+            logprob=float(t.get("logprob", 0.0)),
+            top=[
+                TopLogprob(token=str(a.get("token", "")), logprob=float(a.get("logprob", 0.0)))
+                for a in t.get("top_logprobs") or []
+            ],
+        )
+        for t in content
+    ]
+
+
+def logprobs_to_wire(logprobs: list[TokenLogprob]) -> dict[str, Any]:
+    return {
+        "content": [
+            {
+                "token": t.token,
+                "logprob": t.logprob,
+                "bytes": list(t.token.encode("utf-8")),
+                "top_logprobs": [
+                    {"token": a.token, "logprob": a.logprob, "bytes": list(a.token.encode())}
+                    for a in t.top
+                ],
+            }
+            for t in logprobs
+        ]
+    }

@@ -1,0 +1,10 @@
+"""In-process precision arms: weight-only formats applied to a loaded model's weights.
+
+Weights are quantized and immediately dequantized ("fake quantization"): the model keeps
+computing in fp32, so activations and the KV cache stay in the compute dtype, as in the
+study, and only the weight values change. `arms.ARMS` names every arm.
+"""
+
+from flatscore.quant.arms import ARMS, Arm, apply_arm, quantizable_linears
+
+__all__ = ["ARMS", "Arm", "apply_arm", "quantizable_linears"]

@@ -1,0 +1,175 @@
+"""The named precision arms and how each is applied to a model's weights.
+
+Every arm changes only the decoder's Linear layers (attention q/k/v/o, MLP gate/up/down).
+Embeddings, the (tied) lm_head and the norms stay exactly as loaded in every arm, as in
+vLLM's FP8 and AWQ checkpoints, so arms differ from `ref` only in the formats they name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+import torch
+
+from flatscore.quant.awq import AWQScales, apply_scales, awq_search
+from flatscore.quant.floats import bf16, fp8_e4m3
+from flatscore.quant.integer import rtn_groupwise_asymmetric, rtn_per_channel_symmetric
+
+Quantizer = Callable[[torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Arm:
+    name: str
+    description: str
+    quantize: Quantizer | None = None
+    awq: bool = False
+
+
+ARMS: dict[str, Arm] = {
+    a.name: a
+    for a in [
+        Arm("ref", "weights as loaded (the reference)"),
+        Arm("bf16", "bfloat16 round-trip", bf16),
+        Arm("fp8", "fp8 e4m3, one scale per output channel", fp8_e4m3),
+        Arm(
+            "int8",
+            "int8 symmetric RTN, one scale per output channel",
+            partial(rtn_per_channel_symmetric, bits=8),
+        ),
+        Arm(
+            "int4",
+            "int4 asymmetric RTN, groups of 128 (ragged last group)",
+            partial(rtn_groupwise_asymmetric, bits=4, group_size=128),
+        ),
+        Arm(
+            "int4-awq",
+            "int4 asymmetric, groups of 128, AWQ per-input-channel scales",
+            partial(rtn_groupwise_asymmetric, bits=4, group_size=128),
+            awq=True,
+        ),
+        Arm(
+            "int4-g32",
+            "int4 asymmetric RTN, groups of 32 (the Q4_1 grid: a control)",
+            partial(rtn_groupwise_asymmetric, bits=4, group_size=32),
+        ),
+        # Stress arms use groups of 32: at 128, int3 keeps only ~25% top-1 agreement with
+        # the reference on agent transcripts (docs/arms.md), too broken to stress anything.
+        Arm(
+            "int3",
+            "int3 asymmetric RTN, groups of 32 (stress arm)",
+            partial(rtn_groupwise_asymmetric, bits=3, group_size=32),
+        ),
+        Arm(
+            "int2",
+            "int2 asymmetric RTN, groups of 32 (stress arm; the floor)",
+            partial(rtn_groupwise_asymmetric, bits=2, group_size=32),
+        ),
+    ]
+}
+
+
+@dataclass
+class ArmResult:
+    """What applying an arm did: relative Frobenius error over all changed weights
+    (||W' - W|| / ||W||, pooled) and per layer; AWQ's chosen alpha per layer."""
+
+    arm: str
+    relative_error: float
+    per_layer: dict[str, float] = field(default_factory=dict)
+    alphas: dict[str, float] = field(default_factory=dict)
+
+
+def quantizable_linears(model: torch.nn.Module) -> dict[str, torch.nn.Linear]:
+    """The decoder's Linear layers: every nn.Linear except the output head."""
+    get_head = getattr(model, "get_output_embeddings", None)
+    head = get_head() if callable(get_head) else None
+    return {
+        name: module
+        for name, module in model.named_modules()
+        if isinstance(module, torch.nn.Linear) and module is not head
+    }
+
+
+def _awq_cache_file(
+    cache: Path, arm: str, linears: dict[str, torch.nn.Linear], calibration: list[list[int]]
+) -> Path:
+    """Keyed by the arm, the weights (shape + two float64 checksums per linear: cheap, and
+    any merged adapter changes them) and the calibration tokens."""
+    h = hashlib.sha256(arm.encode())
+    for name, module in linears.items():
+        w = module.weight.detach().double()
+        h.update(f"{name}{tuple(w.shape)}{float(w.sum())!r}{float(w.abs().sum())!r}".encode())
+    h.update(json.dumps(calibration).encode())
+    return cache / f"{arm}-{h.hexdigest()[:24]}.safetensors"
+
+
+def _awq(
+    model: torch.nn.Module,
+    arm: Arm,
+    linears: dict[str, torch.nn.Linear],
+    calibration: list[list[int]],
+    cache: Path | None,
+) -> dict[str, float]:
+    """AWQ, reusing the scales found earlier for the same weights and calibration."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    assert arm.quantize is not None
+    path = _awq_cache_file(cache, arm.name, linears, calibration) if cache else None
+    if path is not None and path.is_file():
+        with safe_open(str(path), "pt") as f:
+            alphas = json.loads((f.metadata() or {})["alphas"])
+        found = AWQScales(load_file(str(path)), alphas)
+    else:
+        found = awq_search(model, linears, calibration, arm.quantize)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            scales = {k: v.clone().contiguous() for k, v in found.scales.items()}  # unshared
+            save_file(scales, str(tmp), metadata={"alphas": json.dumps(found.alphas)})
+            os.replace(tmp, path)
+    apply_scales(linears, found, arm.quantize)
+    return found.alphas
+
+
+def apply_arm(
+    model: torch.nn.Module,
+    arm: str,
+    calibration: list[list[int]] | None = None,
+    awq_cache: Path | None = None,
+) -> ArmResult:
+    """Change `model`'s weights in place to arm `arm`. `int4-awq` needs calibration token
+    sequences (see `flatscore.quant.calibration`); with `awq_cache` (a folder) its scales
+    are saved there and reused for the same weights and calibration (~3 s instead of
+    minutes)."""
+    if arm not in ARMS:
+        raise ValueError(f"unknown arm {arm!r}; known: {', '.join(ARMS)}")
+    spec = ARMS[arm]
+    linears = quantizable_linears(model)
+    if spec.quantize is None:
+        return ArmResult(arm, 0.0, {n: 0.0 for n in linears})
+    before = {n: m.weight.detach().clone() for n, m in linears.items()}
+    alphas: dict[str, float] = {}
+    with torch.no_grad():
+        if spec.awq:
+            if not calibration:
+                raise ValueError(f"arm {arm!r} needs calibration sequences")
+            alphas = _awq(model, spec, linears, calibration, awq_cache)
+        else:
+            for module in linears.values():
+                module.weight.data.copy_(spec.quantize(module.weight.data))
+    per_layer: dict[str, float] = {}
+    err_sq = ref_sq = 0.0
+    for name, module in linears.items():
+        e = float(((module.weight.data - before[name]) ** 2).sum())
+        r = float((before[name] ** 2).sum())
+        per_layer[name] = (e / r) ** 0.5 if r else 0.0
+        err_sq, ref_sq = err_sq + e, ref_sq + r
+    return ArmResult(arm, (err_sq / ref_sq) ** 0.5 if ref_sq else 0.0, per_layer, alphas)

@@ -1,0 +1,175 @@
+"""`flatscore serve` as a real process on loopback, driven by the openai backend."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from flatscore.episode import Message, ToolCall, ToolResult
+from flatscore.models.base import BackendError, ContextWindowExceeded, Sampling
+from flatscore.models.local import LocalBackend
+from flatscore.models.openai import OpenAIBackend, OpenAIConfig
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_order_details",
+            "description": "Get an order's status.",
+            "parameters": {
+                "type": "object",
+                "properties": {"order_id": {"type": "string"}},
+                "required": ["order_id"],
+            },
+        },
+    },
+]
+CONVERSATION = [
+    Message(role="system", content="You are a retail support agent."),
+    Message(role="user", content="Where is my order #W123?"),
+    Message(
+        role="assistant",
+        tool_calls=[ToolCall(id="c0", name="get_order_details", arguments={"order_id": "#W123"})],
+    ),
+    Message(role="tool", tool_result=ToolResult(call_id="c0", text='{"status": "shipped"}')),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    port = _free_port()
+    exe = Path(sys.executable).parent / "flatscore"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(
+        [
+            str(exe),
+            "serve",
+            "--model",
+            "embedded",
+            "--arm",
+            "ref",
+            "--port",
+            str(port),
+            "--threads",
+            "1",
+            "--name",
+            "smol",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(proc.stdout.read().decode() if proc.stdout else "exited")
+            try:
+                if httpx.get(base + "/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError("flatscore serve did not start")
+            time.sleep(0.5)
+        yield base + "/v1"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def client(url: str, **kw: Any) -> OpenAIBackend:
+    return OpenAIBackend(
+        OpenAIConfig(
+            base_url=url, model="smol", api_key_env=None, max_retries=1, backoff_s=0.01, **kw
+        )
+    )
+
+
+def test_models_endpoint(server: str) -> None:
+    data = httpx.get(server + "/models").json()
+    assert [m["id"] for m in data["data"]] == ["smol"]
+
+
+def test_served_generation_equals_in_process(server: str, loaded_model: Any) -> None:
+    sampling = Sampling(max_tokens=24, logprobs=True, top_logprobs=3)
+    local = LocalBackend(loaded_model).generate(CONVERSATION, TOOLS, sampling)
+    remote = client(server).generate(CONVERSATION, TOOLS, sampling)
+    assert remote.raw_text == local.raw_text
+    assert remote.message.malformed == local.message.malformed
+    assert remote.message.content == local.message.content
+    assert [(c.name, c.arguments) for c in remote.message.tool_calls] == [
+        (c.name, c.arguments) for c in local.message.tool_calls
+    ]
+    assert remote.finish_reason == local.finish_reason
+    assert remote.usage == local.usage
+    assert remote.logprobs is not None and local.logprobs is not None
+    assert [t.token for t in remote.logprobs] == [t.token for t in local.logprobs]
+    assert [len(t.top) for t in remote.logprobs] == [3] * len(local.logprobs)
+    assert remote.logprobs[0].logprob == pytest.approx(local.logprobs[0].logprob, abs=1e-4)
+
+
+def test_forced_calls_arrive_as_tool_calls(server: str) -> None:
+    choice = {"type": "function", "function": {"name": "get_order_details"}}
+    gen = client(server).generate(
+        CONVERSATION[:2], TOOLS, Sampling(max_tokens=24, tool_choice=choice)
+    )
+    assert gen.message.tool_calls and gen.message.tool_calls[0].name == "get_order_details"
+    assert gen.finish_reason in ("tool_calls", "length")
+
+
+def test_cache_over_the_served_model(server: str, tmp_path: Path) -> None:
+    b = client(server, cache_path=tmp_path / "c.sqlite")
+    first = b.generate(CONVERSATION[:2], TOOLS, Sampling(max_tokens=6))
+    t0 = time.perf_counter()
+    second = b.generate(CONVERSATION[:2], TOOLS, Sampling(max_tokens=6))
+    assert second.cached and time.perf_counter() - t0 < 0.1
+    assert second.message == first.message and second.raw_text == first.raw_text
+
+
+def test_bad_requests_are_client_errors_not_retried(server: str) -> None:
+    r = httpx.post(server + "/chat/completions", json={"model": "smol", "messages": "hi"})
+    assert r.status_code == 400 and "messages" in r.json()["error"]["message"]
+    r = httpx.post(server + "/chat/completions", content=b"{oops")
+    assert r.status_code == 400
+    r = httpx.post(
+        server + "/chat/completions",
+        json={"messages": [{"role": "user", "content": "x"}], "stream": True},
+    )
+    assert r.status_code == 400
+    with pytest.raises(ContextWindowExceeded):
+        client(server).generate(CONVERSATION, TOOLS, Sampling(max_tokens=9000))
+    with pytest.raises(BackendError) as err:
+        client(server).generate(
+            [Message(role="user", content="x")], TOOLS, Sampling(max_tokens=10**6)
+        )
+    assert not err.value.retryable
+
+
+def test_unknown_arm_is_one_line_and_exit_2() -> None:
+    exe = Path(sys.executable).parent / "flatscore"
+    done = subprocess.run(
+        [str(exe), "serve", "--arm", "int5"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert done.returncode == 2
+    assert "unknown arm 'int5'" in done.stderr and "Traceback" not in done.stderr

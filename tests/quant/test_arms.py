@@ -1,0 +1,82 @@
+"""Every arm changes exactly the decoder's Linear weights, by its format's expected amount."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from tiny_llama_model import sequences, tiny_llama
+
+from flatscore.quant.arms import ARMS, apply_arm, quantizable_linears
+
+EXPECTED = {  # relative Frobenius error on Gaussian-initialised weights
+    "bf16": (5e-4, 3e-3),
+    "fp8": (0.01, 0.05),
+    "int8": (0.002, 0.015),
+    "int4": (0.06, 0.14),
+    "int4-awq": (0.06, 0.16),
+    "int4-g32": (0.04, 0.1),
+    "int3": (0.12, 0.22),  # groups of 32
+    "int2": (0.3, 0.5),
+}
+
+
+def test_linears_exclude_the_tied_head() -> None:
+    model = tiny_llama()
+    names = quantizable_linears(model)
+    assert "lm_head" not in names and len(names) == 2 * 7
+    assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
+
+
+def test_ref_changes_nothing() -> None:
+    model = tiny_llama()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    assert apply_arm(model, "ref").relative_error == 0.0
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+@pytest.mark.parametrize("arm", [a for a in ARMS if a != "ref"])
+def test_arm_error_is_in_the_expected_range_and_only_linears_change(arm: str) -> None:
+    model = tiny_llama()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    result = apply_arm(model, arm, sequences())
+    low, high = EXPECTED[arm]
+    assert low < result.relative_error < high, result.relative_error
+    linear_weights = {f"{n}.weight" for n in quantizable_linears(model)}
+    for key, value in model.state_dict().items():
+        if key in linear_weights:
+            assert not torch.equal(before[key], value), key
+        else:
+            assert torch.equal(before[key], value), key  # embeddings/head/norms untouched
+    assert set(result.per_layer) == set(quantizable_linears(model))
+
+
+def test_errors_order_by_precision() -> None:
+    errors = {a: apply_arm(tiny_llama(), a, sequences()).relative_error for a in ARMS}
+    assert errors["ref"] < errors["bf16"] < errors["int8"] < errors["fp8"] < errors["int4"]
+    assert errors["int4-g32"] < errors["int4"] < errors["int3"] < errors["int2"]
+    assert errors["int4"] <= errors["int4-awq"]  # AWQ trades weight error for output error
+
+
+def test_awq_needs_calibration_and_unknown_arms_are_refused() -> None:
+    with pytest.raises(ValueError, match="calibration"):
+        apply_arm(tiny_llama(), "int4-awq")
+    with pytest.raises(ValueError, match="unknown arm"):
+        apply_arm(tiny_llama(), "int5")
+
+
+def test_awq_scales_are_cached_and_reused_exactly(tmp_path: Path) -> None:
+    first = tiny_llama()
+    r1 = apply_arm(first, "int4-awq", sequences(), awq_cache=tmp_path)
+    (cached,) = list(tmp_path.iterdir())
+    stamp = cached.stat().st_mtime_ns
+    second = tiny_llama()
+    r2 = apply_arm(second, "int4-awq", sequences(), awq_cache=tmp_path)
+    assert cached.stat().st_mtime_ns == stamp and r2.alphas == r1.alphas
+    for (k, a), b in zip(first.state_dict().items(), second.state_dict().values(), strict=True):
+        assert torch.equal(a, b), k
+    # other calibration data, or other weights, is another entry
+    apply_arm(tiny_llama(), "int4-awq", sequences(seed=9), awq_cache=tmp_path)
+    apply_arm(tiny_llama(seed=5), "int4-awq", sequences(), awq_cache=tmp_path)
+    assert len(list(tmp_path.iterdir())) == 3

@@ -1,0 +1,30 @@
+"""A tiny random Llama (same architecture as SmolLM2, widths not divisible by 128)."""
+
+from __future__ import annotations
+
+import torch
+
+
+def tiny_llama(seed: int = 0) -> torch.nn.Module:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=96,
+        hidden_size=192,
+        intermediate_size=320,
+        num_hidden_layers=2,
+        num_attention_heads=3,
+        num_key_value_heads=1,
+        max_position_embeddings=256,
+        tie_word_embeddings=True,
+    )
+    model = LlamaForCausalLM(config).eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return model
+
+
+def sequences(n: int = 4, length: int = 40, seed: int = 1) -> list[list[int]]:
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randint(0, 96, (length,), generator=g).tolist() for _ in range(n)]
