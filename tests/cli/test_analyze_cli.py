@@ -103,7 +103,13 @@ def test_analyze_prints_verdicts_and_writes_json(run_file: Path, tmp_path: Path)
     ):
         assert key in arm
     assert arm["channels"]["role_confusion"] == {"count": 12, "rate": pytest.approx(12 / 36)}
-    assert arm["budget_curve"][0] == {"K": 0, "success_rate": 0.0, "recomputable": True}
+    assert arm["budget_curve"][0] == {
+        "K": 0,
+        "success_rate": 0.0,
+        "ci_low": 0.0,
+        "ci_high": 0.0,
+        "recomputable": True,
+    }
     comp = cell["comparisons"][0]
     for key in (
         "arm",

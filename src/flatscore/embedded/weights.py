@@ -1,0 +1,51 @@
+"""The shipped LoRA adapter of the embedded agent, and merging it into the base weights.
+
+The embedded model = the Q4_1 GGUF base dequantized to fp32 + this adapter merged
+(W + B·A·alpha/r). Precision arms are applied afterwards, to the merged weights. The
+adapter lives in `flatscore/embedded/adapter/` (peft format: `adapter_config.json` +
+`adapter_model.safetensors`); `$FLATSCORE_EMBEDDED_ADAPTER` points at another adapter
+directory (e.g. a training checkpoint) and `none` there disables it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+ADAPTER_DIR = Path(__file__).parent / "adapter"
+ADAPTER_FILE = "adapter_model.safetensors"
+ADAPTER_ENV = "FLATSCORE_EMBEDDED_ADAPTER"
+
+
+def shipped_adapter() -> Path | None:
+    """The adapter directory the embedded model uses, or None when there is none."""
+    override = os.environ.get(ADAPTER_ENV)
+    if override is not None:
+        if override.lower() in ("", "none", "0"):
+            return None
+        path = Path(override).expanduser()
+        return path if (path / ADAPTER_FILE).is_file() else None
+    return ADAPTER_DIR if (ADAPTER_DIR / ADAPTER_FILE).is_file() else None
+
+
+def merge_adapter(model: Any, adapter_dir: Path) -> Any:
+    """`model` with the LoRA adapter in `adapter_dir` merged into its weights (returns the
+    plain transformers model; the adapter's modules are gone after merging)."""
+    from peft import PeftModel
+
+    peft_model = PeftModel.from_pretrained(model, str(adapter_dir))
+    return peft_model.merge_and_unload()
+
+
+def apply_shipped_adapter(model: Any, name: str, description: str) -> tuple[Any, str, str]:
+    """The hook `load_model("embedded")` calls: merge the shipped adapter if there is one."""
+    adapter = shipped_adapter()
+    if adapter is None:
+        return model, name, description
+    merged = merge_adapter(model, adapter)
+    return (
+        merged,
+        f"{name}+flatscore-lora",
+        f"{description}, with the flatscore LoRA adapter ({adapter.name}) merged in fp32",
+    )
