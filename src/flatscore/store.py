@@ -33,7 +33,9 @@ def parse_episode_line(line: str, *, file: str, line_no: int) -> Episode:
     try:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc.msg})", file=file, record=f"line {line_no}") from None
+        raise InputError(
+            f"not valid JSON ({exc.msg})", file=file, record=f"line {line_no}"
+        ) from None
     try:
         return Episode.model_validate(data)
     except ValidationError as exc:

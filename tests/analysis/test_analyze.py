@@ -224,3 +224,12 @@ def test_json_is_deterministic() -> None:
 def test_empty_input_is_an_input_error() -> None:
     with pytest.raises(InputError, match="no episodes"):
         analyze([], AnalysisOptions())
+
+
+def test_malformed_output_rate_is_per_attempted_call() -> None:
+    """One tool call and two unparseable outputs: 2 malformed of 3 attempts, not 2 of 1."""
+    eps = [episode("bf16", "t0", 0, [("get_user", "ok")], malformed=2)]
+    arm = analyze(eps, AnalysisOptions(bootstrap=100)).cells[0].arms[0]
+    assert arm.channels["malformed_output"].count == 2
+    assert arm.channels["malformed_output"].rate == pytest.approx(2 / 3)
+    assert arm.channels["bad_arguments"].rate == 0.0

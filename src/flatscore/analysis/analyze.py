@@ -30,6 +30,7 @@ from flatscore.analysis.invariance import novel_fraction, rowwise_spearman, spea
 from flatscore.analysis.passk import pass_hat_k
 from flatscore.analysis.precision import choose_reference, precision_order
 from flatscore.analysis.recovery import call_recovery_rate, episode_recovery_rate
+from flatscore.analysis.repair_effect import RepairOptions, has_repair_runs, repair_effects
 from flatscore.analysis.result import (
     CHANNELS,
     AnalysisResult,
@@ -89,6 +90,11 @@ class AnalysisOptions(BaseModel):
 # ---------------------------------------------------------------- per-arm numbers
 
 
+MALFORMED = "malformed_output"
+"""Not a tool call: its rate is per attempted call (agent tool calls + malformed outputs), so
+it stays in [0, 1]."""
+
+
 def _share(num: float, den: float) -> float | None:
     return float(num) / float(den) if den else None
 
@@ -131,7 +137,13 @@ def arm_stats(
         failed_agent_calls=sum(f.agent_failed for f in facts),
         unanswered_agent_calls=sum(f.unanswered for f in facts),
         channels={
-            ch: ChannelStat(count=counts[ch], rate=_share(counts[ch], calls)) for ch in CHANNELS
+            ch: ChannelStat(
+                count=counts[ch],
+                rate=_share(
+                    counts[ch], calls + counts["malformed_output"] if ch == MALFORMED else calls
+                ),
+            )
+            for ch in CHANNELS
         },
         user_tool_calls=sum(f.user_calls for f in facts),
         user_failed_calls=sum(f.user_failed for f in facts),
@@ -175,7 +187,7 @@ class TaskSums:
 
 
 def _columns(budgets: Sequence[int]) -> dict[str, int]:
-    cols = ["n", *(f"S{k}" for k in budgets), "calls", "agent_failed", "recovered"]
+    cols = ["n", *(f"S{k}" for k in budgets), "calls", "attempts", "agent_failed", "recovered"]
     cols += list(CHANNELS) + [f"traj_{m}" for m in TRAJECTORY_METRICS]
     return {c: i for i, c in enumerate(cols)}
 
@@ -200,6 +212,7 @@ def task_sums(
         per_ep[:, cols[f"S{k}"]] = s[:, j]
     for i, f in enumerate(kept):
         per_ep[i, cols["calls"]] = f.agent_calls
+        per_ep[i, cols["attempts"]] = f.agent_calls + f.channels[MALFORMED]
         per_ep[i, cols["agent_failed"]] = f.agent_failed
         per_ep[i, cols["recovered"]] = f.recovered
         for ch in LEAF_CHANNELS:
@@ -293,9 +306,10 @@ def compare(
 
     channel_amp: dict[str, ChannelAmplification] = {}
     for ch in CHANNELS:
-        r_ref, r_arm = float(rate(R, ch, "calls")), float(rate(A, ch, "calls"))
+        den = "attempts" if ch == MALFORMED else "calls"
+        r_ref, r_arm = float(rate(R, ch, den)), float(rate(A, ch, den))
         with np.errstate(divide="ignore", invalid="ignore"):
-            boot = rate(BA, ch, "calls") / rate(BR, ch, "calls")
+            boot = rate(BA, ch, den) / rate(BR, ch, den)
         c_ref, c_arm = int(R[cols[ch]]), int(A[cols[ch]])
         point = r_arm / r_ref if np.isfinite(r_ref) and r_ref > 0 and np.isfinite(r_arm) else None
         lo, hi = percentile_ci(boot, conf) if point is not None else (None, None)
@@ -448,6 +462,7 @@ def analyze(episodes: Iterable[Episode], options: AnalysisOptions | None = None)
     """The full diagnostic on a set of episodes (any order; the result does not depend on it)."""
     options = options or AnalysisOptions()
     rules = options.rules or load_rules()
+    episodes = list(episodes)
     grouped, infra, read = _group(episodes, rules)
     if read == 0:
         raise InputError("no episodes in the input")
@@ -617,6 +632,22 @@ def analyze(episodes: Iterable[Episode], options: AnalysisOptions | None = None)
         tool_list_sources=dict(sorted(sources.items())),
         precision_order=precision_order({a for arms in grouped.values() for a in arms}),
     )
+    repair = (
+        repair_effects(
+            episodes,
+            RepairOptions(
+                reference=options.reference,
+                budgets=budgets,
+                count=options.count,
+                bootstrap=options.bootstrap,
+                seed=options.seed,
+                confidence=options.confidence,
+                rules=rules,
+            ),
+        )
+        if has_repair_runs(episodes)
+        else None
+    )
     return AnalysisResult(
         flatscore_version=flatscore.__version__,
         settings=settings,
@@ -627,4 +658,5 @@ def analyze(episodes: Iterable[Episode], options: AnalysisOptions | None = None)
         infrastructure_errors=sum(infra.values()),
         cells=cells,
         warnings=warnings,
+        repair=repair,
     )

@@ -23,7 +23,9 @@ def definitions(
         "of the user's tools, else invented); bad_arguments if the arguments did not parse; "
         "else the error-text rules (per domain, then defaults); else other. malformed_output = "
         "assistant outputs that could not be parsed into a call or message.",
-        "channel_rate": "Failed agent calls in the channel / all agent tool calls.",
+        "channel_rate": "Failed agent calls in the channel / all agent tool calls. "
+        "malformed_output, which never becomes a call, is counted per attempted call: "
+        "malformed outputs / (agent tool calls + malformed outputs).",
         "budget_curve": f"S(K) = share of episodes with reward 1 whose failed-call count "
         f"({counted}) is ≤ K, recomputed from logs (an episode over K counts as failed even if "
         "it finished). τ² max_errors = M corresponds to S(M − 1); S(K) for K ≥ M is not "

@@ -12,6 +12,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from flatscore.analysis.margins_run import MarginsResult
+from flatscore.analysis.repair_effect import RepairEffectResult
+
 ANALYSIS_SCHEMA_VERSION = 1
 
 CHANNELS: tuple[str, ...] = (
@@ -237,3 +240,7 @@ class AnalysisResult(_Model):
     infrastructure_errors: int
     cells: list[Cell]
     warnings: list[str] = Field(default_factory=list)
+    repair: RepairEffectResult | None = None
+    """Repair effect per cell and arm; present when the episodes include repair runs."""
+    margins: MarginsResult | None = None
+    """Logit-margin analysis (`flatscore margins`), attached with `analyze --margins`."""

@@ -8,11 +8,13 @@ from flatscore.cli.app import app, err_console
 from flatscore.errors import InputError
 
 # Each module registers its commands on `app` when imported.
-from flatscore.cli import commands_import  # noqa: E402,F401  isort: skip
-from flatscore.cli import commands_analyze  # noqa: E402,F401  isort: skip
-from flatscore.cli import commands_serve  # noqa: E402,F401  isort: skip
-from flatscore.cli import commands_report  # noqa: E402,F401  isort: skip
-from flatscore.cli import commands_run  # noqa: E402,F401  isort: skip
+from flatscore.cli import commands_import  # noqa: F401  isort: skip
+from flatscore.cli import commands_analyze  # noqa: F401  isort: skip
+from flatscore.cli import commands_serve  # noqa: F401  isort: skip
+from flatscore.cli import commands_report  # noqa: F401  isort: skip
+from flatscore.cli import commands_run  # noqa: F401  isort: skip
+from flatscore.cli import commands_margins  # noqa: F401  isort: skip
+from flatscore.cli import commands_repair  # noqa: F401  isort: skip
 
 __all__ = ["app", "main"]
 

@@ -37,12 +37,17 @@ def analyze(
     channel_rules: Annotated[
         Path | None, typer.Option(help="YAML error-text rules (replaces the bundled ones).")
     ] = None,
+    margins: Annotated[
+        Path | None,
+        typer.Option(help="Attach a `flatscore margins` result (margins.json) to the output."),
+    ] = None,
 ) -> None:
     """Per-channel error rates, S(K), amplification, invariance, recovery and paired statistics."""
     from flatscore.analysis.analyze import AnalysisOptions
     from flatscore.analysis.analyze import analyze as run_analysis
     from flatscore.analysis.budget import parse_budgets
     from flatscore.analysis.channels import load_rules
+    from flatscore.analysis.margins_run import load_margins
     from flatscore.analysis.summary import render
     from flatscore.formats import load_runs
 
@@ -68,6 +73,8 @@ def analyze(
     )
     with console.status("reading episodes and bootstrapping…"):
         result = run_analysis(load_runs(runs), options)
+    if margins is not None:
+        result.margins = load_margins(margins)
     render(result, console)
     if json_out is not None:
         try:

@@ -42,6 +42,33 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("transcripts", "Transcripts"),
     ("method", "Method"),
 )
+"""The sections every report has; `repair` and `margins` are added when the analysis has them."""
+
+OPTIONAL_SECTIONS: dict[str, str] = {"repair": "Repair effect", "margins": "Logit margins"}
+
+
+def _sections(analysis: AnalysisResult) -> list[tuple[str, str]]:
+    extra = [(k, v) for k, v in OPTIONAL_SECTIONS.items() if getattr(analysis, k) is not None]
+    at = [s for s, _ in SECTIONS].index("transcripts")
+    return [*SECTIONS[:at], *extra, *SECTIONS[at:]]
+
+
+def _optional_figures(analysis: AnalysisResult) -> dict[str, Any]:
+    """Repair-effect and margin figures and tables (markdown text shown as preformatted)."""
+    from flatscore.analysis import margins_run, repair_effect
+    from flatscore.report.margins_figures import flip_curve_figure, repair_effect_figure
+
+    out: dict[str, Any] = {"repair_svgs": [], "repair_table": None, "margins_svg": None}
+    if analysis.repair is not None:
+        out["repair_svgs"] = [
+            Markup(repair_effect_figure(f"repair-{i}", cell))
+            for i, cell in enumerate(analysis.repair.cells)
+        ]
+        out["repair_table"] = repair_effect.markdown_table(analysis.repair)
+    if analysis.margins is not None:
+        out["margins_svg"] = Markup(flip_curve_figure("margins", analysis.margins))
+        out["margins_table"] = margins_run.markdown_table(analysis.margins)
+    return out
 
 
 def json_for_script(data: Any) -> Markup:
@@ -203,7 +230,8 @@ def render_html(
         generated_at=generated_at,
         analysis=analysis,
         settings=analysis.settings,
-        sections=SECTIONS,
+        sections=_sections(analysis),
+        **_optional_figures(analysis),
         cells=cells,
         comparisons=comparisons,
         channel_words=CHANNEL_WORDS,

@@ -1,0 +1,270 @@
+"""Reflective repair: a middleware that wraps any agent and, after a failed call in chosen
+channels, tells the agent what failed and asks it to diagnose and re-issue the call.
+
+The study behind flatscore found that such a prompt removes the damage where quantization
+amplified a failure channel (mostly hallucinated tool names). Semantics:
+
+- **Trigger**: the agent's last batch of tool calls (the tool results at the end of its
+  view) contains a failed call whose channel (`flatscore.analysis.channels`, the same
+  classification the analysis uses) is in `channels` (default `unknown_tool`, which covers
+  `role_confusion` and `invented`). With `malformed_output` in `channels`, an unparseable
+  agent turn also triggers, on the agent's next turn.
+- **Attempts**: one instruction per agent turn; consecutive failing turns form one failure
+  chain, repaired at most `attempts` times (default 3). The chain ends when a turn no longer
+  fails in the channels (a successful call, or a text turn); the next failure starts anew.
+- **Logging**: each instruction is a `Message(role="system", repair=True)`. The runner
+  drains them with `take_injected()` and appends them to the transcript just before the
+  agent's reply (system messages are in neither side's view, so the user simulator never
+  sees them); `episode_metadata()` gives `{"repair": {...config, "instructions": n, ...}}`
+  for `Episode.metadata`. The wrapped agent sees every earlier instruction at the point it
+  was given, so its view only grows (KV-cache reuse stays valid).
+
+`with_repair(factory, config)` turns an agent factory into a repairing one for the runner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from flatscore.agents.base import Agent, ToolSchema
+from flatscore.analysis.channels import (
+    LEAF_CHANNELS,
+    ChannelRules,
+    classify_failed_call,
+    load_rules,
+)
+from flatscore.episode import Message, ToolCall, ToolResult
+from flatscore.errors import InputError
+
+if TYPE_CHECKING:
+    from flatscore.domains.framework import Task
+
+REPAIR_CHANNELS: tuple[str, ...] = ("unknown_tool", *LEAF_CHANNELS)
+"""Channels repair can trigger on; `unknown_tool` stands for `role_confusion` + `invented`."""
+
+_HINTS = {
+    "role_confusion": "that name is not one of your tools (it is a tool the customer uses on "
+    "their own device: ask them to do it instead, or call one of your tools)",
+    "invented": "that name is not one of your tools",
+    "bad_arguments": "the arguments do not match the tool's parameters",
+    "entity_not_found": "the record you named does not exist: check the identifier",
+    "precondition": "the call broke a policy rule: check the rule named in the error",
+    "other": "the tool reported an error",
+    "malformed_output": "your reply could not be read as a message or a tool call",
+}
+
+
+class RepairConfig(BaseModel):
+    """How repair runs; recorded in every repaired episode's metadata."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    channels: list[str] = Field(default_factory=lambda: ["unknown_tool"], min_length=1)
+    attempts: int = Field(3, ge=1, description="instructions per failure chain")
+
+    @field_validator("channels")
+    @classmethod
+    def _known(cls, value: list[str]) -> list[str]:
+        bad = [c for c in value if c not in REPAIR_CHANNELS]
+        if bad:
+            raise ValueError(
+                f"unknown repair channel(s) {', '.join(bad)} (known: {', '.join(REPAIR_CHANNELS)})"
+            )
+        return list(dict.fromkeys(value))
+
+    def matches(self, channel: str) -> bool:
+        """Whether a leaf channel is one repair triggers on."""
+        if channel in self.channels:
+            return True
+        return channel in ("role_confusion", "invented") and "unknown_tool" in self.channels
+
+
+def parse_channels(text: str) -> list[str]:
+    """'unknown_tool,bad_arguments' → the list (validated by `RepairConfig`)."""
+    return [c.strip() for c in text.split(",") if c.strip()]
+
+
+def make_repair_config(channels: str = "unknown_tool", attempts: int = 3) -> RepairConfig:
+    """A config from CLI text (`--repair-channels`, `--repair-attempts`); bad values raise
+    `InputError` naming the flag."""
+    try:
+        return RepairConfig(channels=parse_channels(channels), attempts=attempts)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        flag = (
+            "--repair-attempts"
+            if first["loc"] and first["loc"][0] == "attempts"
+            else "--repair-channels"
+        )
+        raise InputError(str(first["msg"]).removeprefix("Value error, "), field=flag) from None
+
+
+def _tool_names(tools: list[ToolSchema]) -> list[str]:
+    names = []
+    for schema in tools:
+        fn = schema.get("function", schema)
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+            names.append(fn["name"])
+    return names
+
+
+def repair_instruction(
+    failures: list[tuple[ToolCall | None, ToolResult | None, str]],
+    valid_tools: list[str],
+    attempt: int,
+    attempts: int,
+) -> str:
+    """The text of one reflective repair instruction."""
+    lines = []
+    for call, result, channel in failures:
+        what = f"`{call.name}`" if call is not None else "your last reply"
+        error = (
+            f" The error was: {result.text.strip()}" if result is not None and result.text else ""
+        )
+        lines.append(f"- {what} failed: {_HINTS.get(channel, 'it failed')}.{error}")
+    tools = ", ".join(valid_tools) if valid_tools else "(none)"
+    return (
+        f"Repair (attempt {attempt} of {attempts}). Your previous action failed:\n"
+        + "\n".join(lines)
+        + f"\nYour valid tool names are: {tools}.\n"
+        "First diagnose in one sentence what went wrong, then re-issue the corrected call "
+        "using one of the valid tool names (or answer the customer if no tool is needed)."
+    )
+
+
+class RepairAgent(Agent):
+    """Wraps `inner`; see the module docstring for when it injects an instruction."""
+
+    def __init__(
+        self,
+        inner: Agent,
+        config: RepairConfig | None = None,
+        rules: ChannelRules | None = None,
+    ) -> None:
+        self.inner = inner
+        self.config = config or RepairConfig()
+        self.name = inner.name
+        self._rules = rules or load_rules()
+        self._domain = ""
+        self._user_tools: frozenset[str] = frozenset()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._chain = 0  # instructions given in the current failure chain
+        self._injected: list[tuple[int, Message]] = []  # (position in the bare view, message)
+        self._pending: list[Message] = []
+        self._chains = 0
+        self._exhausted = 0
+
+    def start(self, task: Task, seed: int) -> None:
+        from flatscore.domains import get_domain
+
+        self._reset()
+        self._domain = task.domain
+        try:
+            self._user_tools = frozenset(get_domain(task.domain).tool_lists().user)
+        except Exception:  # a domain flatscore does not ship: no user tool list
+            self._user_tools = frozenset()
+        self.inner.start(task, seed)
+
+    # ------------------------------------------------------------------ detection
+
+    def _failures(
+        self, view: list[Message], agent_tools: frozenset[str]
+    ) -> list[tuple[ToolCall | None, ToolResult | None, str]]:
+        """Failures in the configured channels in the agent's last turn (empty: none)."""
+        tail: list[ToolResult] = []
+        i = len(view) - 1
+        while i >= 0 and view[i].role == "tool":
+            result = view[i].tool_result
+            if result is not None:
+                tail.append(result)
+            i -= 1
+        if tail:
+            calls = {c.id: c for c in view[i].tool_calls} if i >= 0 else {}
+            found: list[tuple[ToolCall | None, ToolResult | None, str]] = []
+            for result in reversed(tail):
+                call = calls.get(result.call_id)
+                if not result.error or call is None:
+                    continue
+                channel = classify_failed_call(
+                    call,
+                    result,
+                    domain=self._domain,
+                    agent_tools=agent_tools,
+                    user_tools=self._user_tools,
+                    rules=self._rules,
+                )
+                if self.config.matches(channel):
+                    found.append((call, result, channel))
+            return found
+        if "malformed_output" in self.config.channels:
+            last = next((m for m in reversed(view) if m.role == "assistant"), None)
+            if last is not None and last.malformed:
+                return [(None, None, "malformed_output")]
+        return []
+
+    # ------------------------------------------------------------------ the turn
+
+    async def act(self, messages: list[Message], tools: list[ToolSchema]) -> Message:
+        bare = [m for m in messages if not m.repair]
+        names = _tool_names(tools)
+        failures = self._failures(bare, frozenset(names))
+        if not failures:
+            self._chain = 0
+        elif self._chain < self.config.attempts:
+            if self._chain == 0:
+                self._chains += 1
+            self._chain += 1
+            text = repair_instruction(failures, names, self._chain, self.config.attempts)
+            message = Message(role="system", content=text, repair=True)
+            self._injected.append((len(bare), message))
+            self._pending.append(message)
+        elif self._chain == self.config.attempts:
+            self._exhausted += 1
+            self._chain += 1  # count each exhausted chain once
+        view = list(bare)
+        for position, message in reversed(self._injected):
+            view.insert(position, message)
+        return await self.inner.act(view, tools)
+
+    # ------------------------------------------------------------------ runner hooks
+
+    def take_injected(self) -> list[Message]:
+        """Instructions given since the last call, for the transcript (runner hook)."""
+        out, self._pending = self._pending, []
+        return out + self.inner.take_injected()
+
+    def episode_metadata(self) -> dict[str, Any]:
+        """`{"repair": ...}` for `Episode.metadata`: config and counts (runner hook)."""
+        return {
+            **self.inner.episode_metadata(),
+            "repair": {
+                "enabled": True,
+                "channels": list(self.config.channels),
+                "attempts": self.config.attempts,
+                "instructions": len(self._injected),
+                "failure_chains": self._chains,
+                "exhausted_chains": self._exhausted,
+            },
+        }
+
+
+def with_repair(
+    factory: Callable[[], Agent], config: RepairConfig | None = None
+) -> Callable[[], Agent]:
+    """An agent factory whose agents are wrapped in `RepairAgent` (one per episode)."""
+    config = config or RepairConfig()
+    rules = load_rules()
+    return lambda: RepairAgent(factory(), config, rules)
+
+
+def repair_arm_label(arm: str) -> str:
+    """The arm label of a repaired run: `int4` → `int4+repair` (analysis keeps them apart)."""
+    return arm if arm.endswith(REPAIR_SUFFIX) else arm + REPAIR_SUFFIX
+
+
+REPAIR_SUFFIX = "+repair"

@@ -1,0 +1,43 @@
+"""`flatscore repair-effect`: the effect of reflective repair per cell and arm, with CIs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from flatscore.cli.app import app, console
+from flatscore.errors import InputError
+
+
+@app.command("repair-effect")
+def repair_effect(
+    runs: Annotated[list[Path], typer.Argument(help="Runs with and without --repair.")],
+    reference: Annotated[
+        str | None, typer.Option(help="Reference arm (default: highest precision).")
+    ] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the result here.")] = None,
+    count: Annotated[str, typer.Option(help="Errors counted for S(K): all or agent.")] = "all",
+    bootstrap: Annotated[int, typer.Option(min=100, help="Bootstrap resamples.")] = 5000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+) -> None:
+    """Repair effect S_with(K) − S_without(K) per arm, and its interaction with precision."""
+    from flatscore.analysis.repair_effect import RepairOptions, markdown_table, repair_effects
+    from flatscore.formats import load_runs
+
+    if count not in ("all", "agent"):
+        raise InputError(f"expected all or agent, got {count!r}", field="--count")
+    for path in runs:
+        if not path.exists():
+            raise InputError("run not found", file=str(path))
+    options = RepairOptions(reference=reference, count=count, bootstrap=bootstrap, seed=seed)
+    result = repair_effects(load_runs(runs), options)
+    if not result.cells:
+        raise InputError("no arm was run both with and without repair")
+    console.print(markdown_table(result), highlight=False, markup=False, soft_wrap=True)
+    for w in result.warnings + [w for c in result.cells for w in c.warnings]:
+        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+    if json_out is not None:
+        json_out.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        console.print(f"[dim]wrote {json_out}[/]", highlight=False)
