@@ -82,6 +82,24 @@ def test_margins_end_to_end_on_one_oracle_episode(tmp_path: Path) -> None:
     assert int8.flips < int4.flips
     assert int8.flipped_margin_max is None or int8.flipped_margin_max < 1.0
     assert "int8" in result.output and "[0, 0.1)" in result.output
+    # analyze --margins attaches the result to analysis.json
+    analysis = tmp_path / "analysis.json"
+    attached = CliRunner().invoke(
+        app, ["analyze", str(run), "--margins", str(out), "--json", str(analysis)]
+    )
+    assert attached.exit_code == 0, attached.output
+    assert json.loads(analysis.read_text())["margins"] == json.loads(out.read_text())
+
+
+def test_load_margins_names_the_file_and_field(tmp_path: Path) -> None:
+    from flatscore.analysis.margins_run import load_margins
+    from flatscore.errors import InputError
+
+    bad = tmp_path / "m.json"
+    bad.write_text(json.dumps({"model": "x"}))
+    with pytest.raises(InputError) as err:
+        load_margins(bad)
+    assert str(bad) in err.value.one_line() and "field" in err.value.one_line()
 
 
 @pytest.mark.slow

@@ -36,6 +36,9 @@ LEAF_CHANNELS: tuple[str, ...] = (
 )
 """Channels every failure lands in exactly once (`unknown_tool` is the sum of the first two)."""
 
+CHANNELS: tuple[str, ...] = ("unknown_tool", *LEAF_CHANNELS)
+"""Every channel reported, in display order. `unknown_tool` = `role_confusion` + `invented`."""
+
 BUILTIN_RULES = "builtin:flatscore/analysis/channel_rules.yaml"
 
 

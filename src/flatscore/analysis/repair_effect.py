@@ -17,14 +17,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from flatscore.analysis.budget import FALLBACK_DEFAULT_K, success_within_budgets
-from flatscore.analysis.channels import LEAF_CHANNELS, ChannelRules, load_rules
+from flatscore.analysis.channels import CHANNELS, LEAF_CHANNELS, ChannelRules, load_rules
 from flatscore.analysis.facts import EpisodeFacts, episode_facts
+from flatscore.analysis.interval import AnalysisModel, CountMode, Interval
 from flatscore.analysis.precision import choose_reference, precision_order
 from flatscore.analysis.stats import (
     paired_success_test,
@@ -51,27 +52,7 @@ DEFINITIONS = {
 }
 
 
-CHANNELS: tuple[str, ...] = ("unknown_tool", *LEAF_CHANNELS)
-"""The analysis's channel order (`flatscore.analysis.result.CHANNELS`); this module does not
-import `result` so that `result.py` can import `RepairEffectResult`."""
-
-CountMode = Literal["all", "agent"]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Interval(_Model):
-    """A point estimate with its bootstrap percentile interval (as in `result.Interval`)."""
-
-    value: float | None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    note: str | None = None
-
-
-class RepairOptions(_Model):
+class RepairOptions(AnalysisModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     reference: str | None = None
@@ -83,7 +64,7 @@ class RepairOptions(_Model):
     rules: ChannelRules | None = None
 
 
-class EffectPoint(_Model):
+class EffectPoint(AnalysisModel):
     K: int
     success_without: float
     success_with: float
@@ -92,7 +73,7 @@ class EffectPoint(_Model):
     ci_high: float | None
 
 
-class RepairArmEffect(_Model):
+class RepairArmEffect(AnalysisModel):
     arm: str
     paired_tasks: int
     episodes_without: int
@@ -108,7 +89,7 @@ class RepairArmEffect(_Model):
     interaction: Interval | None = None
 
 
-class RepairCell(_Model):
+class RepairCell(AnalysisModel):
     model: str
     domain: str
     reference: str
@@ -116,7 +97,7 @@ class RepairCell(_Model):
     warnings: list[str] = Field(default_factory=list)
 
 
-class RepairEffectResult(_Model):
+class RepairEffectResult(AnalysisModel):
     default_K: int
     budgets: list[int]
     count: CountMode

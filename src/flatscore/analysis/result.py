@@ -10,51 +10,30 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from flatscore.analysis.channels import CHANNELS
+from flatscore.analysis.interval import AnalysisModel, CountMode, Interval
 from flatscore.analysis.margins_run import MarginsResult
 from flatscore.analysis.repair_effect import RepairEffectResult
 
 ANALYSIS_SCHEMA_VERSION = 1
 
-CHANNELS: tuple[str, ...] = (
-    "unknown_tool",
-    "role_confusion",
-    "invented",
-    "bad_arguments",
-    "entity_not_found",
-    "precondition",
-    "other",
-    "malformed_output",
-)
-"""Every channel reported, in display order. `unknown_tool` = `role_confusion` + `invented`."""
+__all__ = ["CHANNELS", "AnalysisResult", "CountMode", "Interval"]
+
 
 Verdict = Literal["flat score, amplified failures", "visible damage", "no damage detected"]
-CountMode = Literal["all", "agent"]
 Correction = Literal["holm", "bh"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Interval(_Model):
-    """A point estimate with its 95% bootstrap percentile interval."""
-
-    value: float | None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    note: str | None = None
-
-
-class ChannelStat(_Model):
+class ChannelStat(AnalysisModel):
     """Failed agent calls in one channel; rate = count / agent tool calls."""
 
     count: int
     rate: float | None
 
 
-class BudgetPoint(_Model):
+class BudgetPoint(AnalysisModel):
     """S(K): share of (non-infrastructure) episodes with reward 1 and ≤ K counted failures."""
 
     K: int
@@ -64,7 +43,7 @@ class BudgetPoint(_Model):
     recomputable: bool = True
 
 
-class Distribution(_Model):
+class Distribution(AnalysisModel):
     """Per-episode distribution of one count."""
 
     mean: float | None
@@ -76,13 +55,13 @@ class Distribution(_Model):
     max: float | None
 
 
-class TrajectoryStats(_Model):
+class TrajectoryStats(AnalysisModel):
     agent_turns: Distribution
     agent_tool_calls: Distribution
     messages: Distribution
 
 
-class ArmStats(_Model):
+class ArmStats(AnalysisModel):
     """Everything measured on one arm of one cell (infrastructure errors excluded)."""
 
     arm: str
@@ -115,7 +94,7 @@ class ArmStats(_Model):
     tool_list_sources: dict[str, int]
 
 
-class GapPoint(_Model):
+class GapPoint(AnalysisModel):
     """Gap(K) = S_ref(K) − S_arm(K) on the tasks both arms ran, with its 95% CI."""
 
     K: int
@@ -126,7 +105,7 @@ class GapPoint(_Model):
     s_arm: float | None
 
 
-class GapAmplification(_Model):
+class GapAmplification(AnalysisModel):
     """Gap(K_small) / Gap(K_default); null (with `note`) when Gap(K_default) is 0."""
 
     k_small: int
@@ -135,7 +114,7 @@ class GapAmplification(_Model):
     note: str | None = None
 
 
-class ChannelAmplification(_Model):
+class ChannelAmplification(AnalysisModel):
     """rate_arm / rate_ref with a 95% CI (bootstrap of summed counts over summed calls)."""
 
     ratio: float | None
@@ -150,7 +129,7 @@ class ChannelAmplification(_Model):
     note: str | None = None
 
 
-class Comparison(_Model):
+class Comparison(AnalysisModel):
     """One arm against its cell's reference, paired on the tasks both ran."""
 
     arm: str
@@ -185,7 +164,7 @@ class Comparison(_Model):
     verdict_reason: str
 
 
-class RiskScreen(_Model):
+class RiskScreen(AnalysisModel):
     """The study's cheap filter, from reference-arm logs alone."""
 
     verdict: Literal["low risk", "at risk", "unknown"]
@@ -194,7 +173,7 @@ class RiskScreen(_Model):
     reason: str
 
 
-class Cell(_Model):
+class Cell(AnalysisModel):
     """One (model, domain) pair: its arms, each compared with the reference arm."""
 
     model: str
@@ -209,7 +188,7 @@ class Cell(_Model):
     warnings: list[str] = Field(default_factory=list)
 
 
-class Settings(_Model):
+class Settings(AnalysisModel):
     """What the numbers were computed with: rerunning with these gives the same bytes."""
 
     budgets: list[int]
@@ -229,7 +208,7 @@ class Settings(_Model):
     precision_order: list[str]
 
 
-class AnalysisResult(_Model):
+class AnalysisResult(AnalysisModel):
     """analysis.json: `cells` plus the settings and the definition text each number follows."""
 
     schema_version: int = ANALYSIS_SCHEMA_VERSION

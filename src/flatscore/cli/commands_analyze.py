@@ -3,12 +3,53 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from flatscore.cli.app import app, console
 from flatscore.errors import InputError
+
+if TYPE_CHECKING:
+    from flatscore.analysis.analyze import AnalysisOptions
+
+
+def options_from_flags(
+    reference: str | None,
+    budgets: str | None,
+    count: str,
+    tost_margin: float,
+    bootstrap: int,
+    seed: int,
+    correction: str,
+    channel_rules: Path | None,
+) -> AnalysisOptions:
+    """Validate the analysis flags shared by `analyze`, `report` and studies (bad values: one
+    InputError naming the flag)."""
+    from flatscore.analysis.analyze import AnalysisOptions
+    from flatscore.analysis.budget import parse_budgets
+    from flatscore.analysis.channels import load_rules
+
+    if count not in ("all", "agent"):
+        raise InputError(f"expected all or agent, got {count!r}", field="--count")
+    if correction not in ("holm", "bh"):
+        raise InputError(f"expected holm or bh, got {correction!r}", field="--correction")
+    if not 0 < tost_margin < 100:
+        raise InputError(
+            f"expected a margin in (0, 100) points, got {tost_margin}", field="--tost-margin"
+        )
+    if bootstrap < 100:
+        raise InputError(f"expected at least 100 resamples, got {bootstrap}", field="--bootstrap")
+    return AnalysisOptions(
+        reference=reference,
+        budgets=parse_budgets(budgets) if budgets else None,
+        count=count,
+        tost_margin=tost_margin / 100.0,
+        bootstrap=bootstrap,
+        seed=seed,
+        correction=correction,
+        rules=load_rules(channel_rules),
+    )
 
 
 @app.command()
@@ -43,33 +84,13 @@ def analyze(
     ] = None,
 ) -> None:
     """Per-channel error rates, S(K), amplification, invariance, recovery and paired statistics."""
-    from flatscore.analysis.analyze import AnalysisOptions
     from flatscore.analysis.analyze import analyze as run_analysis
-    from flatscore.analysis.budget import parse_budgets
-    from flatscore.analysis.channels import load_rules
     from flatscore.analysis.margins_run import load_margins
     from flatscore.analysis.summary import render
     from flatscore.formats import load_runs
 
-    if count not in ("all", "agent"):
-        raise InputError(f"expected all or agent, got {count!r}", field="--count")
-    if correction not in ("holm", "bh"):
-        raise InputError(f"expected holm or bh, got {correction!r}", field="--correction")
-    if not 0 < tost_margin < 100:
-        raise InputError(
-            f"expected a margin in (0, 100) points, got {tost_margin}", field="--tost-margin"
-        )
-    if bootstrap < 100:
-        raise InputError(f"expected at least 100 resamples, got {bootstrap}", field="--bootstrap")
-    options = AnalysisOptions(
-        reference=reference,
-        budgets=parse_budgets(budgets) if budgets else None,
-        count=count,
-        tost_margin=tost_margin / 100.0,
-        bootstrap=bootstrap,
-        seed=seed,
-        correction=correction,
-        rules=load_rules(channel_rules),
+    options = options_from_flags(
+        reference, budgets, count, tost_margin, bootstrap, seed, correction, channel_rules
     )
     with console.status("reading episodes and bootstrapping…"):
         result = run_analysis(load_runs(runs), options)

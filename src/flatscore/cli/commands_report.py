@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from flatscore.cli.app import app, console
-from flatscore.errors import InputError
 
 
 @app.command()
@@ -49,36 +48,15 @@ def report(
     """Rebuild the report from episode logs: the same logs and settings give the same bytes."""
     from rich.markup import escape as esc
 
-    from flatscore.analysis.analyze import AnalysisOptions
-    from flatscore.analysis.budget import parse_budgets
-    from flatscore.analysis.channels import load_rules
+    from flatscore.cli.commands_analyze import options_from_flags
     from flatscore.report.rebuild import options_from_settings, rebuild, settings_from_file
     from flatscore.report.verdicts import headlines
 
     if settings_from is not None:
         options = options_from_settings(settings_from_file(settings_from))
     else:
-        if count not in ("all", "agent"):
-            raise InputError(f"expected all or agent, got {count!r}", field="--count")
-        if correction not in ("holm", "bh"):
-            raise InputError(f"expected holm or bh, got {correction!r}", field="--correction")
-        if not 0 < tost_margin < 100:
-            raise InputError(
-                f"expected a margin in (0, 100) points, got {tost_margin}", field="--tost-margin"
-            )
-        if bootstrap < 100:
-            raise InputError(
-                f"expected at least 100 resamples, got {bootstrap}", field="--bootstrap"
-            )
-        options = AnalysisOptions(
-            reference=reference,
-            budgets=parse_budgets(budgets) if budgets else None,
-            count=count,
-            tost_margin=tost_margin / 100.0,
-            bootstrap=bootstrap,
-            seed=seed,
-            correction=correction,
-            rules=load_rules(channel_rules),
+        options = options_from_flags(
+            reference, budgets, count, tost_margin, bootstrap, seed, correction, channel_rules
         )
     with console.status("reading episodes, analysing, drawing the report…"):
         result, paths = rebuild(runs, out, options, title=title, generated_at=generated_at)
