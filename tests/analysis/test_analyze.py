@@ -233,3 +233,22 @@ def test_malformed_output_rate_is_per_attempted_call() -> None:
     assert arm.channels["malformed_output"].count == 2
     assert arm.channels["malformed_output"].rate == pytest.approx(2 / 3)
     assert arm.channels["bad_arguments"].rate == 0.0
+
+
+def test_a_big_but_untestable_drop_is_inconclusive_not_no_damage() -> None:
+    """6 tasks, reference 6/6, arm 0/6: exact McNemar p = 2·0.5^6 = 0.03125, Holm over two
+    comparisons → 0.0625, not significant; a 100-point drop is far outside the ±7.5 margin."""
+    eps = []
+    for t in range(6):
+        eps.append(episode("bf16", f"t{t}", 0, [("get_user", "ok")], success=True))
+        eps.append(episode("int4", f"t{t}", 0, [("get_user", "ok")], success=False))
+        eps.append(episode("int8", f"t{t}", 0, [("get_user", "ok")], success=t != 0))
+    r = analyze(eps, AnalysisOptions(bootstrap=200))
+    by_arm = {c.arm: c for c in r.cells[0].comparisons}
+    assert by_arm["int4"].p_value == pytest.approx(0.03125)
+    assert not by_arm["int4"].significant
+    assert by_arm["int4"].verdict == "inconclusive"
+    assert "too few tasks" in by_arm["int4"].verdict_reason
+    # int8: one task lost (gap 1/6 ≈ 16.7 points, also outside the margin) → inconclusive too
+    assert by_arm["int8"].verdict == "inconclusive"
+    assert r.cells[0].verdict == "inconclusive"

@@ -65,6 +65,7 @@ from flatscore.errors import InputError
 VERDICT_ORDER: tuple[Verdict, ...] = (
     "visible damage",
     "flat score, amplified failures",
+    "inconclusive",
     "no damage detected",
 )
 
@@ -404,13 +405,21 @@ def compare(
     return _Draft(fields, p_value, g_default.gap, bool(amplified), grows)
 
 
-def _verdict(draft: _Draft, significant: bool, p_adj: float | None) -> tuple[Verdict, str]:
+def _verdict(
+    draft: _Draft, significant: bool, p_adj: float | None, margin: float
+) -> tuple[Verdict, str]:
     f = draft.fields
     gap = draft.success_gap or 0.0
     p_text = f"adjusted p = {p_adj:.3g}" if p_adj is not None else "no test"
     tost = "TOST-equivalent" if f["tost_equivalent"] else "not TOST-equivalent"
     if significant and gap > 0:
         return "visible damage", f"significant success drop at default K ({gap:+.1%}, {p_text})"
+    if not significant and gap > margin:
+        return (
+            "inconclusive",
+            f"success drop {gap:+.1%} is beyond the {margin:.1%} equivalence margin but not "
+            f"significant ({p_text}): too few tasks to tell",
+        )
     significance = (
         f"a significant gain ({p_text})" if significant else f"not significant ({p_text}, {tost})"
     )
@@ -592,7 +601,7 @@ def analyze(episodes: Iterable[Episode], options: AnalysisOptions | None = None)
             p_holm, p_bh = holm.get(id(d)), bh.get(id(d))
             p_adj = p_holm if options.correction == "holm" else p_bh
             significant = p_adj is not None and p_adj < options.alpha
-            verdict, why = _verdict(d, significant, p_adj)
+            verdict, why = _verdict(d, significant, p_adj, options.tost_margin)
             comparisons.append(
                 Comparison(
                     **d.fields,

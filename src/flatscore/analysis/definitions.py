@@ -67,9 +67,13 @@ def definitions(
         "risk_screen": "From the reference arm alone: at risk when some channel rate is ≥ the "
         "threshold (an established failure channel), low risk otherwise.",
         "verdict": "visible damage: significant (adjusted p < 0.05) success drop at default K. "
-        "flat score, amplified failures: not significant at default K, but some channel "
-        "amplified (CI above 1) or the gap grows at small K (gap_growth CI above 0). "
-        "no damage detected: neither. A cell takes its worst comparison's verdict.",
+        "inconclusive: not significant, but the observed success drop at default K is larger "
+        "than the TOST margin (the study is too small to tell). "
+        "flat score, amplified failures: not significant and within the margin at default K, "
+        "but some channel amplified (CI above 1) or the gap grows at small K (gap_growth CI "
+        "above 0). no damage detected: none of these. A cell takes its worst comparison's "
+        "verdict (visible damage > flat score, amplified failures > inconclusive > no damage "
+        "detected).",
         "reference": "The highest precision present by name (fp64 > fp32 > ref > bf16 > fp16 > "
         "fp8 > int8 > int4-awq > int4 > int3 > int2), unless named with --reference.",
     }

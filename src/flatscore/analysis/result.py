@@ -22,7 +22,9 @@ ANALYSIS_SCHEMA_VERSION = 1
 __all__ = ["CHANNELS", "AnalysisResult", "CountMode", "Interval"]
 
 
-Verdict = Literal["flat score, amplified failures", "visible damage", "no damage detected"]
+Verdict = Literal[
+    "flat score, amplified failures", "visible damage", "inconclusive", "no damage detected"
+]
 Correction = Literal["holm", "bh"]
 
 

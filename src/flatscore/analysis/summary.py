@@ -11,6 +11,7 @@ from flatscore.analysis.result import AnalysisResult, ArmStats, Cell
 VERDICT_STYLE = {
     "visible damage": "bold red",
     "flat score, amplified failures": "bold yellow",
+    "inconclusive": "bold yellow",
     "no damage detected": "bold green",
 }
 SHOWN_CHANNELS = ("role_confusion", "invented", "bad_arguments", "entity_not_found",

@@ -25,6 +25,7 @@ CHANNEL_WORDS: dict[str, str] = {
 TONE: dict[str, str] = {
     "flat score, amplified failures": "warn",
     "visible damage": "bad",
+    "inconclusive": "warn",
     "no damage detected": "ok",
 }
 
@@ -35,6 +36,10 @@ ADVICE: dict[str, str] = {
     ),
     "visible damage": (
         "The final score itself drops: do not ship this arm as a drop-in replacement."
+    ),
+    "inconclusive": (
+        "The scores differ by more than the equivalence margin, but this study is too small "
+        "to call it: add tasks or trials (`flatscore power` sizes the study) before deciding."
     ),
     "no damage detected": (
         "No damage is visible at this study's size; `flatscore power` says how small a gap "
