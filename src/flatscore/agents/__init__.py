@@ -9,14 +9,18 @@ from flatscore.agents.base import (
     make_agent,
     register_agent,
 )
+from flatscore.agents.model import ModelAgent, make_model_agent
 from flatscore.agents.noop import NoopAgent
 from flatscore.agents.oracle import OracleAgent
 
 register_agent("oracle", OracleAgent)
 register_agent("noop", NoopAgent)
+register_agent("model", make_model_agent)
+register_agent("embedded", make_model_agent)
 
 __all__ = [
     "Agent",
+    "ModelAgent",
     "NoopAgent",
     "OracleAgent",
     "ToolSchema",

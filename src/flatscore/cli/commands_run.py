@@ -1,4 +1,5 @@
-"""`flatscore run`: the quick form, without a study file (like τ²'s `tau2 run`)."""
+"""`flatscore run`: a study file (`flatscore run study.yaml`), or the quick form without one
+(`flatscore run --domain retail --agent oracle --out run.jsonl`, like τ²'s `tau2 run`)."""
 
 from __future__ import annotations
 
@@ -25,9 +26,54 @@ def _parse_options(pairs: list[str]) -> dict[str, Any]:
     return options
 
 
+QUICK_ONLY = (
+    "domain",
+    "agent",
+    "user",
+    "split",
+    "trials",
+    "max_errors",
+    "counted",
+    "max_steps",
+    "seed",
+    "arm",
+    "study",
+    "task",
+    "agent_opt",
+)
+STUDY_ONLY = ("executor", "ray_address", "ray_cpus", "report")
+
+
+def _given(ctx: typer.Context, names: tuple[str, ...]) -> list[str]:
+    """Options set on the command line (not left at their defaults). Compared by name:
+    typer vendors its own click, whose ParameterSource is not click's."""
+    given = []
+    for n in names:
+        source = getattr(ctx.get_parameter_source(n), "name", "DEFAULT")
+        if source in ("COMMANDLINE", "ENVIRONMENT", "PROMPT"):
+            given.append("--" + n.replace("_", "-"))
+    return given
+
+
 @app.command("run")
 def run_command(
-    out: Annotated[Path, typer.Option("--out", help="JSONL file the episodes are appended to.")],
+    ctx: typer.Context,
+    study_file: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="[STUDY]",
+            help="A study file (YAML): run every model × arm × domain, then write the report. "
+            "Without it, the quick form runs one agent (--domain, --agent, --out).",
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Quick form: the JSONL file episodes are appended to. With a study: "
+            "overrides its output folder.",
+        ),
+    ] = None,
     domain: Annotated[str, typer.Option(help="retail, telecom or all.")] = "all",
     agent: Annotated[str, typer.Option(help="Agent by registered name (oracle, noop, ...).")] = (
         "oracle"
@@ -54,9 +100,47 @@ def run_command(
             "e.g. slip_rate=0.2 for a training-data oracle.",
         ),
     ] = None,
-    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    executor: Annotated[
+        str | None,
+        typer.Option(help="Study: where episodes run, local or ray (default: the study's)."),
+    ] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(help="Study, ray: ray://HOST:10001 or auto (default: a local instance)."),
+    ] = None,
+    ray_cpus: Annotated[
+        int | None, typer.Option(min=1, help="Study, ray: CPUs of a local Ray instance.")
+    ] = None,
+    report: Annotated[
+        bool, typer.Option(help="Study: analyse and write the report when the runs finish.")
+    ] = True,
 ) -> None:
-    """Run built-in domain tasks with an agent and a user simulator; write episodes as JSONL."""
+    """Run a study file, or (quick form) built-in domain tasks with one agent."""
+    if study_file is not None:
+        bad = _given(ctx, QUICK_ONLY)
+        if bad:
+            raise InputError(
+                f"{', '.join(bad)}: for the quick form only; set it in the study file",
+                file=str(study_file),
+            )
+        _run_study(
+            study_file,
+            out,
+            resume=resume,
+            progress=progress,
+            concurrency=concurrency if _given(ctx, ("concurrency",)) else None,
+            executor=executor,
+            ray_address=ray_address,
+            ray_cpus=ray_cpus,
+            report=report,
+        )
+        return
+    bad = _given(ctx, STUDY_ONLY)
+    if bad:
+        raise InputError(f"{', '.join(bad)}: for a study file only")
+    if out is None:
+        raise InputError("give a study file, or --out FILE for the quick form", field="--out")
     from pydantic import ValidationError
 
     from flatscore.agents.base import agent_names, make_agent
@@ -114,3 +198,54 @@ def run_command(
         f"success {rate}; terminations {summary.terminations}",
         highlight=False,
     )
+
+
+def _run_study(
+    path: Path,
+    out: Path | None,
+    *,
+    resume: bool,
+    progress: bool,
+    concurrency: int | None,
+    executor: str | None,
+    ray_address: str | None,
+    ray_cpus: int | None,
+    report: bool,
+) -> None:
+    from rich.markup import escape as esc
+
+    from flatscore.study import load_study
+    from flatscore.study_run import print_outcome, run_study
+
+    study = load_study(path)
+    updates: dict[str, Any] = {}
+    if out is not None:
+        updates["output"] = str(out.resolve())
+    if concurrency is not None:
+        updates["concurrency"] = concurrency
+    ex = study.executor
+    if executor is not None:
+        if executor not in ("local", "ray"):
+            raise InputError(f"expected local or ray, got {executor!r}", field="--executor")
+        ex = ex.model_copy(update={"kind": executor})
+    if ray_address is not None or ray_cpus is not None:
+        if ex.kind != "ray":
+            raise InputError("--ray-address/--ray-cpus need --executor ray", field="--executor")
+        ex = ex.model_copy(
+            update={"address": ray_address or ex.address, "num_cpus": ray_cpus or ex.num_cpus}
+        )
+    updates["executor"] = ex
+    study = study.model_copy(update=updates)
+    where = (
+        f"concurrency {study.concurrency}"
+        if ex.kind == "local"
+        else ex.address or f"a local instance, {ex.num_cpus or 'all'} CPUs"
+    )
+    console.print(
+        f"study [bold]{esc(study.name)}[/] → {esc(str(study.output_dir))} "
+        f"(executor {ex.kind}: {esc(where)})",
+        highlight=False,
+        soft_wrap=True,
+    )
+    outcome = run_study(study, resume=resume, progress=progress, report=report)
+    print_outcome(outcome, console)

