@@ -125,3 +125,30 @@ def test_agent_options_reach_the_agent(tmp_path: Path) -> None:
     episodes = list(read_episodes(out))
     assert all(e.succeeded for e in episodes)
     assert all(e.metadata["failed_calls"] > 0 for e in episodes)
+
+
+def test_repair_flag_wraps_the_agent_and_labels_the_arm(tmp_path: Path) -> None:
+    """An oracle that first invents a tool name at every action: with --repair each such
+    failure gets one repair instruction, logged and marked, and the arm says +repair."""
+    out = tmp_path / "r.jsonl"
+    done = flatscore(
+        "run", "--domain", "retail", "--task", "cancel_00", "--agent", "oracle",
+        "--agent-opt", "slip_rate=1.0", "--agent-opt", 'slip_kinds=["invented"]',
+        "--repair", "--repair-attempts", "2", "--out", out, "--no-progress",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (ep,) = read_episodes(out)
+    assert ep.arm == "oracle+repair"
+    meta = ep.metadata["repair"]
+    assert meta["enabled"] and meta["channels"] == ["unknown_tool"] and meta["attempts"] == 2
+    injected = [m for m in ep.messages if m.repair]
+    failed = [m for m in ep.messages if m.tool_result is not None and m.tool_result.error]
+    assert len(injected) == meta["instructions"] == len(failed) > 0
+
+
+def test_repair_channels_are_validated(tmp_path: Path) -> None:
+    done = flatscore(
+        "run", "--repair", "--repair-channels", "nonsense", "--out", tmp_path / "x.jsonl"
+    )  # fmt: skip
+    assert done.returncode == 2 and "--repair-channels" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -40,6 +40,9 @@ QUICK_ONLY = (
     "study",
     "task",
     "agent_opt",
+    "repair",
+    "repair_channels",
+    "repair_attempts",
 )
 STUDY_ONLY = ("executor", "ray_address", "ray_cpus", "report")
 
@@ -100,6 +103,18 @@ def run_command(
             "e.g. slip_rate=0.2 for a training-data oracle.",
         ),
     ] = None,
+    repair: Annotated[
+        bool,
+        typer.Option(
+            help="Wrap the agent in reflective repair (docs/repair.md); the arm label gets +repair."
+        ),
+    ] = False,
+    repair_channels: Annotated[
+        str, typer.Option(help="Channels that trigger repair, comma-separated.")
+    ] = "unknown_tool",
+    repair_attempts: Annotated[
+        int, typer.Option(min=1, help="Repair instructions per failure.")
+    ] = 3,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
     executor: Annotated[
         str | None,
@@ -143,7 +158,8 @@ def run_command(
         raise InputError("give a study file, or --out FILE for the quick form", field="--out")
     from pydantic import ValidationError
 
-    from flatscore.agents.base import agent_names, make_agent
+    from flatscore.agents.base import Agent, agent_names, make_agent
+    from flatscore.agents.repair import make_repair_config, repair_arm_label, with_repair
     from flatscore.domains import domain_names
     from flatscore.runner.run import RunConfig, run
     from flatscore.users.base import make_user, user_names
@@ -165,6 +181,16 @@ def run_command(
         make_user(user)
     except TypeError:
         raise InputError(f"user {user!r} needs a model backend: use it from a study file") from None
+
+    def agent_factory() -> Agent:
+        return make_agent(agent, **options)
+
+    label = arm or agent
+    if repair:
+        agent_factory = with_repair(
+            agent_factory, make_repair_config(repair_channels, repair_attempts)
+        )
+        label = repair_arm_label(label)
     try:
         config = RunConfig(
             domains=domains,
@@ -176,7 +202,7 @@ def run_command(
             counted=counted,
             concurrency=concurrency,
             study=study,
-            arm=arm or agent,
+            arm=label,
             task_ids=task,
         )
     except ValidationError as exc:
@@ -186,7 +212,7 @@ def run_command(
     summary = run(
         config,
         out,
-        lambda: make_agent(agent, **options),
+        agent_factory,
         lambda: make_user(user),
         resume=resume,
         progress=progress,
