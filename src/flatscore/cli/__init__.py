@@ -14,6 +14,7 @@ from flatscore.cli import commands_serve  # noqa: F401  isort: skip
 from flatscore.cli import commands_report  # noqa: F401  isort: skip
 from flatscore.cli import commands_run  # noqa: F401  isort: skip
 from flatscore.cli import commands_demo  # noqa: F401  isort: skip
+from flatscore.cli import commands_train  # noqa: F401  isort: skip
 from flatscore.cli import commands_margins  # noqa: F401  isort: skip
 from flatscore.cli import commands_repair  # noqa: F401  isort: skip
 

@@ -1,0 +1,137 @@
+"""`flatscore train-embedded`: reproduce the embedded agent's LoRA adapter from scratch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from flatscore.cli.app import app, console
+
+
+@app.command("train-embedded")
+def train_embedded_command(
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Training directory (default: <cache>/train/embedded)."),
+    ] = None,
+    steps: Annotated[int | None, typer.Option(min=1, help="Steps (default: the recipe's).")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue from the last checkpoint in --out.")] = (
+        False
+    ),
+    threads: Annotated[int, typer.Option(min=1, help="torch threads.")] = 1,
+    checkpoint_minutes: Annotated[float, typer.Option(min=0.1)] = 4.0,
+    install: Annotated[
+        bool, typer.Option(help="Copy the finished adapter into the package (the default model).")
+    ] = False,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+) -> None:
+    """Fine-tune SmolLM2-135M-Instruct (LoRA, CPU) on oracle episodes of the train split."""
+    from flatscore.embedded.train import RunOptions, TrainConfig, train
+    from flatscore.embedded.weights import ADAPTER_DIR
+    from flatscore.models.embedded import cache_dir
+
+    target = out or cache_dir() / "train" / "embedded"
+    config = TrainConfig() if steps is None else TrainConfig(steps=steps)
+    options = RunOptions(threads=threads, checkpoint_minutes=checkpoint_minutes, progress=progress)
+    adapter = train(config, target, resume=resume, options=options)
+    if adapter is None:
+        console.print(f"stopped early; continue with --resume --out {target}")
+        return
+    console.print(f"adapter: {adapter}")
+    if install:
+        from flatscore.embedded.card import install_adapter
+
+        install_adapter(adapter, ADAPTER_DIR)
+        console.print(f"installed into {ADAPTER_DIR}")
+
+
+@app.command("eval-embedded")
+def eval_embedded_command(
+    out: Annotated[
+        Path, typer.Option("--out", help="Directory for <arm>.jsonl + summary.json.")
+    ] = (Path("runs/embedded-eval")),
+    arm: Annotated[
+        list[str] | None,
+        typer.Option("--arm", help="Arm (repeatable; default: ref int8 int4 int4-awq int3)."),
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="Only the first N test tasks of each domain.")
+    ] = None,
+    stride: Annotated[
+        int, typer.Option(min=1, help="Only every N-th test task of each domain (a spread sample).")
+    ] = 1,
+    adapter: Annotated[
+        Path | None,
+        typer.Option(
+            help="Adapter directory to merge instead of the shipped one "
+            "(e.g. a training checkpoint)."
+        ),
+    ] = None,
+    threads: Annotated[int, typer.Option(min=1, help="torch threads.")] = 1,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+) -> None:
+    """Evaluate the embedded agent: test split, both domains, scripted user, greedy, per arm."""
+    import json
+    import os
+
+    import torch
+
+    from flatscore.domains import get_domain
+    from flatscore.embedded.card import eval_table
+    from flatscore.embedded.evaluate import EVAL_ARMS, EVAL_DOMAINS, run_arm, summarize
+    from flatscore.embedded.weights import ADAPTER_ENV, shipped_adapter
+
+    torch.set_num_threads(threads)
+    if adapter is not None:
+        os.environ[ADAPTER_ENV] = str(adapter)
+    used = shipped_adapter()
+    task_ids = None
+    if limit is not None or stride > 1:
+        task_ids = [
+            t.id for d in EVAL_DOMAINS for t in get_domain(d).tasks("test")[::stride][:limit]
+        ]
+    summaries = []
+    for name in arm or list(EVAL_ARMS):
+        path = run_arm(name, out, task_ids=task_ids, progress=progress)
+        summaries += summarize(path)
+        sample = f"every {stride}th test task" if stride > 1 else "test tasks"
+        scope = (f"first {limit} {sample} per domain" if limit else f"all {sample}") + (
+            f"; adapter {used}" if used else "; no adapter (base model)"
+        )
+        (out / "summary.json").write_text(
+            json.dumps(
+                {
+                    "meta": {
+                        "scope": scope,
+                        "limit": limit,
+                        "adapter": str(used) if used else None,
+                    },
+                    "summaries": [s.model_dump() for s in summaries],
+                },
+                indent=2,
+            )
+        )
+    console.print(eval_table(summaries), highlight=False, soft_wrap=True)
+
+
+@app.command("embedded-card")
+def embedded_card_command(
+    train_dir: Annotated[Path, typer.Option("--train", help="Training directory.")],
+    eval_dir: Annotated[Path | None, typer.Option("--eval", help="eval-embedded --out.")] = None,
+    target: Annotated[
+        Path | None,
+        typer.Option("--out", help="Card path (default: the package's adapter/MODEL_CARD.md)."),
+    ] = None,
+    note: Annotated[str, typer.Option(help="A line quoted at the top of the card.")] = "",
+) -> None:
+    """Write the embedded adapter's model card from the training and evaluation files."""
+    from flatscore.embedded.card import write_card
+    from flatscore.embedded.weights import ADAPTER_DIR
+    from flatscore.errors import InputError
+
+    if not (train_dir / "config.json").is_file():
+        raise InputError("is not a training directory (no config.json)", file=str(train_dir))
+    path = write_card(train_dir, eval_dir, target or ADAPTER_DIR / "MODEL_CARD.md", note=note)
+    console.print(f"wrote {path}")

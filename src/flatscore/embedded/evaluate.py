@@ -1,0 +1,111 @@
+"""Evaluate the embedded agent: the test split of both built-in domains, scripted user,
+greedy, one trial, per precision arm; then success and failure channels per (arm, domain).
+
+Nothing is planted here: every failure is the model's own. Episodes go to
+`<out>/<arm>.jsonl` through the normal runner (resumable), so the analysis and the report
+can read them like any other run.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from flatscore.analysis.channels import LEAF_CHANNELS, load_rules
+from flatscore.analysis.facts import episode_facts
+from flatscore.store import read_episodes
+
+EVAL_ARMS = ("ref", "int8", "int4", "int4-awq", "int3")
+EVAL_DOMAINS = ("retail", "telecom")
+
+
+class ArmDomainSummary(BaseModel):
+    """Success and failure counts of one arm in one domain."""
+
+    arm: str
+    domain: str
+    episodes: int
+    succeeded: int
+    agent_calls: int
+    failed_calls: int
+    malformed: int
+    channels: dict[str, int] = Field(default_factory=dict)
+    terminations: dict[str, int] = Field(default_factory=dict)
+
+    @property
+    def success_rate(self) -> float:
+        return self.succeeded / self.episodes if self.episodes else 0.0
+
+    def channel_rate(self, channel: str) -> float:
+        """Failed agent calls in `channel` / all agent tool calls (DESIGN "Channels")."""
+        return self.channels.get(channel, 0) / self.agent_calls if self.agent_calls else 0.0
+
+
+def run_arm(
+    arm: str,
+    out_dir: str | Path,
+    *,
+    model: str = "embedded",
+    domains: tuple[str, ...] = EVAL_DOMAINS,
+    split: str = "test",
+    seed: int = 300,
+    task_ids: list[str] | None = None,
+    progress: bool = True,
+) -> Path:
+    """Run (or resume) arm `arm` on the split; returns the episodes file."""
+    from flatscore.agents.model import ModelAgent
+    from flatscore.models.local import LocalBackend
+    from flatscore.runner.run import RunConfig, run
+    from flatscore.users.scripted import ScriptedUser
+
+    out = Path(out_dir) / f"{arm}.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    backend = LocalBackend.from_spec(model, arm)
+    config = RunConfig(
+        domains=list(domains),
+        split=split,
+        trials=1,
+        seed=seed,
+        concurrency=1,
+        study="embedded-eval",
+        arm=arm,
+        task_ids=task_ids,
+    )
+    run(config, out, lambda: ModelAgent(backend), ScriptedUser, resume=True, progress=progress)
+    backend.close()
+    return out
+
+
+def summarize(path: str | Path) -> list[ArmDomainSummary]:
+    """Per (arm, domain) counts from an episodes file."""
+    rules = load_rules()
+    summaries: dict[tuple[str, str], ArmDomainSummary] = {}
+    for episode in read_episodes(path):
+        key = (episode.arm, episode.domain)
+        s = summaries.setdefault(
+            key,
+            ArmDomainSummary(
+                arm=episode.arm,
+                domain=episode.domain,
+                episodes=0,
+                succeeded=0,
+                agent_calls=0,
+                failed_calls=0,
+                malformed=0,
+                channels=dict.fromkeys(LEAF_CHANNELS, 0),
+            ),
+        )
+        facts = episode_facts(episode, rules)
+        s.episodes += 1
+        s.succeeded += facts.succeeded
+        s.agent_calls += facts.agent_calls
+        s.failed_calls += facts.agent_failed
+        s.malformed += facts.malformed
+        for channel, n in facts.channels.items():
+            s.channels[channel] = s.channels.get(channel, 0) + n
+        terms = Counter(s.terminations)
+        terms[facts.termination] += 1
+        s.terminations = dict(terms)
+    return [summaries[k] for k in sorted(summaries)]

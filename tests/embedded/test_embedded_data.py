@@ -1,0 +1,134 @@
+"""Training data: masks cover exactly the trained agent spans; recovery examples hold one
+failed call followed by a corrected one; every example is a successful episode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from flatscore.domains import get_domain
+from flatscore.embedded.data import Example, make_example, tokenize
+from flatscore.models.chat_format import render
+from flatscore.runner.episode import GREETING
+
+
+def _example(domain: str, index: int, seed: int, mistake: bool) -> Example:
+    task = get_domain(domain).tasks("train")[index]
+    example = make_example(task, seed, with_mistake=mistake)
+    assert example is not None
+    return example
+
+
+def _masked_text(example: Example, tokenizer: Any) -> str:
+    tok = tokenize(example, tokenizer)
+    return "".join(
+        tokenizer.decode([i]) for i, m in zip(tok.ids, tok.labels_mask, strict=True) if m
+    )
+
+
+@pytest.mark.parametrize("domain", ["retail", "telecom"])
+def test_mask_covers_exactly_the_trained_agent_spans(domain: str, tokenizer: Any) -> None:
+    example = _example(domain, 0, seed=1, mistake=False)
+    rendered = render(example.messages, example.tools, add_generation_prompt=False)
+    expected = "".join(
+        rendered.text[s.start : s.end]
+        for s in rendered.agent_spans
+        if s.message_index in example.trained
+    )
+    assert _masked_text(example, tokenizer) == expected
+    # Every trained span ends its turn with <|im_end|>; the system prompt, user turns and
+    # tool results carry no loss.
+    assert expected.count("<|im_end|>") == len(example.trained)
+    assert "Tools:" not in expected and "<|im_start|>" not in expected
+
+
+def test_tokens_and_mask_reproduce_the_rendered_text(tokenizer: Any) -> None:
+    example = _example("retail", 1, seed=2, mistake=False)
+    tok = tokenize(example, tokenizer)
+    rendered = render(example.messages, example.tools, add_generation_prompt=False)
+    assert len(tok.ids) == len(tok.labels_mask)
+    assert tokenizer.decode(tok.ids) == rendered.text
+
+
+def test_greeting_is_not_trained() -> None:
+    example = _example("retail", 0, seed=1, mistake=False)
+    assert example.messages[1].content == GREETING
+    assert 1 not in example.trained
+    assert example.trained, "the agent's own turns are trained"
+    assert example.messages[example.trained[-1]] is example.messages[-1]
+
+
+def _recovery(example: Example) -> tuple[int, int]:
+    """(index of the failed call's message, index of the next agent message)."""
+    msgs = example.messages
+    failed = [
+        i
+        for i, m in enumerate(msgs)
+        if m.role == "tool" and m.tool_result is not None and m.tool_result.error
+    ]
+    assert len(failed) == 1
+    bad = failed[0] - 1
+    assert msgs[bad].role == "assistant" and msgs[bad].tool_calls
+    nxt = next(i for i in range(failed[0] + 1, len(msgs)) if msgs[i].role == "assistant")
+    return bad, nxt
+
+
+@pytest.mark.parametrize("domain", ["retail", "telecom"])
+def test_recovery_examples_fail_once_then_correct(domain: str, tokenizer: Any) -> None:
+    kinds = set()
+    for task in get_domain(domain).tasks("train")[::4]:
+        example = make_example(task, 7, with_mistake=True)
+        if example is None:
+            continue
+        kinds.add(example.mistake)
+        bad, nxt = _recovery(example)
+        assert bad not in example.trained and nxt in example.trained
+        wrong = example.messages[bad].tool_calls[0]
+        fixed = example.messages[nxt]
+        if example.mistake == "role_confusion":
+            # The agent called a phone tool itself; the correction asks the user to do it.
+            assert wrong.name in get_domain(domain).tool_lists().user
+            assert fixed.content and not fixed.tool_calls
+        else:
+            # The corrected call: a real tool, answered without an error.
+            call = fixed.tool_calls[0]
+            assert call.name in get_domain(domain).tool_lists().agent
+            assert (call.name, call.arguments) != (wrong.name, wrong.arguments)
+        # The mistake itself carries no loss.
+        assert '"name": "' + wrong.name + '"' not in _masked_text(example, tokenizer) or (
+            wrong.name in get_domain(domain).tool_lists().agent
+        )
+    assert len(kinds) >= 2
+
+
+def test_recovery_kinds_cover_the_channels() -> None:
+    from flatscore.embedded.data import build_examples
+
+    examples = build_examples(variants=1, mistake_share=1.0, seed=3)
+    kinds = {e.mistake for e in examples if e.mistake}
+    assert kinds == {"invented_tool", "role_confusion", "bad_argument_name", "unknown_id"}
+    assert all(e.task_id in {t.id for t in get_domain(e.domain).tasks("train")} for e in examples)
+
+
+@pytest.mark.parametrize("index", [0, 1, 2, 3])
+def test_identification_detour_asks_the_other_way_first(index: int) -> None:
+    from flatscore.agents.oracle import ask_text
+    from flatscore.embedded.data import EMAIL, NAME_ZIP
+
+    task = get_domain("retail").tasks("train")[index]
+    example = make_example(task, 5, with_mistake=False, detour=True)
+    assert example is not None and example.detour
+    asks = [m.content for m in example.messages if m.role == "assistant" and not m.tool_calls]
+    if "email" in task.scenario.known_info:
+        # Asked for name + zip, the user offers the email; no second ask.
+        assert ask_text(NAME_ZIP) in asks and ask_text(EMAIL) not in asks
+    else:
+        assert asks.index(ask_text(EMAIL)) < asks.index(ask_text(NAME_ZIP))
+    assert not any(m.role == "tool" and m.tool_result.error for m in example.messages)  # type: ignore[union-attr]
+
+
+def test_detour_is_a_no_op_without_identification() -> None:
+    task = get_domain("telecom").tasks("train")[0]
+    example = make_example(task, 5, with_mistake=False, detour=True)
+    assert example is not None and not example.detour

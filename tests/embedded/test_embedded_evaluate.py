@@ -1,0 +1,26 @@
+"""Evaluation summaries: known answers from episodes whose failures we know."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from flatscore.domains import get_domain
+from flatscore.embedded.data import SlipOracle
+from flatscore.embedded.evaluate import summarize
+from flatscore.runner.run import RunConfig, run
+from flatscore.users.scripted import ScriptedUser
+
+
+def test_summary_counts_success_calls_and_channels(tmp_path: Path) -> None:
+    out = tmp_path / "ref.jsonl"
+    tasks = [t.id for t in get_domain("telecom").tasks("train")]
+    config = RunConfig(domains=["telecom"], split="train", arm="ref", task_ids=tasks[:6])
+    # Seed 7 plants a mistake in every task (SlipOracle picks one step per task).
+    run(config, out, lambda: SlipOracle(mistake_seed=7), ScriptedUser, progress=False)
+    [s] = summarize(out)
+    assert (s.arm, s.domain, s.episodes) == ("ref", "telecom", 6)
+    assert s.succeeded == 6 and s.malformed == 0
+    assert s.failed_calls == sum(s.channels.values()) == 6
+    assert s.channels["role_confusion"] + s.channels["invented"] >= 1
+    assert s.channel_rate("role_confusion") == s.channels["role_confusion"] / s.agent_calls
+    assert s.terminations == {"user_stop": 6}

@@ -1,0 +1,77 @@
+"""Merging the adapter: W' = W + B·A·alpha/r on exactly the adapted layers; the env override
+chooses or disables the adapter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from flatscore.embedded.weights import ADAPTER_ENV, merge_adapter, shipped_adapter
+
+
+def _tiny() -> torch.nn.Module:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=64,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=64,
+    )
+    return LlamaForCausalLM(config)
+
+
+def _adapter(tmp_path: Path) -> Path:
+    from peft import LoraConfig, get_peft_model
+
+    model = get_peft_model(
+        _tiny(),
+        LoraConfig(
+            r=2, lora_alpha=4, target_modules=["q_proj", "down_proj"], layers_to_transform=[1]
+        ),
+    )
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_" in name:
+                p.copy_(torch.randn_like(p))
+    model.save_pretrained(str(tmp_path / "adapter"))
+    return tmp_path / "adapter"
+
+
+def test_merge_adds_scaled_low_rank_product(tmp_path: Path) -> None:
+    from safetensors.torch import load_file
+
+    adapter = _adapter(tmp_path)
+    lora = load_file(str(adapter / "adapter_model.safetensors"))
+    base = _tiny()
+    before = {k: v.clone() for k, v in base.state_dict().items()}
+    merged = merge_adapter(base, adapter)
+    after = merged.state_dict()
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    assert changed == {
+        "model.layers.1.self_attn.q_proj.weight",
+        "model.layers.1.mlp.down_proj.weight",
+    }
+    for module in ("self_attn.q_proj", "mlp.down_proj"):
+        prefix = f"base_model.model.model.layers.1.{module}"
+        a, b = lora[f"{prefix}.lora_A.weight"], lora[f"{prefix}.lora_B.weight"]
+        key = f"model.layers.1.{module}.weight"
+        torch.testing.assert_close(after[key], before[key] + (b @ a) * (4 / 2))
+
+
+def test_env_override_chooses_or_disables_the_adapter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    adapter = _adapter(tmp_path)
+    monkeypatch.setenv(ADAPTER_ENV, str(adapter))
+    assert shipped_adapter() == adapter
+    monkeypatch.setenv(ADAPTER_ENV, "none")
+    assert shipped_adapter() is None
+    monkeypatch.setenv(ADAPTER_ENV, str(tmp_path / "missing"))
+    assert shipped_adapter() is None
