@@ -27,8 +27,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from flatscore.errors import InputError
+from flatscore.models.shared import BackendSpec
 
-BackendKind = Literal["embedded", "local", "openai"]
 ModelKind = Literal["embedded", "local", "openai", "agent"]
 DEFAULT_STUDY_NAME = "study"
 
@@ -43,26 +43,6 @@ class SamplingSpec(_Strict):
     temperature: float = Field(0.0, ge=0.0)
     top_p: float = Field(1.0, gt=0.0, le=1.0)
     max_tokens: int = Field(256, ge=1)
-
-
-class BackendSpec(_Strict):
-    """How to reach one model in one precision: in-process or over HTTP. Hashable by its
-    JSON, so a worker process loads each distinct backend once."""
-
-    kind: BackendKind
-    path: str = "embedded"
-    quant: str = "ref"
-    url: str | None = None
-    served_model: str | None = None
-    api_key_env: str | None = None
-    timeout_s: float = Field(120.0, gt=0)
-    max_retries: int = Field(4, ge=0)
-    endpoint_concurrency: int = Field(8, ge=1)
-    cache_path: str | None = None
-    threads: int = Field(1, ge=1)
-
-    def key(self) -> str:
-        return self.model_dump_json()
 
 
 class ArmSpec(_Strict):

@@ -77,8 +77,8 @@ def test_a_slow_load_does_not_block_loaded_backends(monkeypatch) -> None:  # typ
     import threading
     import time
 
-    import flatscore.executors.base as base
-    from flatscore.study import BackendSpec
+    import flatscore.models.shared as base
+    from flatscore.models.shared import BackendSpec
 
     loads: list[str] = []
     release = threading.Event()

@@ -14,20 +14,19 @@ seconds, and the runner makes one agent per episode, so backends are shared per
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING
 
 from flatscore.agents.base import Agent, ToolSchema
 from flatscore.episode import Message
 from flatscore.models.base import Backend, Sampling
+from flatscore.models.shared import BackendSpec, clear_backends, get_backend
 
 if TYPE_CHECKING:
     from flatscore.domains.framework import Task
 
-DEFAULT_MAX_TOKENS = 192
+__all__ = ["ModelAgent", "clear_backends", "make_model_agent", "shared_backend"]
 
-_BACKENDS: dict[tuple[str, str, str | None], Backend] = {}
-_BACKENDS_LOCK = threading.Lock()
+DEFAULT_MAX_TOKENS = 192
 
 
 def turn_seed(episode_seed: int, turn: int) -> int:
@@ -81,28 +80,21 @@ def shared_backend(
     api_key_env: str | None = "OPENAI_API_KEY",
     cache_path: str | None = None,
 ) -> Backend:
-    """A backend shared within the process: local (`model` + `arm`) unless `base_url`
-    names an OpenAI-compatible endpoint (then `model` is the served model's name)."""
-    key = (model, arm, base_url)
-    with _BACKENDS_LOCK:
-        if key not in _BACKENDS:
-            if base_url:
-                from pathlib import Path
-
-                from flatscore.models.openai import OpenAIBackend, OpenAIConfig
-
-                config = OpenAIConfig(
-                    base_url=base_url,
-                    model=model,
-                    api_key_env=api_key_env,
-                    cache_path=Path(cache_path) if cache_path else None,
-                )
-                _BACKENDS[key] = OpenAIBackend(config)
-            else:
-                from flatscore.models.local import LocalBackend
-
-                _BACKENDS[key] = LocalBackend.from_spec(model, arm)
-        return _BACKENDS[key]
+    """A backend shared within the process (`flatscore.models.shared`): local (`model` +
+    `arm`) unless `base_url` names an OpenAI-compatible endpoint (then `model` is the served
+    model's name)."""
+    if base_url:
+        spec = BackendSpec(
+            kind="openai",
+            url=base_url,
+            served_model=model,
+            api_key_env=api_key_env,
+            cache_path=cache_path,
+        )
+    else:
+        kind = "embedded" if model in ("embedded", "embedded-base") else "local"
+        spec = BackendSpec(kind=kind, path=model, quant=arm)
+    return get_backend(spec)
 
 
 def make_model_agent(
@@ -127,11 +119,3 @@ def make_model_agent(
         top_logprobs=top_logprobs,
     )
     return ModelAgent(backend, sampling)
-
-
-def clear_backends() -> None:
-    """Release every shared backend (tests, or before loading other weights)."""
-    with _BACKENDS_LOCK:
-        for backend in _BACKENDS.values():
-            backend.close()
-        _BACKENDS.clear()

@@ -13,7 +13,6 @@ model backends are cached per process, so a worker loads each (model, arm) once.
 from __future__ import annotations
 
 import asyncio
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -22,7 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from flatscore.episode import Episode, ErrorBudget, make_episode_id
 from flatscore.errors import InputError
-from flatscore.study import BackendSpec, SamplingSpec, UserSpec
+from flatscore.models.shared import BackendSpec, get_backend
+from flatscore.study import SamplingSpec, UserSpec
 
 if TYPE_CHECKING:
     from flatscore.agents.base import Agent
@@ -92,65 +92,6 @@ class Executor(ABC):
 
 
 # ---------------------------------------------------------------- building in a worker
-
-_BACKENDS: dict[str, Backend] = {}
-_BACKENDS_LOCK = threading.Lock()  # guards the dict only (held for microseconds)
-_LOAD_LOCK = threading.Lock()  # one load at a time: transformers' lazy imports are not
-# thread-safe (two threads loading at once fail with "cannot import name ...")
-
-
-def get_backend(spec: BackendSpec) -> Backend:
-    """The backend for `spec`, loaded once per process (weights are big; arms change them
-    in place, so each (model, arm) is its own copy). Loads run one at a time, but a slow
-    load (AWQ calibration) does not hold up episodes of arms already loaded."""
-    key = spec.key()
-    with _BACKENDS_LOCK:
-        if key in _BACKENDS:
-            return _BACKENDS[key]
-    with _LOAD_LOCK:
-        with _BACKENDS_LOCK:
-            if key in _BACKENDS:
-                return _BACKENDS[key]
-        backend = _load_backend(spec)
-        with _BACKENDS_LOCK:
-            _BACKENDS[key] = backend
-        return backend
-
-
-def clear_backends() -> None:
-    """Drop every cached backend (frees model memory)."""
-    with _BACKENDS_LOCK:
-        for backend in _BACKENDS.values():
-            backend.close()
-        _BACKENDS.clear()
-
-
-def _load_backend(spec: BackendSpec) -> Backend:
-    if spec.kind == "openai":
-        from flatscore.models.openai import OpenAIBackend, OpenAIConfig
-
-        assert spec.url is not None and spec.served_model is not None  # validated by Study
-        return OpenAIBackend(
-            OpenAIConfig(
-                base_url=spec.url,
-                model=spec.served_model,
-                api_key_env=spec.api_key_env,
-                timeout_s=spec.timeout_s,
-                max_retries=spec.max_retries,
-                concurrency=spec.endpoint_concurrency,
-                cache_path=spec.cache_path,
-            )
-        )
-    import torch
-
-    # Resolve transformers' lazy names here, under the load lock, before any episode
-    # thread generates: first resolutions racing in two threads can fail.
-    from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache  # noqa: F401
-
-    from flatscore.models.local import LocalBackend
-
-    torch.set_num_threads(spec.threads)
-    return LocalBackend.from_spec(spec.path, arm=spec.quant)
 
 
 def sampling_of(spec: SamplingSpec, seed: int) -> Sampling:

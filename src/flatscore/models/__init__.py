@@ -1,0 +1,1 @@
+"""Model backends: the interface, OpenAI-compatible endpoints, local torch models, serving."""

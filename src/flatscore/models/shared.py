@@ -1,0 +1,100 @@
+"""One process-wide cache of loaded model backends, keyed by how to reach them.
+
+Weights are big and loading is slow, and precision arms change weights in place, so each
+distinct (model, arm) or endpoint is loaded once per process and shared by every agent and
+user simulator that needs it: the study executors and the registry's model agent alike.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from flatscore.models.base import Backend
+
+BackendKind = Literal["embedded", "local", "openai"]
+
+
+class BackendSpec(BaseModel):
+    """How to reach one model in one precision: in-process or over HTTP. Hashable by its
+    JSON, so a worker process loads each distinct backend once."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: BackendKind
+    path: str = "embedded"
+    quant: str = "ref"
+    url: str | None = None
+    served_model: str | None = None
+    api_key_env: str | None = None
+    timeout_s: float = Field(120.0, gt=0)
+    max_retries: int = Field(4, ge=0)
+    endpoint_concurrency: int = Field(8, ge=1)
+    cache_path: str | None = None
+    threads: int = Field(1, ge=1)
+
+    def key(self) -> str:
+        return self.model_dump_json()
+
+
+_BACKENDS: dict[str, Backend] = {}
+_BACKENDS_LOCK = threading.Lock()  # guards the dict only (held for microseconds)
+_LOAD_LOCK = threading.Lock()  # one load at a time: transformers' lazy imports are not
+# thread-safe (two threads loading at once fail with "cannot import name ...")
+
+
+def get_backend(spec: BackendSpec) -> Backend:
+    """The backend for `spec`, loaded once per process (weights are big; arms change them
+    in place, so each (model, arm) is its own copy). Loads run one at a time, but a slow
+    load (AWQ calibration) does not hold up episodes of arms already loaded."""
+    key = spec.key()
+    with _BACKENDS_LOCK:
+        if key in _BACKENDS:
+            return _BACKENDS[key]
+    with _LOAD_LOCK:
+        with _BACKENDS_LOCK:
+            if key in _BACKENDS:
+                return _BACKENDS[key]
+        backend = _load_backend(spec)
+        with _BACKENDS_LOCK:
+            _BACKENDS[key] = backend
+        return backend
+
+
+def clear_backends() -> None:
+    """Drop every cached backend (frees model memory)."""
+    with _BACKENDS_LOCK:
+        for backend in _BACKENDS.values():
+            backend.close()
+        _BACKENDS.clear()
+
+
+def _load_backend(spec: BackendSpec) -> Backend:
+    if spec.kind == "openai":
+        from flatscore.models.openai import OpenAIBackend, OpenAIConfig
+
+        assert spec.url is not None and spec.served_model is not None  # validated by Study
+        return OpenAIBackend(
+            OpenAIConfig(
+                base_url=spec.url,
+                model=spec.served_model,
+                api_key_env=spec.api_key_env,
+                timeout_s=spec.timeout_s,
+                max_retries=spec.max_retries,
+                concurrency=spec.endpoint_concurrency,
+                cache_path=spec.cache_path,
+            )
+        )
+    import torch
+
+    # Resolve transformers' lazy names here, under the load lock, before any episode
+    # thread generates: first resolutions racing in two threads can fail.
+    from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache  # noqa: F401
+
+    from flatscore.models.local import LocalBackend
+
+    torch.set_num_threads(spec.threads)
+    return LocalBackend.from_spec(spec.path, arm=spec.quant)
