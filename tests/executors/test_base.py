@@ -71,48 +71,6 @@ def test_run_job_async_and_sync_agree() -> None:
     assert a.succeeded
 
 
-def test_a_slow_load_does_not_block_loaded_backends(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Per-backend locks: while one arm loads (AWQ calibration takes a minute), episodes of
-    arms already loaded get their backend at once; each backend is loaded once."""
-    import threading
-    import time
-
-    import flatscore.models.shared as base
-    from flatscore.models.shared import BackendSpec
-
-    loads: list[str] = []
-    release = threading.Event()
-
-    class Fake:
-        def close(self) -> None:
-            pass
-
-    def fake_load(spec: BackendSpec) -> Fake:
-        loads.append(spec.quant)
-        if spec.quant == "int4-awq":
-            release.wait(5)
-        return Fake()
-
-    monkeypatch.setattr(base, "_load_backend", fake_load)
-    base.clear_backends()
-    ref, awq = (
-        BackendSpec(kind="embedded", quant="ref"),
-        BackendSpec(kind="embedded", quant="int4-awq"),
-    )
-    first = base.get_backend(ref)
-    slow = threading.Thread(target=base.get_backend, args=(awq,))
-    slow.start()
-    time.sleep(0.05)
-    started = time.perf_counter()
-    assert base.get_backend(ref) is first
-    assert time.perf_counter() - started < 0.5
-    release.set()
-    slow.join()
-    assert base.get_backend(awq) is base.get_backend(awq)
-    assert loads == ["ref", "int4-awq"]
-    base.clear_backends()
-
-
 def test_episode_records_its_source_and_checkpoint() -> None:
     j = job()
     j = j.model_copy(update={"agent": j.agent.model_copy(update={"checkpoint": "org/model-awq"})})
