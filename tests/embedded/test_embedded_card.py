@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from flatscore.embedded.card import install_adapter, loss_table, render_card
+from flatscore.embedded.card import (
+    adapter_distance,
+    install_adapter,
+    loss_table,
+    render_card,
+)
 from flatscore.embedded.evaluate import ArmDomainSummary
 from flatscore.embedded.train import TrainConfig
 from flatscore.errors import InputError
@@ -69,3 +74,66 @@ def test_install_refuses_missing_or_oversized(tmp_path: Path) -> None:
     (tmp_path / "adapter_model.safetensors").write_bytes(b"\0" * (26 * 1024 * 1024))
     with pytest.raises(InputError, match="25 MB"):
         install_adapter(tmp_path, tmp_path / "dst")
+
+
+def _adapter(path: Path, a: list[float], b: list[float]) -> Path:
+    import torch
+    from safetensors.torch import save_file
+
+    path.mkdir(parents=True)
+    save_file(
+        {"x.lora_A.weight": torch.tensor([a]), "x.lora_B.weight": torch.tensor([b])},
+        str(path / "adapter_model.safetensors"),
+    )
+    return path
+
+
+def test_adapter_distance_known_answer(tmp_path: Path) -> None:
+    a = _adapter(tmp_path / "a", [3.0, 0.0], [0.0, 4.0])  # ‖a‖ = 5
+    b = _adapter(tmp_path / "b", [3.0, 0.0], [0.0, 1.0])  # one entry off by 3
+    worst, relative = adapter_distance(a, b)
+    assert worst == pytest.approx(3.0) and relative == pytest.approx(3.0 / 5.0)
+    assert adapter_distance(a, a) == (0.0, 0.0)
+
+
+def test_card_reproduction_section_compares_loss_weights_and_eval(tmp_path: Path) -> None:
+    train = _train_dir(tmp_path)
+    original_adapter = _adapter(tmp_path / "committed", [3.0, 0.0], [0.0, 4.0])
+    repro = tmp_path / "repro"
+    repro.mkdir()
+    (repro / "dataset.json").write_text((train / "dataset.json").read_text())
+    losses = [{"step": s, "loss": 2.0 / s + (0.5 if s == 4 else 0.0)} for s in (1, 2, 3, 4)]
+    (repro / "loss.jsonl").write_text("\n".join(json.dumps(r) for r in losses))
+    _adapter(repro / "adapter", [3.0, 0.0], [0.0, 4.0])
+
+    def summary(out: Path, succeeded: int, failed: int) -> Path:
+        out.mkdir()
+        s = ArmDomainSummary(
+            arm="ref",
+            domain="retail",
+            episodes=30,
+            succeeded=succeeded,
+            agent_calls=90,
+            failed_calls=failed,
+            malformed=0,
+            channels={},
+            terminations={},
+        )
+        (out / "summary.json").write_text(
+            json.dumps({"meta": {"scope": "all"}, "summaries": [s.model_dump()]})
+        )
+        return out
+
+    card = render_card(
+        train,
+        summary(tmp_path / "eval", 20, 7),
+        adapter_dir=original_adapter,
+        repro_train=repro,
+        repro_eval=summary(tmp_path / "repro-eval", 19, 9),
+    )
+    assert "## Reproduction" in card
+    assert "Loss at 4 common steps: 3 identical to 5 decimals, max |Δ| 0.50000" in card
+    assert "Adapter weights: max |Δ| 0, relative L2 distance 0." in card
+    assert "| ref | retail | 20/30 | 19/30 | 7 | 9 |" in card
+    digest = card.split("Training data sha256: `")[1][:16]
+    assert f"sha256: `{digest}` (reproduced run)" in card

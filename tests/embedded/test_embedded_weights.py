@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from flatscore.embedded.weights import ADAPTER_ENV, merge_adapter, shipped_adapter
+from flatscore.errors import InputError
 
 
 def _tiny() -> torch.nn.Module:
@@ -74,4 +75,5 @@ def test_env_override_chooses_or_disables_the_adapter(
     monkeypatch.setenv(ADAPTER_ENV, "none")
     assert shipped_adapter() is None
     monkeypatch.setenv(ADAPTER_ENV, str(tmp_path / "missing"))
-    assert shipped_adapter() is None
+    with pytest.raises(InputError, match=r"adapter_model\.safetensors"):
+        shipped_adapter()

@@ -86,11 +86,13 @@ def test_greedy_is_deterministic_and_seeded_sampling_reproducible(backend: Local
         backend.generate(START, TOOLS, greedy).raw_text
         == backend.generate(START, TOOLS, greedy).raw_text
     )
-    s1 = Sampling(max_tokens=12, temperature=1.0, seed=7)
+    # A hot temperature: the fine-tuned embedded agent is confident enough that at 1.0
+    # different seeds often write the same 12 tokens.
+    s1 = Sampling(max_tokens=12, temperature=3.0, seed=7)
     a, b = backend.generate(START, TOOLS, s1), backend.generate(START, TOOLS, s1)
     assert a.raw_text == b.raw_text
     others = {
-        backend.generate(START, TOOLS, Sampling(max_tokens=12, temperature=1.0, seed=s)).raw_text
+        backend.generate(START, TOOLS, Sampling(max_tokens=12, temperature=3.0, seed=s)).raw_text
         for s in (1, 2, 3)
     }
     assert len(others | {a.raw_text}) > 1

@@ -125,6 +125,13 @@ def embedded_card_command(
         typer.Option("--out", help="Card path (default: the package's adapter/MODEL_CARD.md)."),
     ] = None,
     note: Annotated[str, typer.Option(help="A line quoted at the top of the card.")] = "",
+    repro_train: Annotated[
+        Path | None,
+        typer.Option(help="Training directory of a from-scratch rerun, compared with the card's."),
+    ] = None,
+    repro_eval: Annotated[
+        Path | None, typer.Option(help="eval-embedded --out of the rerun's adapter.")
+    ] = None,
 ) -> None:
     """Write the embedded adapter's model card from the training and evaluation files."""
     from flatscore.embedded.card import write_card
@@ -133,5 +140,15 @@ def embedded_card_command(
 
     if not (train_dir / "config.json").is_file():
         raise InputError("is not a training directory (no config.json)", file=str(train_dir))
-    path = write_card(train_dir, eval_dir, target or ADAPTER_DIR / "MODEL_CARD.md", note=note)
+    if repro_train is not None and not (repro_train / "loss.jsonl").is_file():
+        raise InputError("is not a training directory (no loss.jsonl)", file=str(repro_train))
+    path = write_card(
+        train_dir,
+        eval_dir,
+        target or ADAPTER_DIR / "MODEL_CARD.md",
+        note=note,
+        adapter_dir=ADAPTER_DIR,
+        repro_train=repro_train,
+        repro_eval=repro_eval,
+    )
     console.print(f"wrote {path}")

@@ -8,6 +8,7 @@ The card is generated from files, never typed by hand: the training directory
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from collections import Counter
@@ -98,8 +99,84 @@ def load_summaries(eval_dir: Path) -> list[ArmDomainSummary]:
     return [ArmDomainSummary.model_validate(r) for r in raw["summaries"]]
 
 
-def render_card(train_dir: Path, eval_dir: Path | None, *, note: str = "") -> str:
-    """The model card text."""
+def _adapter_tensors(adapter_dir: Path) -> dict[str, Any]:
+    from safetensors.torch import load_file
+
+    return load_file(str(adapter_dir / ADAPTER_FILE))
+
+
+def adapter_distance(a: Path, b: Path) -> tuple[float, float]:
+    """(max |a − b|, ‖a − b‖ / ‖a‖) over all tensors of two adapters with the same layout."""
+    import torch
+
+    ta, tb = _adapter_tensors(a), _adapter_tensors(b)
+    if ta.keys() != tb.keys():
+        raise InputError("has a different tensor layout from the committed adapter", file=str(b))
+    diff = torch.cat([(ta[k].float() - tb[k].float()).flatten() for k in sorted(ta)])
+    ref = torch.cat([ta[k].float().flatten() for k in sorted(ta)])
+    return float(diff.abs().max()), float(diff.norm() / ref.norm())
+
+
+def dataset_digest(train_dir: Path) -> str:
+    """sha256 of the generated training data: equal digests = the same conversations."""
+    return hashlib.sha256((train_dir / "dataset.json").read_bytes()).hexdigest()[:16]
+
+
+def reproduction_section(
+    original: list[ArmDomainSummary],
+    original_adapter: Path,
+    original_losses: list[dict[str, Any]],
+    repro_train: Path,
+    repro_eval: Path | None,
+) -> list[str]:
+    """How close a from-scratch `flatscore train-embedded` came to the committed adapter:
+    training data, per-step loss, adapter weights and the evaluation at the reference arm."""
+    losses = {r["step"]: r["loss"] for r in read_losses(repro_train)}
+    common = [r for r in original_losses if r["step"] in losses]
+    out = ["", "## Reproduction (from a clean checkout)", ""]
+    out.append(f"- Training data sha256: `{dataset_digest(repro_train)}` (reproduced run).")
+    if common:
+        deltas = [abs(r["loss"] - losses[r["step"]]) for r in common]
+        identical = sum(d == 0 for d in deltas)
+        out.append(
+            f"- Loss at {len(common)} common steps: {identical} identical to 5 decimals, "
+            f"max |Δ| {max(deltas):.5f}, mean |Δ| {sum(deltas) / len(deltas):.5f}."
+        )
+    repro_adapter = repro_train / "adapter"
+    if (repro_adapter / ADAPTER_FILE).is_file():
+        worst, relative = adapter_distance(original_adapter, repro_adapter)
+        out.append(f"- Adapter weights: max |Δ| {worst:.3g}, relative L2 distance {relative:.3g}.")
+    reproduced = load_summaries(repro_eval) if repro_eval else []
+    if reproduced:
+        committed = {(s.arm, s.domain): s for s in original}
+        out += [
+            "",
+            "| arm | domain | committed: success | reproduced: success "
+            "| committed: failed calls | reproduced: failed calls |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in reproduced:
+            c = committed.get((r.arm, r.domain))
+            c_success = f"{c.succeeded}/{c.episodes}" if c else "–"
+            c_failed = str(c.failed_calls) if c else "–"
+            out.append(
+                f"| {r.arm} | {r.domain} | {c_success} | {r.succeeded}/{r.episodes} "
+                f"| {c_failed} | {r.failed_calls} |"
+            )
+    return out
+
+
+def render_card(
+    train_dir: Path,
+    eval_dir: Path | None,
+    *,
+    note: str = "",
+    adapter_dir: Path | None = None,
+    repro_train: Path | None = None,
+    repro_eval: Path | None = None,
+) -> str:
+    """The model card text; with `repro_train` (and `repro_eval`), a reproduction section
+    comparing a from-scratch run with the adapter in `adapter_dir`."""
     config = TrainConfig.model_validate_json((train_dir / "config.json").read_text())
     data = json.loads((train_dir / "dataset.json").read_text(encoding="utf-8"))
     losses = read_losses(train_dir)
@@ -132,6 +209,7 @@ def render_card(train_dir: Path, eval_dir: Path | None, *, note: str = "") -> st
         f"q/k/v/o/gate/up/down of decoder layers {config.first_layer}–29 (peft); "
         'merged into the weights on load (`load_model("embedded")`); '
         "`embedded-base` loads the base alone.",
+        f"- Training data sha256: `{dataset_digest(train_dir)}`.",
         "- Chat format: ChatML with the compact tool listing and `<tool_call>{json}</tool_call>` "
         "blocks of `flatscore.models.chat_format`; the model only knows this format.",
         "",
@@ -183,6 +261,10 @@ def render_card(train_dir: Path, eval_dir: Path | None, *, note: str = "") -> st
         ]
     else:
         out += ["Not evaluated yet: run `flatscore eval-embedded`."]
+    if repro_train is not None:
+        out += reproduction_section(
+            summaries, adapter_dir or train_dir / "adapter", losses, repro_train, repro_eval
+        )
     out += [
         "",
         "## Limits",
@@ -193,7 +275,24 @@ def render_card(train_dir: Path, eval_dir: Path | None, *, note: str = "") -> st
     return "\n".join(out)
 
 
-def write_card(train_dir: Path, eval_dir: Path | None, target: Path, *, note: str = "") -> Path:
+def write_card(
+    train_dir: Path,
+    eval_dir: Path | None,
+    target: Path,
+    *,
+    note: str = "",
+    adapter_dir: Path | None = None,
+    repro_train: Path | None = None,
+    repro_eval: Path | None = None,
+) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_card(train_dir, eval_dir, note=note), encoding="utf-8")
+    text = render_card(
+        train_dir,
+        eval_dir,
+        note=note,
+        adapter_dir=adapter_dir,
+        repro_train=repro_train,
+        repro_eval=repro_eval,
+    )
+    target.write_text(text, encoding="utf-8")
     return target

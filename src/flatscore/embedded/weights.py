@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from flatscore.errors import InputError
+
 ADAPTER_DIR = Path(__file__).parent / "adapter"
 ADAPTER_FILE = "adapter_model.safetensors"
 ADAPTER_ENV = "FLATSCORE_EMBEDDED_ADAPTER"
@@ -25,7 +27,13 @@ def shipped_adapter() -> Path | None:
         if override.lower() in ("", "none", "0"):
             return None
         path = Path(override).expanduser()
-        return path if (path / ADAPTER_FILE).is_file() else None
+        if not (path / ADAPTER_FILE).is_file():
+            # A typo here would silently evaluate a different model: refuse instead.
+            raise InputError(
+                f"has no {ADAPTER_FILE} (set by ${ADAPTER_ENV}; use 'none' for the base model)",
+                file=str(path),
+            )
+        return path
     return ADAPTER_DIR if (ADAPTER_DIR / ADAPTER_FILE).is_file() else None
 
 
