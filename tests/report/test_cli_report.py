@@ -68,3 +68,19 @@ def test_bad_input_is_one_line_and_exit_code_2(run_dir: Path, tmp_path: Path) ->
     not_analysis.write_text("[1, 2]", "utf-8")
     bad = flatscore("report", run_dir, "--out", tmp_path / "o", "--settings-from", not_analysis)
     assert bad.returncode == 2 and "not an analysis.json" in bad.stderr
+
+
+def test_report_attaches_a_margins_result(run_dir: Path, tmp_path: Path) -> None:
+    from test_margins_figures import margins
+
+    path = tmp_path / "margins.json"
+    path.write_text(margins().model_dump_json())
+    out = tmp_path / "report"
+    done = flatscore("report", run_dir, "--out", out, "--bootstrap", "200", "--margins", path)
+    assert done.returncode == 0, done.stderr
+    assert 'id="margins"' in (out / "report.html").read_text()
+    assert '"transcripts_arm": "bf16"' in (out / "analysis.json").read_text()
+    broken = tmp_path / "broken.json"
+    broken.write_text("{}")
+    bad = flatscore("report", run_dir, "--out", out, "--margins", broken)
+    assert bad.returncode == 2 and "broken.json" in bad.stderr and "Traceback" not in bad.stderr

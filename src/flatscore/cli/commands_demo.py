@@ -21,6 +21,12 @@ def demo(
         str, typer.Option(help="Comma-separated precision arms.")
     ] = "ref,int8,int4,int4-awq",
     concurrency: Annotated[int, typer.Option(min=1, help="Episodes at once.")] = 2,
+    repair: Annotated[
+        str,
+        typer.Option(
+            help="Reflective repair: off, on, or both (every arm with and without; ~2× the time)."
+        ),
+    ] = "off",
     fresh: Annotated[bool, typer.Option(help="Start over instead of resuming.")] = False,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
 ) -> None:
@@ -40,8 +46,11 @@ def demo(
             tasks_per_domain=tasks,
             arms=arm_list,
             concurrency=concurrency,
+            repair=repair,
         )
     except ValidationError as exc:
-        raise InputError(str(exc.errors()[0]["msg"]), field="--arms") from None
+        error = exc.errors()[0]
+        flag = "--repair" if error["loc"] and error["loc"][0] == "repair" else "--arms"
+        raise InputError(str(error["msg"]), field=flag) from None
     check_names(study)
     run_demo(study, fresh=fresh, progress=progress, console=console)

@@ -44,6 +44,10 @@ def report(
         str | None,
         typer.Option(help="A timestamp to print in the report (none by default: byte-stable)."),
     ] = None,
+    margins: Annotated[
+        Path | None,
+        typer.Option(help="Add a `flatscore margins` result (margins.json) to the report."),
+    ] = None,
 ) -> None:
     """Rebuild the report from episode logs: the same logs and settings give the same bytes."""
     from rich.markup import escape as esc
@@ -59,7 +63,9 @@ def report(
             reference, budgets, count, tost_margin, bootstrap, seed, correction, channel_rules
         )
     with console.status("reading episodes, analysing, drawing the report…"):
-        result, paths = rebuild(runs, out, options, title=title, generated_at=generated_at)
+        result, paths = rebuild(
+            runs, out, options, title=title, generated_at=generated_at, margins=margins
+        )
     for cell in result.cells:
         console.print(
             f"[bold]{esc(cell.model)} · {esc(cell.domain)}[/]: {cell.verdict}", highlight=False

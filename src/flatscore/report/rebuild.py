@@ -75,10 +75,16 @@ def rebuild(
     *,
     title: str = "flatscore report",
     generated_at: str | None = None,
+    margins: Path | None = None,
 ) -> tuple[AnalysisResult, ReportPaths]:
-    """Episodes → analysis → report.html, summary.md and analysis.json in `out_dir`."""
+    """Episodes → analysis → report.html, summary.md and analysis.json in `out_dir`;
+    `margins` attaches a `flatscore margins` result (its section and plot)."""
+    from flatscore.analysis.margins_run import load_margins
+
     episodes = list(load_runs(expand_inputs(inputs)))
     result = analyze(episodes, options)
+    if margins is not None:
+        result.margins = load_margins(margins)
     paths = write_report(
         result, episodes, out_dir, rules=options.rules, title=title, generated_at=generated_at
     )
