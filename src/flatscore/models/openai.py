@@ -155,7 +155,25 @@ class OpenAIBackend(Backend):
             cached=cached,
         )
 
-    def _delay(self, attempt: int, error: BackendError, retry_after: str | None) -> float:
+    def _outcome(
+        self, response: httpx.Response | httpx.HTTPError
+    ) -> dict[str, Any] | tuple[BackendError, str | None]:
+        """One attempt's result, shared by the sync and async paths: the response body, or
+        the classified error with the server's Retry-After header."""
+        if isinstance(response, httpx.TimeoutException):
+            return BackendError(f"timeout: {response!r:.200}", kind="timeout"), None
+        if isinstance(response, httpx.HTTPError):
+            return BackendError(f"connection: {response!r:.200}", kind="connection"), None
+        try:
+            return self._check(response)
+        except BackendError as error:
+            return error, response.headers.get("retry-after")
+
+    def _retry_delay(self, attempt: int, failure: tuple[BackendError, str | None]) -> float:
+        """Seconds to wait before the next attempt; raises the error when it is final."""
+        error, retry_after = failure
+        if not error.retryable or attempt == self.config.max_retries:
+            raise error
         if retry_after:
             try:
                 return min(float(retry_after), self.config.max_backoff_s)
@@ -176,22 +194,15 @@ class OpenAIBackend(Backend):
         with self._sync_slots, httpx.Client(timeout=self.config.timeout_s) as client:
             for attempt in range(self.config.max_retries + 1):
                 start = time.perf_counter()
-                retry_after = None
+                response: httpx.Response | httpx.HTTPError
                 try:
                     response = client.post(self.url, json=body, headers=self._headers())
-                    retry_after = response.headers.get("retry-after")
-                    data = self._check(response)
-                except httpx.TimeoutException as exc:
-                    error = BackendError(f"timeout: {exc!r:.200}", kind="timeout")
-                except httpx.TransportError as exc:
-                    error = BackendError(f"connection: {exc!r:.200}", kind="connection")
-                except BackendError as exc:
-                    error = exc
-                else:
-                    return self._finish(key, data, time.perf_counter() - start)
-                if not error.retryable or attempt == self.config.max_retries:
-                    raise error
-                time.sleep(self._delay(attempt, error, retry_after))
+                except httpx.TransportError as exc:  # timeouts included
+                    response = exc
+                outcome = self._outcome(response)
+                if isinstance(outcome, dict):
+                    return self._finish(key, outcome, time.perf_counter() - start)
+                time.sleep(self._retry_delay(attempt, outcome))
         raise AssertionError("unreachable")
 
     def _finish(
@@ -216,22 +227,15 @@ class OpenAIBackend(Backend):
         async with slots, httpx.AsyncClient(timeout=self.config.timeout_s) as client:
             for attempt in range(self.config.max_retries + 1):
                 start = time.perf_counter()
-                retry_after = None
+                response: httpx.Response | httpx.HTTPError
                 try:
                     response = await client.post(self.url, json=body, headers=self._headers())
-                    retry_after = response.headers.get("retry-after")
-                    data = self._check(response)
-                except httpx.TimeoutException as exc:
-                    error = BackendError(f"timeout: {exc!r:.200}", kind="timeout")
-                except httpx.TransportError as exc:
-                    error = BackendError(f"connection: {exc!r:.200}", kind="connection")
-                except BackendError as exc:
-                    error = exc
-                else:
-                    return self._finish(key, data, time.perf_counter() - start)
-                if not error.retryable or attempt == self.config.max_retries:
-                    raise error
-                await asyncio.sleep(self._delay(attempt, error, retry_after))
+                except httpx.TransportError as exc:  # timeouts included
+                    response = exc
+                outcome = self._outcome(response)
+                if isinstance(outcome, dict):
+                    return self._finish(key, outcome, time.perf_counter() - start)
+                await asyncio.sleep(self._retry_delay(attempt, outcome))
         raise AssertionError("unreachable")
 
     def close(self) -> None:
