@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import spearmanr, ttest_1samp
 from statsmodels.stats.contingency_tables import mcnemar
 
@@ -47,6 +49,23 @@ def test_holm_and_bh_match_hand_computation() -> None:
     # BH: p·m/rank = 0.04, 0.06, 0.0533, 0.2 for ranks 1..4, then a running min from the top.
     assert adjust_pvalues(p, "bh") == pytest.approx([0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.2])
     assert adjust_pvalues([], "holm") == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=40))
+def test_holm_matches_statsmodels(pvalues: list[float]) -> None:
+    from unittest import mock
+
+    from statsmodels.stats.multitest import multipletests
+
+    with mock.patch("gc.collect", return_value=0):  # statsmodels' Holm collects every call
+        expected = multipletests(pvalues, method="holm")[1]
+    assert adjust_pvalues(pvalues, "holm") == pytest.approx(list(expected), abs=1e-12)
+
+
+def test_unknown_correction_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown correction"):
+        adjust_pvalues([0.1], "bonferroni")
 
 
 def test_tost_matches_two_one_sided_t_tests() -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from unittest import mock
 
 import numpy as np
 from scipy.stats import binomtest, wilcoxon
@@ -77,15 +76,30 @@ def paired_success_test(
     return float(wilcoxon(d, zero_method="wilcox").pvalue), "Wilcoxon signed-rank"
 
 
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm step-down adjusted p-values: p_(i) × (m − i + 1), made monotone, capped at 1.
+
+    Written out rather than taken from statsmodels' `multipletests(method="holm")`, which
+    calls gc.collect() on every call (~2 s with a paper-scale study in memory, a third of
+    the whole analysis). Checked against statsmodels in the tests."""
+    p = np.asarray(pvalues, dtype=np.float64)
+    order = np.argsort(p, kind="stable")
+    steps = p[order] * (p.size - np.arange(p.size))
+    adjusted = np.minimum(np.maximum.accumulate(steps), 1.0)
+    out = np.empty_like(adjusted)
+    out[order] = adjusted
+    return [float(x) for x in out]
+
+
 def adjust_pvalues(pvalues: Sequence[float], method: str) -> list[float]:
-    """Holm ('holm') or Benjamini–Hochberg ('bh') adjusted p-values (statsmodels)."""
+    """Holm ('holm') or Benjamini–Hochberg ('bh', statsmodels) adjusted p-values."""
     if len(pvalues) == 0:
         return []
-    sm = {"holm": "holm", "bh": "fdr_bh"}[method]
-    # statsmodels' Holm branch runs gc.collect() (~2 s with a paper-scale study in memory, a
-    # third of the whole analysis); a collection changes no result, so it is skipped.
-    with mock.patch("gc.collect", return_value=0):
-        return [float(p) for p in multipletests(list(pvalues), method=sm)[1]]
+    if method == "holm":
+        return holm(pvalues)
+    if method == "bh":
+        return [float(p) for p in multipletests(list(pvalues), method="fdr_bh")[1]]
+    raise ValueError(f"unknown correction {method!r}")
 
 
 def tost_paired(
