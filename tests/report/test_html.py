@@ -234,3 +234,22 @@ def test_budget_curves_carry_their_bootstrap_bands(study_episodes: list[Episode]
     for lo, y, hi in zip(band.low, band.y, band.high, strict=True):
         assert lo is not None and y is not None and hi is not None
         assert lo <= y <= hi
+
+
+def test_report_states_where_the_weights_came_from(
+    tmp_path: Path, study_episodes: list[Episode]
+) -> None:
+    from flatscore.report.html import model_weights
+
+    episodes = [
+        e.model_copy(update={"metadata": {**e.metadata, "weights": "a Q4_1 GGUF <b>x</b>"}})
+        if e.arm == "bf16"
+        else e
+        for e in study_episodes
+    ]
+    model = episodes[0].model
+    assert model_weights(episodes) == [(model, ["bf16"], "a Q4_1 GGUF <b>x</b>")]
+    html = write_report(analyzed(episodes), episodes, tmp_path).html.read_text("utf-8")
+    assert "a Q4_1 GGUF &lt;b&gt;x&lt;/b&gt;. Precision arms quantize" in html
+    plain = write_report(analyzed(study_episodes), study_episodes, tmp_path / "p")
+    assert 'class="weights"' not in plain.html.read_text("utf-8")

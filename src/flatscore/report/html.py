@@ -204,6 +204,17 @@ def _cell_context(index: int, cell: Cell, analysis: AnalysisResult) -> dict[str,
     }
 
 
+def model_weights(episodes: Iterable[Episode]) -> list[tuple[str, list[str], str]]:
+    """(model, arms, weights text) for every distinct `metadata.weights` a run recorded: where
+    the weights came from (e.g. that the embedded reference is a dequantized Q4_1 model)."""
+    arms: dict[tuple[str, str], set[str]] = {}
+    for e in episodes:
+        text = e.metadata.get("weights")
+        if isinstance(text, str) and text:
+            arms.setdefault((e.model or "?", text), set()).add(e.arm)
+    return [(m, sorted(a), text) for (m, text), a in sorted(arms.items())]
+
+
 def render_html(
     analysis: AnalysisResult,
     episodes: Iterable[Episode],
@@ -222,6 +233,7 @@ def render_html(
         "style-src 'unsafe-inline'; img-src data:; "
         "base-uri 'none'; form-action 'none'"
     )
+    episodes = list(episodes)
     cells = [_cell_context(i, cell, analysis) for i, cell in enumerate(analysis.cells)]
     payload = browser_payload(analysis, episodes, rules)
     comparisons = [(cell, c) for cell in analysis.cells for c in cell.comparisons]
@@ -233,6 +245,7 @@ def render_html(
         sections=_sections(analysis),
         **_optional_figures(analysis),
         cells=cells,
+        weights=model_weights(episodes),
         comparisons=comparisons,
         channel_words=CHANNEL_WORDS,
         episode_count=len(payload["episodes"]),
