@@ -1,6 +1,6 @@
 """`flatscore demo`: the whole pipeline on the embedded model, on a laptop CPU.
 
-The embedded agent (SmolLM2-135M-Instruct + the flatscore adapter when it ships) in four
+The embedded agent (SmolLM2-135M-Instruct + the shipped flatscore LoRA adapter) in four
 precision arms — ref, int8, int4, int4-awq — on both built-in domains' test split with the
 scripted user, then the report. Sized to finish in about 20 minutes on 2 cores (see
 docs/benchmarks.md, "flatscore demo"): the first `DEMO_TASKS` test tasks of each domain,
