@@ -77,3 +77,17 @@ def test_env_override_chooses_or_disables_the_adapter(
     monkeypatch.setenv(ADAPTER_ENV, str(tmp_path / "missing"))
     with pytest.raises(InputError, match=r"adapter_model\.safetensors"):
         shipped_adapter()
+
+
+def test_description_names_the_adapter_that_was_merged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flatscore.embedded.weights import apply_shipped_adapter
+
+    adapter = _adapter(tmp_path)
+    monkeypatch.setenv(ADAPTER_ENV, str(adapter))
+    _, name, text = apply_shipped_adapter(_tiny(), "tiny", "a Q4_1 base")
+    assert name == "tiny+flatscore-lora"
+    assert text == f"a Q4_1 base, with the LoRA adapter at {adapter} merged in fp32"
+    monkeypatch.setenv(ADAPTER_ENV, "none")
+    assert apply_shipped_adapter(_tiny(), "tiny", "a Q4_1 base")[1:] == ("tiny", "a Q4_1 base")

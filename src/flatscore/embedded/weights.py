@@ -52,8 +52,10 @@ def apply_shipped_adapter(model: Any, name: str, description: str) -> tuple[Any,
     if adapter is None:
         return model, name, description
     merged = merge_adapter(model, adapter)
+    shipped = adapter.resolve() == ADAPTER_DIR.resolve()
+    which = "the shipped flatscore LoRA adapter" if shipped else f"the LoRA adapter at {adapter}"
     return (
         merged,
         f"{name}+flatscore-lora",
-        f"{description}, with the flatscore LoRA adapter ({adapter.name}) merged in fp32",
+        f"{description}, with {which} merged in fp32",
     )
