@@ -45,3 +45,18 @@ def test_an_arm_identical_to_the_reference_reads_as_no_damage() -> None:
             "equivalent within ±7.5 points" in h.sentences[0]
             or "could not be shown" in h.sentences[0]
         )
+
+
+def test_an_undecided_gap_gives_its_adjusted_p() -> None:
+    """A big drop on a few tasks that is neither significant nor equivalent says both."""
+    from flatscore.analysis.result import Comparison
+
+    analysis = analyzed(study(tasks=3, trials=1))
+    for cell in analysis.cells:
+        for c in cell.comparisons:
+            undecided: Comparison = c.model_copy(
+                update={"significant": False, "tost_equivalent": False, "p_adjusted": 0.1875}
+            )
+            cell.comparisons = [undecided]
+            (h,) = headlines(cell, analysis.settings.default_K)
+            assert "not significant (adjusted p = 0.188) and equivalence within" in h.sentences[0]

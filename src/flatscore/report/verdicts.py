@@ -115,8 +115,13 @@ def _score_sentence(c: Comparison, k_default: int) -> str:
     elif c.tost_equivalent:
         tail = f"; the scores are equivalent within {margin} points (TOST)."
     else:
+        test = (
+            ""
+            if c.p_adjusted is None
+            else f"not significant (adjusted p = {pval(c.p_adjusted)}) and "
+        )
         tail = (
-            f"; equivalence within {margin} points could not be shown "
+            f"; {test}equivalence within {margin} points could not be shown "
             "(too few tasks or a real gap)."
         )
     return base + tail
