@@ -96,6 +96,23 @@ def test_adapter_distance_known_answer(tmp_path: Path) -> None:
     assert adapter_distance(a, a) == (0.0, 0.0)
 
 
+def _episodes(out: Path, rewards: dict[str, float], text: str = "hi") -> Path:
+    from flatscore.episode import Episode, Message
+    from flatscore.store import EpisodeWriter
+
+    out.mkdir()
+    with EpisodeWriter(out / "ref.jsonl") as writer:
+        for task, reward in rewards.items():
+            writer.write(
+                Episode(
+                    episode_id=task, study="s", arm="ref", model="m", domain="retail",
+                    task_id=task, termination_reason="user_stop", reward=reward,
+                    messages=[Message(role="assistant", content=text, latency_s=reward)],
+                )
+            )  # fmt: skip
+    return out
+
+
 def test_card_reproduction_section_compares_loss_weights_and_eval(tmp_path: Path) -> None:
     train = _train_dir(tmp_path)
     original_adapter = _adapter(tmp_path / "committed", [3.0, 0.0], [0.0, 4.0])
@@ -105,35 +122,20 @@ def test_card_reproduction_section_compares_loss_weights_and_eval(tmp_path: Path
     losses = [{"step": s, "loss": 2.0 / s + (0.5 if s == 4 else 0.0)} for s in (1, 2, 3, 4)]
     (repro / "loss.jsonl").write_text("\n".join(json.dumps(r) for r in losses))
     _adapter(repro / "adapter", [3.0, 0.0], [0.0, 4.0])
-
-    def summary(out: Path, succeeded: int, failed: int) -> Path:
-        out.mkdir()
-        s = ArmDomainSummary(
-            arm="ref",
-            domain="retail",
-            episodes=30,
-            succeeded=succeeded,
-            agent_calls=90,
-            failed_calls=failed,
-            malformed=0,
-            channels={},
-            terminations={},
-        )
-        (out / "summary.json").write_text(
-            json.dumps({"meta": {"scope": "all"}, "summaries": [s.model_dump()]})
-        )
-        return out
+    committed = _episodes(tmp_path / "eval", {"a": 1.0, "b": 0.0, "c": 1.0, "d": 1.0})
+    reproduced = _episodes(tmp_path / "repro-eval", {"a": 1.0, "b": 1.0, "c": 1.0})
 
     card = render_card(
-        train,
-        summary(tmp_path / "eval", 20, 7),
-        adapter_dir=original_adapter,
-        repro_train=repro,
-        repro_eval=summary(tmp_path / "repro-eval", 19, 9),
+        train, committed, adapter_dir=original_adapter, repro_train=repro, repro_eval=reproduced
     )
     assert "## Reproduction" in card
     assert "Loss at 4 common steps: 3 identical to 5 decimals, max |Δ| 0.50000" in card
     assert "Adapter weights: max |Δ| 0, relative L2 distance 0." in card
-    assert "| ref | retail | 20/30 | 19/30 | 7 | 9 |" in card
+    # task d only ran in the committed evaluation; b differs; latency differences are ignored
+    assert (
+        "arm ref, on the 3 test tasks both runs did: outcome (reward and termination) "
+        "identical on 2, whole transcript identical on 3." in card
+    )
+    assert "| ref | retail | 2/3 | 3/3 | 0 | 0 |" in card
     digest = card.split("Training data sha256: `")[1][:16]
     assert f"sha256: `{digest}` (reproduced run)" in card

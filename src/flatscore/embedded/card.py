@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from flatscore.analysis.channels import LEAF_CHANNELS
-from flatscore.embedded.evaluate import ArmDomainSummary
+from flatscore.embedded.evaluate import ArmDomainSummary, summarize_episodes
 from flatscore.embedded.train import TrainConfig, read_losses
 from flatscore.embedded.weights import ADAPTER_FILE
+from flatscore.episode import Episode
 from flatscore.errors import InputError
 from flatscore.models.embedded import EMBEDDED_DESCRIPTION
 
@@ -115,15 +116,41 @@ def dataset_digest(train_dir: Path) -> str:
     return hashlib.sha256((train_dir / "dataset.json").read_bytes()).hexdigest()[:16]
 
 
+def _episode_key(e: Episode) -> tuple[str, str, int]:
+    return (e.domain, e.task_id, e.trial)
+
+
+def _transcript(e: Episode) -> list[dict[str, Any]]:
+    """Every message without its timing and token counts (which vary run to run)."""
+    return [m.model_dump(exclude={"latency_s", "usage"}) for m in e.messages]
+
+
+def _paired_runs(committed: Path, reproduced: Path) -> list[tuple[list[Episode], list[Episode]]]:
+    """Per arm file present in both eval dirs: the episodes of the tasks both ran, paired."""
+    from flatscore.store import read_episodes
+
+    pairs = []
+    for path in sorted(reproduced.glob("*.jsonl")):
+        other = committed / path.name
+        if not other.is_file():
+            continue
+        ours = {_episode_key(e): e for e in read_episodes(other)}
+        theirs = {_episode_key(e): e for e in read_episodes(path)}
+        common = sorted(ours.keys() & theirs.keys())
+        pairs.append(([ours[k] for k in common], [theirs[k] for k in common]))
+    return pairs
+
+
 def reproduction_section(
-    original: list[ArmDomainSummary],
     original_adapter: Path,
     original_losses: list[dict[str, Any]],
     repro_train: Path,
+    original_eval: Path | None,
     repro_eval: Path | None,
 ) -> list[str]:
     """How close a from-scratch `flatscore train-embedded` came to the committed adapter:
-    training data, per-step loss, adapter weights and the evaluation at the reference arm."""
+    training data, per-step loss, adapter weights, and the evaluation on the tasks both
+    evaluations ran (episode by episode)."""
     losses = {r["step"]: r["loss"] for r in read_losses(repro_train)}
     common = [r for r in original_losses if r["step"] in losses]
     out = ["", "## Reproduction (from a clean checkout)", ""]
@@ -139,23 +166,37 @@ def reproduction_section(
     if (repro_adapter / ADAPTER_FILE).is_file():
         worst, relative = adapter_distance(original_adapter, repro_adapter)
         out.append(f"- Adapter weights: max |Δ| {worst:.3g}, relative L2 distance {relative:.3g}.")
-    reproduced = load_summaries(repro_eval) if repro_eval else []
-    if reproduced:
-        committed = {(s.arm, s.domain): s for s in original}
+    if original_eval is None or repro_eval is None:
+        return out
+    rows = []
+    for ours, theirs in _paired_runs(original_eval, repro_eval):
+        if not ours:
+            continue
+        same = sum(
+            (a.reward, a.termination_reason) == (b.reward, b.termination_reason)
+            for a, b in zip(ours, theirs, strict=True)
+        )
+        identical = sum(_transcript(a) == _transcript(b) for a, b in zip(ours, theirs, strict=True))
+        out.append(
+            f"- Evaluation, arm {ours[0].arm}, on the {len(ours)} test tasks both runs did: "
+            f"outcome (reward and termination) identical on {same}, whole transcript "
+            f"identical on {identical}."
+        )
+        committed = {(s.arm, s.domain): s for s in summarize_episodes(ours)}
+        for r in summarize_episodes(theirs):
+            c = committed[(r.arm, r.domain)]
+            rows.append(
+                f"| {r.arm} | {r.domain} | {c.succeeded}/{c.episodes} | {r.succeeded}/{r.episodes} "
+                f"| {c.failed_calls} | {r.failed_calls} |"
+            )
+    if rows:
         out += [
             "",
             "| arm | domain | committed: success | reproduced: success "
             "| committed: failed calls | reproduced: failed calls |",
             "|---|---|---|---|---|---|",
+            *rows,
         ]
-        for r in reproduced:
-            c = committed.get((r.arm, r.domain))
-            c_success = f"{c.succeeded}/{c.episodes}" if c else "–"
-            c_failed = str(c.failed_calls) if c else "–"
-            out.append(
-                f"| {r.arm} | {r.domain} | {c_success} | {r.succeeded}/{r.episodes} "
-                f"| {c_failed} | {r.failed_calls} |"
-            )
     return out
 
 
@@ -256,7 +297,7 @@ def render_card(
         out += ["Not evaluated yet: run `flatscore eval-embedded`."]
     if repro_train is not None:
         out += reproduction_section(
-            summaries, adapter_dir or train_dir / "adapter", losses, repro_train, repro_eval
+            adapter_dir or train_dir / "adapter", losses, repro_train, eval_dir, repro_eval
         )
     out += [
         "",

@@ -9,12 +9,14 @@ can read them like any other run.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from flatscore.analysis.channels import LEAF_CHANNELS, load_rules
 from flatscore.analysis.facts import episode_facts
+from flatscore.episode import Episode
 from flatscore.store import read_episodes
 
 EVAL_ARMS = ("ref", "int8", "int4", "int4-awq", "int3")
@@ -80,9 +82,14 @@ def run_arm(
 
 def summarize(path: str | Path) -> list[ArmDomainSummary]:
     """Per (arm, domain) counts from an episodes file."""
+    return summarize_episodes(read_episodes(path))
+
+
+def summarize_episodes(episodes: Iterable[Episode]) -> list[ArmDomainSummary]:
+    """Per (arm, domain) counts from episodes."""
     rules = load_rules()
     summaries: dict[tuple[str, str], ArmDomainSummary] = {}
-    for episode in read_episodes(path):
+    for episode in episodes:
         key = (episode.arm, episode.domain)
         s = summaries.setdefault(
             key,
