@@ -128,7 +128,7 @@ def test_card_reproduction_section_compares_loss_weights_and_eval(tmp_path: Path
     card = render_card(
         train, committed, adapter_dir=original_adapter, repro_train=repro, repro_eval=reproduced
     )
-    assert "## Reproduction" in card
+    assert "## Reproduction" in card and "Reproduced run: 4 steps" in card
     assert "Loss at 4 common steps: 3 identical to 5 decimals, max |Δ| 0.50000" in card
     assert "Adapter weights: max |Δ| 0, relative L2 distance 0." in card
     # task d only ran in the committed evaluation; b differs; latency differences are ignored

@@ -151,10 +151,17 @@ def reproduction_section(
     """How close a from-scratch `flatscore train-embedded` came to the committed adapter:
     training data, per-step loss, adapter weights, and the evaluation on the tasks both
     evaluations ran (episode by episode)."""
-    losses = {r["step"]: r["loss"] for r in read_losses(repro_train)}
+    records = read_losses(repro_train)
+    losses = {r["step"]: r["loss"] for r in records}
     common = [r for r in original_losses if r["step"] in losses]
     out = ["", "## Reproduction (from a clean checkout)", ""]
     out.append(f"- Training data sha256: `{dataset_digest(repro_train)}` (reproduced run).")
+    if records:
+        hours = sum(r.get("seconds", 0.0) for r in records) / 3600
+        out.append(
+            f"- Reproduced run: {len(records)} steps, summed step time {hours:.2f} h "
+            "(as measured, including any CPU contention)."
+        )
     if common:
         deltas = [abs(r["loss"] - losses[r["step"]]) for r in common]
         identical = sum(d == 0 for d in deltas)
