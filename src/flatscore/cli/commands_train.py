@@ -96,10 +96,13 @@ def eval_embedded_command(
     for name in arm or list(EVAL_ARMS):
         path = run_arm(name, out, task_ids=task_ids, progress=progress)
         summaries += summarize(path)
-        sample = f"every {stride}th test task" if stride > 1 else "test tasks"
-        scope = (f"first {limit} {sample} per domain" if limit else f"all {sample}") + (
-            f"; adapter {used}" if used else "; no adapter (base model)"
-        )
+        ordinal = {2: "2nd", 3: "3rd"}.get(stride, f"{stride}th")
+        sample = f"every {ordinal} test task" if stride > 1 else "test tasks"
+        if limit:
+            scope = f"first {limit} of the {sample} per domain"
+        else:
+            scope = f"{sample} per domain" if stride > 1 else "all test tasks per domain"
+        scope += f"; adapter {used}" if used else "; no adapter (base model)"
         (out / "summary.json").write_text(
             json.dumps(
                 {
