@@ -10,21 +10,20 @@ from typing import Literal
 import pytest
 from pydantic import ValidationError
 
-from flatscore.agents.base import Agent, ToolSchema, make_agent, register_agent
+from flatscore.agents.base import Agent, ToolSchema, register_agent
 from flatscore.agents.oracle import oracle_plan
 from flatscore.agents.repair import (
     RepairAgent,
     RepairConfig,
-    make_repair_config,
     parse_channels,
     repair_arm_label,
-    with_repair,
 )
 from flatscore.domains import get_domain
 from flatscore.domains.framework import Task
 from flatscore.episode import Episode, ErrorBudget, Message, TerminationReason, ToolCall
 from flatscore.errors import InputError
 from flatscore.runner import EpisodeSpec, run_episode, user_view
+from flatscore.runner.quick import QuickRun, run_quick
 from flatscore.users import make_user
 
 Mistake = Literal["name", "args", "malformed"]
@@ -207,16 +206,12 @@ def test_config_validation_and_helpers() -> None:
         "bad_arguments",
     ]
     with pytest.raises(InputError, match="unknown repair channel") as err:
-        make_repair_config("unknown_tool,typo")
+        QuickRun.parse(repair=True, repair_channels=parse_channels("unknown_tool,typo"))
     assert err.value.field == "--repair-channels"
     with pytest.raises(InputError) as err:
-        make_repair_config("unknown_tool", 0)
-    assert err.value.field == "--repair-attempts"
-    assert make_repair_config("bad_arguments", 2).attempts == 2
+        QuickRun.parse(repair=True, repair_attempts=0)
+    assert err.value.field == "repair_attempts"
     assert repair_arm_label("int4") == "int4+repair" == repair_arm_label("int4+repair")
-    factory = with_repair(lambda: make_agent("mistaken"))
-    a, b = factory(), factory()
-    assert isinstance(a, RepairAgent) and a is not b and a.name == "mistaken"
 
 
 def test_repair_turns_are_logged_and_marked() -> None:
@@ -252,24 +247,22 @@ def test_repair_runs_are_visible_to_the_analysis(tmp_path: Path) -> None:
     analysis keeps the four arms apart and measures the repair effect and interaction."""
     from flatscore.analysis.analyze import AnalysisOptions, analyze
     from flatscore.analysis.repair_effect import RepairOptions, repair_effects
-    from flatscore.runner import RunConfig, run
 
     path = tmp_path / "study.jsonl"
     tasks = [t.id for t in get_domain("retail").tasks("test")[:3]]
 
     def go(arm: str, at: tuple[int, ...], repair: bool) -> None:
-        def plain() -> Agent:
-            return make_agent("mistaken", at=at)
-
-        config = RunConfig(
+        quick = QuickRun.parse(
+            agent="mistaken",
+            agent_options={"at": at},
             domains=["retail"],
             study="s",
-            arm=repair_arm_label(arm) if repair else arm,
+            arm=arm,
+            repair=repair,
             task_ids=tasks,
             max_errors=5,
         )
-        factory = with_repair(plain) if repair else plain
-        run(config, path, factory, lambda: make_user("scripted"), resume=True, progress=False)
+        run_quick(quick, path, resume=True, progress=False)
 
     for repair in (False, True):
         go("bf16", (), repair)  # the same agent without its mistake: the reference

@@ -19,15 +19,15 @@ amplified a failure channel (mostly hallucinated tool names). Semantics:
   for `Episode.metadata`. The wrapped agent sees every earlier instruction at the point it
   was given, so its view only grows (KV-cache reuse stays valid).
 
-`with_repair(factory, config)` turns an agent factory into a repairing one for the runner.
+A study's `repair` (or the quick form's `--repair`) wraps each arm's agent in `RepairAgent`
+(`flatscore.executors.base.build_agent`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from flatscore.agents.base import Agent, ToolSchema
 from flatscore.analysis.channels import (
@@ -37,7 +37,6 @@ from flatscore.analysis.channels import (
     load_rules,
 )
 from flatscore.episode import Message, ToolCall, ToolResult
-from flatscore.errors import InputError
 
 if TYPE_CHECKING:
     from flatscore.domains.framework import Task
@@ -85,21 +84,6 @@ class RepairConfig(BaseModel):
 def parse_channels(text: str) -> list[str]:
     """'unknown_tool,bad_arguments' → the list (validated by `RepairConfig`)."""
     return [c.strip() for c in text.split(",") if c.strip()]
-
-
-def make_repair_config(channels: str = "unknown_tool", attempts: int = 3) -> RepairConfig:
-    """A config from CLI text (`--repair-channels`, `--repair-attempts`); bad values raise
-    `InputError` naming the flag."""
-    try:
-        return RepairConfig(channels=parse_channels(channels), attempts=attempts)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        flag = (
-            "--repair-attempts"
-            if first["loc"] and first["loc"][0] == "attempts"
-            else "--repair-channels"
-        )
-        raise InputError(str(first["msg"]).removeprefix("Value error, "), field=flag) from None
 
 
 def _tool_names(tools: list[ToolSchema]) -> list[str]:
@@ -251,15 +235,6 @@ class RepairAgent(Agent):
                 "exhausted_chains": self._exhausted,
             },
         }
-
-
-def with_repair(
-    factory: Callable[[], Agent], config: RepairConfig | None = None
-) -> Callable[[], Agent]:
-    """An agent factory whose agents are wrapped in `RepairAgent` (one per episode)."""
-    config = config or RepairConfig()
-    rules = load_rules()
-    return lambda: RepairAgent(factory(), config, rules)
 
 
 def repair_arm_label(arm: str) -> str:
