@@ -6,7 +6,7 @@ error, located by file, record and field path (`models.0.arms.int4.url`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from pydantic import ValidationError
 
@@ -47,7 +47,7 @@ def from_validation(
     file: str | None = None,
     record: str | int | None = None,
     prefix: str = "",
-    field: Callable[[Sequence[int | str]], str | None] | None = None,
+    field: Callable[[tuple[int | str, ...]], str | None] | None = None,
     missing: str | None = None,
     extra: str | None = None,
 ) -> InputError:

@@ -16,16 +16,7 @@ from types import TracebackType
 from pydantic import ValidationError
 
 from flatscore.episode import Episode
-from flatscore.errors import InputError
-
-
-def _first_error_field(err: ValidationError) -> str:
-    first = err.errors()[0]
-    return ".".join(str(p) for p in first["loc"]) or "(record)"
-
-
-def _first_error_message(err: ValidationError) -> str:
-    return str(err.errors()[0]["msg"])
+from flatscore.errors import InputError, from_validation
 
 
 def parse_episode_line(line: str, *, file: str, line_no: int) -> Episode:
@@ -42,11 +33,8 @@ def parse_episode_line(line: str, *, file: str, line_no: int) -> Episode:
         record = f"line {line_no}"
         if isinstance(data, dict) and "episode_id" in data:
             record += f" (episode {data['episode_id']})"
-        raise InputError(
-            _first_error_message(exc),
-            file=file,
-            record=record,
-            field=_first_error_field(exc),
+        raise from_validation(
+            exc, file=file, record=record, field=lambda loc: ".".join(map(str, loc)) or "(record)"
         ) from None
 
 

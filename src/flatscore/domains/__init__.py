@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from flatscore.domains.framework import (
+    DOMAINS,
     Action,
     Domain,
-    DomainRegistry,
     Environment,
     Evaluation,
     Task,
@@ -29,20 +29,21 @@ def _telecom() -> Domain[Any]:
     return make_domain()
 
 
-DomainRegistry.register("retail", _retail)
-DomainRegistry.register("telecom", _telecom)
+DOMAINS.register("retail", _retail)
+DOMAINS.register("telecom", _telecom)
 
 
 def get_domain(name: str) -> Domain[Any]:
-    """A built-in domain by name (`retail`, `telecom`)."""
-    return DomainRegistry.get(name)
+    """A registered domain by name (`retail`, `telecom`), loaded once."""
+    return DOMAINS.make(name)
 
 
 def domain_names() -> list[str]:
-    return DomainRegistry.names()
+    return DOMAINS.names()
 
 
 __all__ = [
+    "DOMAINS",
     "Action",
     "Domain",
     "Environment",

@@ -35,6 +35,7 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from flatscore.episode import Message, ToolCall, ToolLists, ToolResult
+from flatscore.registry import Registry
 
 ToolKind = Literal["read", "write"]
 ErrorKind = Literal["unknown_tool", "bad_arguments", "entity_not_found", "precondition", "other"]
@@ -543,27 +544,8 @@ class Environment:
         return self.user_tools.state() if self.user_tools else {}
 
 
-class DomainRegistry:
-    """Built-in domains by name, loaded lazily."""
-
-    _factories: ClassVar[dict[str, Callable[[], Domain[Any]]]] = {}
-    _loaded: ClassVar[dict[str, Domain[Any]]] = {}
-
-    @classmethod
-    def register(cls, name: str, factory: Callable[[], Domain[Any]]) -> None:
-        cls._factories[name] = factory
-
-    @classmethod
-    def get(cls, name: str) -> Domain[Any]:
-        if name not in cls._loaded:
-            if name not in cls._factories:
-                raise KeyError(name)
-            cls._loaded[name] = cls._factories[name]()
-        return cls._loaded[name]
-
-    @classmethod
-    def names(cls) -> list[str]:
-        return sorted(cls._factories)
+DOMAINS: Registry[Domain[Any]] = Registry("domain", builtins="flatscore.domains", cached=True)
+"""Domains by name, each loaded once; `flatscore.domains` registers retail and telecom."""
 
 
 def write_domain_data(directory: Path, db: BaseModel, tasks: Sequence[BaseModel]) -> None:

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 import ijson
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ConfigDict, ValidationError
 
 from flatscore.episode import (
     Episode,
@@ -44,7 +44,8 @@ from flatscore.episode import (
     ToolResult,
     make_episode_id,
 )
-from flatscore.errors import InputError
+from flatscore.errors import InputError, from_validation
+from flatscore.strict import StrictModel
 
 FORMAT_V0 = "tau2-v0"
 FORMAT_V1 = "tau2-v1"
@@ -72,7 +73,9 @@ _REQUESTOR: dict[str, Requestor] = {"assistant": "agent", "user": "user"}
 # --- τ²'s records, as far as flatscore reads them (extra fields are ignored) -----------------
 
 
-class _In(BaseModel):
+class _In(StrictModel):
+    """τ²'s own records: fields flatscore does not use are ignored, not refused."""
+
     model_config = ConfigDict(extra="ignore", strict=True)
 
 
@@ -517,9 +520,9 @@ def _episode(raw: _Raw, ctx: _Context) -> Episode:
     try:
         sim = _Tau2Simulation.model_validate(raw.data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        msg = "missing field" if first["type"] == "missing" else str(first["msg"])
-        raise err(msg, field=_loc(tuple(first["loc"]))) from None
+        raise from_validation(
+            exc, file=str(raw.file), record=label, field=_loc, missing="missing field"
+        ) from None
     if sim.termination_reason not in TAU2_TERMINATION_REASONS:
         raise err(
             f"unknown termination reason {sim.termination_reason!r} "
