@@ -59,13 +59,15 @@ class BackendError(Exception):
     """An infrastructure failure (the runner records `infrastructure_error`).
 
     `kind`: timeout, connection, rate_limit, server_error, client_error, invalid_response,
-    context_window_exceeded. `retryable` says whether the backend's retry policy applies.
+    context_window_exceeded. `retryable` says whether the backend's retry policy applies;
+    `retry_after` is the server's Retry-After header, when it sent one.
     """
 
     def __init__(self, message: str, *, kind: str, status: int | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.status = status
+        self.retry_after: str | None = None
 
     @property
     def retryable(self) -> bool:
