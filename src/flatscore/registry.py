@@ -32,6 +32,11 @@ class Registry(Generic[T]):
         self._factories[name] = factory
         self._made.pop(name, None)
 
+    def unregister(self, name: str) -> None:
+        """Remove an entry (a plug-in or a test cleaning up after itself)."""
+        self._factories.pop(name, None)
+        self._made.pop(name, None)
+
     def _load_builtins(self) -> None:
         if self._builtins is not None:
             importlib.import_module(self._builtins)

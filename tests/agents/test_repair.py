@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 from pydantic import ValidationError
 
-from flatscore.agents.base import Agent, ToolSchema, register_agent
+from flatscore.agents.base import Agent, ToolSchema, make_agent, register_agent
 from flatscore.agents.oracle import oracle_plan
 from flatscore.agents.repair import (
     RepairAgent,
@@ -284,3 +284,24 @@ def test_repair_runs_are_visible_to_the_analysis(tmp_path: Path) -> None:
     assert set(arms) == {"bf16", "bf16+repair", "int4", "int4+repair"}
     assert arms["int4+repair"].channels["unknown_tool"].count == 3  # one failure per task
     assert arms["int4"].channels["unknown_tool"].count == 15  # budget of 5, three tasks
+
+
+def test_start_raises_a_broken_domain_and_tolerates_an_unknown_one() -> None:
+    """Only a domain flatscore does not know goes without a user tool list; a registered
+    domain that fails to load is an error, not silently 'no user tools'."""
+    from flatscore.domains import DOMAINS
+
+    def broken() -> Any:
+        raise RuntimeError("db.json is corrupt")
+
+    task = get_domain("retail").task("cancel_00")
+    agent = RepairAgent(make_agent("noop"), RepairConfig())  # noop needs no domain itself
+    agent.start(task.model_copy(update={"domain": "not-registered"}), 300)
+    assert agent._user_tools == frozenset()
+    DOMAINS.register("broken-test-domain", broken)
+    try:
+        with pytest.raises(RuntimeError, match="corrupt"):
+            agent.start(task.model_copy(update={"domain": "broken-test-domain"}), 300)
+    finally:
+        DOMAINS.unregister("broken-test-domain")
+    assert "broken-test-domain" not in DOMAINS

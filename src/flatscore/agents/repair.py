@@ -36,6 +36,7 @@ from flatscore.analysis.channels import (
     classify_failed_call,
     load_rules,
 )
+from flatscore.domains import domain_names, get_domain
 from flatscore.episode import Message, ToolCall, ToolResult
 
 if TYPE_CHECKING:
@@ -144,14 +145,12 @@ class RepairAgent(Agent):
         self._exhausted = 0
 
     def start(self, task: Task, seed: int) -> None:
-        from flatscore.domains import get_domain
-
         self._reset()
         self._domain = task.domain
-        try:
-            self._user_tools = frozenset(get_domain(task.domain).tool_lists().user)
-        except Exception:  # a domain flatscore does not ship: no user tool list
-            self._user_tools = frozenset()
+        # A domain not in the registry has no user tool list to tell role confusion apart;
+        # a registered one that fails to load is a real error and is raised.
+        known = task.domain in domain_names()
+        self._user_tools = frozenset(get_domain(task.domain).tool_lists().user if known else ())
         self.inner.start(task, seed)
 
     # ------------------------------------------------------------------ detection

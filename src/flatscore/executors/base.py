@@ -147,7 +147,7 @@ def build_user(spec: UserSpec, seed: int) -> User:
 async def run_job(job: EpisodeJob) -> Episode:
     """Run one job to its finished episode in this process."""
     from flatscore.domains import get_domain
-    from flatscore.runner.episode import EpisodeSpec, run_episode
+    from flatscore.runner.episode_loop import EpisodeSpec, run_episode
 
     domain = get_domain(job.domain)
     spec = EpisodeSpec(
@@ -166,10 +166,10 @@ async def run_job(job: EpisodeJob) -> Episode:
     user = await asyncio.to_thread(build_user, job.user, job.seed)
     episode = await run_episode(spec, agent, user)
     # Provenance the study label hides: which backend/weights (or agent) played the arm.
-    metadata = {**episode.metadata, "source": job.agent.agent}
+    metadata = {**episode.metadata, "played_by": job.agent.agent}
     if job.agent.backend is not None:
         backend = get_backend(job.agent.backend)
-        metadata["source"] = backend.name
+        metadata["played_by"] = backend.name
         loaded = getattr(backend, "loaded", None)  # local backends: where the weights came from
         if loaded is not None:
             metadata["weights"] = loaded.description
