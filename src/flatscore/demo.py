@@ -12,6 +12,7 @@ limit), so a rerun resumes where it stopped and `flatscore report` rebuilds its 
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from rich.console import Console
@@ -71,8 +72,6 @@ def run_demo(
     study: Study, *, fresh: bool = False, progress: bool = True, console: Console | None = None
 ) -> StudyOutcome:
     """Run (or resume) the demo study, write its report, print the verdicts."""
-    import shutil
-
     console = console or Console()
     runs = study.output_dir / "runs"
     if fresh and runs.exists():

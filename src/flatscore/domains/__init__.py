@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flatscore.domains import retail, telecom
 from flatscore.domains.framework import (
     DOMAINS,
     Action,
@@ -16,21 +17,8 @@ from flatscore.domains.framework import (
     UserScenario,
 )
 
-
-def _retail() -> Domain[Any]:
-    from flatscore.domains.retail import make_domain
-
-    return make_domain()
-
-
-def _telecom() -> Domain[Any]:
-    from flatscore.domains.telecom import make_domain
-
-    return make_domain()
-
-
-DOMAINS.register("retail", _retail)
-DOMAINS.register("telecom", _telecom)
+DOMAINS.register("retail", retail.make_domain)
+DOMAINS.register("telecom", telecom.make_domain)
 
 
 def get_domain(name: str) -> Domain[Any]:

@@ -43,6 +43,7 @@ from flatscore.episode import (
     ToolCall,
     make_episode_id,
 )
+from flatscore.models.base import BackendError, ContextWindowExceeded
 from flatscore.runner import defaults
 from flatscore.runner.views import agent_view, user_view
 from flatscore.users.base import STOP, User, is_stop
@@ -75,8 +76,6 @@ class EpisodeSpec:
 
 def _failure_reason(exc: Exception, default: TerminationReason) -> TerminationReason:
     """Backend failures are infrastructure, not the agent's (or user's) fault."""
-    from flatscore.models.base import BackendError, ContextWindowExceeded
-
     if isinstance(exc, ContextWindowExceeded):
         return TerminationReason.CONTEXT_WINDOW_EXCEEDED
     if isinstance(exc, BackendError):
