@@ -17,6 +17,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from flatscore.quiet import console as make_console
 from flatscore.study import Study
 from flatscore.study_run import StudyOutcome, print_outcome, run_study
 
@@ -72,7 +73,7 @@ def run_demo(
     study: Study, *, fresh: bool = False, progress: bool = True, console: Console | None = None
 ) -> StudyOutcome:
     """Run (or resume) the demo study, write its report, print the verdicts."""
-    console = console or Console()
+    console = console or make_console()
     runs = study.output_dir / "runs"
     if fresh and runs.exists():
         shutil.rmtree(runs)

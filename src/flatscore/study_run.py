@@ -53,6 +53,7 @@ from flatscore.episode import ErrorBudget
 from flatscore.errors import InputError
 from flatscore.executors import make_executor
 from flatscore.executors.base import AgentRecipe, EpisodeJob, Executor, RepairRecipe
+from flatscore.quiet import console as make_console
 from flatscore.report import ReportPaths
 from flatscore.report.rebuild import rebuild
 from flatscore.report.verdicts import headlines
@@ -244,7 +245,7 @@ async def execute_plan(
     succeeded = 0
     ok: dict[str, int] = defaultdict(int)
     writers = {str(path): EpisodeWriter(path) for path in files}
-    bar = _progress(console or Console(stderr=True), progress)
+    bar = _progress(console or make_console(stderr=True), progress)
     try:
         with bar:
             overall = bar.add_task("all cells", total=len(plan.jobs), ok=0)

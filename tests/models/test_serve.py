@@ -13,35 +13,12 @@ from typing import Any
 
 import httpx
 import pytest
+from sample_chat import CONVERSATION, TOOLS
 
-from flatscore.episode import Message, ToolCall, ToolResult
+from flatscore.episode import Message
 from flatscore.models.base import BackendError, ContextWindowExceeded, Sampling
 from flatscore.models.local import LocalBackend
 from flatscore.models.openai import OpenAIBackend, OpenAIConfig
-
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_order_details",
-            "description": "Get an order's status.",
-            "parameters": {
-                "type": "object",
-                "properties": {"order_id": {"type": "string"}},
-                "required": ["order_id"],
-            },
-        },
-    },
-]
-CONVERSATION = [
-    Message(role="system", content="You are a retail support agent."),
-    Message(role="user", content="Where is my order #W123?"),
-    Message(
-        role="assistant",
-        tool_calls=[ToolCall(id="c0", name="get_order_details", arguments={"order_id": "#W123"})],
-    ),
-    Message(role="tool", tool_result=ToolResult(call_id="c0", text='{"status": "shipped"}')),
-]
 
 
 def _free_port() -> int:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import typer
-from rich.console import Console
+
+from flatscore.quiet import console as make_console
+from flatscore.quiet import quiet_third_party
+
+quiet_third_party()  # before any command imports transformers
 
 app = typer.Typer(
     name="flatscore",
@@ -13,8 +17,8 @@ app = typer.Typer(
     add_completion=False,
 )
 
-console = Console()
-err_console = Console(stderr=True)
+console = make_console()
+err_console = make_console(stderr=True)
 
 
 @app.command()
