@@ -34,26 +34,19 @@ from pathlib import Path
 from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape as esc
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from flatscore.agents.repair import repair_arm_label
 from flatscore.analysis.analyze import AnalysisOptions
 from flatscore.analysis.budget import parse_budgets
 from flatscore.analysis.channels import load_rules
 from flatscore.analysis.result import AnalysisResult
+from flatscore.console import console as make_console
+from flatscore.console import progress as make_progress
 from flatscore.domains import get_domain
 from flatscore.episode import ErrorBudget
 from flatscore.errors import InputError
 from flatscore.executors import make_executor
 from flatscore.executors.base import AgentRecipe, EpisodeJob, Executor, RepairRecipe
-from flatscore.quiet import console as make_console
 from flatscore.report import ReportPaths
 from flatscore.report.rebuild import rebuild
 from flatscore.report.verdicts import headlines
@@ -208,20 +201,6 @@ def write_study_report(study: Study) -> tuple[AnalysisResult, ReportPaths]:
     return rebuild([out], out, analysis_options(study), title=study.report_title)
 
 
-def _progress(console: Console, enabled: bool) -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("ok {task.fields[ok]}"),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-        console=console,
-        disable=not enabled,
-    )
-
-
 async def execute_plan(
     plan: StudyPlan,
     executor: Executor,
@@ -245,7 +224,9 @@ async def execute_plan(
     succeeded = 0
     ok: dict[str, int] = defaultdict(int)
     writers = {str(path): EpisodeWriter(path) for path in files}
-    bar = _progress(console or make_console(stderr=True), progress)
+    bar = make_progress(
+        console or make_console(stderr=True), "ok {task.fields[ok]}", enabled=progress
+    )
     try:
         with bar:
             overall = bar.add_task("all cells", total=len(plan.jobs), ok=0)
@@ -311,27 +292,30 @@ def run_study(
     )
 
 
+def print_verdicts(
+    analysis: AnalysisResult, paths: ReportPaths, console: Console, *, sentences: bool = True
+) -> None:
+    """Each cell's verdict, the headline per arm (with its first sentence), and where the
+    report is: what `flatscore run study.yaml` and `flatscore report` end with."""
+    for cell in analysis.cells:
+        console.print(
+            f"[bold]{esc(cell.model)} · {esc(cell.domain)}[/]: {cell.verdict}", highlight=False
+        )
+        for h in headlines(cell, analysis.settings.default_K):
+            console.print(f"  {esc(h.arm)} vs {esc(h.reference)}: {h.verdict}", highlight=False)
+            if sentences and h.sentences:
+                console.print(f"    [dim]{esc(h.sentences[0])}[/]", highlight=False)
+    also = f"[dim]also {esc(str(paths.summary))} and {esc(str(paths.analysis))}[/]"
+    console.print(f"report: {esc(str(paths.html))}", highlight=False, soft_wrap=True)
+    console.print(also, highlight=False, soft_wrap=True)
+
+
 def print_outcome(outcome: StudyOutcome, console: Console) -> None:
-    """What ran, each cell's verdict with its headline per arm, and where the report is."""
+    """What ran, then (with a report) `print_verdicts`."""
     console.print(
         f"{outcome.written} episodes run, {outcome.skipped} already there "
         f"({outcome.seconds:.0f} s); terminations {outcome.terminations}",
         highlight=False,
     )
-    if outcome.analysis is None or outcome.report is None:
-        return
-    default_k = outcome.analysis.settings.default_K
-    for cell in outcome.analysis.cells:
-        console.print(
-            f"[bold]{esc(cell.model)} · {esc(cell.domain)}[/]: {cell.verdict}", highlight=False
-        )
-        for h in headlines(cell, default_k):
-            console.print(f"  {esc(h.arm)} vs {esc(h.reference)}: {h.verdict}", highlight=False)
-            if h.sentences:
-                console.print(f"    [dim]{esc(h.sentences[0])}[/]", highlight=False)
-    console.print(f"report: {esc(str(outcome.report.html))}", highlight=False, soft_wrap=True)
-    console.print(
-        f"[dim]also {esc(str(outcome.report.summary))} and {esc(str(outcome.report.analysis))}[/]",
-        highlight=False,
-        soft_wrap=True,
-    )
+    if outcome.analysis is not None and outcome.report is not None:
+        print_verdicts(outcome.analysis, outcome.report, console)

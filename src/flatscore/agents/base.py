@@ -68,15 +68,8 @@ AGENTS: Registry[Agent] = Registry("agent", builtins="flatscore.agents")
 """Agents by name; `flatscore.agents` registers oracle, noop and the model agents."""
 
 
-def register_agent(name: str, factory: AgentFactory) -> None:
-    """Make `make_agent(name, **options)` build agents with `factory(**options)`."""
-    AGENTS.register(name, factory)
-
-
-def agent_names() -> list[str]:
-    return AGENTS.names()
-
-
-def make_agent(name: str, **options: Any) -> Agent:
-    """A new agent instance by registered name (`KeyError` for an unknown one)."""
-    return AGENTS.make(name, **options)
+register_agent = AGENTS.register
+"""`register_agent(name, factory)`: `make_agent(name, **options)` calls `factory(**options)`."""
+agent_names = AGENTS.names
+make_agent = AGENTS.make
+"""`make_agent(name, **options)`: a new agent (`KeyError` naming the known ones if unknown)."""

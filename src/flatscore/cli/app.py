@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from flatscore.quiet import console as make_console
-from flatscore.quiet import quiet_third_party
+from flatscore.console import console as make_console
+from flatscore.console import quiet_third_party
 
 quiet_third_party()  # before any command imports transformers
 

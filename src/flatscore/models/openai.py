@@ -220,15 +220,24 @@ class OpenAIBackend(Backend):
             "reraise": True,
         }
 
+    def _prepare(
+        self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
+    ) -> tuple[dict[str, Any], dict[str, Any] | None, Generation | None]:
+        """The request body, its cache key (None: not cacheable) and a cached answer."""
+        body = self.request_body(messages, tools, sampling)
+        key = self._cache_request(body, sampling)
+        if key is not None and self.cache is not None and (hit := self.cache.get(key)):
+            return body, key, self.to_generation(hit[0], hit[1], cached=True)
+        return body, key, None
+
     # ------------------------------------------------------------------ sync
 
     def generate(
         self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
     ) -> Generation:
-        body = self.request_body(messages, tools, sampling)
-        key = self._cache_request(body, sampling)
-        if key is not None and self.cache is not None and (hit := self.cache.get(key)):
-            return self.to_generation(hit[0], hit[1], cached=True)
+        body, key, hit = self._prepare(messages, tools, sampling)
+        if hit is not None:
+            return hit
         with self._sync_slots:
             data, latency = Retrying(**self._policy())(self._post, body)
         return self._finish(key, data, latency)
@@ -255,10 +264,9 @@ class OpenAIBackend(Backend):
     async def agenerate(
         self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
     ) -> Generation:
-        body = self.request_body(messages, tools, sampling)
-        key = self._cache_request(body, sampling)
-        if key is not None and self.cache is not None and (hit := self.cache.get(key)):
-            return self.to_generation(hit[0], hit[1], cached=True)
+        body, key, hit = self._prepare(messages, tools, sampling)
+        if hit is not None:
+            return hit
         slots, client = self._loop_state()
         async with slots:
             result: tuple[dict[str, Any], float] = await AsyncRetrying(**self._policy())(

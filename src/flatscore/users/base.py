@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from flatscore.agents.base import ToolSchema
 from flatscore.episode import Message
@@ -58,14 +58,7 @@ USERS: Registry[User] = Registry("user", builtins="flatscore.users")
 """User simulators by name; `flatscore.users` registers scripted and llm."""
 
 
-def register_user(name: str, factory: UserFactory) -> None:
-    USERS.register(name, factory)
-
-
-def user_names() -> list[str]:
-    return USERS.names()
-
-
-def make_user(name: str, **options: Any) -> User:
-    """A new user simulator by registered name (`KeyError` for an unknown one)."""
-    return USERS.make(name, **options)
+register_user = USERS.register
+user_names = USERS.names
+make_user = USERS.make
+"""`make_user(name, **options)`: a new user simulator (`KeyError` if the name is unknown)."""

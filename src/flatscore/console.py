@@ -1,4 +1,4 @@
-"""Clean output: what a person reads from a flatscore command is flatscore's own.
+"""Output for people: consoles, progress bars, and nothing from third parties.
 
 - **Third-party noise.** transformers and its friends print deprecation warnings
   (`is_gradient_checkpointing` is deprecated ...) and tqdm bars ("Loading weights") while a
@@ -8,6 +8,7 @@
   the middle of a sentence (`reference arm` / `'ref'`) in logs and pipes. `console()` gives a
   console that never wraps prose (`soft_wrap`) and lays tables out at `PIPE_WIDTH` columns
   when piped (a terminal's own width otherwise; `COLUMNS` wins over both).
+- **Progress.** `progress()` is the one progress-bar layout (runs and training).
 """
 
 from __future__ import annotations
@@ -18,6 +19,14 @@ import sys
 import warnings
 
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 PIPE_WIDTH = 200
 _NOISY = r"(transformers|peft|accelerate|torch|huggingface_hub|torchao)(\..*)?$"
@@ -46,3 +55,19 @@ def console(*, stderr: bool = False) -> Console:
     piped = not (hasattr(stream, "isatty") and stream.isatty())
     width = PIPE_WIDTH if piped and "COLUMNS" not in os.environ else None
     return Console(stderr=stderr, soft_wrap=True, width=width)
+
+
+def progress(console: Console, fields: str, *, enabled: bool = True) -> Progress:
+    """Bars as `description ━━━━ done/total <fields> elapsed eta remaining`; `fields` is a
+    rich template over the task's fields (`"ok {task.fields[ok]}"`)."""
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn(fields),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        console=console,
+        disable=not enabled,
+    )

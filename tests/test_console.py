@@ -57,7 +57,7 @@ err_console.print("error: " + "x.jsonl, field 'arms' " * 8, highlight=False)
 def test_third_party_warnings_are_silenced_and_flatscore_warnings_are_not() -> None:
     code = """
 import warnings, os
-from flatscore.quiet import quiet_third_party
+from flatscore.console import quiet_third_party
 quiet_third_party()
 warnings.warn_explicit("deprecated in v6", FutureWarning, "m.py", 1, module="transformers.x")
 warnings.warn_explicit("peft says", UserWarning, "p.py", 1, module="peft.tuners")
