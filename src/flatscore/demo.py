@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
+from flatscore.console import make_console
 
 from flatscore.study import Study
 from flatscore.study_run import StudyOutcome, print_outcome, run_study
@@ -73,7 +74,7 @@ def run_demo(
     """Run (or resume) the demo study, write its report, print the verdicts."""
     import shutil
 
-    console = console or Console()
+    console = console or make_console()
     runs = study.output_dir / "runs"
     if fresh and runs.exists():
         shutil.rmtree(runs)

@@ -33,7 +33,6 @@ from pathlib import Path
 
 from pydantic import BaseModel
 from rich.console import Console
-from rich.markup import escape as esc
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -48,6 +47,7 @@ from flatscore.analysis.analyze import AnalysisOptions
 from flatscore.analysis.budget import parse_budgets
 from flatscore.analysis.channels import load_rules
 from flatscore.analysis.result import AnalysisResult
+from flatscore.console import styled
 from flatscore.domains import get_domain
 from flatscore.episode import ErrorBudget
 from flatscore.errors import InputError
@@ -209,7 +209,7 @@ def write_study_report(study: Study) -> tuple[AnalysisResult, ReportPaths]:
 
 def _progress(console: Console, enabled: bool) -> Progress:
     return Progress(
-        TextColumn("[bold]{task.description}"),
+        TextColumn("{task.description}", style="bold", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("ok {task.fields[ok]}"),
@@ -311,10 +311,13 @@ def run_study(
 
 
 def print_outcome(outcome: StudyOutcome, console: Console) -> None:
-    """What ran, each cell's verdict with its headline per arm, and where the report is."""
+    """What ran, each cell's verdict with its headline per arm, and where the report is.
+    Every line is `Text`, so names and paths print literally on any console."""
     console.print(
-        f"{outcome.written} episodes run, {outcome.skipped} already there "
-        f"({outcome.seconds:.0f} s); terminations {outcome.terminations}",
+        styled(
+            f"{outcome.written} episodes run, {outcome.skipped} already there "
+            f"({outcome.seconds:.0f} s); terminations {outcome.terminations}"
+        ),
         highlight=False,
     )
     if outcome.analysis is None or outcome.report is None:
@@ -322,15 +325,16 @@ def print_outcome(outcome: StudyOutcome, console: Console) -> None:
     default_k = outcome.analysis.settings.default_K
     for cell in outcome.analysis.cells:
         console.print(
-            f"[bold]{esc(cell.model)} · {esc(cell.domain)}[/]: {cell.verdict}", highlight=False
+            styled((f"{cell.model} · {cell.domain}", "bold"), f": {cell.verdict}"),
+            highlight=False,
         )
         for h in headlines(cell, default_k):
-            console.print(f"  {esc(h.arm)} vs {esc(h.reference)}: {h.verdict}", highlight=False)
+            console.print(styled(f"  {h.arm} vs {h.reference}: {h.verdict}"), highlight=False)
             if h.sentences:
-                console.print(f"    [dim]{esc(h.sentences[0])}[/]", highlight=False)
-    console.print(f"report: {esc(str(outcome.report.html))}", highlight=False, soft_wrap=True)
+                console.print(styled((f"    {h.sentences[0]}", "dim")), highlight=False)
+    console.print(styled(f"report: {outcome.report.html}"), highlight=False, soft_wrap=True)
     console.print(
-        f"[dim]also {esc(str(outcome.report.summary))} and {esc(str(outcome.report.analysis))}[/]",
+        styled((f"also {outcome.report.summary} and {outcome.report.analysis}", "dim")),
         highlight=False,
         soft_wrap=True,
     )

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import typer
-from rich.console import Console
+
+from flatscore.console import console, err_console
 
 app = typer.Typer(
     name="flatscore",
@@ -13,8 +14,7 @@ app = typer.Typer(
     add_completion=False,
 )
 
-console = Console()
-err_console = Console(stderr=True)
+__all__ = ["app", "console", "err_console"]
 
 
 @app.command()

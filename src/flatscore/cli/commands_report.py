@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from flatscore.cli.app import app, console
+from flatscore.console import styled
 
 
 @app.command()
@@ -50,8 +51,6 @@ def report(
     ] = None,
 ) -> None:
     """Rebuild the report from episode logs: the same logs and settings give the same bytes."""
-    from rich.markup import escape as esc
-
     from flatscore.cli.commands_analyze import options_from_flags
     from flatscore.report.rebuild import options_from_settings, rebuild, settings_from_file
     from flatscore.report.verdicts import headlines
@@ -67,14 +66,8 @@ def report(
             runs, out, options, title=title, generated_at=generated_at, margins=margins
         )
     for cell in result.cells:
-        console.print(
-            f"[bold]{esc(cell.model)} · {esc(cell.domain)}[/]: {cell.verdict}", highlight=False
-        )
+        console.print(styled((f"{cell.model} · {cell.domain}", "bold"), f": {cell.verdict}"))
         for h in headlines(cell, result.settings.default_K):
-            console.print(f"  {esc(h.arm)} vs {esc(h.reference)}: {h.verdict}", highlight=False)
-    console.print(f"report: {esc(str(paths.html))}", highlight=False, soft_wrap=True)
-    console.print(
-        f"[dim]also {esc(str(paths.summary))} and {esc(str(paths.analysis))}[/]",
-        highlight=False,
-        soft_wrap=True,
-    )
+            console.print(f"  {h.arm} vs {h.reference}: {h.verdict}")
+    console.print(f"report: {paths.html}")
+    console.print(f"also {paths.summary} and {paths.analysis}", style="dim")

@@ -28,8 +28,6 @@ def serve(
     backend = LocalBackend.from_spec(model, arm)
     served = name or f"{backend.loaded.name}@{arm}"
     err_console.print(
-        f"serving [bold]{served}[/] ({backend.loaded.description}; arm {arm}) "
-        f"at http://{host}:{port}/v1",
-        highlight=False,
+        f"serving {served} ({backend.loaded.description}; arm {arm}) at http://{host}:{port}/v1"
     )
     uvicorn.run(create_app(backend, served), host=host, port=port, log_level="warning")

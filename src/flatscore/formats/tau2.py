@@ -19,7 +19,7 @@ the log (a name that ever succeeded is a real tool). Each episode says which in
 from __future__ import annotations
 
 import functools
-import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import resources
@@ -28,9 +28,11 @@ from typing import Any, Literal
 
 import ijson
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from flatscore.episode import (
+    MAX_ERRORS_LIMIT,
+    MAX_TRIAL,
     Episode,
     ErrorBudget,
     Message,
@@ -45,6 +47,13 @@ from flatscore.episode import (
     make_episode_id,
 )
 from flatscore.errors import InputError
+from flatscore.inputs import (
+    check_regular_file,
+    error_text,
+    open_json,
+    parse_json_bytes,
+    read_bounded,
+)
 
 FORMAT_V0 = "tau2-v0"
 FORMAT_V1 = "tau2-v1"
@@ -111,14 +120,14 @@ class _Tau2Message(_In):
 
 
 class _Tau2RewardInfo(_In):
-    reward: float | None = None
+    reward: float | None = Field(None, ge=0.0, le=1.0, allow_inf_nan=False)
     reward_breakdown: dict[str, float | None] | None = None
 
 
 class _Tau2Simulation(_In):
     id: str
     task_id: str | int
-    trial: int | None = None
+    trial: int | None = Field(None, ge=0, le=MAX_TRIAL)
     seed: int | None = None
     termination_reason: str
     reward_info: _Tau2RewardInfo | None = None
@@ -148,26 +157,33 @@ def _layout(path: Path) -> _Layout:
     that single file."""
     if path.is_dir():
         meta = path / "results.json"
-        if not meta.is_file():
+        if not meta.exists():
             raise InputError(
                 "directory has no results.json (not a τ² results directory)", file=str(path)
             )
+        check_regular_file(meta)
         sims_dir = path / SIMULATIONS_DIR
         return _Layout(meta, sims_dir if sims_dir.is_dir() else None)
-    if not path.exists():
-        raise InputError("file not found", file=str(path))
+    check_regular_file(path)
     if (path.parent / SIMULATIONS_DIR).is_dir():
         return _Layout(path, path.parent / SIMULATIONS_DIR)
     return _Layout(path, None)
 
 
+# What a damaged file can raise while streaming: syntax errors, bytes that are not UTF-8
+# (UnicodeDecodeError), numbers out of range and nesting past the limit (ValueError).
+_JSON_ERRORS = (ijson.JSONError, ValueError)
+
+
 def _json_error(exc: Exception) -> str:
-    text = " ".join(str(exc).split("(right here)")[0].split())  # drop yajl's caret drawing
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 (byte 0x{exc.object[exc.start]:02x})"
+    text = error_text(exc)  # drops yajl's caret drawing
     return f"invalid or truncated JSON ({text})" if text else "invalid or truncated JSON"
 
 
 def _first_byte(path: Path) -> bytes:
-    with path.open("rb") as fh:
+    with open_json(path) as fh:
         while chunk := fh.read(4096):
             stripped = chunk.lstrip()
             if stripped.startswith(b"\xef\xbb\xbf"):
@@ -188,10 +204,10 @@ def _read_info(meta: Path) -> dict[str, Any]:
         )
     if first != b"{":
         raise InputError("not a τ²-bench results file (expected a JSON object)", file=str(meta))
-    with meta.open("rb") as fh:
+    with open_json(meta) as fh:
         try:
             info = next(ijson.items(fh, "info", use_float=True), None)
-        except ijson.JSONError as exc:
+        except _JSON_ERRORS as exc:
             raise InputError(_json_error(exc), file=str(meta), field="info") from None
     if info is None:
         raise InputError("missing field", file=str(meta), field="info")
@@ -248,6 +264,12 @@ def _header(layout: _Layout) -> _Header:
         raise InputError(
             "wrong type, expected an integer", file=str(layout.meta), field="info.max_errors"
         )
+    if max_errors is not None and not 0 <= max_errors <= MAX_ERRORS_LIMIT:
+        raise InputError(
+            f"must be between 0 and {MAX_ERRORS_LIMIT:,}",
+            file=str(layout.meta),
+            field="info.max_errors",
+        )
     if layout.sims_dir is not None:
         fmt = FORMAT_V1_DIR
     else:
@@ -280,7 +302,7 @@ def _id_at(meta: Path, index: int) -> str | None:
     """The `id` of simulation `index`, found by a low-level rescan (only on the error path)."""
     seen = -1
     try:
-        with meta.open("rb") as fh:
+        with open_json(meta) as fh:
             for prefix, event, value in ijson.parse(fh):
                 if prefix == "simulations.item" and event == "start_map":
                     seen += 1
@@ -288,7 +310,7 @@ def _id_at(meta: Path, index: int) -> str | None:
                     return value
                 elif seen > index:
                     return None
-    except ijson.JSONError:
+    except _JSON_ERRORS:
         pass
     return None
 
@@ -296,17 +318,17 @@ def _id_at(meta: Path, index: int) -> str | None:
 def _stream_single_file(meta: Path) -> Iterator[_Raw | InputError]:
     """Simulations of a single results file. A JSON error ends the stream (yielded last)."""
     index = 0
-    with meta.open("rb") as fh:
+    with open_json(meta) as fh:
         try:
             for data in ijson.items(fh, "simulations.item", use_float=True):
                 yield _Raw(index, meta, data)
                 index += 1
-        except ijson.JSONError as exc:
+        except _JSON_ERRORS as exc:
             sim_id = _id_at(meta, index)
             yield InputError(_json_error(exc), file=str(meta), record=_record_label(index, sim_id))
             return
     if index == 0:  # tell "no simulations" apart from "no simulations field"
-        with meta.open("rb") as fh:
+        with open_json(meta) as fh:
             sims = next(ijson.items(fh, "simulations"), None)
         if sims is None:
             yield InputError("missing field", file=str(meta), field="simulations")
@@ -314,12 +336,15 @@ def _stream_single_file(meta: Path) -> Iterator[_Raw | InputError]:
             yield InputError("must be a list", file=str(meta), field="simulations")
 
 
+_SAFE_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}(?<!\.\.)")  # a file name, never a path
+
+
 def _dir_entries(meta: Path, sims_dir: Path) -> list[Path]:
     """Simulation files in run order: `simulation_index` order when present, else by name."""
-    with meta.open("rb") as fh:
+    with open_json(meta) as fh:
         try:
             index = next(ijson.items(fh, "simulation_index"), None)
-        except ijson.JSONError as exc:
+        except _JSON_ERRORS as exc:
             raise InputError(_json_error(exc), file=str(meta), field="simulation_index") from None
     if isinstance(index, list):
         files = []
@@ -328,6 +353,12 @@ def _dir_entries(meta: Path, sims_dir: Path) -> list[Path]:
                 raise InputError(
                     "entry without a string id", file=str(meta), field=f"simulation_index[{i}].id"
                 )
+            if not _SAFE_ID.fullmatch(entry["id"]):
+                raise InputError(
+                    "not a simulation id (letters, digits, '-', '_' and '.' only)",
+                    file=str(meta),
+                    field=f"simulation_index[{i}].id",
+                )
             files.append(sims_dir / f"{entry['id']}.json")
         return files
     return sorted(sims_dir.glob("*.json")) if sims_dir.is_dir() else []
@@ -335,7 +366,7 @@ def _dir_entries(meta: Path, sims_dir: Path) -> list[Path]:
 
 def _stream_dir(meta: Path, sims_dir: Path) -> Iterator[_Raw | InputError]:
     for index, file in enumerate(_dir_entries(meta, sims_dir)):
-        if not file.is_file():
+        if not file.exists():
             yield InputError(
                 "simulation file listed in simulation_index is missing",
                 file=str(file),
@@ -343,9 +374,11 @@ def _stream_dir(meta: Path, sims_dir: Path) -> Iterator[_Raw | InputError]:
             )
             continue
         try:
-            with file.open("rb") as fh:
-                data = json.load(fh)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            data = parse_json_bytes(read_bounded(file))
+        except InputError as exc:
+            yield exc
+            continue
+        except ValueError as exc:
             yield InputError(
                 _json_error(exc), file=str(file), record=_record_label(index, file.stem)
             )
@@ -430,7 +463,7 @@ def _arguments(value: dict[str, Any] | str) -> dict[str, Any] | str:
     """A dict stays a dict; a string that parses as a JSON object becomes one; else raw."""
     if isinstance(value, str):
         try:
-            parsed = json.loads(value)
+            parsed = parse_json_bytes(value)
         except ValueError:
             return value
         return parsed if isinstance(parsed, dict) else value
@@ -576,6 +609,21 @@ def _episode(raw: _Raw, ctx: _Context) -> Episode:
     )
 
 
+def _checked_episode(raw: _Raw, ctx: _Context) -> Episode:
+    """`_episode`, with the canonical schema's own checks reported like the importer's."""
+    try:
+        return _episode(raw, ctx)
+    except ValidationError as exc:
+        sim_id = raw.data.get("id") if isinstance(raw.data, dict) else None
+        first = exc.errors()[0]
+        raise InputError(
+            str(first["msg"]),
+            file=str(raw.file),
+            record=_record_label(raw.index, sim_id if isinstance(sim_id, str) else None),
+            field=_loc(tuple(first["loc"])),
+        ) from None
+
+
 # --- Public entry points ---------------------------------------------------------------------
 
 
@@ -639,7 +687,7 @@ def read_tau2(
         try:
             if isinstance(raw, InputError):
                 raise raw
-            episode = _episode(raw, ctx)
+            episode = _checked_episode(raw, ctx)
         except InputError as exc:
             if not skip_invalid:
                 raise
