@@ -51,6 +51,7 @@ from flatscore.inputs import (
     check_regular_file,
     error_text,
     open_json,
+    open_regular,
     parse_json_bytes,
     read_bounded,
 )
@@ -170,6 +171,8 @@ def _layout(path: Path) -> _Layout:
     return _Layout(path, None)
 
 
+# Every ijson call passes use_float=True: without it, yajl2_c (ijson 3.6) segfaults on an
+# integer of ~5,000 digits; with it, integers past 64 bits are a clean "integer overflow".
 # What a damaged file can raise while streaming: syntax errors, bytes that are not UTF-8
 # (UnicodeDecodeError), numbers out of range and nesting past the limit (ValueError).
 _JSON_ERRORS = (ijson.JSONError, ValueError)
@@ -183,7 +186,7 @@ def _json_error(exc: Exception) -> str:
 
 
 def _first_byte(path: Path) -> bytes:
-    with open_json(path) as fh:
+    with open_regular(path) as fh:  # a peek: no depth guard (the parsers behind have one)
         while chunk := fh.read(4096):
             stripped = chunk.lstrip()
             if stripped.startswith(b"\xef\xbb\xbf"):
@@ -303,7 +306,7 @@ def _id_at(meta: Path, index: int) -> str | None:
     seen = -1
     try:
         with open_json(meta) as fh:
-            for prefix, event, value in ijson.parse(fh):
+            for prefix, event, value in ijson.parse(fh, use_float=True):
                 if prefix == "simulations.item" and event == "start_map":
                     seen += 1
                 elif prefix == "simulations.item.id" and seen == index and isinstance(value, str):
@@ -329,7 +332,7 @@ def _stream_single_file(meta: Path) -> Iterator[_Raw | InputError]:
             return
     if index == 0:  # tell "no simulations" apart from "no simulations field"
         with open_json(meta) as fh:
-            sims = next(ijson.items(fh, "simulations"), None)
+            sims = next(ijson.items(fh, "simulations", use_float=True), None)
         if sims is None:
             yield InputError("missing field", file=str(meta), field="simulations")
         elif not isinstance(sims, list):
@@ -343,7 +346,7 @@ def _dir_entries(meta: Path, sims_dir: Path) -> list[Path]:
     """Simulation files in run order: `simulation_index` order when present, else by name."""
     with open_json(meta) as fh:
         try:
-            index = next(ijson.items(fh, "simulation_index"), None)
+            index = next(ijson.items(fh, "simulation_index", use_float=True), None)
         except _JSON_ERRORS as exc:
             raise InputError(_json_error(exc), file=str(meta), field="simulation_index") from None
     if isinstance(index, list):
