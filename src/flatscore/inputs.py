@@ -5,8 +5,8 @@ here, so a hostile or damaged file costs at most one clear `InputError`: never a
 FIFO, a traceback on a directory, or unbounded memory on 100,000 levels of `[[[…]]]`.
 
 The depth guard works on raw bytes as they stream in, in C-speed chunks (escapes dropped
-by `re`, everything but quotes and brackets dropped by `bytes.translate`, the running depth
-by numpy), so streaming parsers behind it never see input nested deeper than `MAX_DEPTH`.
+by `re`, everything but quotes and brackets by `bytes.translate`, the running depth by
+numpy), so streaming parsers behind it never see input nested deeper than `MAX_DEPTH`.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class DepthGuard:
         if self.escape_pending and chunk:
             chunk, self.escape_pending = chunk[1:], False
         if b"\\" in chunk:
-            chunk = _ESCAPE.sub(b"", chunk)
+            chunk = _ESCAPE.sub(b"", chunk)  # an escape and the byte it escapes
             if chunk.endswith(b"\\"):  # an escape split across chunks
                 chunk, self.escape_pending = chunk[:-1], True
         kept = chunk.translate(None, _DROP)

@@ -150,23 +150,25 @@ PLANNED = len(plan_episodes(RunConfig(domains=["retail"], split="test", trials=1
 
 def test_a_second_run_on_the_same_file_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "R.jsonl"
-    first = subprocess.Popen([*CLI, *RUN, "--out", str(out)], env=ENV,
+    long = [*RUN[:-4], "3", *RUN[-3:]]  # --trials 3: still running when the second starts
+    first = subprocess.Popen([*CLI, *long, "--out", str(out)], env=ENV,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
         deadline = time.monotonic() + 120
         while not (out.exists() and out.stat().st_size) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert first.poll() is None, "the first run finished before the second started"
-        second = subprocess.run([*CLI, *RUN, "--out", str(out), "--resume"], capture_output=True,
+        second = subprocess.run([*CLI, *long, "--out", str(out), "--resume"], capture_output=True,
                             text=True, timeout=300, env=ENV)  # fmt: skip
         line = one_error_line(second)
         assert f"PID {first.pid}" in line and str(out) in line
     finally:
         assert first.wait(timeout=300) == 0
     ids = [e.episode_id for e in read_episodes(out)]
-    assert len(ids) == len(set(ids)) == PLANNED
+    assert len(ids) == len(set(ids)) == 3 * PLANNED
 
 
+@pytest.mark.slow  # the lock itself is covered by the test above and by tests/test_store.py
 def test_two_runs_started_together_never_duplicate(tmp_path: Path) -> None:
     out = tmp_path / "R.jsonl"
     procs = [

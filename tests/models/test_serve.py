@@ -146,11 +146,17 @@ def test_cache_over_the_served_model(server: str, tmp_path: Path) -> None:
 def test_bad_requests_are_client_errors_not_retried(server: str) -> None:
     r = httpx.post(server + "/chat/completions", json={"model": "smol", "messages": "hi"})
     assert r.status_code == 400 and "messages" in r.json()["error"]["message"]
-    r = httpx.post(server + "/chat/completions", content=b"{oops")
-    assert r.status_code == 400
     r = httpx.post(
         server + "/chat/completions",
-        json={"messages": [{"role": "user", "content": "x"}], "stream": True},
+        content=b"{oops",
+        headers={"content-type": "application/json"},
+    )
+    assert r.status_code == 400
+    r = httpx.post(server + "/chat/completions", content=b"{oops")  # no JSON content type
+    assert r.status_code == 415
+    r = httpx.post(
+        server + "/chat/completions",
+        json={"model": "smol", "messages": [{"role": "user", "content": "x"}], "stream": True},
     )
     assert r.status_code == 400
     with pytest.raises(ContextWindowExceeded):
@@ -160,6 +166,24 @@ def test_bad_requests_are_client_errors_not_retried(server: str) -> None:
             [Message(role="user", content="x")], TOOLS, Sampling(max_tokens=10**6)
         )
     assert not err.value.retryable
+
+
+def test_a_disconnected_client_stops_its_generation(server: str) -> None:
+    """Issue 14: a client that gave up left its generation running, and the next 8-token
+    request waited 46 s behind it."""
+    long = {"model": "smol", "messages": [{"role": "user", "content": "Count to 1000."}],
+            "max_tokens": 2000, "temperature": 0}  # fmt: skip
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(server + "/chat/completions", json=long, timeout=2)
+    time.sleep(0.5)
+    t0 = time.perf_counter()
+    r = httpx.post(
+        server + "/chat/completions",
+        json={"model": "smol", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8},
+        timeout=120,
+    )
+    assert r.status_code == 200
+    assert time.perf_counter() - t0 < 15  # 8 tokens, not the rest of 2,000
 
 
 def test_unknown_arm_is_one_line_and_exit_2() -> None:
