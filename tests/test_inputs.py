@@ -64,7 +64,12 @@ def test_only_regular_files_pass(tmp_path: Path) -> None:
     (tmp_path / "f").write_text("x")
     check_regular_file(tmp_path / "f")
     os.mkfifo(tmp_path / "p")
-    for path, what in [(tmp_path, "directory"), (tmp_path / "p", "FIFO"), (Path("/dev/null"), "device"),
-                       (tmp_path / "nope", "not found")]:  # fmt: skip
+    refused = [
+        (tmp_path, "directory"),
+        (tmp_path / "p", "FIFO"),
+        (Path("/dev/null"), "device"),
+        (tmp_path / "nope", "not found"),
+    ]
+    for path, what in refused:
         with pytest.raises(InputError, match=what):
             check_regular_file(path)

@@ -16,6 +16,7 @@ temporary copy and renames it over the file only when everything succeeded.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -215,10 +216,8 @@ class OutputLock:
     def release(self) -> None:
         if self._fd is None:
             return
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(self.lock_path)
-        except FileNotFoundError:
-            pass
         os.close(self._fd)
         self._fd = None
 

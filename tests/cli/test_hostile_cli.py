@@ -76,7 +76,9 @@ def test_markup_in_a_bad_path_and_a_termination_reason(tmp_path: Path) -> None:
     line = one_error_line(flatscore("analyze", tmp_path / "d[" / "].json"))
     assert f"{tmp_path}/d[/].json" in line and "not found" in line
     bad = with_changes(tmp_path, "t.json", {"termination_reason": "[/]oops[bold]"})
-    line = one_error_line(flatscore("import", "tau2", bad, "--arm", "a", "--out", tmp_path / "o.jsonl"))
+    line = one_error_line(
+        flatscore("import", "tau2", bad, "--arm", "a", "--out", tmp_path / "o.jsonl")
+    )
     assert "'[/]oops[bold]'" in line and str(bad) in line
 
 
@@ -109,7 +111,9 @@ def test_out_of_range_tau2_values_are_refused(
     tmp_path: Path, change: dict[str, object], field: str | None
 ) -> None:
     bad = with_changes(tmp_path, "bad.json", change)
-    line = one_error_line(flatscore("import", "tau2", bad, "--arm", "a", "--out", tmp_path / "o.jsonl"))
+    line = one_error_line(
+        flatscore("import", "tau2", bad, "--arm", "a", "--out", tmp_path / "o.jsonl")
+    )
     assert str(bad) in line and "record #0" in line
     assert field is None or f"field '{field}'" in line
 
@@ -120,7 +124,9 @@ def test_special_files_and_empty_input_name_the_file(tmp_path: Path) -> None:
     assert "is a directory" in one_error_line(flatscore("analyze", d))
     fifo = tmp_path / "f.json"
     os.mkfifo(fifo)
-    assert "FIFO" in one_error_line(flatscore("import", "tau2", fifo, "--arm", "a", "--out", tmp_path / "o.jsonl"))
+    assert "FIFO" in one_error_line(
+        flatscore("import", "tau2", fifo, "--arm", "a", "--out", tmp_path / "o.jsonl")
+    )
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     line = one_error_line(flatscore("analyze", empty))
@@ -134,7 +140,12 @@ def test_special_files_and_empty_input_name_the_file(tmp_path: Path) -> None:
 
 def test_import_is_atomic(tmp_path: Path) -> None:
     out = tmp_path / "run.jsonl"
-    assert flatscore("import", "tau2", FIXTURES / "v0.2" / "ok.json", "--arm", "a", "--out", out).returncode == 0
+    assert (
+        flatscore(
+            "import", "tau2", FIXTURES / "v0.2" / "ok.json", "--arm", "a", "--out", out
+        ).returncode
+        == 0
+    )
     before = out.read_bytes()
     truncated = tmp_path / "cut.json"
     truncated.write_bytes(OK.read_bytes()[: len(OK.read_bytes()) * 3 // 4])  # 2nd simulation cut
@@ -143,23 +154,43 @@ def test_import_is_atomic(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cut.json", "run.jsonl"]
 
 
-RUN = ["run", "--domain", "retail", "--split", "test", "--trials", "1", "--concurrency", "1",
-       "--no-progress"]  # fmt: skip
+RUN = [
+    "run",
+    "--domain",
+    "retail",
+    "--split",
+    "test",
+    "--trials",
+    "1",
+    "--concurrency",
+    "1",
+    "--no-progress",
+]
 PLANNED = len(plan_episodes(RunConfig(domains=["retail"], split="test", trials=1)))
 
 
 def test_a_second_run_on_the_same_file_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "R.jsonl"
     long = [*RUN[:-4], "3", *RUN[-3:]]  # --trials 3: still running when the second starts
-    first = subprocess.Popen([*CLI, *long, "--out", str(out)], env=ENV,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    first = subprocess.Popen(
+        [*CLI, *long, "--out", str(out)],
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while not (out.exists() and out.stat().st_size) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert first.poll() is None, "the first run finished before the second started"
-        second = subprocess.run([*CLI, *long, "--out", str(out), "--resume"], capture_output=True,
-                            text=True, timeout=300, env=ENV)  # fmt: skip
+        second = subprocess.run(
+            [*CLI, *long, "--out", str(out), "--resume"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=ENV,
+        )
         line = one_error_line(second)
         assert f"PID {first.pid}" in line and str(out) in line
     finally:
@@ -172,8 +203,13 @@ def test_a_second_run_on_the_same_file_is_refused(tmp_path: Path) -> None:
 def test_two_runs_started_together_never_duplicate(tmp_path: Path) -> None:
     out = tmp_path / "R.jsonl"
     procs = [
-        subprocess.Popen([*CLI, *RUN, "--out", str(out), "--resume"], env=ENV,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        subprocess.Popen(
+            [*CLI, *RUN, "--out", str(out), "--resume"],
+            env=ENV,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for _ in range(2)
     ]
     results = [(p.wait(timeout=300), p.stderr.read() if p.stderr else "") for p in procs]

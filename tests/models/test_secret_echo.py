@@ -22,8 +22,12 @@ SECRET = "sk-live-0123456789abcdef"
 
 
 def echoing(status: int) -> Reply:
-    body = {"error": {"message": f"bad request; you sent Authorization: Bearer {SECRET}",
-                      "headers": {"authorization": f"Bearer {SECRET}"}}}  # fmt: skip
+    body = {
+        "error": {
+            "message": f"bad request; you sent Authorization: Bearer {SECRET}",
+            "headers": {"authorization": f"Bearer {SECRET}"},
+        }
+    }
     return Reply(status, body=body)
 
 
@@ -32,15 +36,21 @@ def backend(fault_server: FaultServer, monkeypatch: pytest.MonkeyPatch, tmp_path
     monkeypatch.setenv("FS_ECHO_KEY", SECRET)
     b = OpenAIBackend(
         OpenAIConfig(
-            base_url=fault_server.url, model="m", api_key_env="FS_ECHO_KEY", max_retries=0,
-            backoff_s=0.0, cache_path=tmp_path / "cache.sqlite",
-        )  # fmt: skip
+            base_url=fault_server.url,
+            model="m",
+            api_key_env="FS_ECHO_KEY",
+            max_retries=0,
+            backoff_s=0.0,
+            cache_path=tmp_path / "cache.sqlite",
+        )
     )
     yield b
     b.close()
 
 
-def test_the_echoed_key_is_not_in_the_error(fault_server: FaultServer, backend: OpenAIBackend) -> None:
+def test_the_echoed_key_is_not_in_the_error(
+    fault_server: FaultServer, backend: OpenAIBackend
+) -> None:
     fault_server.script = [echoing(400)]
     with pytest.raises(BackendError) as info:
         backend.generate([], [], Sampling())
@@ -72,7 +82,9 @@ def test_a_response_echoing_the_key_is_cached_scrubbed(
 ) -> None:
     fault_server.script = [Reply(body=ok_body(f"your key is {SECRET}"))]
     backend.generate([], [], Sampling())  # greedy: cached
-    rows = sqlite3.connect(tmp_path / "cache.sqlite").execute("SELECT request, response FROM responses")
+    rows = sqlite3.connect(tmp_path / "cache.sqlite").execute(
+        "SELECT request, response FROM responses"
+    )
     text = json.dumps(rows.fetchall())
     assert SECRET not in text and "***" in text
 

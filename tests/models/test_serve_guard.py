@@ -17,7 +17,7 @@ import pytest
 import uvicorn
 
 from flatscore.episode import Message, TokenUsage
-from flatscore.models.base import Backend, Generation, Sampling
+from flatscore.models.base import Backend, BackendError, ContextWindowExceeded, Generation, Sampling
 from flatscore.models.cancel import check_cancelled
 from flatscore.models.serve import create_app
 from flatscore.models.serve_guard import MAX_BODY_BYTES, GuardConfig
@@ -154,7 +154,10 @@ def test_a_valid_request_is_answered(server: Server) -> None:
         ({"n": 2}, "n"),
         ({"stop": ["a", "b", "c", "d", "e"]}, "stop"),
         ({"unknown_field": 1}, "unknown_field"),
-        ({"tool_choice": {"type": "function", "function": {"name": "nope"}}, "tools": [TOOL]}, None),
+        (
+            {"tool_choice": {"type": "function", "function": {"name": "nope"}}, "tools": [TOOL]},
+            None,
+        ),
         ({"tool_choice": "required"}, None),
         ({"tool_choice": "sometimes"}, "tool_choice"),
     ],
@@ -177,9 +180,7 @@ def test_model_field_is_required(server: Server) -> None:
     assert_openai_error(post(server, {"messages": USER}), 400, "model")
 
 
-def test_max_tokens_and_top_p_are_honoured_not_replaced(
-    server: Server, backend: Counting
-) -> None:
+def test_max_tokens_and_top_p_are_honoured_not_replaced(server: Server, backend: Counting) -> None:
     r = post(server, {**OK, "max_tokens": 2, "top_p": 0, "temperature": 0.7})
     assert r.status_code == 200
     sampling = backend.samplings[-1]
@@ -281,5 +282,37 @@ def test_a_disconnected_client_cancels_its_generation() -> None:
         t0 = time.perf_counter()
         r = post(s, {**OK, "max_tokens": 4})  # the next request is not stuck behind it
         assert r.status_code == 200 and time.perf_counter() - t0 < 2
+    finally:
+        s.close()
+
+
+class Failing(Counting):
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error
+
+    def generate(
+        self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
+    ) -> Generation:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [
+        (ContextWindowExceeded("prompt too long"), 400),
+        (BackendError("weights fell off", kind="server_error"), 500),
+        (RuntimeError("a bug"), 500),
+    ],
+)
+def test_backend_failures_are_json(error: Exception, status: int) -> None:
+    s = Server(Failing(error))
+    try:
+        r = post(s, OK)
+        assert_openai_error(r, status)
+        if isinstance(error, ContextWindowExceeded):
+            assert "maximum context length" in r.json()["error"]["message"]
+        if isinstance(error, RuntimeError):
+            assert "a bug" not in r.text  # no internals leak to the client
     finally:
         s.close()

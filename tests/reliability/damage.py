@@ -127,7 +127,9 @@ class Tau2Damage:
         if kind == "truncate":
             raw = _dump(data)
             cut = rng.randrange(1, len(raw) - 1)
-            return Case(kind, "tau2", str(self._write(kind, raw[:cut])), "error", notes={"cut": cut})
+            return Case(
+                kind, "tau2", str(self._write(kind, raw[:cut])), "error", notes={"cut": cut}
+            )
         if kind == "wrong_type":
             sim = self._sim(data)
             target: dict[str, Any] = sim
@@ -182,9 +184,14 @@ class Tau2Damage:
             path = self._write(kind, _dump(data))
             literal = mark if where == "domain_name" else None
             return Case(
-                f"{kind}:{where}", "tau2", str(path), "ok", len(data["simulations"]),
-                _sim_rewards(data), literal=literal,
-            )  # fmt: skip
+                f"{kind}:{where}",
+                "tau2",
+                str(path),
+                "ok",
+                len(data["simulations"]),
+                _sim_rewards(data),
+                literal=literal,
+            )
         if kind == "bad_value":
             sim = self._sim(data)
             key, value = rng.choice(
@@ -207,7 +214,9 @@ class Tau2Damage:
                 data["info"]["max_errors"] = value
             else:
                 sim[key] = value
-            return Case(f"{kind}:{key}={value}", "tau2", str(self._write(kind, _dump(data))), "error")
+            return Case(
+                f"{kind}:{key}={value}", "tau2", str(self._write(kind, _dump(data))), "error"
+            )
         if kind == "duplicate":
             data["simulations"].append(copy.deepcopy(self._sim(data)))
             return Case(kind, "tau2", str(self._write(kind, _dump(data))), "either")
@@ -223,11 +232,21 @@ class Tau2Damage:
             return Case(kind, "tau2", str(self._write(kind, bytes(raw))), "either")
         if kind == "shape":
             raw = rng.choice(
-                [b"", b"   \n", b"null", b"[]", b"{}", b"42", b'"text"', b"\xef\xbb\xbf{}",
-                 b'{"info": {}}', b'{"info": null, "simulations": []}',
-                 b'{"info": {"environment_info": {"domain_name": "retail"}}, "simulations": {}}',
-                 b'{"info": {"environment_info": {"domain_name": "retail"}}, "simulations": []}']
-            )  # fmt: skip
+                [
+                    b"",
+                    b"   \n",
+                    b"null",
+                    b"[]",
+                    b"{}",
+                    b"42",
+                    b'"text"',
+                    b"\xef\xbb\xbf{}",
+                    b'{"info": {}}',
+                    b'{"info": null, "simulations": []}',
+                    b'{"info": {"environment_info": {"domain_name": "retail"}}, "simulations": {}}',
+                    b'{"info": {"environment_info": {"domain_name": "retail"}}, "simulations": []}',
+                ]
+            )
             return Case(f"{kind}:{raw[:20]!r}", "tau2", str(self._write(kind, raw)), "error")
         raise ValueError(kind)
 
@@ -252,9 +271,14 @@ class Tau2Damage:
             path.write_bytes(_dump(data))
             cases.append(
                 Case(
-                    f"special:name:{name}", "tau2", str(path), "ok", len(data["simulations"]),
-                    _sim_rewards(data), literal=str(path),
-                )  # fmt: skip
+                    f"special:name:{name}",
+                    "tau2",
+                    str(path),
+                    "ok",
+                    len(data["simulations"]),
+                    _sim_rewards(data),
+                    literal=str(path),
+                )
             )
         return cases
 
@@ -298,8 +322,10 @@ class RunDamage:
             kept = raw[:cut]
             complete = kept.count(b"\n")
             tail = kept.rsplit(b"\n", 1)[-1]
-            if tail and tail == raw[len(kept) - len(tail) : len(kept)] and tail in map(
-                str.encode, lines
+            if (
+                tail
+                and tail == raw[len(kept) - len(tail) : len(kept)]
+                and tail in map(str.encode, lines)
             ):
                 complete += 1  # cut exactly before a newline: a complete last line
             expect: Expect = "ok" if complete else "error"
@@ -311,14 +337,17 @@ class RunDamage:
             key = rng.choice(sorted(ep))
             ep[key] = copy.deepcopy(rng.choice(WRONG_VALUES))
             lines[i] = json.dumps(ep)
-            return Case(f"{kind}:{key}", "run", str(self._write(kind, self._joined(lines))), "either")
+            return Case(
+                f"{kind}:{key}", "run", str(self._write(kind, self._joined(lines))), "either"
+            )
         if kind == "deep":
             depth = rng.choice(DEEP)
             key = rng.choice(["metadata", "messages", "reward", "arm"])
             ep[key] = "@DEEP@"
             lines[i] = json.dumps(ep).replace('"@DEEP@"', "[" * depth + "]" * depth)
-            return Case(f"{kind}:{key}:{depth}", "run", str(self._write(kind, self._joined(lines))),
-                        "error")  # fmt: skip
+            return Case(
+                f"{kind}:{key}:{depth}", "run", str(self._write(kind, self._joined(lines))), "error"
+            )
         if kind == "huge_number":
             literal = rng.choice(HUGE_LITERALS)
             key = rng.choice(["reward", "trial", "seed", "latency_s", "prompt_tokens"])
@@ -357,7 +386,9 @@ class RunDamage:
             )
             ep[key] = value
             lines[i] = json.dumps(ep)
-            return Case(f"{kind}:{key}", "run", str(self._write(kind, self._joined(lines))), "error")
+            return Case(
+                f"{kind}:{key}", "run", str(self._write(kind, self._joined(lines))), "error"
+            )
         if kind == "duplicate":
             lines.insert(i, lines[i])
             return Case(kind, "run", str(self._write(kind, self._joined(lines))), "either")
@@ -367,21 +398,41 @@ class RunDamage:
                 raw[rng.randrange(len(raw))] = rng.randrange(256)
             return Case(kind, "run", str(self._write(kind, bytes(raw))), "either")
         if kind == "shape":
-            raw = rng.choice([b"", b"\n\n", b"null\n", b"[]\n", b"{}\n", b"42\n", b"\xef\xbb\xbf{}\n"])
+            raw = rng.choice(
+                [b"", b"\n\n", b"null\n", b"[]\n", b"{}\n", b"42\n", b"\xef\xbb\xbf{}\n"]
+            )
             expect = "error"
             return Case(f"{kind}:{raw[:8]!r}", "run", str(self._write(kind, raw)), expect)
         raise ValueError(kind)
 
 
 TAU2_KINDS = {
-    "intact": 10, "truncate": 30, "wrong_type": 30, "deep": 18, "huge_number": 20,
-    "non_utf8": 15, "markup": 20, "bad_value": 20, "duplicate": 8, "missing_key": 15,
-    "byte_flip": 20, "shape": 12,
-}  # fmt: skip
+    "intact": 10,
+    "truncate": 30,
+    "wrong_type": 30,
+    "deep": 18,
+    "huge_number": 20,
+    "non_utf8": 15,
+    "markup": 20,
+    "bad_value": 20,
+    "duplicate": 8,
+    "missing_key": 15,
+    "byte_flip": 20,
+    "shape": 12,
+}
 RUN_KINDS = {
-    "intact": 8, "truncate": 14, "wrong_type": 14, "deep": 9, "huge_number": 10,
-    "non_utf8": 8, "markup": 10, "bad_value": 12, "duplicate": 4, "byte_flip": 10, "shape": 5,
-}  # fmt: skip
+    "intact": 8,
+    "truncate": 14,
+    "wrong_type": 14,
+    "deep": 9,
+    "huge_number": 10,
+    "non_utf8": 8,
+    "markup": 10,
+    "bad_value": 12,
+    "duplicate": 4,
+    "byte_flip": 10,
+    "shape": 5,
+}
 
 
 def generate(out: Path, run_lines: list[str], seed: int = 14) -> list[Case]:

@@ -18,9 +18,9 @@ def load_runs(paths: Iterable[str | Path], **tau2_options: object) -> Iterator[E
     """Stream episodes from each path: a `.jsonl` run, or a τ² results file or directory.
 
     Input that holds no episode at all is an InputError naming the files."""
-    paths = [Path(p) for p in paths]
+    files = [Path(p) for p in paths]
     n = 0
-    for path in paths:
+    for path in files:
         if path.suffix == ".jsonl":
             episodes = read_episodes(path)
         else:
@@ -31,4 +31,4 @@ def load_runs(paths: Iterable[str | Path], **tau2_options: object) -> Iterator[E
             n += 1
             yield episode
     if n == 0:
-        raise InputError("no episodes in the input", file=", ".join(map(str, paths)) or None)
+        raise InputError("no episodes in the input", file=", ".join(map(str, files)) or None)

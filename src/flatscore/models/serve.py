@@ -65,9 +65,7 @@ def completion_body(generation: Generation, model: str) -> dict[str, Any]:
     }
 
 
-def create_app(
-    backend: Backend, model_name: str, guard: GuardConfig | None = None
-) -> Starlette:
+def create_app(backend: Backend, model_name: str, guard: GuardConfig | None = None) -> Starlette:
     """The app; `guard` says who may call it (default: loopback only, no API key)."""
 
     async def models(_request: Request) -> JSONResponse:

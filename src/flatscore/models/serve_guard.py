@@ -85,8 +85,10 @@ class GuardConfig:
         return _is_loopback(self.bind_host)
 
     def host_allowed(self, host: str) -> bool:
-        return _is_loopback(host) or host in self.extra_hosts or (
-            not self.loopback_only and host == self.bind_host.strip("[]").lower()
+        return (
+            _is_loopback(host)
+            or host in self.extra_hosts
+            or (not self.loopback_only and host == self.bind_host.strip("[]").lower())
         )
 
 
@@ -149,9 +151,10 @@ class ServeGuard:
             origin_host = urlsplit(origin).hostname if origin != "null" else None
             if not origin_host or not _is_loopback(origin_host):
                 return error_response(
-                    403, "cross-origin requests are refused (Origin is not loopback)",
+                    403,
+                    "cross-origin requests are refused (Origin is not loopback)",
                     code="bad_origin",
-                )  # fmt: skip
+                )
         if self.config.api_key is not None:
             auth = headers.get("authorization", "")
             scheme, _, token = auth.partition(" ")
@@ -160,15 +163,18 @@ class ServeGuard:
             )
             if not ok:
                 return error_response(
-                    401, "missing or wrong API key (send Authorization: Bearer <key>)",
+                    401,
+                    "missing or wrong API key (send Authorization: Bearer <key>)",
                     code="invalid_api_key",
-                )  # fmt: skip
+                )
         if scope["method"] == "POST":
             ctype = headers.get("content-type", "").split(";")[0].strip().lower()
             if ctype != "application/json":
                 return error_response(415, "Content-Type must be application/json")
             length = headers.get("content-length")
-            if length is not None and (not length.isdigit() or int(length) > self.config.max_body_bytes):
+            if length is not None and (
+                not length.isdigit() or int(length) > self.config.max_body_bytes
+            ):
                 return self._too_large()
         return None
 
@@ -204,6 +210,7 @@ async def run_until_disconnect(request: Request, fn: Callable[[], T]) -> T | Non
             with anyio.move_on_after(DISCONNECT_POLL_S):
                 await done.wait()
 
+    failure: list[BaseException] = []
     async with anyio.create_task_group() as tg:
         tg.start_soon(watch)
         try:
@@ -212,6 +219,10 @@ async def run_until_disconnect(request: Request, fn: Callable[[], T]) -> T | Non
             )
         except GenerationCancelled:
             pass
+        except Exception as exc:  # re-raised below as itself, not as an ExceptionGroup
+            failure.append(exc)
         finally:
             done.set()
+    if failure:
+        raise failure[0]
     return result[0] if result else None
