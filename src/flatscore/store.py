@@ -258,8 +258,9 @@ class EpisodeWriter:
         if episode.episode_id in self.present:
             return False
         self._fh.write(scrub(episode.model_dump_json(exclude_none=False)) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        if not self.atomic:  # an atomic copy is synced once, before it replaces the file
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
         self.present.add(episode.episode_id)
         return True
 
@@ -269,6 +270,8 @@ class EpisodeWriter:
     def commit(self) -> None:
         """Atomic mode: put the temporary copy in place of the file. Then close."""
         if self.atomic and not self._fh.closed:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
             self._fh.close()
             os.replace(self._target, self.path)
             dir_fd = os.open(self.path.parent, os.O_RDONLY)
