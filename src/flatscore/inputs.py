@@ -67,11 +67,12 @@ def open_regular(path: Path) -> BinaryIO:
 
 
 class TooDeep(ValueError):
-    """JSON nested deeper than the limit; `offset` is the byte where it went too deep."""
+    """JSON nested deeper than the limit, somewhere in bytes `start`..`end` of the input."""
 
-    def __init__(self, offset: int, limit: int) -> None:
-        super().__init__(f"JSON nested deeper than {limit} levels (at byte {offset})")
-        self.offset = offset
+    def __init__(self, start: int, end: int, limit: int) -> None:
+        where = f" (within bytes {start:,}–{end:,})" if end - start > 1 else ""
+        super().__init__(f"JSON nested deeper than {limit} levels{where}")
+        self.start, self.end = start, end
 
 
 class DepthGuard:
@@ -104,7 +105,7 @@ class DepthGuard:
         step = step.astype(np.int64) - (((a == _CLOSES[0]) | (a == _CLOSES[1])) & outside)
         running = self.depth + np.cumsum(step)
         if int(running.max()) > self.limit:
-            raise TooDeep(start, self.limit)
+            raise TooDeep(start, self.offset, self.limit)
         self.depth = int(running[-1])
         self.in_string = bool((int(self.in_string) + int(quotes.sum())) & 1)
 

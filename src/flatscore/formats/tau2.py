@@ -48,6 +48,7 @@ from flatscore.episode import (
 )
 from flatscore.errors import InputError
 from flatscore.inputs import (
+    TooDeep,
     check_regular_file,
     error_text,
     open_json,
@@ -210,6 +211,8 @@ def _read_info(meta: Path) -> dict[str, Any]:
     with open_json(meta) as fh:
         try:
             info = next(ijson.items(fh, "info", use_float=True), None)
+        except TooDeep as exc:  # the guard reads ahead: anywhere in the file, not only `info`
+            raise InputError(str(exc), file=str(meta)) from None
         except _JSON_ERRORS as exc:
             raise InputError(_json_error(exc), file=str(meta), field="info") from None
     if info is None:
@@ -326,6 +329,9 @@ def _stream_single_file(meta: Path) -> Iterator[_Raw | InputError]:
             for data in ijson.items(fh, "simulations.item", use_float=True):
                 yield _Raw(index, meta, data)
                 index += 1
+        except TooDeep as exc:  # the guard reads ahead of the simulation being built
+            yield InputError(str(exc), file=str(meta))
+            return
         except _JSON_ERRORS as exc:
             sim_id = _id_at(meta, index)
             yield InputError(_json_error(exc), file=str(meta), record=_record_label(index, sim_id))
