@@ -17,8 +17,9 @@ from unittest.mock import patch
 import pytest
 
 from flatscore.cli import main
-from flatscore.runner import RunConfig, plan_episodes
+from flatscore.runner.quick import QuickRun
 from flatscore.store import read_episodes
+from flatscore.study_run import plan_study
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tau2"
 OK = FIXTURES / "v1.0" / "ok.json"
@@ -166,7 +167,9 @@ RUN = [
     "1",
     "--no-progress",
 ]
-PLANNED = len(plan_episodes(RunConfig(domains=["retail"], split="test", trials=1)))
+PLANNED = len(
+    plan_study(QuickRun.parse(domains=["retail"], split="test", trials=1).to_study()).jobs
+)
 
 
 def test_a_second_run_on_the_same_file_is_refused(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ not reach errors, episode metadata, run files or the response cache (issue 14)."
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from pathlib import Path
@@ -11,11 +12,12 @@ import pytest
 from fault_server import FaultServer, Reply, ok_body
 
 from flatscore.agents.model import ModelAgent
+from flatscore.domains import get_domain
 from flatscore.models.base import BackendError, Sampling
 from flatscore.models.openai import OpenAIBackend, OpenAIConfig
-from flatscore.runner.run import RunConfig, run
+from flatscore.runner import EpisodeSpec, run_episode
 from flatscore.secrets import scrub
-from flatscore.store import read_episodes
+from flatscore.store import EpisodeWriter, read_episodes
 from flatscore.users import ScriptedUser
 
 SECRET = "sk-live-0123456789abcdef"
@@ -62,17 +64,17 @@ def test_the_echoed_key_is_in_no_episode_of_a_run(
     fault_server: FaultServer, backend: OpenAIBackend, tmp_path: Path
 ) -> None:
     fault_server.script = [echoing(401)]
+    domain = get_domain("retail")
     out = tmp_path / "run.jsonl"
-    config = RunConfig(domains=["retail"], split="test", arm="echo", concurrency=1, task_ids=None)
-    summary = run(
-        config.model_copy(update={"trials": 1}),
-        out,
-        lambda: ModelAgent(backend, Sampling(max_tokens=8)),
-        lambda: ScriptedUser(),
-        progress=False,
-    )
+    with EpisodeWriter(out) as writer:
+        for i, task in enumerate(domain.tasks("test")[:3]):
+            spec = EpisodeSpec(domain=domain, task=task, trial=0, seed=i, arm="echo")
+            agent = ModelAgent(backend, Sampling(max_tokens=8))
+            episode = asyncio.run(run_episode(spec, agent, ScriptedUser()))
+            assert SECRET not in str(episode.metadata)  # the error was scrubbed at the source
+            writer.write(episode)
     episodes = list(read_episodes(out))
-    assert summary.written == len(episodes) > 0
+    assert len(episodes) == 3
     assert all("***" in str(e.metadata.get("error", "")) for e in episodes)
     assert SECRET not in out.read_text()
 
