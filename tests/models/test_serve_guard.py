@@ -316,3 +316,16 @@ def test_backend_failures_are_json(error: Exception, status: int) -> None:
             assert "a bug" not in r.text  # no internals leak to the client
     finally:
         s.close()
+
+
+def test_bound_beyond_loopback_any_host_but_never_a_foreign_origin() -> None:
+    guard = GuardConfig(bind_host="0.0.0.0", api_key="sk-test-0123456789")
+    assert guard.host_allowed("my-laptop.lan") and not GuardConfig().host_allowed("evil.example")
+    s = Server(Counting(), guard)
+    try:
+        key = {"authorization": "Bearer sk-test-0123456789"}
+        r = post(s, {**OK, "max_tokens": 1}, headers={**key, "host": "my-laptop.lan"})
+        assert r.status_code == 200
+        assert_openai_error(post(s, OK, headers={**key, "origin": "https://evil.example"}), 403)
+    finally:
+        s.close()

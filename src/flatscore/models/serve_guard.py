@@ -3,8 +3,8 @@
 A model server on loopback is still reachable by every web page the user visits (a page can
 POST cross-site, and DNS rebinding makes a hostile name resolve to 127.0.0.1). So, before
 any route runs:
-- the `Host` header must name a loopback address (or the interface `--host` bound), and the
-  peer must be a loopback address unless the server was bound elsewhere on purpose;
+- the `Host` header must name a loopback address and the peer must be a loopback address,
+  unless the server was bound beyond loopback on purpose (`--host`; then use `--api-key`);
 - an `Origin` header, which browsers add to cross-site requests, must be a loopback origin;
 - a POST must say `Content-Type: application/json` (a page cannot send that without a
   CORS preflight, which this server never answers);
@@ -85,11 +85,9 @@ class GuardConfig:
         return _is_loopback(self.bind_host)
 
     def host_allowed(self, host: str) -> bool:
-        return (
-            _is_loopback(host)
-            or host in self.extra_hosts
-            or (not self.loopback_only and host == self.bind_host.strip("[]").lower())
-        )
+        """Loopback names always; any name when the server was bound beyond loopback on
+        purpose (`--host 0.0.0.0`: clients reach it by names we cannot know)."""
+        return _is_loopback(host) or host in self.extra_hosts or not self.loopback_only
 
 
 class ServeGuard:
