@@ -1,14 +1,20 @@
-"""Clean output: no third-party warnings or progress bars in a command's output, and no
-wrapping at 80 columns when it is piped."""
+"""Clean output: no third-party warnings or progress bars in a command's output, no
+wrapping at 80 columns when it is piped, and data printed literally (rich markup, emoji
+codes and highlighting are off)."""
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from rich.table import Table
+
+from flatscore.analysis.summary import verdict_lines
+from flatscore.console import make_console, styled
 
 CLI = "from flatscore.cli import main; main()"
 
@@ -81,3 +87,39 @@ def test_a_model_command_prints_only_its_own_output(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert len(done.stdout.splitlines()) == 1 and "episodes written" in done.stdout
+
+
+def printed(*renderables: object) -> str:
+    console = make_console()
+    console.file = io.StringIO()
+    for r in renderables:
+        console.print(r)
+    out = console.file.getvalue()
+    assert isinstance(out, str)
+    return out
+
+
+def test_markup_looking_data_prints_as_is() -> None:
+    for text in ["d[/].json", "results[run1].json", "[bold]x[/bold]", "[link=x]y", ":smile:"]:
+        assert printed(text).strip() == text
+        assert printed(styled(("error:", "bold red"), " ", text)).strip() == f"error: {text}"
+    table = Table("arm", title="written to r[/].jsonl")
+    table.add_row("[/]arm")
+    out = printed(table)
+    assert "[/]arm" in out and "r[/].jsonl" in out
+
+
+def test_long_lines_are_not_wrapped() -> None:
+    line = "x/" * 200
+    assert printed(line).strip() == line
+
+
+def test_verdict_lines_are_text_not_markup() -> None:
+    from types import SimpleNamespace
+
+    cell = SimpleNamespace(
+        model="[red]m", domain="d[/]", verdict="inconclusive", verdict_reason="[/]why",
+        risk_screen=SimpleNamespace(verdict="[b]"),
+    )  # fmt: skip
+    (line,) = verdict_lines(SimpleNamespace(cells=[cell]))  # type: ignore[arg-type]
+    assert printed(line).strip() == "[red]m / d[/]: inconclusive — [/]why  (risk screen: [b])"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from flatscore.console import console as make_console
+from flatscore.console import make_console
 from flatscore.study import Study
 from flatscore.study_run import StudyOutcome, print_outcome, run_study
 

@@ -12,11 +12,15 @@ import json
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from flatscore.strict import StrictModel
 
 SCHEMA_VERSION = 1
+KNOWN_SCHEMA_VERSIONS = (1,)
+MAX_ERRORS_LIMIT = 1_000
+"""Largest error budget accepted: analysis enumerates every K below it."""
+MAX_TRIAL = 1_000_000
 
 Role = Literal["system", "user", "assistant", "tool"]
 Requestor = Literal["agent", "user"]
@@ -144,7 +148,7 @@ class ErrorBudget(StrictModel):
     """The budget the episode ran under, with τ² semantics: the episode stops when the
     cumulative count of counted errors reaches `max_errors` (None: no budget)."""
 
-    max_errors: int | None = None
+    max_errors: int | None = Field(None, ge=0, le=MAX_ERRORS_LIMIT)
     counted: Literal["all", "agent"] = "all"
 
 
@@ -179,12 +183,12 @@ class Episode(StrictModel):
     model: str
     domain: str
     task_id: str
-    trial: int = 0
+    trial: int = Field(0, ge=0, le=MAX_TRIAL)
     seed: int | None = None
     split: str | None = None
     messages: list[Message] = Field(default_factory=list)
     termination_reason: TerminationReason
-    reward: float | None = None
+    reward: float | None = Field(None, ge=0.0, le=1.0, allow_inf_nan=False)
     reward_breakdown: dict[str, float] = Field(default_factory=dict)
     error_budget: ErrorBudget = Field(default_factory=ErrorBudget)
     tools: ToolLists = Field(default_factory=ToolLists)
@@ -192,6 +196,22 @@ class Episode(StrictModel):
     usage: TokenUsage = Field(default_factory=TokenUsage)
     source: Source | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("schema_version")
+    @classmethod
+    def _known_schema_version(cls, value: int) -> int:
+        if value not in KNOWN_SCHEMA_VERSIONS:
+            known = ", ".join(map(str, KNOWN_SCHEMA_VERSIONS))
+            raise ValueError(f"unknown schema version {value} (this flatscore reads {known})")
+        return value
+
+    @field_validator("reward_breakdown")
+    @classmethod
+    def _finite_breakdown(cls, value: dict[str, float]) -> dict[str, float]:
+        for key, v in value.items():
+            if v != v or v in (float("inf"), float("-inf")):
+                raise ValueError(f"reward_breakdown[{key!r}] must be a finite number")
+        return value
 
     @property
     def is_infrastructure_error(self) -> bool:

@@ -33,14 +33,13 @@ from pathlib import Path
 
 from pydantic import BaseModel
 from rich.console import Console
-from rich.markup import escape as esc
 
 from flatscore.agents.repair import repair_arm_label
 from flatscore.analysis.analyze import AnalysisOptions
 from flatscore.analysis.budget import parse_budgets
 from flatscore.analysis.channels import load_rules
 from flatscore.analysis.result import AnalysisResult
-from flatscore.console import console as make_console
+from flatscore.console import make_console, styled
 from flatscore.console import progress as make_progress
 from flatscore.domains import get_domain
 from flatscore.episode import ErrorBudget
@@ -296,25 +295,32 @@ def print_verdicts(
     analysis: AnalysisResult, paths: ReportPaths, console: Console, *, sentences: bool = True
 ) -> None:
     """Each cell's verdict, the headline per arm (with its first sentence), and where the
-    report is: what `flatscore run study.yaml` and `flatscore report` end with."""
+    report is: what `flatscore run study.yaml` and `flatscore report` end with. Every line
+    is `Text`, so names and paths print literally on any console."""
     for cell in analysis.cells:
         console.print(
-            f"[bold]{esc(cell.model)} · {esc(cell.domain)}[/]: {cell.verdict}", highlight=False
+            styled((f"{cell.model} · {cell.domain}", "bold"), f": {cell.verdict}"),
+            highlight=False,
         )
         for h in headlines(cell, analysis.settings.default_K):
-            console.print(f"  {esc(h.arm)} vs {esc(h.reference)}: {h.verdict}", highlight=False)
+            console.print(styled(f"  {h.arm} vs {h.reference}: {h.verdict}"), highlight=False)
             if sentences and h.sentences:
-                console.print(f"    [dim]{esc(h.sentences[0])}[/]", highlight=False)
-    also = f"[dim]also {esc(str(paths.summary))} and {esc(str(paths.analysis))}[/]"
-    console.print(f"report: {esc(str(paths.html))}", highlight=False, soft_wrap=True)
-    console.print(also, highlight=False, soft_wrap=True)
+                console.print(styled((f"    {h.sentences[0]}", "dim")), highlight=False)
+    console.print(styled(f"report: {paths.html}"), highlight=False, soft_wrap=True)
+    console.print(
+        styled((f"also {paths.summary} and {paths.analysis}", "dim")),
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def print_outcome(outcome: StudyOutcome, console: Console) -> None:
     """What ran, then (with a report) `print_verdicts`."""
     console.print(
-        f"{outcome.written} episodes run, {outcome.skipped} already there "
-        f"({outcome.seconds:.0f} s); terminations {outcome.terminations}",
+        styled(
+            f"{outcome.written} episodes run, {outcome.skipped} already there "
+            f"({outcome.seconds:.0f} s); terminations {outcome.terminations}"
+        ),
         highlight=False,
     )
     if outcome.analysis is not None and outcome.report is not None:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from flatscore.console import console as make_console
-from flatscore.console import quiet_third_party
+from flatscore.console import make_console, quiet_third_party
 
 quiet_third_party()  # before any command imports transformers
 
@@ -19,6 +18,8 @@ app = typer.Typer(
 
 console = make_console()
 err_console = make_console(stderr=True)
+
+__all__ = ["app", "console", "err_console"]
 
 
 @app.command()

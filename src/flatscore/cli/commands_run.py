@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape as esc
 
 from flatscore.cli.app import app, console
+from flatscore.console import styled
 from flatscore.errors import InputError
 from flatscore.runner import defaults
 
@@ -300,10 +300,11 @@ def _run_study(
         else ex.address or f"a local instance, {ex.num_cpus or 'all'} CPUs"
     )
     console.print(
-        f"study [bold]{esc(study.name)}[/] → {esc(str(study.output_dir))} "
-        f"(executor {ex.kind}: {esc(where)})",
-        highlight=False,
-        soft_wrap=True,
+        styled(
+            "study ",
+            (study.name, "bold"),
+            f" → {study.output_dir} (executor {ex.kind}: {where})",
+        )
     )
     outcome = run_study(study, resume=resume, progress=progress, report=report)
     print_outcome(outcome, console)

@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from flatscore.console import console, progress
+from flatscore.console import make_console, progress
 from flatscore.errors import InputError
 
 TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -278,7 +278,7 @@ def train(
 
     end = config.steps if stop_after is None else min(config.steps, stop_after)
     log = (out / "loss.jsonl").open("a", encoding="utf-8")
-    err = console(stderr=True)
+    err = make_console(stderr=True)
     bar = progress(err, "loss {task.fields[loss]}", enabled=options.progress)
     last_save = time.monotonic()
     ema: float | None = None

@@ -64,7 +64,9 @@ class BackendError(Exception):
     """
 
     def __init__(self, message: str, *, kind: str, status: int | None = None) -> None:
-        super().__init__(message)
+        from flatscore.secrets import scrub  # an error body may echo the request's key
+
+        super().__init__(scrub(message))
         self.kind = kind
         self.status = status
         self.retry_after: str | None = None

@@ -30,6 +30,7 @@ from flatscore.models.base import Backend, BackendError, ContextWindowExceeded, 
 from flatscore.models.cache import ResponseCache
 from flatscore.models.chat_format import render_call
 from flatscore.models.wire import calls_from_wire, logprobs_from_wire, message_to_wire
+from flatscore.secrets import register_secret
 from flatscore.strict import StrictModel
 
 _CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too many tokens")
@@ -114,6 +115,7 @@ class OpenAIBackend(Backend):
     def _headers(self) -> dict[str, str]:
         env = self.config.api_key_env
         key = os.environ.get(env) if env else None
+        register_secret(key)  # masked in every error, cache entry and episode from now on
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     def _cache_request(self, body: dict[str, Any], sampling: Sampling) -> dict[str, Any] | None:
