@@ -34,6 +34,7 @@ from flatscore.errors import InputError, from_validation
 from flatscore.models.shared import BackendSpec
 from flatscore.runner import defaults
 from flatscore.strict import StrictModel
+from flatscore.tau2live.spec import Tau2Spec, check_tau2_domains, is_tau2_domain
 
 ModelKind = Literal["embedded", "local", "openai", "agent"]
 DEFAULT_STUDY_NAME = defaults.STUDY_NAME
@@ -245,6 +246,7 @@ class Study(StrictModel):
     concurrency: int = Field(defaults.CONCURRENCY, ge=1)
     executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
     analysis: AnalysisSpec = Field(default_factory=AnalysisSpec)
+    tau2: Tau2Spec | None = Field(None, description="τ²-bench domains (`tau2:retail`)")
     title: str | None = None
     base_dir: Path = Field(Path("."), exclude=True, description="folder of the study file")
 
@@ -264,12 +266,22 @@ class Study(StrictModel):
         known = domain_names()
         if value == ["all"]:
             return known
-        bad = [d for d in value if d not in known]
+        bad = [d for d in value if d not in known and not is_tau2_domain(d)]
         if bad:
-            raise ValueError(f"unknown domain(s) {', '.join(bad)} (known: {', '.join(known)})")
+            raise ValueError(
+                f"unknown domain(s) {', '.join(bad)} (known: {', '.join(known)}, or "
+                "tau2:<domain> for τ²-bench's own)"
+            )
         if len(set(value)) != len(value):
             raise ValueError("domains must be unique")
+        check_tau2_domains(value, [d for d in value if not is_tau2_domain(d)])
         return value
+
+    @model_validator(mode="after")
+    def _tau2_section(self) -> Study:
+        if any(is_tau2_domain(d) for d in self.domains) and self.tau2 is None:
+            raise ValueError("tau2:<domain> domains need a 'tau2' section (tau2.user at least)")
+        return self
 
     @field_validator("models")
     @classmethod

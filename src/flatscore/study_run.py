@@ -265,16 +265,27 @@ def run_study(
     """Run the study (local executor unless given or named in the study), then write the
     report into its output folder. With `run_file` (the quick form) every episode goes to
     that one file, and neither study.json nor a report is written."""
-    plan = plan_study(study, run_file)
+    from flatscore.tau2live.study_hook import builtin_study, run_tau2_domains
+
+    builtin = builtin_study(study)  # τ²-bench domains (`tau2:retail`) run apart, below
+    plan = plan_study(builtin, run_file) if builtin is not None else None
     out = run_file or study.output_dir
     if run_file is None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "study.json").write_text(study.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    executor = executor or make_executor(study.executor, study.concurrency)
     started = time.perf_counter()
-    planned, skipped, succeeded, terminations = asyncio.run(
-        execute_plan(plan, executor, resume=resume, progress=progress, console=console)
-    )
+    planned = skipped = succeeded = 0
+    terminations: Counter[str] = Counter()
+    if plan is not None:
+        executor = executor or make_executor(study.executor, study.concurrency)
+        planned, skipped, succeeded, terminations = asyncio.run(
+            execute_plan(plan, executor, resume=resume, progress=progress, console=console)
+        )
+    tau2 = run_tau2_domains(study, resume=resume, progress=progress, console=console)
+    if tau2 is not None:
+        planned, skipped = planned + tau2.planned, skipped + tau2.skipped
+        succeeded += tau2.succeeded
+        terminations.update(tau2.terminations)
     paths = result = None
     if report and run_file is None:
         result, paths = write_study_report(study)

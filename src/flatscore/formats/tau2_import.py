@@ -37,6 +37,21 @@ class ImportSummary(BaseModel):
     by_termination: dict[str, int] = Field(default_factory=dict)
     files: list[FileImport] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)  # one line per skipped simulation
+    malformed_turns: int = 0  # agent turns `flatscore serve` marked malformed
+    warnings: list[str] = Field(default_factory=list)
+
+    def crash_warnings(self) -> list[str]:
+        """One line per kind of τ² crash among the written episodes (never hidden)."""
+        out = []
+        for reason in ("agent_error", "user_error", "unexpected_error"):
+            n = self.by_termination.get(reason, 0)
+            if n:
+                out.append(
+                    f"{n} of {self.written} episodes ended in {reason}: τ² itself crashed "
+                    "(e.g. unparseable tool-call arguments); they count as failed episodes, "
+                    "with only the calls made before the crash (marked metadata.crashed)"
+                )
+        return out
 
 
 def _file_record(path: Path, first: Episode | None) -> FileImport:
@@ -84,10 +99,12 @@ def import_tau2(
                     continue
                 summary.written += 1
                 reasons[ep.termination_reason.value] += 1
+                summary.malformed_turns += sum(m.malformed for m in ep.messages)
                 if on_episode is not None:
                     on_episode(ep)
             if record is None:  # no valid simulation: describe the file from its header
                 summary.files.append(_file_record(path, None))
             summary.skipped.extend(e.one_line() for e in skipped)
     summary.by_termination = dict(sorted(reasons.items()))
+    summary.warnings = summary.crash_warnings()
     return summary

@@ -8,6 +8,15 @@ ignore and flatscore's `openai` backend reads to keep the malformed-output chann
 
 Requests are validated strictly (`serve_request`), only loopback clients and no web page
 may call (`serve_guard`), and a generation stops when its client disconnects.
+
+What an OpenAI client may rely on (τ²-bench through litellm does):
+- tool-call `arguments` are always a JSON object's text: output whose arguments do not
+  parse goes back as plain text, marked malformed (as vLLM's tool parsers do);
+- tool-call ids are random (`call_<24 hex>`), so they never collide between the agent's and
+  the user simulator's calls in one conversation;
+- a context overflow is a 400 with OpenAI's `code: "context_length_exceeded"` and wording,
+  which litellm maps to `ContextWindowExceededError`; without `max_tokens` the reply may use
+  up to `DEFAULT_MAX_TOKENS`, or what is left of the window when less.
 """
 
 from __future__ import annotations
@@ -22,7 +31,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from flatscore.models.base import Backend, BackendError, Generation
+from flatscore.episode import Message
+from flatscore.models.base import Backend, BackendError, Generation, Sampling
 from flatscore.models.serve_guard import (
     EXCEPTION_HANDLERS,
     GuardConfig,
@@ -30,17 +40,61 @@ from flatscore.models.serve_guard import (
     error_response,
     run_until_disconnect,
 )
-from flatscore.models.serve_request import RequestError, parse_chat_request
+from flatscore.models.serve_request import DEFAULT_MAX_TOKENS, RequestError, parse_chat_request
 from flatscore.models.wire import logprobs_to_wire, message_to_wire
 
 _error = error_response
 
 
+def context_overflow(backend: Backend, detail: str) -> JSONResponse:
+    """OpenAI's answer to a prompt that does not fit (litellm recognises both the code and
+    the wording as `ContextWindowExceededError`)."""
+    window = getattr(backend, "max_context", None)
+    size = f" is {window} tokens" if isinstance(window, int) else " was exceeded"
+    message = (
+        f"This model's maximum context length{size}. However, {detail}. "
+        "Please reduce the length of the messages or completion."
+    )
+    return _error(400, message, param="messages", code="context_length_exceeded")
+
+
+def new_call_id() -> str:
+    """A tool-call id unique across requests (OpenAI's `call_…` shape)."""
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def fitting_max_tokens(
+    backend: Backend, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
+) -> int:
+    """`max_tokens` for a request that gave none: `DEFAULT_MAX_TOKENS`, or what is left of
+    the context window when less (at least 1, so a full window is still refused)."""
+    window = getattr(backend, "max_context", None)
+    encode = getattr(backend, "encode", None)
+    if not isinstance(window, int) or encode is None:
+        return DEFAULT_MAX_TOKENS
+    from flatscore.models.chat_format import forced_prefix, render
+
+    offered = [] if sampling.tool_choice == "none" else tools
+    prefix = forced_prefix(sampling.tool_choice) if offered else ""
+    prompt = len(encode(render(messages, offered).text + prefix))
+    return max(1, min(DEFAULT_MAX_TOKENS, window - prompt))
+
+
 def completion_body(generation: Generation, model: str) -> dict[str, Any]:
     message = generation.message
+    if any(not c.arguments_parsed for c in message.tool_calls):
+        # Never emit arguments a client cannot parse: the turn goes back as text, marked.
+        message = Message(role="assistant", content=generation.raw_text, malformed=True)
+    message = message.model_copy(
+        update={
+            "tool_calls": [c.model_copy(update={"id": new_call_id()}) for c in message.tool_calls]
+        }
+    )
     wire = message_to_wire(message)
+    finish = generation.finish_reason
     if message.malformed:
         wire = {"role": "assistant", "content": generation.raw_text}
+        finish = "stop" if finish == "tool_calls" else finish
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex}",
         "object": "chat.completion",
@@ -53,7 +107,7 @@ def completion_body(generation: Generation, model: str) -> dict[str, Any]:
                 "logprobs": logprobs_to_wire(generation.logprobs)
                 if generation.logprobs is not None
                 else None,
-                "finish_reason": generation.finish_reason,
+                "finish_reason": finish,
                 "flatscore": {"malformed": message.malformed, "raw_text": generation.raw_text},
             }
         ],
@@ -85,13 +139,20 @@ def create_app(backend: Backend, model_name: str, guard: GuardConfig | None = No
             sampling = body.sampling()
         except RequestError as exc:
             return _error(exc.status, f"invalid request: {exc.message}", param=exc.param)
+        given = body.max_completion_tokens or body.max_tokens
+
+        def generate() -> Generation:
+            fitted = sampling
+            if not given:
+                fit = fitting_max_tokens(backend, messages, tools, sampling)
+                fitted = sampling.model_copy(update={"max_tokens": fit})
+            return backend.generate(messages, tools, fitted)
+
         try:
-            generation = await run_until_disconnect(
-                request, lambda: backend.generate(messages, tools, sampling)
-            )
+            generation = await run_until_disconnect(request, generate)
         except BackendError as exc:
             if exc.kind == "context_window_exceeded":
-                return _error(400, f"maximum context length exceeded: {exc}")
+                return context_overflow(backend, str(exc))
             return _error(500, str(exc), "server_error")
         if generation is None:  # the client disconnected; nobody reads this
             return _error(499, "client closed the request")

@@ -1,0 +1,201 @@
+"""Where τ²'s agent and user simulator send their requests: an OpenAI-compatible URL per arm,
+or a `flatscore serve` process that flatscore starts for an in-process arm.
+
+`ServerPool` starts each distinct (model, precision) once, on a free loopback port, waits
+until `/health` answers, and stops every server it started when it exits — normally, on an
+exception or on Ctrl-C. Servers run in their own session (Ctrl-C reaches only flatscore,
+which then stops them in order) and, on Linux, die with their parent even if it is killed
+outright (`PR_SET_PDEATHSIG`), so no server outlives a run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from flatscore.errors import InputError
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """An OpenAI-compatible model as litellm addresses it (`openai/<served name>`)."""
+
+    url: str
+    model: str
+    api_key_env: str | None = None
+    label: str = ""  # what played the role, for the episode's metadata
+
+    @property
+    def llm(self) -> str:
+        return f"openai/{self.model}"
+
+    def llm_args(self, sampling: dict[str, Any], *, retries: int, timeout_s: float) -> dict[str, Any]:
+        """litellm arguments: the endpoint, the key (read at start, never stored) and sampling."""
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        return {
+            "api_base": self.url,
+            "api_key": key or "none",
+            "num_retries": retries,
+            "timeout": timeout_s,
+            **sampling,
+        }
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+    """Linux: the kernel sends SIGTERM to this process when its parent dies."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+@dataclass
+class ServedModel:
+    """One `flatscore serve` child process."""
+
+    path: str
+    quant: str
+    threads: int
+    port: int = 0
+    proc: subprocess.Popen[bytes] | None = None
+    log: Path | None = None
+    started_s: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return f"{Path(self.path).name or self.path}@{self.quant}"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self, log_dir: Path) -> None:
+        self.port = free_port()
+        self.log = log_dir / f"serve-{self.name.replace('/', '_')}-{self.port}.log"
+        env = {**os.environ, "OMP_NUM_THREADS": str(self.threads)}
+        cmd = [
+            sys.executable,
+            "-c",
+            "from flatscore.cli import main; main()",
+            "serve",
+            "--model",
+            self.path,
+            "--arm",
+            self.quant,
+            "--port",
+            str(self.port),
+            "--threads",
+            str(self.threads),
+            "--name",
+            self.name,
+        ]
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                cmd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,  # noqa: PLW1509
+            )
+        self.started_s = time.monotonic()
+
+    def wait_healthy(self, timeout_s: float) -> None:
+        assert self.proc is not None
+        health = f"http://127.0.0.1:{self.port}/health"
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if self.proc.poll() is not None:
+                tail = self._log_tail()
+                raise InputError(
+                    f"flatscore serve for {self.name} exited ({self.proc.returncode}): {tail}"
+                )
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(health, timeout=2).status_code == 200:
+                    return
+            if time.monotonic() > deadline:
+                self.stop()
+                raise InputError(
+                    f"flatscore serve for {self.name} was not healthy after {timeout_s:.0f} s"
+                )
+            time.sleep(0.5)
+
+    def _log_tail(self) -> str:
+        if self.log is None or not self.log.exists():
+            return "(no log)"
+        lines = [ln for ln in self.log.read_text(errors="replace").splitlines() if ln.strip()]
+        return lines[-1].strip() if lines else "(empty log)"
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+
+
+@dataclass
+class ServerPool:
+    """Starts `flatscore serve` once per (model, precision) and stops all of them on exit."""
+
+    log_dir: Path | None = None
+    threads: int = 1
+    start_timeout_s: float = 900.0
+    on_start: Callable[[str], None] | None = None
+    servers: dict[tuple[str, str], ServedModel] = field(default_factory=dict)
+
+    def endpoint(self, path: str, quant: str, label: str) -> Endpoint:
+        key = (path, quant)
+        server = self.servers.get(key)
+        if server is None:
+            log_dir = self.log_dir or Path(tempfile.gettempdir())
+            log_dir.mkdir(parents=True, exist_ok=True)
+            server = ServedModel(path=path, quant=quant, threads=self.threads)
+            self.servers[key] = server
+            if self.on_start is not None:
+                self.on_start(f"starting flatscore serve for {server.name}")
+            server.start(log_dir)
+            server.wait_healthy(self.start_timeout_s)
+        return Endpoint(url=server.url, model=server.name, label=label)
+
+    def close(self) -> None:
+        for server in self.servers.values():
+            server.stop()
+
+    def __enter__(self) -> ServerPool:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
