@@ -138,7 +138,8 @@ class ReplayServer:
 
 
 if __name__ == "__main__":
-    srv = ReplayServer(delay_s=float(sys.argv[2]) if len(sys.argv) > 2 else 0.0,
-                       port=int(sys.argv[1]))
+    srv = ReplayServer(
+        delay_s=float(sys.argv[2]) if len(sys.argv) > 2 else 0.0, port=int(sys.argv[1])
+    )
     print("ready", flush=True)
     threading.Event().wait()

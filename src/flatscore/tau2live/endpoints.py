@@ -42,7 +42,9 @@ class Endpoint:
     def llm(self) -> str:
         return f"openai/{self.model}"
 
-    def llm_args(self, sampling: dict[str, Any], *, retries: int, timeout_s: float) -> dict[str, Any]:
+    def llm_args(
+        self, sampling: dict[str, Any], *, retries: int, timeout_s: float
+    ) -> dict[str, Any]:
         """litellm arguments: the endpoint, the key (read at start, never stored) and sampling."""
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         return {
@@ -119,7 +121,7 @@ class ServedModel:
                 stdin=subprocess.DEVNULL,
                 env=env,
                 start_new_session=True,
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None,  # noqa: PLW1509
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             )
         self.started_s = time.monotonic()
 

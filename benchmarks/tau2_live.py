@@ -1,0 +1,272 @@
+"""τ²-bench run live by flatscore: what it costs besides the model.
+
+(a) **writer**: flatscore converts each finished simulation and appends one fsynced JSONL
+    line; τ² 26.3's `run_tasks` re-reads and re-writes its whole results file after every
+    simulation (`_save`, copied below). Both write the same simulations (a τ² telecom
+    simulation produced by τ²'s own code, with its `raw_data`, messages tripled to ~40 —
+    about a real retail/telecom episode). Totals are measured up to `--full-up-to`; at
+    larger sizes τ²'s total is extrapolated from its per-append cost measured at that size
+    (cost linear in the file size, so the total is cost(n)·n/2; checked against the full
+    measurement at 100).
+(b) **prefix caching**: one τ² retail episode, τ²'s LLM agent against `flatscore serve`
+    (the embedded model, in-process uvicorn on loopback) with the backend's KV reuse on and
+    off; the user is the scripted replay server, so only the agent's time differs.
+(c) **overhead**: τ² episodes through `run_tau2_study` against an endpoint that takes a
+    fixed time per request (the replay server): wall time vs the time the endpoint spent,
+    split into flatscore's share (queue, conversion, writing) and τ²'s (environment,
+    orchestrator, evaluator, litellm).
+
+Run: `python benchmarks/tau2_live.py [--parts a,b,c] [--sizes 100,500,2000]`
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "tau2live"))
+FIXTURE = ROOT / "tests" / "fixtures" / "tau2" / "v0.2" / "telecom.json"
+
+
+# --- (a) writers -------------------------------------------------------------------------------
+
+
+def _simulation() -> tuple[dict[str, Any], dict[str, Any]]:
+    data = json.loads(FIXTURE.read_text())
+    sim = data["simulations"][0]
+    sim["messages"] = sim["messages"] * 3
+    header = {"timestamp": data.get("timestamp"), "info": data["info"], "tasks": data["tasks"]}
+    return header, sim
+
+
+def tau2_save(save_to: Path, simulation: dict[str, Any]) -> None:
+    """τ² 26.3, `tau2.run.run_tasks._save` (the lock aside): the whole file, every time."""
+    with open(save_to) as fp:
+        ckpt = json.load(fp)
+    ckpt["simulations"].append(simulation)
+    with open(save_to, "w") as fp:
+        json.dump(ckpt, fp, indent=2)
+
+
+def _flatscore_writer(n: int, sim: dict[str, Any], out: Path) -> float:
+    from flatscore.episode import ToolLists
+    from flatscore.formats.tau2 import episode_from_simulation
+    from flatscore.store import EpisodeWriter
+
+    tools = ToolLists(agent=["get_customer_by_phone"], user=["toggle_roaming"], source="run")
+    t0 = time.perf_counter()
+    with EpisodeWriter(out) as writer:
+        for i in range(n):
+            s = dict(sim, id=f"sim-{i}", task_id=f"task-{i}")
+            episode = episode_from_simulation(
+                s,
+                domain="telecom",
+                arm="bf16",
+                model="m",
+                study="bench",
+                max_errors=10,
+                tools=tools,
+                source_format="tau2-live",
+                source_file=str(out),
+                index=i,
+            )
+            writer.write(episode)
+    return time.perf_counter() - t0
+
+
+def _tau2_writer(n: int, header: dict[str, Any], sim: dict[str, Any], out: Path) -> float:
+    out.write_text(json.dumps({**header, "simulations": []}, indent=2))
+    t0 = time.perf_counter()
+    for i in range(n):
+        tau2_save(out, dict(sim, id=f"sim-{i}", task_id=f"task-{i}"))
+    return time.perf_counter() - t0
+
+
+def _tau2_append_cost(n: int, header: dict[str, Any], sim: dict[str, Any], out: Path) -> float:
+    """Seconds for τ²'s writer to add episode n+1 to a file already holding n."""
+    sims = [dict(sim, id=f"sim-{i}", task_id=f"task-{i}") for i in range(n)]
+    out.write_text(json.dumps({**header, "simulations": sims}, indent=2))
+    times = []
+    for i in range(3):
+        t0 = time.perf_counter()
+        tau2_save(out, dict(sim, id=f"extra-{i}"))
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def part_a(sizes: list[int], full_up_to: int) -> None:
+    header, sim = _simulation()
+    size_kb = len(json.dumps(sim, indent=2)) / 1024
+    print(f"(a) writers: one simulation = {len(sim['messages'])} messages, {size_kb:.0f} KB")
+    print("| episodes | flatscore append (s) | τ² rewrite (s) | ratio | τ² file |")
+    print("|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in sizes:
+            ours = _flatscore_writer(n, sim, Path(tmp) / f"run-{n}.jsonl")
+            if n <= full_up_to:
+                theirs = _tau2_writer(n, header, sim, Path(tmp) / f"tau2-{n}.json")
+                mb = (Path(tmp) / f"tau2-{n}.json").stat().st_size / 2**20
+                est = _tau2_append_cost(n, header, sim, Path(tmp) / f"tau2-est-{n}.json") * n / 2
+                note = f"{mb:.0f} MB; measured (the estimate below would say {est:.1f} s)"
+            else:  # linear per-append cost -> quadratic total, integrated
+                last = _tau2_append_cost(n, header, sim, Path(tmp) / f"tau2-{n}.json")
+                theirs = last * n / 2
+                mb = (Path(tmp) / f"tau2-{n}.json").stat().st_size / 2**20
+                note = f"{mb:.0f} MB; est. from {last:.2f} s/append at {n}"
+            print(f"| {n:,} | {ours:.2f} | {theirs:.1f} | {theirs / ours:.0f}× | {note} |")
+
+
+# --- (b) prefix caching ------------------------------------------------------------------------
+
+
+def _serve_in_thread(app: Any) -> tuple[Any, str]:
+    import uvicorn
+
+    from flatscore.tau2live.endpoints import free_port
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    threading.Thread(target=server.run, daemon=True).start()
+    while not server.started:
+        time.sleep(0.05)
+    return server, f"http://127.0.0.1:{port}/v1"
+
+
+def part_b(max_steps: int, max_tokens: int) -> None:
+    import torch
+
+    from flatscore.models.embedded import load_model
+    from flatscore.models.local import LocalBackend
+    from flatscore.models.serve import create_app
+    from flatscore.tau2live import lib
+    from flatscore.tau2live.endpoints import Endpoint
+    from flatscore.tau2live.runner import simulate
+    from replay_server import ReplayServer
+
+    t2 = lib.load()
+    torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "2")))
+    loaded = load_model("embedded")
+    task = t2.get_tasks(task_set_name="retail", task_split_name="base", num_tasks=1)[0]
+    print(f"(b) one τ² retail episode (task {task.id}), max_steps {max_steps}, agent max_tokens")
+    print(f"    {max_tokens}, τ²'s user scripted; the embedded agent through flatscore serve")
+    results = {}
+    with ReplayServer() as user_server:
+        user = Endpoint(user_server.url, "chatty-user")
+        for reuse in (False, True):
+            backend = LocalBackend(loaded, reuse_kv=reuse)
+            server, url = _serve_in_thread(create_app(backend, "smol"))
+            agent = Endpoint(url, "smol")
+            t0 = time.perf_counter()
+            sim = simulate(
+                t2,
+                domain="retail",
+                task=task,
+                seed=1,
+                trial=0,
+                agent=agent,
+                agent_args=agent.llm_args(
+                    {"temperature": 0, "max_tokens": max_tokens}, retries=0, timeout_s=3600
+                ),
+                user=user,
+                user_args=user.llm_args({"temperature": 0}, retries=0, timeout_s=60),
+                max_steps=max_steps,
+                max_errors=10,
+            )
+            wall = time.perf_counter() - t0
+            server.should_exit = True
+            turns = sum(1 for m in sim["messages"] if m["role"] == "assistant")
+            results[reuse] = (wall, backend.encoded_tokens, turns)
+            print(
+                f"    KV reuse {'on ' if reuse else 'off'}: {wall:.1f} s, "
+                f"{backend.encoded_tokens:,} prompt tokens encoded, {turns} agent turns"
+            )
+    print(f"    speed-up with reuse: {results[False][0] / results[True][0]:.2f}×")
+
+
+# --- (c) overhead ------------------------------------------------------------------------------
+
+
+def part_c(episodes: int, delay_s: float) -> None:
+    from flatscore.study import parse_study
+    from flatscore.tau2live import lib, runner
+    from replay_server import ReplayServer
+
+    lib.load()
+    inside = {"s": 0.0}
+    real = runner.simulate
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            inside["s"] += time.perf_counter() - t0
+
+    runner.simulate = timed  # type: ignore[assignment]
+    with ReplayServer(delay_s=delay_s) as server, tempfile.TemporaryDirectory() as tmp:
+        study = parse_study(
+            {
+                "name": "overhead",
+                "output": tmp,
+                "models": [
+                    {
+                        "name": "m",
+                        "kind": "openai",
+                        "arms": {"a": {"url": server.url, "served_model": "live-agent"}},
+                    }
+                ],
+                "domains": ["tau2:retail"],
+                "concurrency": 1,
+                "tau2": {
+                    "num_tasks": episodes,
+                    "max_steps": 30,
+                    "user": {"url": server.url, "model": "chatty-user"},
+                },
+            }
+        )
+        t0 = time.perf_counter()
+        outcome = runner.run_tau2_study(study, progress=False)
+        wall = time.perf_counter() - t0
+        model = server.model_seconds
+    runner.simulate = real  # type: ignore[assignment]
+    ours = wall - inside["s"]
+    tau2 = inside["s"] - model
+    print(
+        f"(c) {outcome.written} τ² retail episodes (max_steps 30, {server.requests} requests, "
+        f"{delay_s:.2f} s each at the endpoint), concurrency 1:"
+    )
+    print(f"    wall {wall:.1f} s = endpoint {model:.1f} s ({model / wall:.0%})")
+    print(f"      + τ²'s own code {tau2:.1f} s ({tau2 / wall:.1%}: env, orchestrator, evaluator)")
+    print(f"      + flatscore {ours:.2f} s ({ours / wall:.1%}: setup, queue, conversion, writes)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--parts", default="a,b,c")
+    ap.add_argument("--sizes", default="100,500,2000")
+    ap.add_argument("--full-up-to", type=int, default=100, help="(a) measure τ² in full")
+    ap.add_argument("--b-max-steps", type=int, default=16)
+    ap.add_argument("--b-max-tokens", type=int, default=32)
+    ap.add_argument("--c-episodes", type=int, default=5)
+    ap.add_argument("--c-delay", type=float, default=1.0, help="endpoint seconds per request")
+    args = ap.parse_args()
+    parts = args.parts.split(",")
+    if "a" in parts:
+        part_a([int(n) for n in args.sizes.split(",")], args.full_up_to)
+    if "c" in parts:
+        part_c(args.c_episodes, args.c_delay)
+    if "b" in parts:
+        part_b(args.b_max_steps, args.b_max_tokens)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""`flatscore serve` processes started for local arms: healthy before use, and gone after —
+when the run fails, and when flatscore itself is killed outright."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from flatscore.tau2live.endpoints import ServerPool
+
+
+def _gone(pid: int, within_s: float = 30.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:  # a zombie of ours counts as gone once reaped
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return True
+        except ChildProcessError:
+            pass
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.slow  # starts the embedded model in a server process
+def test_pool_serves_then_stops_on_error(tmp_path: Path) -> None:
+    pids = []
+    with pytest.raises(RuntimeError, match="boom"), ServerPool(log_dir=tmp_path) as pool:
+        endpoint = pool.endpoint("embedded", "ref", "serve:embedded@ref")
+        again = pool.endpoint("embedded", "ref", "the user")
+        assert again.url == endpoint.url  # one server per (model, precision)
+        models = httpx.get(endpoint.url + "/models", timeout=10).json()
+        assert models["data"][0]["id"] == endpoint.model == "embedded@ref"
+        pids = [s.proc.pid for s in pool.servers.values() if s.proc]
+        raise RuntimeError("boom")
+    assert len(pids) == 1 and _gone(pids[0])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux only")
+def test_server_dies_with_a_killed_parent(tmp_path: Path) -> None:
+    script = (
+        "import sys, time\n"
+        "from flatscore.tau2live.endpoints import ServerPool\n"
+        f"pool = ServerPool(log_dir={str(tmp_path)!r})\n"
+        "pool.endpoint('embedded', 'ref', 'x')\n"
+        "print([s.proc.pid for s in pool.servers.values()][0], flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    assert _gone(child)

@@ -1,0 +1,60 @@
+"""The study file's τ² part: what is accepted, what is refused (one line naming the field),
+and τ²'s trial seeds. None of this needs τ²-bench installed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from flatscore.errors import InputError
+from flatscore.study import parse_study
+from flatscore.tau2live.runner import tau2_seeds
+from flatscore.tau2live.study_hook import builtin_study
+
+MODEL = {"name": "m", "kind": "embedded", "arms": ["ref", "int4"]}
+USER = {"user": {"kind": "embedded"}}
+
+
+def _parse(**extra: Any) -> Any:
+    return parse_study({"models": [MODEL], **extra}, file="s.yaml")
+
+
+def test_tau2_domains_next_to_builtin_ones() -> None:
+    study = _parse(domains=["telecom", "tau2:retail", "tau2:airline"], tau2=USER)
+    assert study.tau2.max_steps == 200 and study.tau2.task_split == "base"
+    builtin = builtin_study(study)
+    assert builtin is not None and builtin.domains == ["telecom"]
+    assert builtin_study(_parse(domains=["tau2:retail"], tau2=USER)) is None
+    assert builtin_study(_parse(domains=["retail"])).domains == ["retail"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "field", "message"),
+    [
+        ({"domains": ["tau2:retail"]}, "(study)", "need a 'tau2' section"),
+        ({"domains": ["tau2:shop"], "tau2": USER}, "domains", "unknown τ² domain 'tau2:shop'"),
+        ({"domains": ["retail", "tau2:retail"], "tau2": USER}, "domains", "share analysis"),
+        (
+            {"domains": ["tau2:retail"], "tau2": {"user": {"kind": "openai"}}},
+            "tau2.user",
+            "needs url and model",
+        ),
+        (
+            {"domains": ["tau2:retail"], "tau2": {**USER, "max_step": 5}},
+            "tau2.max_step",
+            "unknown field",
+        ),
+    ],
+)
+def test_mistakes_are_one_line(extra: dict[str, Any], field: str, message: str) -> None:
+    with pytest.raises(InputError) as info:
+        _parse(**extra)
+    assert info.value.field == field
+    assert message in info.value.one_line()
+
+
+def test_trial_seeds_are_tau2s() -> None:
+    """`tau2 run --seed 300 --num-trials 2` wrote these (tests/fixtures/tau2/v0.2/ok.json)."""
+    assert tau2_seeds(300, 2) == [626729, 373753]
+    assert tau2_seeds(300, 4)[:2] == [626729, 373753] and len(set(tau2_seeds(300, 4))) == 4
