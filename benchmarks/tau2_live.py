@@ -143,6 +143,7 @@ def _serve_in_thread(app: Any) -> tuple[Any, str]:
 
 def part_b(max_steps: int, max_tokens: int) -> None:
     import torch
+    from replay_server import ReplayServer
 
     from flatscore.models.embedded import load_model
     from flatscore.models.local import LocalBackend
@@ -150,7 +151,6 @@ def part_b(max_steps: int, max_tokens: int) -> None:
     from flatscore.tau2live import lib
     from flatscore.tau2live.endpoints import Endpoint
     from flatscore.tau2live.runner import simulate
-    from replay_server import ReplayServer
 
     t2 = lib.load()
     torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "2")))
@@ -196,9 +196,10 @@ def part_b(max_steps: int, max_tokens: int) -> None:
 
 
 def part_c(episodes: int, delay_s: float) -> None:
+    from replay_server import ReplayServer
+
     from flatscore.study import parse_study
     from flatscore.tau2live import lib, runner
-    from replay_server import ReplayServer
 
     lib.load()
     inside = {"s": 0.0}

@@ -58,3 +58,13 @@ def test_trial_seeds_are_tau2s() -> None:
     """`tau2 run --seed 300 --num-trials 2` wrote these (tests/fixtures/tau2/v0.2/ok.json)."""
     assert tau2_seeds(300, 2) == [626729, 373753]
     assert tau2_seeds(300, 4)[:2] == [626729, 373753] and len(set(tau2_seeds(300, 4))) == 4
+
+
+def test_without_the_extra_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    from flatscore.study_run import run_study
+    from flatscore.tau2live import lib
+
+    monkeypatch.setattr(lib, "tau2_version", lambda: None)
+    study = _parse(domains=["tau2:retail"], tau2=USER, output=str(tmp_path))
+    with pytest.raises(InputError, match=r"pip install 'flatscore\[tau2\]'"):
+        run_study(study, progress=False, report=False)
