@@ -50,9 +50,10 @@ def test_pool_serves_then_stops_on_error(tmp_path: Path) -> None:
 @pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux only")
 def test_server_dies_with_a_killed_parent(tmp_path: Path) -> None:
     script = (
-        "import sys, time\n"
+        "import time\n"
+        "from pathlib import Path\n"
         "from flatscore.tau2live.endpoints import ServerPool\n"
-        f"pool = ServerPool(log_dir={str(tmp_path)!r})\n"
+        f"pool = ServerPool(log_dir=Path({str(tmp_path)!r}))\n"
         "pool.endpoint('embedded', 'ref', 'x')\n"
         "print([s.proc.pid for s in pool.servers.values()][0], flush=True)\n"
         "time.sleep(600)\n"

@@ -63,7 +63,8 @@ def free_port() -> int:
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child
-    """Linux: the kernel sends SIGTERM to this process when its parent dies."""
+    """Linux: the kernel sends SIGTERM to this process when its parent dies (strictly: when
+    the thread that started it ends; the runner starts servers from its main thread)."""
     try:
         import ctypes
 
