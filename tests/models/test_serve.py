@@ -89,11 +89,17 @@ def test_served_generation_equals_in_process(server: str, loaded_model: Any) -> 
     local = LocalBackend(loaded_model).generate(CONVERSATION, TOOLS, sampling)
     remote = client(server).generate(CONVERSATION, TOOLS, sampling)
     assert remote.raw_text == local.raw_text
-    assert remote.message.malformed == local.message.malformed
-    assert remote.message.content == local.message.content
-    assert [(c.name, c.arguments) for c in remote.message.tool_calls] == [
-        (c.name, c.arguments) for c in local.message.tool_calls
-    ]
+    if any(not c.arguments_parsed for c in local.message.tool_calls):
+        # a server never emits arguments a client cannot parse (here: cut by max_tokens):
+        # the turn comes back as its raw text, marked malformed
+        assert remote.message.malformed and not remote.message.tool_calls
+        assert remote.message.content == local.raw_text
+    else:
+        assert remote.message.malformed == local.message.malformed
+        assert remote.message.content == local.message.content
+        assert [(c.name, c.arguments) for c in remote.message.tool_calls] == [
+            (c.name, c.arguments) for c in local.message.tool_calls
+        ]
     assert remote.finish_reason == local.finish_reason
     assert remote.usage == local.usage
     assert remote.logprobs is not None and local.logprobs is not None
@@ -107,8 +113,12 @@ def test_forced_calls_arrive_as_tool_calls(server: str) -> None:
     gen = client(server).generate(
         CONVERSATION[:2], TOOLS, Sampling(max_tokens=24, tool_choice=choice)
     )
-    assert gen.message.tool_calls and gen.message.tool_calls[0].name == "get_order_details"
-    assert gen.finish_reason in ("tool_calls", "length")
+    assert gen.raw_text.startswith('<tool_call>{"name": "get_order_details", "arguments": ')
+    if gen.message.tool_calls:
+        assert gen.message.tool_calls[0].name == "get_order_details"
+        assert gen.finish_reason in ("tool_calls", "length")
+    else:  # arguments that are not a JSON object are never emitted: text, marked malformed
+        assert gen.message.malformed and gen.message.content == gen.raw_text
 
 
 def test_cache_over_the_served_model(server: str, tmp_path: Path) -> None:
