@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+from functools import partial
+from pathlib import Path
 from typing import Any
 
-from flatscore.domains import retail, telecom
 from flatscore.domains.framework import (
     DOMAINS,
     Action,
@@ -16,9 +17,28 @@ from flatscore.domains.framework import (
     ToolError,
     UserScenario,
 )
+from flatscore.domains.retail.models import RetailDB
+from flatscore.domains.retail.tools import RetailTools
+from flatscore.domains.telecom.models import TelecomDB
+from flatscore.domains.telecom.tools import PhoneTools, TelecomTools
 
-DOMAINS.register("retail", retail.make_domain)
-DOMAINS.register("telecom", telecom.make_domain)
+# One folder per domain (policy.md, db.json, tasks.json, models.py, tools.py); the policy is
+# the agent's system prompt, kept short because every token costs a small model.
+_HERE = Path(__file__).parent
+DOMAINS.register(
+    "retail",
+    partial(Domain.from_folder, _HERE / "retail", db_type=RetailDB, agent_toolkit=RetailTools),
+)
+DOMAINS.register(
+    "telecom",
+    partial(
+        Domain.from_folder,
+        _HERE / "telecom",
+        db_type=TelecomDB,
+        agent_toolkit=TelecomTools,
+        user_toolkit=PhoneTools,
+    ),
+)
 
 
 def get_domain(name: str) -> Domain[Any]:

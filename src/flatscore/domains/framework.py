@@ -379,6 +379,26 @@ class Domain(Generic[DB]):
         self._tasks: list[Task] | None = None
         self._gold_hash: dict[str, str] = {}
 
+    @classmethod
+    def from_folder(
+        cls,
+        folder: Path,
+        *,
+        db_type: type[DB],
+        agent_toolkit: type[Toolkit[DB]],
+        user_toolkit: type[UserToolkit[DB]] | None = None,
+    ) -> Domain[DB]:
+        """A domain kept in one folder: named after it, its policy (the agent's system
+        prompt) in `policy.md`, its data in `db.json` and `tasks.json`."""
+        return cls(
+            name=folder.name,
+            policy=(folder / "policy.md").read_text(encoding="utf-8").strip(),
+            db_type=db_type,
+            agent_toolkit=agent_toolkit,
+            user_toolkit=user_toolkit,
+            data_dir=folder,
+        )
+
     # data
     def load_db(self) -> DB:
         """A fresh copy of the base database."""
