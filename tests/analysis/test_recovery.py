@@ -6,7 +6,7 @@ from analysis_builders import episode
 
 from flatscore.analysis.channels import load_rules
 from flatscore.analysis.facts import episode_facts
-from flatscore.analysis.recovery import call_recovery_rate
+from flatscore.analysis.arm_stats import arm_stats
 
 RULES = load_rules()
 
@@ -15,7 +15,7 @@ def test_a_next_call_without_an_answer_is_not_a_recovery() -> None:
     ep = episode("bf16", "t1", 0, [("get_user", "fail"), ("get_user", None)])
     f = episode_facts(ep, RULES)
     assert (f.agent_failed, f.unanswered, f.failed_with_next, f.recovered) == (1, 1, 1, 0)
-    assert call_recovery_rate([f]) == 0.0
+    assert arm_stats("bf16", [f], 0, [0], "all").recovery_rate == 0.0
 
 
 def test_recovered_when_the_next_call_succeeds() -> None:

@@ -28,8 +28,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-METHOD = "Tango score interval for paired differences (task level)"
-TEST = "paired score test (McNemar)"
 _BISECTIONS = 60
 
 

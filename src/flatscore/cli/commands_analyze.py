@@ -85,8 +85,8 @@ def analyze(
 ) -> None:
     """Per-channel error rates, S(K), amplification, invariance, recovery and paired statistics."""
     from flatscore.analysis.analyze import analyze as run_analysis
-    from flatscore.analysis.margins_run import load_margins
-    from flatscore.analysis.summary import render
+    from flatscore.analysis.margins_result import load_margins
+    from flatscore.report.terminal import render
     from flatscore.formats import load_runs
 
     options = options_from_flags(

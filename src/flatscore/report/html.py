@@ -55,7 +55,7 @@ def _sections(analysis: AnalysisResult) -> list[tuple[str, str]]:
 
 def _optional_figures(analysis: AnalysisResult) -> dict[str, Any]:
     """Repair-effect and margin figures and tables (markdown text shown as preformatted)."""
-    from flatscore.analysis import margins_run, repair_effect
+    from flatscore.analysis import margins_result, repair_effect
     from flatscore.report.margins_figures import flip_curve_figure, repair_effect_figure
 
     out: dict[str, Any] = {"repair_svgs": [], "repair_table": None, "margins_svg": None}
@@ -67,7 +67,7 @@ def _optional_figures(analysis: AnalysisResult) -> dict[str, Any]:
         out["repair_table"] = repair_effect.markdown_table(analysis.repair)
     if analysis.margins is not None:
         out["margins_svg"] = Markup(flip_curve_figure("margins", analysis.margins))
-        out["margins_table"] = margins_run.markdown_table(analysis.margins)
+        out["margins_table"] = margins_result.markdown_table(analysis.margins)
     return out
 
 

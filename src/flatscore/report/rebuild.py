@@ -79,7 +79,7 @@ def rebuild(
 ) -> tuple[AnalysisResult, ReportPaths]:
     """Episodes → analysis → report.html, summary.md and analysis.json in `out_dir`;
     `margins` attaches a `flatscore margins` result (its section and plot)."""
-    from flatscore.analysis.margins_run import load_margins
+    from flatscore.analysis.margins_result import load_margins
 
     episodes = list(load_runs(expand_inputs(inputs)))
     result = analyze(episodes, options)
