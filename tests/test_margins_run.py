@@ -13,10 +13,10 @@ from typer.testing import CliRunner
 
 from flatscore.agents import make_agent
 from flatscore.analysis.margins_result import MarginsResult
-from flatscore.margins_run import agent_messages
 from flatscore.cli import app
 from flatscore.domains import get_domain
 from flatscore.episode import Episode, Message
+from flatscore.margins_run import agent_messages
 from flatscore.runner import EpisodeSpec, run_episode
 from flatscore.store import EpisodeWriter
 from flatscore.users import make_user

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
-from scipy.stats import norm
 from analysis_builders import episode
+from scipy.stats import norm
 
 from flatscore.analysis.analyze import AnalysisOptions, analyze
 from flatscore.analysis.result import AnalysisResult
@@ -300,9 +300,10 @@ def test_duplicate_episodes_are_an_error_or_deduped() -> None:
     r = analyze(eps + eps[:1], AnalysisOptions(bootstrap=100, dedupe=True))
     assert r.episodes_read == len(eps)
     assert any("--dedupe" in w for w in r.warnings)
-    assert r.cells[0].arms[0].pass_k == analyze(eps, AnalysisOptions(bootstrap=100)).cells[
-        0
-    ].arms[0].pass_k
+    assert (
+        r.cells[0].arms[0].pass_k
+        == analyze(eps, AnalysisOptions(bootstrap=100)).cells[0].arms[0].pass_k
+    )
 
 
 def test_undecidable_reference_is_an_input_error() -> None:

@@ -7,12 +7,13 @@ import random
 
 import numpy as np
 import pytest
-from scipy.stats import norm
 from analysis_builders import episode
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.stats import norm
 
 from flatscore.agents.repair import REPAIR_SUFFIX as AGENT_SUFFIX
+from flatscore.analysis.paired_score import paired_difference_interval
 from flatscore.analysis.repair_effect import (
     REPAIR_SUFFIX,
     RepairEffectResult,
@@ -23,7 +24,6 @@ from flatscore.analysis.repair_effect import (
     markdown_table,
     repair_effects,
 )
-from flatscore.analysis.paired_score import paired_difference_interval
 from flatscore.episode import Episode, Message
 
 OK = ("get_user", "ok")

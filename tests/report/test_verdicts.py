@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from report_episodes import analyzed, study
 
-from flatscore.episode import Episode
 from flatscore.report.verdicts import ADVICE, headlines, pts
 
 
-def test_headline_restates_the_numbers(study_episodes: list[Episode]) -> None:
-    analysis = analyzed(study_episodes)
+def test_headline_restates_the_numbers() -> None:
+    analysis = analyzed(study(tasks=30))  # enough paired tasks for the channel bootstrap
     cell = analysis.cells[0]
     (h,) = headlines(cell, analysis.settings.default_K)
     c = cell.comparisons[0]
@@ -18,7 +17,8 @@ def test_headline_restates_the_numbers(study_episodes: list[Episode]) -> None:
     score, failures, budget, advice = h.sentences
     g = c.gap_default
     assert f"K = {analysis.settings.default_K} failed calls" in score
-    assert f"{pts(g.s_arm)}% of episodes against {pts(g.s_ref)}%" in score
+    assert f"{pts(g.s_arm)}% of tasks against {pts(g.s_ref)}%" in score
+    assert "task-weighted" in score and "n/a" not in " ".join(h.sentences)
     assert f"gap {pts(g.gap)} points" in score
     arms = {a.arm: a for a in cell.arms}
     assert (
@@ -31,12 +31,25 @@ def test_headline_restates_the_numbers(study_episodes: list[Episode]) -> None:
     assert advice == ADVICE["flat score, amplified failures"]
 
 
+def test_an_arm_identical_to_the_reference_on_few_tasks_is_inconclusive() -> None:
+    """6 tasks cannot show equivalence within ±7.5 points: no "no damage", no equivalence
+    claim, no [0.0, 0.0] interval."""
+    base = study(tasks=6, arms=("bf16",))
+    copy = [e.model_copy(update={"arm": "int8"}) for e in base]
+    analysis = analyzed(base + copy)
+    for cell in analysis.cells:
+        (h,) = headlines(cell, analysis.settings.default_K)
+        assert h.verdict == "inconclusive"
+        assert "could not be shown" in h.sentences[0]
+        assert "0.0 to 0.0" not in h.sentences[0]
+        assert "Too few tasks to test channel amplification." in h.sentences[1]
+        assert h.sentences[-1] == ADVICE["inconclusive"]
+
+
 def test_an_arm_identical_to_the_reference_reads_as_no_damage() -> None:
-    episodes = [
-        e.model_copy(update={"arm": "int8", "episode_id": e.episode_id + "-copy"})
-        for e in study(arms=("bf16",))
-    ]
-    analysis = analyzed(study(arms=("bf16",)) + episodes)
+    base = study(tasks=60, arms=("bf16",))
+    episodes = [e.model_copy(update={"arm": "int8"}) for e in base]
+    analysis = analyzed(base + episodes)
     for cell in analysis.cells:
         (h,) = headlines(cell, analysis.settings.default_K)
         assert h.verdict == "no damage detected" and h.tone == "ok"

@@ -155,7 +155,7 @@ def analyze(episodes: Iterable[Episode], options: AnalysisOptions | None = None)
             )
         else:
             verdict, why = "nothing to compare", "only one arm: no comparison was made"
-        cells.append(Cell(**cell, comparisons=done, verdict=verdict, verdict_reason=why))  # type: ignore[arg-type]
+        cells.append(Cell(**cell, comparisons=done, verdict=verdict, verdict_reason=why))
 
     sources: Counter[str] = Counter(f.tool_list_source for f in all_facts)
     settings = Settings(

@@ -218,11 +218,7 @@ def compare(
         paired_tasks=n_tasks,
         interval_method=(
             "success differences: paired score interval (Tango) on per-task success rates; "
-            + (
-                f"other intervals: task bootstrap, {settings.bootstrap} resamples"
-                if weights is not None
-                else few
-            )
+            + (few or f"other intervals: task bootstrap, {settings.bootstrap} resamples")
         ),
         gap=gaps,
         gap_default=g_default,

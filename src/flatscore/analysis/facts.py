@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from flatscore.analysis.channels import LEAF_CHANNELS, ChannelRules, classify_failed_call
 from flatscore.episode import Episode
 
-
 TRAJECTORY_METRICS: tuple[str, ...] = ("agent_turns", "agent_tool_calls", "messages")
 """Trajectory lengths per episode: agent turns, agent tool calls, messages."""
 

@@ -135,7 +135,8 @@ def _channel_rate(
     m: TaskMatrix, ch: str, weights: np.ndarray | None
 ) -> tuple[float, np.ndarray | None]:
     den = "attempts" if ch == MALFORMED else "calls"
-    point = float(ratio(m.total(ch), m.total(den)))
+    total = m.total(den)
+    point = m.total(ch) / total if total else float("nan")
     if weights is None:
         return point, None
     return point, ratio(weights @ m.column(ch), weights @ m.column(den))

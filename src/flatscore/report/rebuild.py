@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from flatscore.analysis.analyze import AnalysisOptions, analyze
+from flatscore.analysis.analyze import AnalysisOptions, AnalysisSettings, analyze
 from flatscore.analysis.channels import BUILTIN_RULES, load_rules
 from flatscore.analysis.result import AnalysisResult, Settings
 from flatscore.errors import InputError
@@ -34,17 +34,9 @@ def expand_inputs(paths: Sequence[Path]) -> list[Path]:
 
 def options_from_settings(settings: Settings) -> AnalysisOptions:
     """The analysis options that reproduce a previous analysis.json exactly."""
+    chosen = AnalysisSettings.model_fields.keys()
     return AnalysisOptions(
-        reference=settings.reference,
-        budgets=list(settings.budgets),
-        count=settings.count,
-        tost_margin=settings.tost_margin,
-        bootstrap=settings.bootstrap,
-        seed=settings.seed,
-        correction=settings.correction,
-        confidence=settings.confidence,
-        alpha=settings.alpha,
-        risk_threshold=settings.risk_threshold,
+        **settings.model_dump(include=set(chosen)),
         rules=load_rules(
             None if settings.channel_rules == BUILTIN_RULES else settings.channel_rules
         ),
