@@ -60,6 +60,12 @@ def test_choose_reference() -> None:
         choose_reference(["int4"], "bf16")
 
 
+def test_reference_words_and_repair_variants() -> None:
+    assert choose_reference(["ref", "slips"]) == ("ref", "the arm named as the reference")
+    assert choose_reference(["bf16", "bf16+repair", "int4", "int4+repair"])[0] == "bf16"
+    assert choose_reference(["ref", "ref+repair"])[0] == "ref"
+
+
 def test_the_unmarked_original_beats_its_quantized_release() -> None:
     """`Qwen2.5-7B-Instruct` vs `…-AWQ`: the AWQ arm is not the reference because of the
     digits in the name; the unmarked original is."""

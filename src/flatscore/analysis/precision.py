@@ -8,7 +8,9 @@ int3 / Q3_K… > int2 / Q2_K, plus `<n>bpw`. Digits that are not a format (`Qwen
 `gpt-4.1`) mean nothing. A name with no format word is *unmarked*: when exactly one arm is
 unmarked and every other arm names a quantized format (< 16 bits), the unmarked one is the
 original checkpoint (the Hugging Face convention: `Qwen2.5-7B-Instruct` vs
-`Qwen2.5-7B-Instruct-AWQ`). Anything else — two unmarked names, a tie at the top — is
+`Qwen2.5-7B-Instruct-AWQ`); an arm called by a reference word (`ref`) is the reference next
+to unmarked variants; `int4+repair` is `int4` with a treatment, so `int4` wins the tie.
+Anything else — two unmarked names, a tie at the top — is
 undecidable: `choose_reference` raises `ReferenceUndecided` and the CLI asks for
 `--reference`. Guessing would turn a 37-point drop into "no damage detected".
 """
@@ -19,6 +21,7 @@ import re
 from collections.abc import Iterable
 
 REFERENCE_RANK = 24.0
+REPAIR_SUFFIX = "+repair"
 
 _FORMATS: tuple[tuple[str, float], ...] = (
     (r"fp64|f64|float64", 64.0),
@@ -85,20 +88,26 @@ def choose_reference(arms: Iterable[str], named: str | None = None) -> tuple[str
         return order[0], "the only arm"
     ranks = {a: precision_rank(a) for a in order}
     unmarked = [a for a in order if ranks[a] is None]
+    top = order[0]
+    tied = [a for a in order if ranks[a] is not None and ranks[a] == ranks[top]]
+    plain = [a for a in tied if not a.endswith(REPAIR_SUFFIX)]
+    if len(tied) > 1 and len(plain) == 1 and all(a.startswith(plain[0]) for a in tied):
+        tied = plain  # `int4` and `int4+repair`: repair is a treatment on top of the arm
     if unmarked:
         quantized = all(r is not None and r < 16 for a, r in ranks.items() if a not in unmarked)
         if len(unmarked) == 1 and quantized:
             return unmarked[0], (
                 "the only arm whose name has no quantization format (the original checkpoint)"
             )
+        if ranks[top] == REFERENCE_RANK and len(tied) == 1:
+            return top, "the arm named as the reference"
         raise ReferenceUndecided(
             f"cannot tell the reference from the arm names ({', '.join(order)}): "
             f"{', '.join(unmarked)} name(s) no known numeric format"
         )
-    top, second = order[0], order[1]
-    if ranks[top] == ranks[second]:
+    if len(tied) > 1:
         raise ReferenceUndecided(
-            f"cannot tell the reference from the arm names: {top!r} and {second!r} name the "
-            "same precision"
+            f"cannot tell the reference from the arm names: {tied[0]!r} and {tied[1]!r} name "
+            "the same precision"
         )
-    return top, "highest precision present (format named in the arm)"
+    return tied[0], "highest precision present (format named in the arm)"
