@@ -133,4 +133,6 @@ def wilson_interval(
     z = float(norm.ppf(0.5 + confidence / 2.0))
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    lo = 0.0 if p == 0.0 else max(0.0, float(centre - half))
+    hi = 1.0 if p == 1.0 else min(1.0, float(centre + half))
+    return lo, hi

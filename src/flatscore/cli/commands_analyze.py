@@ -12,7 +12,7 @@ from flatscore.cli.app import app, console
 from flatscore.errors import InputError
 
 if TYPE_CHECKING:
-    from flatscore.analysis.analyze import AnalysisOptions, AnalysisSettings
+    from flatscore.analysis.analyze import AnalysisOptions
     from flatscore.episode import Episode
 
 
