@@ -66,6 +66,15 @@ def _group(
     return cells, dict(infra), read, tau2
 
 
+def _severity(c: Comparison) -> tuple[int, float, str]:
+    """Worst verdict first; among equal verdicts the largest success drop."""
+    return (
+        VERDICT_ORDER.index(c.verdict or "nothing to compare"),
+        -(c.gap_default.gap or 0),
+        c.arm,
+    )
+
+
 def _input_warnings(tau2: Counter[str]) -> list[str]:
     out = []
     if tau2["inferred_errors"]:
@@ -148,7 +157,7 @@ def analyze(episodes: Iterable[Episode], options: AnalysisOptions | None = None)
             for c in comparisons
         ]
         if done:
-            worst = min(done, key=lambda c: VERDICT_ORDER.index(c.verdict or "nothing to compare"))
+            worst = min(done, key=_severity)
             verdict, why = (
                 worst.verdict,
                 f"{worst.arm} vs {worst.reference}: {worst.verdict_reason}",

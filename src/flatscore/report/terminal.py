@@ -46,6 +46,13 @@ def signed(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:+.1f}"
 
 
+def signed_ci(lo: float | None, hi: float | None) -> str:
+    """' [-39.0, +39.0]' (points) for a difference; nothing when there is no interval."""
+    if lo is None or hi is None:
+        return ""
+    return f" [{100 * lo:+.1f}, {100 * hi:+.1f}]"
+
+
 def _s_at(arm: ArmStats, k: int) -> float | None:
     return next((p.success_rate for p in arm.budget_curve if k == p.K), None)
 
@@ -139,8 +146,8 @@ def comparisons_table(cell: Cell, k_small: int, k_default: int) -> Table:
         rho += ci(c.spearman_ci_low, c.spearman_ci_high, 1.0, 2)
         table.add_row(
             c.arm,
-            signed(gs.gap) + ci(gs.ci_low, gs.ci_high),
-            signed(gd.gap) + ci(gd.ci_low, gd.ci_high),
+            signed(gs.gap) + signed_ci(gs.ci_low, gs.ci_high),
+            signed(gd.gap) + signed_ci(gd.ci_low, gd.ci_high),
             rho,
             pct(c.novel_fraction, 2),
             "—" if c.p_value is None else f"{c.p_value:.3g}",
