@@ -16,8 +16,9 @@ ARMS = ("ref", "int8", "int4", "int4-awq")
 def demo_study(solved: dict[str, int], tasks: int = 6) -> list:
     """`solved[arm]` of the `tasks` tasks succeed, per domain (the first ones)."""
     return [
-        episode(arm, f"{domain}_{t}", 0, [("get_user", "ok")], success=t < solved[arm],
-                domain=domain)  # fmt: skip
+        episode(
+            arm, f"{domain}_{t}", 0, [("get_user", "ok")], success=t < solved[arm], domain=domain
+        )
         for domain in ("retail", "telecom")
         for arm in ARMS
         for t in range(tasks)
