@@ -3,7 +3,9 @@
 For 4, 6, 10, 30 and 114 tasks, with one trial and with four trials per task, 2,000
 simulated studies per setting: the nominal 95% interval must cover the true task-weighted gap
 in ≥ 93% of studies (true gaps 0 and 10 points), and equivalence within ±7.5 points must be
-claimed in ≤ 5% of studies whose true gap is exactly 7.5 points.
+claimed in ≤ 5% of studies whose true gap is exactly 7.5 points. (The table also shows how
+often equivalence is shown when the true gap is 0: the price of an interval that is honest
+with few tasks, and conservative with several trials.)
 
 Model: task solve probabilities q ~ Beta(4·s, 4·(1 − s)) (s = 0.6 and 0.9); the arm solves
 with q·(1 − gap/s), so the expected gap over tasks is `gap`. Two pairings: independent
@@ -58,6 +60,8 @@ def coverage_table(seed: int = 2026) -> list[dict[str, float | int | str]]:
                         row[f"cover_{round(100 * gap)}"] = float(np.mean((lo <= gap) & (gap <= hi)))
                     d = simulate(rng, tasks, trials, MARGIN, s, coupled)
                     row["equivalent_at_margin"] = float(np.mean(score_tost(d, MARGIN)[1]))
+                    d = simulate(rng, tasks, trials, 0.0, s, coupled)
+                    row["equivalent_at_zero"] = float(np.mean(score_tost(d, MARGIN)[1]))
                     rows.append(row)
     return rows
 
@@ -76,11 +80,15 @@ def test_coverage_and_tost_size_at_every_study_size() -> None:
 
 
 if __name__ == "__main__":
-    print("| pairing | s | trials | tasks | covers gap 0 | covers gap 10 | TOST at ±7.5 claims |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| pairing | s | trials | tasks | covers gap 0 | covers gap 10 | "
+        "equivalent (±7.5) at gap 7.5 | equivalent (±7.5) at gap 0 |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in coverage_table():
         print(
             f"| {r['pairing']} | {r['success']} | {r['trials']} | {r['tasks']} | "
             f"{100 * float(r['cover_0']):.1f}% | {100 * float(r['cover_10']):.1f}% | "
-            f"{100 * float(r['equivalent_at_margin']):.1f}% |"
+            f"{100 * float(r['equivalent_at_margin']):.1f}% | "
+            f"{100 * float(r['equivalent_at_zero']):.1f}% |"
         )

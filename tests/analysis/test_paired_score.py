@@ -23,14 +23,21 @@ def _d(b: int, c: int, n: int) -> np.ndarray:
     return np.array([1.0] * b + [-1.0] * c + [0.0] * (n - b - c))
 
 
+def zero_bound(n: int, confidence: float = 0.95) -> float:
+    """b = c = 0: Z(Δ) = −(nΔ − ½) / sqrt(nΔ(1 − Δ)) = −z, the larger root of
+    (n² + z²n)Δ² − (n + z²n)Δ + ¼ = 0."""
+    z2 = norm.ppf(0.5 + confidence / 2) ** 2
+    a, b = n * n + z2 * n, n + z2 * n
+    return float((b + np.sqrt(b * b - a)) / (2 * a))
+
+
 def test_no_discordant_task_has_the_closed_form_bound() -> None:
-    """b = c = 0: Z(Δ) = −sqrt(nΔ / (1 − Δ)), so the bound is z² / (n + z²) — 0.49 with
-    4 tasks, never [0, 0]."""
+    """No discordant task: ±0.60 with 4 tasks, ±0.48 with 6 — never [0, 0]."""
     for n in (4, 6, 30, 114):
         lo, hi = score_interval(np.zeros(n), 0.95)
-        z2 = norm.ppf(0.975) ** 2
-        assert hi == pytest.approx(z2 / (n + z2), abs=1e-9)
+        assert hi == pytest.approx(zero_bound(n), abs=1e-9)
         assert lo == pytest.approx(-hi, abs=1e-9)
+    assert zero_bound(4) == pytest.approx(0.604, abs=1e-3)
 
 
 def test_restricted_mle_matches_a_numerical_maximum() -> None:
@@ -47,14 +54,15 @@ def test_restricted_mle_matches_a_numerical_maximum() -> None:
         hi = (1 - delta) / 2 - 1e-9
         p21 = minimize_scalar(nll, bounds=(lo, hi), method="bounded", options={"xatol": 1e-12}).x
         var = n * (2 * p21 + delta * (1 - delta))
-        want = (b - c - n * delta) / np.sqrt(var)
+        raw = b - c - n * delta
+        want = np.sign(raw) * max(abs(raw) - 0.5, 0) / np.sqrt(var)
         got = score_z(discordance(_d(b, c, n)), delta)
         assert float(got) == pytest.approx(want, rel=1e-5)
 
 
-def test_score_test_is_mcnemar_without_continuity_correction() -> None:
+def test_score_test_is_mcnemar_with_half_a_step_of_continuity_correction() -> None:
     p = score_test(_d(7, 2, 40))
-    assert float(p) == pytest.approx(2 * norm.sf(5 / np.sqrt(9)))
+    assert float(p) == pytest.approx(2 * norm.sf(4.5 / np.sqrt(9)))
     assert float(score_test(np.zeros(5))) == 1.0
 
 
@@ -88,6 +96,6 @@ def test_tost_refuses_an_arm_better_than_the_margin() -> None:
 
 
 def test_wilson_interval() -> None:
-    lo, hi = wilson_interval(np.array([1.0, 1.0, 1.0, 1.0]))
+    lo, hi = wilson_interval(np.array([1.0, 1.0, 1.0, 1.0]))  # (the plain Wilson interval)
     assert hi == 1.0 and lo == pytest.approx(0.5101, abs=1e-3)  # Wilson, 4/4
     assert wilson_interval(np.array([])) == (None, None)

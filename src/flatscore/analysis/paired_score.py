@@ -7,9 +7,10 @@ c = Σ max(−d, 0), are the discordant counts of the paired 2×2 table (fractio
 trials). The interval is Tango's (1998) score interval for a difference of paired
 proportions: the set of Δ whose score statistic
 
-    Z(Δ) = (b − c − nΔ) / sqrt(n (2 p̂₂₁(Δ) + Δ(1 − Δ)))
+    Z(Δ) = (b − c − nΔ ∓ ½) / sqrt(n (2 p̂₂₁(Δ) + Δ(1 − Δ)))
 
-(p̂₂₁ the restricted maximum-likelihood estimate) stays within ±z. Unlike a percentile
+(p̂₂₁ the restricted maximum-likelihood estimate; ½ a continuity correction, `CONTINUITY`)
+stays within ±z. Unlike a percentile
 bootstrap it does not collapse to [0, 0] when no task is discordant, and its coverage holds at
 every study size (4 to 114 tasks, with and without trials: tests/analysis/test_coverage.py).
 With several trials the fractional counts make it conservative: a task's difference is
@@ -29,6 +30,10 @@ import numpy as np
 from scipy.stats import norm
 
 _BISECTIONS = 60
+CONTINUITY = 0.5
+"""Half a lattice step of b − c (one task moves it by 1): without it the interval inherits
+the Wilson interval's coverage dips (92.8% at 114 tasks and a 10-point gap in one seed of the
+coverage simulation); with it, coverage stays ≥ 93% at every size tested."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +66,8 @@ def score_z(dis: Discordance, delta: np.ndarray | float) -> np.ndarray:
     cc = -c * delta * (1.0 - delta)
     p21 = (-bb + np.sqrt(np.maximum(bb * bb - 4.0 * a * cc, 0.0))) / (2.0 * a)
     var = n * (2.0 * p21 + delta * (1.0 - delta))
-    num = b - c - n * delta
+    raw = b - c - n * delta
+    num = np.sign(raw) * np.maximum(np.abs(raw) - CONTINUITY, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         z = num / np.sqrt(var)
         edge = np.where(num == 0, 0.0, np.sign(num) * np.inf)
