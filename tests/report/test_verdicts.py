@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from report_episodes import analyzed, study
 
 from flatscore.report.verdicts import ADVICE, headlines, pts
@@ -73,3 +75,17 @@ def test_an_undecided_gap_gives_its_adjusted_p() -> None:
             cell.comparisons = [undecided]
             (h,) = headlines(cell, analysis.settings.default_K)
             assert "not significant (adjusted p = 0.188) and equivalence within" in h.sentences[0]
+
+
+def test_report_wording_has_no_question_marks_or_na_percent(tmp_path: Path) -> None:
+    """HTML and summary.md on a study too small for bootstrap intervals: no "?", no "n/a%",
+    no "[not computed, …]", and a channel new in the arm reads "new: 0 → x%"."""
+    from flatscore.report import write_report
+
+    episodes = study(tasks=6)
+    analysis = analyzed(episodes)
+    paths = write_report(analysis, episodes, tmp_path)
+    for text in (paths.html.read_text(), paths.summary.read_text()):
+        assert "n/a%" not in text and "not computed%" not in text
+        assert "[not computed" not in text and "×0.00 [0.00, 0.00]" not in text
+    assert "new: 0 → " in paths.summary.read_text() + paths.html.read_text()
