@@ -38,7 +38,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from flatscore.analysis.analyze import AnalysisOptions
+from flatscore.analysis.analyze import AnalysisOptions, AnalysisSettings
 from flatscore.analysis.result import AnalysisResult
 from flatscore.errors import InputError
 from flatscore.executors.base import AgentRecipe, EpisodeJob, Executor, RepairRecipe
@@ -180,16 +180,16 @@ def analysis_options(study: Study) -> AnalysisOptions:
         rules_path = Path(a.channel_rules).expanduser()
         if not rules_path.is_absolute():
             rules_path = (study.base_dir / rules_path).resolve()
-    return AnalysisOptions(
+    settings = AnalysisSettings.from_points(
         reference=a.reference,
         budgets=budgets,
         count=a.count,
-        tost_margin=a.tost_margin / 100.0,
+        tost_margin=a.tost_margin,
         bootstrap=a.bootstrap,
         seed=a.seed,
         correction=a.correction,
-        rules=load_rules(rules_path),
     )
+    return AnalysisOptions(**settings.model_dump(), rules=load_rules(rules_path))
 
 
 def write_study_report(study: Study) -> tuple[AnalysisResult, ReportPaths]:

@@ -60,10 +60,12 @@ class TaskMatrix:
         return self.total(num) / d if d else None
 
 
-def _per_episode(f: EpisodeFacts, cols: Mapping[str, int], s_row: np.ndarray) -> np.ndarray:
+def _per_episode(
+    f: EpisodeFacts, cols: Mapping[str, int], s_cols: list[int], s_row: np.ndarray
+) -> np.ndarray:
     row = np.zeros(len(cols))
     row[cols["task"]] = 1.0
-    row[[cols[c] for c in cols if c.startswith("S") and c[1:].isdigit()]] = s_row
+    row[s_cols] = s_row
     row[cols["succeeded"]] = f.succeeded
     row[cols["reward"]] = f.reward or 0.0
     row[cols["calls"]] = f.agent_calls
@@ -99,7 +101,8 @@ def task_matrix(
     within = success_within_budgets(succeeded, failures, budgets)
     sums = np.zeros((len(tasks), len(cols)))
     if kept:
-        per_ep = np.stack([_per_episode(f, cols, within[i]) for i, f in enumerate(kept)])
+        s_cols = [cols[f"S{k}"] for k in budgets]
+        per_ep = np.stack([_per_episode(f, cols, s_cols, within[i]) for i, f in enumerate(kept)])
         np.add.at(sums, rows, per_ep)
     episodes = np.bincount(rows, minlength=len(tasks)).astype(np.float64)
     scale = np.where(episodes > 0, 1.0 / np.maximum(episodes, 1.0), 0.0)[:, None]
