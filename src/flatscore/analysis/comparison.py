@@ -95,7 +95,9 @@ def compare(
     all_d = np.stack([diff(k) for k in budgets])  # (budgets × tasks): one vectorised interval
     los, his = score_interval(all_d, conf)
     for j, k in enumerate(budgets):
-        d, lo, hi = all_d[j], float(los[j]), float(his[j])
+        d = all_d[j]
+        lo: float | None = float(los[j])
+        hi: float | None = float(his[j])
         gaps.append(
             GapPoint(
                 K=k,

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from flatscore.analysis.analyze import AnalysisOptions, AnalysisSettings, analyze
 from flatscore.analysis.channels import BUILTIN_RULES, load_rules
+from flatscore.analysis.identity import unique_episodes
 from flatscore.analysis.result import AnalysisResult, Settings
 from flatscore.errors import InputError
 from flatscore.formats import load_runs
@@ -73,8 +74,10 @@ def rebuild(
     `margins` attaches a `flatscore margins` result (its section and plot)."""
     from flatscore.analysis.margins_result import load_margins
 
-    episodes = list(load_runs(expand_inputs(inputs)))
+    labelled = ((str(p), ep) for p in expand_inputs(inputs) for ep in load_runs([p]))
+    episodes, dropped = unique_episodes(labelled, options.dedupe)  # duplicates name files
     result = analyze(episodes, options)
+    result.warnings[:0] = dropped
     if margins is not None:
         result.margins = load_margins(margins)
     paths = write_report(
