@@ -25,13 +25,16 @@ spec = st.tuples(
 
 @st.composite
 def studies(draw: st.DrawFn) -> list:
-    """Two arms over the same tasks with the same number of trials per task."""
+    """Two arms over the same tasks; the number of trials differs between tasks (and between
+    arms), so task weighting is exercised: pass^1 = success rate only holds task-weighted."""
     n_tasks = draw(st.integers(1, 5))
-    trials = draw(st.integers(1, 3))
+    trials = {
+        (arm, t): draw(st.integers(1, 4)) for arm in ("bf16", "int4") for t in range(n_tasks)
+    }
     eps = []
     for arm in ("bf16", "int4"):
         for t in range(n_tasks):
-            for k in range(trials):
+            for k in range(trials[(arm, t)]):
                 c, ok, mal, term = draw(spec)
                 eps.append(episode(arm, f"t{t}", k, c, success=ok, malformed=mal, termination=term))
     return eps
