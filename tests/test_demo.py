@@ -128,5 +128,5 @@ def test_demo_end_to_end_on_one_task(tmp_path: Path) -> None:
 
     episodes = list(read_episodes(out / "runs" / "smollm2-135m__int4.jsonl"))
     assert {e.model for e in episodes} == {"smollm2-135m"}
-    assert all(e.metadata["source"].endswith("@int4") for e in episodes)
+    assert all(e.metadata["played_by"].endswith("@int4") for e in episodes)
     assert all("Q4_1" in e.metadata["weights"] for e in episodes)  # the reference's origin

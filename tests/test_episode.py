@@ -95,7 +95,7 @@ def episodes(draw: st.DrawFn) -> Episode:
         split=draw(st.none() | text),
         messages=draw(st.lists(messages(), max_size=5)),
         termination_reason=draw(st.sampled_from(list(TerminationReason))),
-        reward=draw(st.none() | finite),
+        reward=draw(st.none() | st.floats(0.0, 1.0)),  # the schema bounds rewards to [0, 1]
         reward_breakdown=draw(st.dictionaries(text, finite, max_size=2)),
         error_budget=ErrorBudget(
             max_errors=draw(st.none() | st.integers(0, 100)),

@@ -12,10 +12,12 @@ limit), so a rerun resumes where it stopped and `flatscore report` rebuilds its 
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from rich.console import Console
 
+from flatscore.console import make_console
 from flatscore.study import Study
 from flatscore.study_run import StudyOutcome, print_outcome, run_study
 
@@ -71,9 +73,7 @@ def run_demo(
     study: Study, *, fresh: bool = False, progress: bool = True, console: Console | None = None
 ) -> StudyOutcome:
     """Run (or resume) the demo study, write its report, print the verdicts."""
-    import shutil
-
-    console = console or Console()
+    console = console or make_console()
     runs = study.output_dir / "runs"
     if fresh and runs.exists():
         shutil.rmtree(runs)

@@ -12,9 +12,15 @@ import json
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from flatscore.strict import StrictModel
 
 SCHEMA_VERSION = 1
+KNOWN_SCHEMA_VERSIONS = (1,)
+MAX_ERRORS_LIMIT = 1_000
+"""Largest error budget accepted: analysis enumerates every K below it."""
+MAX_TRIAL = 1_000_000
 
 Role = Literal["system", "user", "assistant", "tool"]
 Requestor = Literal["agent", "user"]
@@ -44,16 +50,12 @@ class TerminationReason(StrEnum):
 REWARDABLE_TERMINATIONS = frozenset({TerminationReason.USER_STOP, TerminationReason.AGENT_STOP})
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=False)
-
-
-class TopLogprob(_Strict):
+class TopLogprob(StrictModel):
     token: str
     logprob: float
 
 
-class TokenLogprob(_Strict):
+class TokenLogprob(StrictModel):
     """One generated token with its logprob and the top-k alternatives at that position."""
 
     token: str
@@ -61,7 +63,7 @@ class TokenLogprob(_Strict):
     top: list[TopLogprob] = Field(default_factory=list)
 
 
-class TokenUsage(_Strict):
+class TokenUsage(StrictModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -72,7 +74,7 @@ class TokenUsage(_Strict):
         )
 
 
-class ToolCall(_Strict):
+class ToolCall(StrictModel):
     """A function call. `arguments` is the parsed JSON object, or the raw string when the
     model's argument text could not be parsed (kept verbatim so analysis can classify it)."""
 
@@ -86,7 +88,7 @@ class ToolCall(_Strict):
         return isinstance(self.arguments, dict)
 
 
-class ToolResult(_Strict):
+class ToolResult(StrictModel):
     """The environment's answer to one tool call.
 
     `error_kind` is optional: environments that know why a call failed (the built-in
@@ -100,7 +102,7 @@ class ToolResult(_Strict):
     error_kind: str | None = None
 
 
-class Message(_Strict):
+class Message(StrictModel):
     """One turn. Assistant turns may carry tool calls; `role == "tool"` turns carry a result.
 
     `malformed` marks agent output that could not be parsed into a message or a call (the raw
@@ -129,7 +131,7 @@ class Message(_Strict):
 ToolListSource = Literal["run", "tool_defs", "bundled", "inferred"]
 
 
-class ToolLists(_Strict):
+class ToolLists(StrictModel):
     """The agent's and the user's tool names: channel classification needs them.
 
     `source` says where they came from: the running environment (`run`), the τ² file's
@@ -142,21 +144,21 @@ class ToolLists(_Strict):
     source: ToolListSource = "run"
 
 
-class ErrorBudget(_Strict):
+class ErrorBudget(StrictModel):
     """The budget the episode ran under, with τ² semantics: the episode stops when the
     cumulative count of counted errors reaches `max_errors` (None: no budget)."""
 
-    max_errors: int | None = None
+    max_errors: int | None = Field(None, ge=0, le=MAX_ERRORS_LIMIT)
     counted: Literal["all", "agent"] = "all"
 
 
-class Timing(_Strict):
+class Timing(StrictModel):
     started_at: str | None = None
     ended_at: str | None = None
     duration_s: float | None = None
 
 
-class Source(_Strict):
+class Source(StrictModel):
     """Where an imported episode came from."""
 
     format: str
@@ -171,7 +173,7 @@ def make_episode_id(study: str, arm: str, domain: str, task_id: str, trial: int)
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:20]
 
 
-class Episode(_Strict):
+class Episode(StrictModel):
     """One agent episode on one task, in one arm."""
 
     schema_version: int = SCHEMA_VERSION
@@ -181,12 +183,12 @@ class Episode(_Strict):
     model: str
     domain: str
     task_id: str
-    trial: int = 0
+    trial: int = Field(0, ge=0, le=MAX_TRIAL)
     seed: int | None = None
     split: str | None = None
     messages: list[Message] = Field(default_factory=list)
     termination_reason: TerminationReason
-    reward: float | None = None
+    reward: float | None = Field(None, ge=0.0, le=1.0, allow_inf_nan=False)
     reward_breakdown: dict[str, float] = Field(default_factory=dict)
     error_budget: ErrorBudget = Field(default_factory=ErrorBudget)
     tools: ToolLists = Field(default_factory=ToolLists)
@@ -194,6 +196,22 @@ class Episode(_Strict):
     usage: TokenUsage = Field(default_factory=TokenUsage)
     source: Source | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("schema_version")
+    @classmethod
+    def _known_schema_version(cls, value: int) -> int:
+        if value not in KNOWN_SCHEMA_VERSIONS:
+            known = ", ".join(map(str, KNOWN_SCHEMA_VERSIONS))
+            raise ValueError(f"unknown schema version {value} (this flatscore reads {known})")
+        return value
+
+    @field_validator("reward_breakdown")
+    @classmethod
+    def _finite_breakdown(cls, value: dict[str, float]) -> dict[str, float]:
+        for key, v in value.items():
+            if v != v or v in (float("inf"), float("-inf")):
+                raise ValueError(f"reward_breakdown[{key!r}] must be a finite number")
+        return value
 
     @property
     def is_infrastructure_error(self) -> bool:

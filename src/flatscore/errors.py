@@ -1,6 +1,14 @@
-"""One error type for bad input: the CLI turns it into one clear line and exit code 2."""
+"""One error type for bad input: the CLI turns it into one clear line and exit code 2.
+
+`from_validation` is the one place a pydantic `ValidationError` becomes that line: its first
+error, located by file, record and field path (`models.0.arms.int4.url`).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import ValidationError
 
 
 class InputError(Exception):
@@ -31,3 +39,27 @@ class InputError(Exception):
         prefix = ": ".join([", ".join(where)]) if where else ""
         text = " ".join(self.message.split())
         return f"{prefix}: {text}" if prefix else text
+
+
+def from_validation(
+    exc: ValidationError,
+    *,
+    file: str | None = None,
+    record: str | int | None = None,
+    prefix: str = "",
+    field: Callable[[tuple[int | str, ...]], str | None] | None = None,
+    missing: str | None = None,
+    extra: str | None = None,
+) -> InputError:
+    """The first error of `exc` as one `InputError`. The field is the error's location
+    joined with dots (after `prefix`), or what `field(loc)` returns (e.g. a CLI flag);
+    `missing` / `extra` replace pydantic's message for a missing / an unknown field."""
+    first = exc.errors()[0]
+    loc = tuple(first["loc"])
+    message = str(first["msg"]).removeprefix("Value error, ")
+    if first["type"] == "missing" and missing is not None:
+        message = missing
+    elif first["type"] == "extra_forbidden" and extra is not None:
+        message = extra
+    where = field(loc) if field is not None else prefix + ".".join(str(p) for p in loc)
+    return InputError(message, file=file, record=record, field=where or None)

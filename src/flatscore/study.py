@@ -24,20 +24,22 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
-from flatscore.errors import InputError
+from flatscore.agents.base import agent_names, make_agent
+from flatscore.agents.repair import RepairConfig
+from flatscore.analysis.budget import parse_budgets
+from flatscore.domains import domain_names
+from flatscore.errors import InputError, from_validation
 from flatscore.models.shared import BackendSpec
+from flatscore.runner import defaults
+from flatscore.strict import StrictModel
 
 ModelKind = Literal["embedded", "local", "openai", "agent"]
-DEFAULT_STUDY_NAME = "study"
+DEFAULT_STUDY_NAME = defaults.STUDY_NAME
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class SamplingSpec(_Strict):
+class SamplingSpec(StrictModel):
     """Decoding settings shared by every arm of a model (identical across arms on purpose)."""
 
     temperature: float = Field(0.0, ge=0.0)
@@ -45,7 +47,7 @@ class SamplingSpec(_Strict):
     max_tokens: int = Field(256, ge=1)
 
 
-class ArmSpec(_Strict):
+class ArmSpec(StrictModel):
     """One precision arm of a model. Which fields apply depends on the model's `kind`:
     `quant` (embedded/local), `url` + `served_model` (+ `api_key_env`) (openai), `options`
     (agent). `checkpoint` is free text recorded for the reader (e.g. the HF repo served)."""
@@ -58,7 +60,7 @@ class ArmSpec(_Strict):
     checkpoint: str | None = None
 
 
-class ModelSpec(_Strict):
+class ModelSpec(StrictModel):
     """A model and its arms. `name` labels the model in every episode (the analysis groups
     cells by it), so keep it the same across arms."""
 
@@ -148,7 +150,7 @@ class ModelSpec(_Strict):
         )
 
 
-class UserSpec(_Strict):
+class UserSpec(StrictModel):
     """The user simulator: `scripted` (deterministic per seed, no model) or `llm` (a model
     reached like any arm: `backend`)."""
 
@@ -164,16 +166,16 @@ class UserSpec(_Strict):
         return self
 
 
-class ErrorBudgetSpec(_Strict):
+class ErrorBudgetSpec(StrictModel):
     """The budget episodes are *recorded* under. τ² semantics: an episode stops at its
     `max_errors`-th counted error, so S(K) is recomputable from the logs for every
     K < max_errors, and the analysis's default K is max_errors − 1 (τ²'s 10 → K = 9)."""
 
-    max_errors: int | None = Field(10, ge=1)
-    counted: Literal["all", "agent"] = "all"
+    max_errors: int | None = Field(defaults.MAX_ERRORS, ge=1)
+    counted: Literal["all", "agent"] = defaults.COUNTED
 
 
-class RepairSpec(_Strict):
+class RepairSpec(StrictModel):
     """Reflective repair as a factor: `off`, `on` (every arm repaired) or `both` (every arm
     twice, `<arm>` and `<arm>+repair`)."""
 
@@ -185,7 +187,7 @@ class RepairSpec(_Strict):
         return {"off": [False], "on": [True], "both": [False, True]}[self.mode]
 
 
-class AnalysisSpec(_Strict):
+class AnalysisSpec(StrictModel):
     """Analysis settings (`flatscore analyze`'s flags). `tost_margin` is in points."""
 
     reference: str | None = None
@@ -201,8 +203,6 @@ class AnalysisSpec(_Strict):
     @classmethod
     def _budgets(cls, value: list[int] | str | None) -> list[int] | str | None:
         if isinstance(value, str):
-            from flatscore.analysis.budget import parse_budgets
-
             try:
                 parse_budgets(value)
             except InputError as exc:
@@ -212,7 +212,7 @@ class AnalysisSpec(_Strict):
         return value
 
 
-class ExecutorSpec(_Strict):
+class ExecutorSpec(StrictModel):
     """Where episodes run: `local` (asyncio in this process) or `ray` (Ray tasks on a
     cluster: `address` is `ray://host:10001`, `auto`, or empty for a local instance)."""
 
@@ -225,24 +225,24 @@ class ExecutorSpec(_Strict):
     )
 
 
-class Study(_Strict):
+class Study(StrictModel):
     """A whole study; see the module docstring and docs/studies.md."""
 
     name: str = Field(DEFAULT_STUDY_NAME, min_length=1)
     output: str = "flatscore-out"
     models: list[ModelSpec] = Field(min_length=1)
     domains: list[str] = Field(default_factory=lambda: ["retail", "telecom"], min_length=1)
-    split: Literal["train", "test", "all"] = "test"
+    split: Literal["train", "test", "all"] = defaults.SPLIT
     task_ids: list[str] | None = None
     tasks_per_domain: int | None = Field(None, ge=1, description="first N tasks of the split")
-    trials: int = Field(1, ge=1)
-    seed: int = 300
-    max_steps: int = Field(40, ge=1)
+    trials: int = Field(defaults.TRIALS, ge=1)
+    seed: int = defaults.SEED
+    max_steps: int = Field(defaults.MAX_STEPS, ge=1)
     timeout_s: float | None = Field(None, gt=0)
     error_budget: ErrorBudgetSpec = Field(default_factory=ErrorBudgetSpec)
     user: UserSpec = Field(default_factory=UserSpec)
     repair: RepairSpec = Field(default_factory=RepairSpec)
-    concurrency: int = Field(2, ge=1)
+    concurrency: int = Field(defaults.CONCURRENCY, ge=1)
     executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
     analysis: AnalysisSpec = Field(default_factory=AnalysisSpec)
     title: str | None = None
@@ -261,8 +261,6 @@ class Study(_Strict):
     @field_validator("domains")
     @classmethod
     def _known_domains(cls, value: list[str]) -> list[str]:
-        from flatscore.domains import domain_names
-
         known = domain_names()
         if value == ["all"]:
             return known
@@ -292,14 +290,8 @@ class Study(_Strict):
         return self.title or f"flatscore · {self.name}"
 
 
-def _field_path(loc: tuple[int | str, ...]) -> str:
-    return ".".join(str(p) for p in loc) or "(study)"
-
-
 def check_names(study: Study, file: str | None = None) -> None:
     """Checks that need registries (agents, precision formats, repair channels)."""
-    from flatscore.agents.base import agent_names
-
     for i, model in enumerate(study.models):
         if model.kind == "agent" and model.agent not in agent_names():
             raise InputError(
@@ -307,8 +299,18 @@ def check_names(study: Study, file: str | None = None) -> None:
                 file=file,
                 field=f"models.{i}.agent",
             )
+        if model.kind == "agent":
+            for arm_name, arm in model.arms.items():
+                try:
+                    make_agent(model.agent or "", **arm.options)
+                except (TypeError, ValueError) as exc:
+                    raise InputError(
+                        f"agent {model.agent!r}: {exc}",
+                        file=file,
+                        field=f"models.{i}.arms.{arm_name}.options",
+                    ) from None
         if model.kind in ("embedded", "local"):
-            from flatscore.quant.arms import ARMS
+            from flatscore.quant.arms import ARMS  # imports torch (the `local` extra)
 
             for arm_name, arm in model.arms.items():
                 quant = arm.quant or arm_name
@@ -321,14 +323,10 @@ def check_names(study: Study, file: str | None = None) -> None:
                         field=f"models.{i}.arms.{arm_name}.{where}",
                     )
     if study.repair.mode != "off":
-        from flatscore.agents.repair import RepairConfig
-
         try:
             RepairConfig(channels=study.repair.channels, attempts=study.repair.attempts)
         except ValidationError as exc:
-            raise InputError(
-                str(exc.errors()[0]["msg"]), file=file, field="repair.channels"
-            ) from None
+            raise from_validation(exc, file=file, prefix="repair.") from None
 
 
 def parse_study(data: Any, *, file: str | None = None, base_dir: Path | None = None) -> Study:
@@ -338,11 +336,12 @@ def parse_study(data: Any, *, file: str | None = None, base_dir: Path | None = N
     try:
         study = Study.model_validate({**data, "base_dir": base_dir or Path(".")})
     except ValidationError as exc:
-        err = exc.errors()[0]
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown field (check the spelling; see docs/studies.md)"
-        raise InputError(msg, file=file, field=_field_path(tuple(err["loc"]))) from None
+        raise from_validation(
+            exc,
+            file=file,
+            field=lambda loc: ".".join(map(str, loc)) or "(study)",
+            extra="unknown field (check the spelling; see docs/studies.md)",
+        ) from None
     check_names(study, file)
     return study
 

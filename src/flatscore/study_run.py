@@ -6,8 +6,12 @@ Layout of the output folder:
     <output>/study.json                  the validated study, for provenance
     <output>/report.html, summary.md, analysis.json
 
+The quick form of `flatscore run` (`flatscore.runner.quick`) is a one-model study run through
+the same plan and executors, with every episode appended to its one `--out` file
+(`run_file`) and no report. There is no other way episodes are run.
+
 - **Pairing**: every arm of a model runs the same (domain, task, trial) list with the same
-  per-trial seed (`flatscore.runner.run.trial_seed`), so arms are compared task by task.
+  per-trial seed (`trial_seed`: seed + trial), so arms are compared task by task.
   Jobs are queued task by task with the arms interleaved, so concurrent workers run
   different arms side by side.
 - **Resume**: `resume=True` skips the episode ids already in each run file (a killed study
@@ -29,21 +33,22 @@ from pathlib import Path
 
 from pydantic import BaseModel
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
+from flatscore.agents.repair import repair_arm_label
 from flatscore.analysis.analyze import AnalysisOptions, AnalysisSettings
+from flatscore.analysis.budget import parse_budgets
+from flatscore.analysis.channels import load_rules
 from flatscore.analysis.result import AnalysisResult
+from flatscore.console import make_console, styled
+from flatscore.console import progress as make_progress
+from flatscore.domains import get_domain
+from flatscore.episode import ErrorBudget
 from flatscore.errors import InputError
+from flatscore.executors import make_executor
 from flatscore.executors.base import AgentRecipe, EpisodeJob, Executor, RepairRecipe
 from flatscore.report import ReportPaths
-from flatscore.runner.run import RunConfig, plan_episodes
+from flatscore.report.rebuild import rebuild
+from flatscore.report.verdicts import headlines
 from flatscore.store import EpisodeWriter, finished_episode_ids
 from flatscore.study import Study
 
@@ -92,8 +97,6 @@ def study_task_ids(study: Study) -> list[str] | None:
     """The task ids the study runs (None: the whole split of every domain)."""
     if study.tasks_per_domain is None:
         return study.task_ids
-    from flatscore.domains import get_domain
-
     ids: list[str] = []
     for name in study.domains:
         tasks = get_domain(name).tasks(study.split)
@@ -103,10 +106,15 @@ def study_task_ids(study: Study) -> list[str] | None:
     return ids
 
 
-def plan_study(study: Study) -> StudyPlan:
-    """Every run file and every episode job of the study, in paired order."""
-    from flatscore.agents.repair import repair_arm_label
+def trial_seed(base_seed: int, trial: int) -> int:
+    """The seed of trial `trial`: the same for every task and every arm."""
+    return base_seed + trial
 
+
+def plan_study(study: Study, run_file: Path | None = None) -> StudyPlan:
+    """Every run file and every episode job of the study, in paired order: (domain, trial,
+    task), the arms interleaved. With `run_file` (the quick form) every arm appends to that
+    one file instead of `<output>/runs/<model>__<arm>.jsonl`."""
     runs_dir = study.output_dir / RUNS_DIR
     runs: list[ArmRun] = []
     for model in study.models:
@@ -126,53 +134,47 @@ def plan_study(study: Study) -> StudyPlan:
                     else None,
                     checkpoint=arm.checkpoint,
                 )
-                path = runs_dir / f"{_safe(model.name)}__{_safe(label)}.jsonl"
+                path = run_file or runs_dir / f"{_safe(model.name)}__{_safe(label)}.jsonl"
                 runs.append(ArmRun(model.name, label, path, recipe))
     paths = [r.path for r in runs]
-    if len(set(paths)) != len(paths):
+    if run_file is None and len(set(paths)) != len(paths):
         raise InputError("two arms map to the same run file name; rename one", field="models")
 
-    config = RunConfig(
-        domains=study.domains,
-        split=study.split,
-        trials=study.trials,
-        seed=study.seed,
-        max_steps=study.max_steps,
-        max_errors=study.error_budget.max_errors,
-        counted=study.error_budget.counted,
-        study=study.name,
-        timeout_s=study.timeout_s,
-        task_ids=study_task_ids(study),
+    budget = ErrorBudget(
+        max_errors=study.error_budget.max_errors, counted=study.error_budget.counted
     )
-    specs = plan_episodes(config)
-    if not specs:
+    task_ids = study_task_ids(study)
+    jobs = []
+    for domain_name in study.domains:
+        tasks = get_domain(domain_name).tasks(study.split)
+        if task_ids is not None:
+            tasks = [t for t in tasks if t.id in task_ids]
+        for trial in range(study.trials):
+            for task in tasks:
+                for run in runs:
+                    jobs.append(
+                        EpisodeJob(
+                            run=str(run.path),
+                            study=study.name,
+                            arm=run.arm,
+                            domain=domain_name,
+                            task_id=task.id,
+                            trial=trial,
+                            seed=trial_seed(study.seed, trial),
+                            max_steps=study.max_steps,
+                            error_budget=budget,
+                            timeout_s=study.timeout_s,
+                            agent=run.recipe,
+                            user=study.user,
+                        )
+                    )
+    if not jobs:
         raise InputError("the study selects no tasks (check split, task_ids)", field="task_ids")
-    jobs = [
-        EpisodeJob(
-            run=str(run.path),
-            study=study.name,
-            arm=run.arm,
-            domain=spec.domain.name,
-            task_id=spec.task.id,
-            trial=spec.trial,
-            seed=spec.seed,
-            max_steps=spec.max_steps,
-            error_budget=spec.error_budget,
-            timeout_s=spec.timeout_s,
-            agent=run.recipe,
-            user=study.user,
-        )
-        for spec in specs
-        for run in runs
-    ]
     return StudyPlan(runs=runs, jobs=jobs)
 
 
 def analysis_options(study: Study) -> AnalysisOptions:
     """The study's analysis settings as `flatscore analyze` options."""
-    from flatscore.analysis.budget import parse_budgets
-    from flatscore.analysis.channels import load_rules
-
     a = study.analysis
     budgets = parse_budgets(a.budgets) if isinstance(a.budgets, str) else a.budgets
     rules_path = None
@@ -194,24 +196,8 @@ def analysis_options(study: Study) -> AnalysisOptions:
 
 def write_study_report(study: Study) -> tuple[AnalysisResult, ReportPaths]:
     """Analyse every run under the output folder and write the report into it."""
-    from flatscore.report.rebuild import rebuild
-
     out = study.output_dir
     return rebuild([out], out, analysis_options(study), title=study.report_title)
-
-
-def _progress(console: Console, enabled: bool) -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("ok {task.fields[ok]}"),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-        console=console,
-        disable=not enabled,
-    )
 
 
 async def execute_plan(
@@ -223,23 +209,23 @@ async def execute_plan(
     console: Console | None = None,
 ) -> tuple[int, int, int, Counter[str]]:
     """Run the plan's unfinished jobs; returns (planned, skipped, succeeded, terminations)."""
+    files = list(dict.fromkeys(run.path for run in plan.runs))  # the quick form: one file
     done: dict[str, set[str]] = {}
-    for run in plan.runs:
-        exists = run.path.exists() and run.path.stat().st_size > 0
+    for path in files:
+        exists = path.exists() and path.stat().st_size > 0
         if exists and not resume:
-            raise InputError(
-                "the study's output already has runs; pass --resume to continue it",
-                file=str(run.path),
-            )
-        done[str(run.path)] = finished_episode_ids(run.path) if resume else set()
+            raise InputError("already has episodes; pass --resume to continue it", file=str(path))
+        done[str(path)] = finished_episode_ids(path) if resume else set()
     todo = [j for j in plan.jobs if j.episode_id not in done[j.run]]
     per_cell_total: Counter[str] = Counter(plan.cell_of(j) for j in plan.jobs)
     per_cell_todo: Counter[str] = Counter(plan.cell_of(j) for j in todo)
     terminations: Counter[str] = Counter()
     succeeded = 0
     ok: dict[str, int] = defaultdict(int)
-    writers = {str(r.path): EpisodeWriter(r.path) for r in plan.runs}
-    bar = _progress(console or Console(stderr=True), progress)
+    writers = {str(path): EpisodeWriter(path) for path in files}
+    bar = make_progress(
+        console or make_console(stderr=True), "ok {task.fields[ok]}", enabled=progress
+    )
     try:
         with bar:
             overall = bar.add_task("all cells", total=len(plan.jobs), ok=0)
@@ -274,22 +260,23 @@ def run_study(
     progress: bool = True,
     report: bool = True,
     console: Console | None = None,
+    run_file: Path | None = None,
 ) -> StudyOutcome:
     """Run the study (local executor unless given or named in the study), then write the
-    report into its output folder."""
-    from flatscore.executors import make_executor
-
-    plan = plan_study(study)
-    out = study.output_dir
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "study.json").write_text(study.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    report into its output folder. With `run_file` (the quick form) every episode goes to
+    that one file, and neither study.json nor a report is written."""
+    plan = plan_study(study, run_file)
+    out = run_file or study.output_dir
+    if run_file is None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "study.json").write_text(study.model_dump_json(indent=2) + "\n", encoding="utf-8")
     executor = executor or make_executor(study.executor, study.concurrency)
     started = time.perf_counter()
     planned, skipped, succeeded, terminations = asyncio.run(
         execute_plan(plan, executor, resume=resume, progress=progress, console=console)
     )
     paths = result = None
-    if report:
+    if report and run_file is None:
         result, paths = write_study_report(study)
     return StudyOutcome(
         planned=planned,
@@ -304,31 +291,37 @@ def run_study(
     )
 
 
-def print_outcome(outcome: StudyOutcome, console: Console) -> None:
-    """What ran, each cell's verdict with its headline per arm, and where the report is."""
-    from rich.markup import escape as esc
-
-    from flatscore.report.verdicts import headlines
-
-    console.print(
-        f"{outcome.written} episodes run, {outcome.skipped} already there "
-        f"({outcome.seconds:.0f} s); terminations {outcome.terminations}",
-        highlight=False,
-    )
-    if outcome.analysis is None or outcome.report is None:
-        return
-    default_k = outcome.analysis.settings.default_K
-    for cell in outcome.analysis.cells:
+def print_verdicts(
+    analysis: AnalysisResult, paths: ReportPaths, console: Console, *, sentences: bool = True
+) -> None:
+    """Each cell's verdict, the headline per arm (with its first sentence), and where the
+    report is: what `flatscore run study.yaml` and `flatscore report` end with. Every line
+    is `Text`, so names and paths print literally on any console."""
+    for cell in analysis.cells:
         console.print(
-            f"[bold]{esc(cell.model)} · {esc(cell.domain)}[/]: {cell.verdict}", highlight=False
+            styled((f"{cell.model} · {cell.domain}", "bold"), f": {cell.verdict}"),
+            highlight=False,
         )
-        for h in headlines(cell, default_k):
-            console.print(f"  {esc(h.arm)} vs {esc(h.reference)}: {h.verdict}", highlight=False)
-            if h.sentences:
-                console.print(f"    [dim]{esc(h.sentences[0])}[/]", highlight=False)
-    console.print(f"report: {esc(str(outcome.report.html))}", highlight=False, soft_wrap=True)
+        for h in headlines(cell, analysis.settings.default_K):
+            console.print(styled(f"  {h.arm} vs {h.reference}: {h.verdict}"), highlight=False)
+            if sentences and h.sentences:
+                console.print(styled((f"    {h.sentences[0]}", "dim")), highlight=False)
+    console.print(styled(f"report: {paths.html}"), highlight=False, soft_wrap=True)
     console.print(
-        f"[dim]also {esc(str(outcome.report.summary))} and {esc(str(outcome.report.analysis))}[/]",
+        styled((f"also {paths.summary} and {paths.analysis}", "dim")),
         highlight=False,
         soft_wrap=True,
     )
+
+
+def print_outcome(outcome: StudyOutcome, console: Console) -> None:
+    """What ran, then (with a report) `print_verdicts`."""
+    console.print(
+        styled(
+            f"{outcome.written} episodes run, {outcome.skipped} already there "
+            f"({outcome.seconds:.0f} s); terminations {outcome.terminations}"
+        ),
+        highlight=False,
+    )
+    if outcome.analysis is not None and outcome.report is not None:
+        print_verdicts(outcome.analysis, outcome.report, console)

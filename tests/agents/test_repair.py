@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 from pydantic import ValidationError
@@ -15,16 +15,15 @@ from flatscore.agents.oracle import oracle_plan
 from flatscore.agents.repair import (
     RepairAgent,
     RepairConfig,
-    make_repair_config,
     parse_channels,
     repair_arm_label,
-    with_repair,
 )
 from flatscore.domains import get_domain
 from flatscore.domains.framework import Task
 from flatscore.episode import Episode, ErrorBudget, Message, TerminationReason, ToolCall
 from flatscore.errors import InputError
 from flatscore.runner import EpisodeSpec, run_episode, user_view
+from flatscore.runner.quick import QuickRun, run_quick
 from flatscore.users import make_user
 
 Mistake = Literal["name", "args", "malformed"]
@@ -207,16 +206,12 @@ def test_config_validation_and_helpers() -> None:
         "bad_arguments",
     ]
     with pytest.raises(InputError, match="unknown repair channel") as err:
-        make_repair_config("unknown_tool,typo")
+        QuickRun.parse(repair=True, repair_channels=parse_channels("unknown_tool,typo"))
     assert err.value.field == "--repair-channels"
     with pytest.raises(InputError) as err:
-        make_repair_config("unknown_tool", 0)
-    assert err.value.field == "--repair-attempts"
-    assert make_repair_config("bad_arguments", 2).attempts == 2
+        QuickRun.parse(repair=True, repair_attempts=0)
+    assert err.value.field == "repair_attempts"
     assert repair_arm_label("int4") == "int4+repair" == repair_arm_label("int4+repair")
-    factory = with_repair(lambda: make_agent("mistaken"))
-    a, b = factory(), factory()
-    assert isinstance(a, RepairAgent) and a is not b and a.name == "mistaken"
 
 
 def test_repair_turns_are_logged_and_marked() -> None:
@@ -252,24 +247,22 @@ def test_repair_runs_are_visible_to_the_analysis(tmp_path: Path) -> None:
     analysis keeps the four arms apart and measures the repair effect and interaction."""
     from flatscore.analysis.analyze import AnalysisOptions, analyze
     from flatscore.analysis.repair_effect import RepairOptions, repair_effects
-    from flatscore.runner import RunConfig, run
 
     path = tmp_path / "study.jsonl"
     tasks = [t.id for t in get_domain("retail").tasks("test")[:3]]
 
     def go(arm: str, at: tuple[int, ...], repair: bool) -> None:
-        def plain() -> Agent:
-            return make_agent("mistaken", at=at)
-
-        config = RunConfig(
+        quick = QuickRun.parse(
+            agent="mistaken",
+            agent_options={"at": at},
             domains=["retail"],
             study="s",
-            arm=repair_arm_label(arm) if repair else arm,
+            arm=arm,
+            repair=repair,
             task_ids=tasks,
             max_errors=5,
         )
-        factory = with_repair(plain) if repair else plain
-        run(config, path, factory, lambda: make_user("scripted"), resume=True, progress=False)
+        run_quick(quick, path, resume=True, progress=False)
 
     for repair in (False, True):
         go("bf16", (), repair)  # the same agent without its mistake: the reference
@@ -291,3 +284,24 @@ def test_repair_runs_are_visible_to_the_analysis(tmp_path: Path) -> None:
     assert set(arms) == {"bf16", "bf16+repair", "int4", "int4+repair"}
     assert arms["int4+repair"].channels["unknown_tool"].count == 3  # one failure per task
     assert arms["int4"].channels["unknown_tool"].count == 15  # budget of 5, three tasks
+
+
+def test_start_raises_a_broken_domain_and_tolerates_an_unknown_one() -> None:
+    """Only a domain flatscore does not know goes without a user tool list; a registered
+    domain that fails to load is an error, not silently 'no user tools'."""
+    from flatscore.domains import DOMAINS
+
+    def broken() -> Any:
+        raise RuntimeError("db.json is corrupt")
+
+    task = get_domain("retail").task("cancel_00")
+    agent = RepairAgent(make_agent("noop"), RepairConfig())  # noop needs no domain itself
+    agent.start(task.model_copy(update={"domain": "not-registered"}), 300)
+    assert agent._user_tools == frozenset()
+    DOMAINS.register("broken-test-domain", broken)
+    try:
+        with pytest.raises(RuntimeError, match="corrupt"):
+            agent.start(task.model_copy(update={"domain": "broken-test-domain"}), 300)
+    finally:
+        DOMAINS.unregister("broken-test-domain")
+    assert "broken-test-domain" not in DOMAINS

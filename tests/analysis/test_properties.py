@@ -28,9 +28,7 @@ def studies(draw: st.DrawFn) -> list:
     """Two arms over the same tasks; the number of trials differs between tasks (and between
     arms), so task weighting is exercised: pass^1 = success rate only holds task-weighted."""
     n_tasks = draw(st.integers(1, 5))
-    trials = {
-        (arm, t): draw(st.integers(1, 4)) for arm in ("bf16", "int4") for t in range(n_tasks)
-    }
+    trials = {(arm, t): draw(st.integers(1, 4)) for arm in ("bf16", "int4") for t in range(n_tasks)}
     eps = []
     for arm in ("bf16", "int4"):
         for t in range(n_tasks):

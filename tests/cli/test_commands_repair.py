@@ -7,26 +7,18 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from flatscore.agents import make_agent
-from flatscore.agents.repair import with_repair
 from flatscore.cli import app
-from flatscore.runner import RunConfig, run
-from flatscore.users import make_user
+from flatscore.runner.quick import QuickRun, run_quick
 
 
 def test_repair_effect_command(tmp_path: Path) -> None:
     path = tmp_path / "runs.jsonl"
-    for arm, repair in (
-        ("bf16", False),
-        ("bf16+repair", True),
-        ("int4", False),
-        ("int4+repair", True),
-    ):
-        factory = (
-            with_repair(lambda: make_agent("oracle")) if repair else (lambda: make_agent("oracle"))
-        )
-        config = RunConfig(domains=["retail"], arm=arm, task_ids=["cancel_00", "return_00"])
-        run(config, path, factory, lambda: make_user("scripted"), resume=True, progress=False)
+    for arm in ("bf16", "int4"):
+        for repair in (False, True):
+            quick = QuickRun.parse(
+                domains=["retail"], arm=arm, repair=repair, task_ids=["cancel_00", "return_00"]
+            )
+            run_quick(quick, path, resume=True, progress=False)
     out = tmp_path / "repair.json"
     result = CliRunner().invoke(
         app, ["repair-effect", str(path), "--json", str(out), "--bootstrap", "200"]
@@ -43,8 +35,8 @@ def test_repair_effect_command_errors(tmp_path: Path) -> None:
     missing = CliRunner().invoke(app, ["repair-effect", str(tmp_path / "nope.jsonl")])
     assert missing.exit_code != 0
     path = tmp_path / "plain.jsonl"
-    config = RunConfig(domains=["retail"], arm="bf16", task_ids=["cancel_00"])
-    run(config, path, lambda: make_agent("oracle"), lambda: make_user("scripted"), progress=False)
+    quick = QuickRun.parse(domains=["retail"], arm="bf16", task_ids=["cancel_00"])
+    run_quick(quick, path, progress=False)
     result = CliRunner().invoke(app, ["repair-effect", str(path)])
     assert result.exit_code != 0
     assert isinstance(result.exception, Exception)

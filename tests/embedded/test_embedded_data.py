@@ -10,7 +10,7 @@ import pytest
 from flatscore.domains import get_domain
 from flatscore.embedded.data import Example, make_example, tokenize
 from flatscore.models.chat_format import render
-from flatscore.runner.episode import GREETING
+from flatscore.runner.episode_loop import GREETING
 
 
 def _example(domain: str, index: int, seed: int, mistake: bool) -> Example:

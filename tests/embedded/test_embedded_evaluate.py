@@ -4,19 +4,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from flatscore.agents.base import register_agent
 from flatscore.domains import get_domain
 from flatscore.embedded.data import SlipOracle
 from flatscore.embedded.evaluate import summarize
-from flatscore.runner.run import RunConfig, run
-from flatscore.users.scripted import ScriptedUser
+from flatscore.runner.quick import QuickRun, run_quick
+
+register_agent("slip-oracle", SlipOracle)  # training data only: registered for this test
 
 
 def test_summary_counts_success_calls_and_channels(tmp_path: Path) -> None:
     out = tmp_path / "ref.jsonl"
     tasks = [t.id for t in get_domain("telecom").tasks("train")]
-    config = RunConfig(domains=["telecom"], split="train", arm="ref", task_ids=tasks[:6])
     # Seed 7 plants a mistake in every task (SlipOracle picks one step per task).
-    run(config, out, lambda: SlipOracle(mistake_seed=7), ScriptedUser, progress=False)
+    quick = QuickRun.parse(
+        agent="slip-oracle",
+        agent_options={"mistake_seed": 7},
+        domains=["telecom"],
+        split="train",
+        arm="ref",
+        task_ids=tasks[:6],
+    )
+    run_quick(quick, out, progress=False)
     [s] = summarize(out)
     assert (s.arm, s.domain, s.episodes) == ("ref", "telecom", 6)
     assert s.succeeded == 6 and s.malformed == 0

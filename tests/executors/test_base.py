@@ -75,5 +75,5 @@ def test_episode_records_its_source_and_checkpoint() -> None:
     j = job()
     j = j.model_copy(update={"agent": j.agent.model_copy(update={"checkpoint": "org/model-awq"})})
     ep = run_job_sync(j)
-    assert ep.metadata["source"] == "oracle"
+    assert ep.metadata["played_by"] == "oracle"
     assert ep.metadata["checkpoint"] == "org/model-awq"

@@ -6,29 +6,11 @@ from typing import Any
 
 import pytest
 import torch
+from sample_chat import START, TOOLS
 
 from flatscore.episode import Message, ToolCall, ToolResult
 from flatscore.models.base import ContextWindowExceeded, Sampling
 from flatscore.models.local import LocalBackend
-
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_order_details",
-            "description": "Get an order's status.",
-            "parameters": {
-                "type": "object",
-                "properties": {"order_id": {"type": "string"}},
-                "required": ["order_id"],
-            },
-        },
-    },
-]
-START = [
-    Message(role="system", content="You are a retail support agent."),
-    Message(role="user", content="Where is my order #W123?"),
-]
 
 
 @pytest.fixture(scope="module")

@@ -213,3 +213,52 @@ def test_one_backend_serves_several_event_loops(fault_server: FaultServer) -> No
     asyncio.run(run())
     asyncio.run(run())  # a second loop (e.g. a second CLI step) must not trip the limiter
     assert len(fault_server.requests) == 6 and fault_server.max_in_flight == 1
+
+
+def test_one_pooled_connection_serves_every_request() -> None:
+    """Sequential requests, sync and async, reuse the backend's pooled connections (one TCP
+    connection per client against a keep-alive server), and close() releases them."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    ports: list[int] = []
+
+    class KeepAlive(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            ports.append(self.client_address[1])
+            data = json.dumps(ok_body()).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), KeepAlive)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        b = OpenAIBackend(OpenAIConfig(base_url=url, model="m", api_key_env=None))
+        for _ in range(3):
+            b.generate(MSGS, [], Sampling())
+
+        async def three() -> None:
+            for _ in range(3):
+                await b.agenerate(MSGS, [], Sampling())
+
+        loop = asyncio.new_event_loop()
+        loop.run_until_complete(three())
+        assert len(ports) == 6 and len(set(ports[:3])) == 1 and len(set(ports[3:])) == 1
+        b.close()  # closes the sync client and, on its still-open loop, the async one
+        assert b._sync_client is None and not b._per_loop
+        loop.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

@@ -13,35 +13,12 @@ from typing import Any
 
 import httpx
 import pytest
+from sample_chat import CONVERSATION, TOOLS
 
-from flatscore.episode import Message, ToolCall, ToolResult
+from flatscore.episode import Message
 from flatscore.models.base import BackendError, ContextWindowExceeded, Sampling
 from flatscore.models.local import LocalBackend
 from flatscore.models.openai import OpenAIBackend, OpenAIConfig
-
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_order_details",
-            "description": "Get an order's status.",
-            "parameters": {
-                "type": "object",
-                "properties": {"order_id": {"type": "string"}},
-                "required": ["order_id"],
-            },
-        },
-    },
-]
-CONVERSATION = [
-    Message(role="system", content="You are a retail support agent."),
-    Message(role="user", content="Where is my order #W123?"),
-    Message(
-        role="assistant",
-        tool_calls=[ToolCall(id="c0", name="get_order_details", arguments={"order_id": "#W123"})],
-    ),
-    Message(role="tool", tool_result=ToolResult(call_id="c0", text='{"status": "shipped"}')),
-]
 
 
 def _free_port() -> int:
@@ -146,11 +123,17 @@ def test_cache_over_the_served_model(server: str, tmp_path: Path) -> None:
 def test_bad_requests_are_client_errors_not_retried(server: str) -> None:
     r = httpx.post(server + "/chat/completions", json={"model": "smol", "messages": "hi"})
     assert r.status_code == 400 and "messages" in r.json()["error"]["message"]
-    r = httpx.post(server + "/chat/completions", content=b"{oops")
-    assert r.status_code == 400
     r = httpx.post(
         server + "/chat/completions",
-        json={"messages": [{"role": "user", "content": "x"}], "stream": True},
+        content=b"{oops",
+        headers={"content-type": "application/json"},
+    )
+    assert r.status_code == 400
+    r = httpx.post(server + "/chat/completions", content=b"{oops")  # no JSON content type
+    assert r.status_code == 415
+    r = httpx.post(
+        server + "/chat/completions",
+        json={"model": "smol", "messages": [{"role": "user", "content": "x"}], "stream": True},
     )
     assert r.status_code == 400
     with pytest.raises(ContextWindowExceeded):
@@ -160,6 +143,29 @@ def test_bad_requests_are_client_errors_not_retried(server: str) -> None:
             [Message(role="user", content="x")], TOOLS, Sampling(max_tokens=10**6)
         )
     assert not err.value.retryable
+
+
+def test_a_disconnected_client_stops_its_generation(server: str) -> None:
+    """Issue 14: a client that gave up left its generation running, and the next 8-token
+    request waited 46 s behind it (0.5 s alone)."""
+    short = {"model": "smol", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8}
+
+    def timed_short() -> float:
+        t0 = time.perf_counter()
+        r = httpx.post(server + "/chat/completions", json=short, timeout=300)
+        assert r.status_code == 200
+        return time.perf_counter() - t0
+
+    alone = timed_short()
+    count = [{"role": "user", "content": "Count from 1 to 1000, comma-separated."}]
+    long = {"model": "smol", "max_tokens": 2000, "temperature": 0, "messages": count}
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(server + "/chat/completions", json=long, timeout=2)
+    behind = timed_short()
+    # Not cancelled, it would wait for up to 2,000 tokens (minutes); cancelled, it waits at
+    # most for one token and the disconnect poll.
+    print(f"8 tokens alone {alone:.2f} s, right after a dropped 2,000-token request {behind:.2f} s")
+    assert behind < 3 * alone + 5, (alone, behind)
 
 
 def test_unknown_arm_is_one_line_and_exit_2() -> None:

@@ -9,8 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from flatscore.runner import RunConfig, plan_episodes
+from flatscore.runner.quick import QuickRun
 from flatscore.store import read_episodes
+from flatscore.study_run import plan_study
 
 ARGS = [
     "run",
@@ -48,12 +49,8 @@ def test_kill_then_resume(tmp_path: Path) -> None:
     proc.wait()
 
     before = [e.episode_id for e in read_episodes(out)]  # readable, maybe with a partial tail
-    planned = {
-        s.episode_id
-        for s in plan_episodes(
-            RunConfig(domains=["retail", "telecom"], split="test", trials=3, arm="oracle")
-        )
-    }
+    study = QuickRun.parse(domains=["all"], split="test", trials=3).to_study()
+    planned = {j.episode_id for j in plan_study(study).jobs}
     assert 20 <= len(before) < len(planned)
 
     done = subprocess.run(

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from flatscore.episode import Message
+from flatscore.registry import Registry
 
 if TYPE_CHECKING:
     from flatscore.domains.framework import Task
@@ -63,26 +64,12 @@ class Agent(ABC):
 
 
 AgentFactory = Callable[..., Agent]
-_REGISTRY: dict[str, AgentFactory] = {}
+AGENTS: Registry[Agent] = Registry("agent", builtins="flatscore.agents")
+"""Agents by name; `flatscore.agents` registers oracle, noop and the model agents."""
 
 
-def register_agent(name: str, factory: AgentFactory) -> None:
-    """Make `make_agent(name, **options)` build agents with `factory(**options)`."""
-    _REGISTRY[name] = factory
-
-
-def _load_builtins() -> None:
-    import flatscore.agents  # noqa: F401  registers oracle and noop
-
-
-def agent_names() -> list[str]:
-    _load_builtins()
-    return sorted(_REGISTRY)
-
-
-def make_agent(name: str, **options: Any) -> Agent:
-    """A new agent instance by registered name."""
-    _load_builtins()
-    if name not in _REGISTRY:
-        raise KeyError(f"unknown agent {name!r} (known: {', '.join(sorted(_REGISTRY))})")
-    return _REGISTRY[name](**options)
+register_agent = AGENTS.register
+"""`register_agent(name, factory)`: `make_agent(name, **options)` calls `factory(**options)`."""
+agent_names = AGENTS.names
+make_agent = AGENTS.make
+"""`make_agent(name, **options)`: a new agent (`KeyError` naming the known ones if unknown)."""

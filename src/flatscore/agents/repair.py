@@ -19,15 +19,15 @@ amplified a failure channel (mostly hallucinated tool names). Semantics:
   for `Episode.metadata`. The wrapped agent sees every earlier instruction at the point it
   was given, so its view only grows (KV-cache reuse stays valid).
 
-`with_repair(factory, config)` turns an agent factory into a repairing one for the runner.
+A study's `repair` (or the quick form's `--repair`) wraps each arm's agent in `RepairAgent`
+(`flatscore.executors.base.build_agent`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from flatscore.agents.base import Agent, ToolSchema
 from flatscore.analysis.channels import (
@@ -36,8 +36,8 @@ from flatscore.analysis.channels import (
     classify_failed_call,
     load_rules,
 )
+from flatscore.domains import domain_names, get_domain
 from flatscore.episode import Message, ToolCall, ToolResult
-from flatscore.errors import InputError
 
 if TYPE_CHECKING:
     from flatscore.domains.framework import Task
@@ -85,21 +85,6 @@ class RepairConfig(BaseModel):
 def parse_channels(text: str) -> list[str]:
     """'unknown_tool,bad_arguments' → the list (validated by `RepairConfig`)."""
     return [c.strip() for c in text.split(",") if c.strip()]
-
-
-def make_repair_config(channels: str = "unknown_tool", attempts: int = 3) -> RepairConfig:
-    """A config from CLI text (`--repair-channels`, `--repair-attempts`); bad values raise
-    `InputError` naming the flag."""
-    try:
-        return RepairConfig(channels=parse_channels(channels), attempts=attempts)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        flag = (
-            "--repair-attempts"
-            if first["loc"] and first["loc"][0] == "attempts"
-            else "--repair-channels"
-        )
-        raise InputError(str(first["msg"]).removeprefix("Value error, "), field=flag) from None
 
 
 def _tool_names(tools: list[ToolSchema]) -> list[str]:
@@ -160,14 +145,12 @@ class RepairAgent(Agent):
         self._exhausted = 0
 
     def start(self, task: Task, seed: int) -> None:
-        from flatscore.domains import get_domain
-
         self._reset()
         self._domain = task.domain
-        try:
-            self._user_tools = frozenset(get_domain(task.domain).tool_lists().user)
-        except Exception:  # a domain flatscore does not ship: no user tool list
-            self._user_tools = frozenset()
+        # A domain not in the registry has no user tool list to tell role confusion apart;
+        # a registered one that fails to load is a real error and is raised.
+        known = task.domain in domain_names()
+        self._user_tools = frozenset(get_domain(task.domain).tool_lists().user if known else ())
         self.inner.start(task, seed)
 
     # ------------------------------------------------------------------ detection
@@ -251,15 +234,6 @@ class RepairAgent(Agent):
                 "exhausted_chains": self._exhausted,
             },
         }
-
-
-def with_repair(
-    factory: Callable[[], Agent], config: RepairConfig | None = None
-) -> Callable[[], Agent]:
-    """An agent factory whose agents are wrapped in `RepairAgent` (one per episode)."""
-    config = config or RepairConfig()
-    rules = load_rules()
-    return lambda: RepairAgent(factory(), config, rules)
 
 
 def repair_arm_label(arm: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from flatscore.cli.app import app, err_console
+from flatscore.console import styled
 from flatscore.errors import InputError
 
 # Each module registers its commands on `app` when imported.
@@ -25,7 +26,7 @@ def main() -> None:
     try:
         app()
     except InputError as exc:
-        err_console.print(f"[bold red]error:[/] {exc.one_line()}", highlight=False, soft_wrap=True)
+        err_console.print(styled(("error:", "bold red"), " ", exc.one_line()))
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("interrupted")

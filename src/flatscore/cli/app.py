@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import typer
-from rich.console import Console
+
+from flatscore.console import make_console, quiet_third_party
+
+quiet_third_party()  # before any command imports transformers
 
 app = typer.Typer(
     name="flatscore",
@@ -13,8 +16,10 @@ app = typer.Typer(
     add_completion=False,
 )
 
-console = Console()
-err_console = Console(stderr=True)
+console = make_console()
+err_console = make_console(stderr=True)
+
+__all__ = ["app", "console", "err_console"]
 
 
 @app.command()

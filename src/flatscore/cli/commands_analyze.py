@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from flatscore.cli.app import app, console
+from flatscore.console import styled
 from flatscore.errors import InputError
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ def analyze(
             json_out.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
         except OSError as exc:
             raise InputError(f"cannot write ({exc.strerror})", file=str(json_out)) from None
-        console.print(f"[dim]wrote {json_out}[/]", highlight=False)
+        console.print(f"wrote {json_out}", style="dim")
 
 
 def _parse_rates(text: str) -> dict[str, float]:
@@ -176,7 +177,9 @@ def power(
         console.print(result.note)
     else:
         console.print(
-            f"{result.note}: [bold]{100 * result.detectable_gap:.1f} points[/] "
-            f"(error rates ×{result.detectable_multiplier:.2f})",
-            highlight=False,
+            styled(
+                f"{result.note}: ",
+                (f"{100 * result.detectable_gap:.1f} points", "bold"),
+                f" (error rates ×{result.detectable_multiplier:.2f})",
+            )
         )

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from flatscore.cli.app import app, console
-from flatscore.errors import InputError
+from flatscore.errors import InputError, from_validation
 
 
 @app.command()
@@ -49,8 +49,7 @@ def demo(
             repair=repair,
         )
     except ValidationError as exc:
-        error = exc.errors()[0]
-        flag = "--repair" if error["loc"] and error["loc"][0] == "repair" else "--arms"
-        raise InputError(str(error["msg"]), field=flag) from None
+        flag = lambda loc: "--repair" if loc and loc[0] == "repair" else "--arms"  # noqa: E731
+        raise from_validation(exc, field=flag) from None
     check_names(study)
     run_demo(study, fresh=fresh, progress=progress, console=console)

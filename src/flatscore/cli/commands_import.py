@@ -44,6 +44,7 @@ def import_tau2_command(
     """Import τ²-bench results as one arm of a flatscore run."""
     from rich.progress import Progress, SpinnerColumn, TextColumn
     from rich.table import Table
+    from rich.text import Text
 
     from flatscore.formats.tau2_import import import_tau2
 
@@ -68,26 +69,22 @@ def import_tau2_command(
     for f in summary.files:
         console.print(
             f"{f.path}: {f.episodes} episodes, format {f.format}, domain {f.domain}, "
-            f"tool lists from {f.tool_source}",
-            highlight=False,
+            f"tool lists from {f.tool_source}"
         )
-    table = Table("termination reason", "episodes", title=f"written to {summary.out}")
+    table = Table("termination reason", "episodes", title=Text(f"written to {summary.out}"))
     for reason, n in summary.by_termination.items():
-        table.add_row(reason, str(n))
-    table.add_row("[bold]total[/]", f"[bold]{summary.written}[/]")
+        table.add_row(Text(reason), str(n))
+    table.add_row(Text("total", style="bold"), Text(str(summary.written), style="bold"))
     console.print(table)
     if summary.already_present:
         console.print(
             f"{summary.already_present} episodes were already in {summary.out} (same study, arm, "
-            "domain, task and trial) and were not written again",
-            highlight=False,
+            "domain, task and trial) and were not written again"
         )
     if summary.skipped:
-        err_console.print(
-            f"skipped {len(summary.skipped)} invalid simulations:", style="yellow", highlight=False
-        )
+        err_console.print(f"skipped {len(summary.skipped)} invalid simulations:", style="yellow")
         for line in summary.skipped:
-            err_console.print(f"  {line}", highlight=False, soft_wrap=True)
+            err_console.print(f"  {line}")
 
 
 @export_app.command("parquet")

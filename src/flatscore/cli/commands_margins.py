@@ -74,4 +74,4 @@ def margins(
     console.print(markdown_table(result), highlight=False, markup=False, soft_wrap=True)
     for u in result.unavailable:
         console.print(f"{u.arm}: unavailable: {u.reason}", highlight=False, markup=False)
-    console.print(f"[dim]wrote {out}[/]", highlight=False)
+    console.print(f"wrote {out}", style="dim")

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from flatscore.cli.app import app, console
+from flatscore.console import styled
 from flatscore.errors import InputError
 
 
@@ -37,7 +38,7 @@ def repair_effect(
         raise InputError("no arm was run both with and without repair")
     console.print(markdown_table(result), highlight=False, markup=False, soft_wrap=True)
     for w in result.warnings + [w for c in result.cells for w in c.warnings]:
-        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+        console.print(styled(("warning:", "yellow"), f" {w}"))
     if json_out is not None:
         json_out.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        console.print(f"[dim]wrote {json_out}[/]", highlight=False)
+        console.print(f"wrote {json_out}", style="dim")

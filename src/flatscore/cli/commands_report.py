@@ -50,11 +50,9 @@ def report(
     ] = None,
 ) -> None:
     """Rebuild the report from episode logs: the same logs and settings give the same bytes."""
-    from rich.markup import escape as esc
-
     from flatscore.cli.commands_analyze import options_from_flags
     from flatscore.report.rebuild import options_from_settings, rebuild, settings_from_file
-    from flatscore.report.verdicts import headlines
+    from flatscore.study_run import print_verdicts
 
     if settings_from is not None:
         options = options_from_settings(settings_from_file(settings_from))
@@ -66,15 +64,4 @@ def report(
         result, paths = rebuild(
             runs, out, options, title=title, generated_at=generated_at, margins=margins
         )
-    for cell in result.cells:
-        console.print(
-            f"[bold]{esc(cell.model)} · {esc(cell.domain)}[/]: {cell.verdict}", highlight=False
-        )
-        for h in headlines(cell, result.settings.default_K):
-            console.print(f"  {esc(h.arm)} vs {esc(h.reference)}: {h.verdict}", highlight=False)
-    console.print(f"report: {esc(str(paths.html))}", highlight=False, soft_wrap=True)
-    console.print(
-        f"[dim]also {esc(str(paths.summary))} and {esc(str(paths.analysis))}[/]",
-        highlight=False,
-        soft_wrap=True,
-    )
+    print_verdicts(result, paths, console, sentences=False)

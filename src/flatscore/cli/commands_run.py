@@ -1,16 +1,26 @@
 """`flatscore run`: a study file (`flatscore run study.yaml`), or the quick form without one
-(`flatscore run --domain retail --agent oracle --out run.jsonl`, like τ²'s `tau2 run`)."""
+(`flatscore run --domain retail --agent oracle --out run.jsonl`, like τ²'s `tau2 run`).
+
+Thin: the quick form's options become a `QuickRun` (a one-model study, `flatscore.runner.
+quick`), a study file's overrides a `StudyOverrides`; both run through
+`flatscore.study_run.run_study`. Options are grouped in `--help` by the form they apply to."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from flatscore.cli.app import app, console
+from flatscore.console import styled
 from flatscore.errors import InputError
+from flatscore.runner import defaults
+
+if TYPE_CHECKING:
+    from flatscore.study import Study
 
 
 def _parse_options(pairs: list[str]) -> dict[str, Any]:
@@ -24,6 +34,22 @@ def _parse_options(pairs: list[str]) -> dict[str, Any]:
         except json.JSONDecodeError:
             options[key] = value
     return options
+
+
+QUICK = "Quick form (no study file)"
+STUDY = "With a study file"
+BOTH = "Both forms"
+
+
+def _given(ctx: typer.Context, names: tuple[str, ...]) -> list[str]:
+    """Options set on the command line (not left at their defaults). Compared by name:
+    typer vendors its own click, whose ParameterSource is not click's."""
+    given = []
+    for n in names:
+        source = getattr(ctx.get_parameter_source(n), "name", "DEFAULT")
+        if source in ("COMMANDLINE", "ENVIRONMENT", "PROMPT"):
+            given.append("--" + n.replace("_", "-"))
+    return given
 
 
 QUICK_ONLY = (
@@ -47,17 +73,6 @@ QUICK_ONLY = (
 STUDY_ONLY = ("executor", "ray_address", "ray_cpus", "report")
 
 
-def _given(ctx: typer.Context, names: tuple[str, ...]) -> list[str]:
-    """Options set on the command line (not left at their defaults). Compared by name:
-    typer vendors its own click, whose ParameterSource is not click's."""
-    given = []
-    for n in names:
-        source = getattr(ctx.get_parameter_source(n), "name", "DEFAULT")
-        if source in ("COMMANDLINE", "ENVIRONMENT", "PROMPT"):
-            given.append("--" + n.replace("_", "-"))
-    return given
-
-
 @app.command("run")
 def run_command(
     ctx: typer.Context,
@@ -66,7 +81,7 @@ def run_command(
         typer.Argument(
             metavar="[STUDY]",
             help="A study file (YAML): run every model × arm × domain, then write the report. "
-            "Without it, the quick form runs one agent (--domain, --agent, --out).",
+            "Without it, the quick form runs a one-model study of one agent into --out.",
         ),
     ] = None,
     out: Annotated[
@@ -75,63 +90,109 @@ def run_command(
             "--out",
             help="Quick form: the JSONL file episodes are appended to. With a study: "
             "overrides its output folder.",
+            rich_help_panel=BOTH,
         ),
     ] = None,
-    domain: Annotated[str, typer.Option(help="retail, telecom or all.")] = "all",
-    agent: Annotated[str, typer.Option(help="Agent by registered name (oracle, noop, ...).")] = (
-        "oracle"
+    resume: Annotated[
+        bool, typer.Option(help="Skip episodes already written.", rich_help_panel=BOTH)
+    ] = False,
+    concurrency: Annotated[
+        int,
+        typer.Option(min=1, help="Episodes at once (local executor).", rich_help_panel=BOTH),
+    ] = defaults.CONCURRENCY,
+    progress: Annotated[bool, typer.Option(help="Show progress bars.", rich_help_panel=BOTH)] = (
+        True
     ),
-    user: Annotated[str, typer.Option(help="User simulator (scripted).")] = "scripted",
-    split: Annotated[str, typer.Option(help="train, test or all.")] = "test",
-    trials: Annotated[int, typer.Option(min=1)] = 1,
-    resume: Annotated[bool, typer.Option(help="Skip episodes already in --out.")] = False,
-    max_errors: Annotated[int, typer.Option(min=1, help="τ² error budget (recorded).")] = 30,
-    counted: Annotated[str, typer.Option(help="Errors counted: all or agent.")] = "all",
-    max_steps: Annotated[int, typer.Option(min=1)] = 40,
-    concurrency: Annotated[int, typer.Option(min=1)] = 4,
-    seed: Annotated[int, typer.Option(help="Base seed; trial t uses seed + t.")] = 300,
-    arm: Annotated[str | None, typer.Option(help="Arm label (default: the agent name).")] = None,
-    study: Annotated[str, typer.Option(help="Study label.")] = "adhoc",
-    task: Annotated[
-        list[str] | None, typer.Option("--task", help="Only these task ids (repeatable).")
-    ] = None,
+    domain: Annotated[
+        str, typer.Option(help="retail, telecom or all.", rich_help_panel=QUICK)
+    ] = "all",
+    agent: Annotated[
+        str,
+        typer.Option(help="Agent by registered name (oracle, noop, ...).", rich_help_panel=QUICK),
+    ] = "oracle",
     agent_opt: Annotated[
         list[str] | None,
         typer.Option(
             "--agent-opt",
             help="Agent option KEY=VALUE (repeatable; VALUE parsed as JSON when it can be), "
             "e.g. slip_rate=0.2 for a training-data oracle.",
+            rich_help_panel=QUICK,
         ),
     ] = None,
+    user: Annotated[str, typer.Option(help="User simulator (scripted).", rich_help_panel=QUICK)] = (
+        "scripted"
+    ),
+    split: Annotated[str, typer.Option(help="train, test or all.", rich_help_panel=QUICK)] = (
+        defaults.SPLIT
+    ),
+    task: Annotated[
+        list[str] | None,
+        typer.Option("--task", help="Only these task ids (repeatable).", rich_help_panel=QUICK),
+    ] = None,
+    trials: Annotated[int, typer.Option(min=1, rich_help_panel=QUICK)] = defaults.TRIALS,
+    seed: Annotated[
+        int, typer.Option(help="Base seed; trial t uses seed + t.", rich_help_panel=QUICK)
+    ] = defaults.SEED,
+    max_errors: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="τ² error budget: the episode stops at this many counted failed calls.",
+            rich_help_panel=QUICK,
+        ),
+    ] = defaults.MAX_ERRORS,
+    counted: Annotated[
+        str, typer.Option(help="Errors counted: all or agent.", rich_help_panel=QUICK)
+    ] = defaults.COUNTED,
+    max_steps: Annotated[int, typer.Option(min=1, rich_help_panel=QUICK)] = defaults.MAX_STEPS,
+    arm: Annotated[
+        str | None,
+        typer.Option(help="Arm label (default: the agent name).", rich_help_panel=QUICK),
+    ] = None,
+    study: Annotated[str, typer.Option(help="Study label.", rich_help_panel=QUICK)] = (
+        defaults.QUICK_STUDY_NAME
+    ),
     repair: Annotated[
         bool,
         typer.Option(
-            help="Wrap the agent in reflective repair (docs/repair.md); the arm label gets +repair."
+            help="Wrap the agent in reflective repair (docs/repair.md); the arm label gets "
+            "+repair.",
+            rich_help_panel=QUICK,
         ),
     ] = False,
     repair_channels: Annotated[
-        str, typer.Option(help="Channels that trigger repair, comma-separated.")
+        str,
+        typer.Option(help="Channels that trigger repair, comma-separated.", rich_help_panel=QUICK),
     ] = "unknown_tool",
     repair_attempts: Annotated[
-        int, typer.Option(min=1, help="Repair instructions per failure.")
+        int, typer.Option(min=1, help="Repair instructions per failure.", rich_help_panel=QUICK)
     ] = 3,
-    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
     executor: Annotated[
         str | None,
-        typer.Option(help="Study: where episodes run, local or ray (default: the study's)."),
+        typer.Option(
+            help="Where episodes run, local or ray (default: the study's).", rich_help_panel=STUDY
+        ),
     ] = None,
     ray_address: Annotated[
         str | None,
-        typer.Option(help="Study, ray: ray://HOST:10001 or auto (default: a local instance)."),
+        typer.Option(
+            help="ray: ray://HOST:10001 or auto (default: a local instance).",
+            rich_help_panel=STUDY,
+        ),
     ] = None,
     ray_cpus: Annotated[
-        int | None, typer.Option(min=1, help="Study, ray: CPUs of a local Ray instance.")
+        int | None,
+        typer.Option(min=1, help="ray: CPUs of a local Ray instance.", rich_help_panel=STUDY),
     ] = None,
     report: Annotated[
-        bool, typer.Option(help="Study: analyse and write the report when the runs finish.")
+        bool,
+        typer.Option(
+            help="Analyse and write the report when the runs finish.", rich_help_panel=STUDY
+        ),
     ] = True,
 ) -> None:
-    """Run a study file, or (quick form) built-in domain tasks with one agent."""
+    """Run a study file, or (quick form) built-in domain tasks with one agent: a one-model
+    study written to one JSONL file. Both go through the same planner and executors."""
     if study_file is not None:
         bad = _given(ctx, QUICK_ONLY)
         if bad:
@@ -139,139 +200,111 @@ def run_command(
                 f"{', '.join(bad)}: for the quick form only; set it in the study file",
                 file=str(study_file),
             )
-        _run_study(
-            study_file,
-            out,
-            resume=resume,
-            progress=progress,
+        overrides = StudyOverrides(
+            out=out,
             concurrency=concurrency if _given(ctx, ("concurrency",)) else None,
             executor=executor,
             ray_address=ray_address,
             ray_cpus=ray_cpus,
-            report=report,
         )
+        _run_study(study_file, overrides, resume=resume, progress=progress, report=report)
         return
     bad = _given(ctx, STUDY_ONLY)
     if bad:
         raise InputError(f"{', '.join(bad)}: for a study file only")
     if out is None:
         raise InputError("give a study file, or --out FILE for the quick form", field="--out")
-    from pydantic import ValidationError
+    # Imported here, not at the top: the run path imports the analysis stack (scipy,
+    # statsmodels: seconds), and every command module is imported for every command.
+    from flatscore.agents.repair import parse_channels
+    from flatscore.runner.quick import QuickRun, run_quick
 
-    from flatscore.agents.base import Agent, agent_names, make_agent
-    from flatscore.agents.repair import make_repair_config, repair_arm_label, with_repair
-    from flatscore.domains import domain_names
-    from flatscore.runner.run import RunConfig, run
-    from flatscore.users.base import make_user, user_names
-
-    domains = domain_names() if domain == "all" else [domain]
-    for name in domains:
-        if name not in domain_names():
-            raise InputError(f"unknown domain {name!r} (known: {', '.join(domain_names())}, all)")
-    if agent not in agent_names():
-        raise InputError(f"unknown agent {agent!r} (known: {', '.join(agent_names())})")
-    options = _parse_options(agent_opt or [])
-    try:
-        make_agent(agent, **options)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"agent {agent!r}: {exc}", field="--agent-opt") from None
-    if user not in user_names():
-        raise InputError(f"unknown user {user!r} (known: {', '.join(user_names())})")
-    try:
-        make_user(user)
-    except TypeError:
-        raise InputError(f"user {user!r} needs a model backend: use it from a study file") from None
-
-    def agent_factory() -> Agent:
-        return make_agent(agent, **options)
-
-    label = arm or agent
-    if repair:
-        agent_factory = with_repair(
-            agent_factory, make_repair_config(repair_channels, repair_attempts)
-        )
-        label = repair_arm_label(label)
-    try:
-        config = RunConfig(
-            domains=domains,
-            split=split,
-            trials=trials,
-            seed=seed,
-            max_steps=max_steps,
-            max_errors=max_errors,
-            counted=counted,
-            concurrency=concurrency,
-            study=study,
-            arm=label,
-            task_ids=task,
-        )
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise InputError(str(first["msg"]), field=".".join(map(str, first["loc"]))) from None
-
-    summary = run(
-        config,
-        out,
-        agent_factory,
-        lambda: make_user(user),
-        resume=resume,
-        progress=progress,
+    quick = QuickRun.parse(
+        agent=agent,
+        agent_options=_parse_options(agent_opt or []),
+        user=user,
+        domains=[domain],
+        split=split,
+        task_ids=task,
+        trials=trials,
+        seed=seed,
+        max_steps=max_steps,
+        max_errors=max_errors,
+        counted=counted,
+        concurrency=concurrency,
+        study=study,
+        arm=arm,
+        repair=repair,
+        repair_channels=parse_channels(repair_channels),
+        repair_attempts=repair_attempts,
     )
-    done = summary.written
-    rate = f"{summary.succeeded}/{done}" if done else "0/0"
+    outcome = run_quick(quick, out, resume=resume, progress=progress)
+    done = outcome.written
+    rate = f"{outcome.succeeded}/{done}" if done else "0/0"
     console.print(
-        f"{out}: {done} episodes written, {summary.skipped} already there; "
-        f"success {rate}; terminations {summary.terminations}",
+        f"{out}: {done} episodes written, {outcome.skipped} already there; "
+        f"success {rate}; terminations {outcome.terminations}",
         highlight=False,
+        soft_wrap=True,
     )
+
+
+@dataclass(frozen=True)
+class StudyOverrides:
+    """Command-line settings that override a study file's (None: keep the file's)."""
+
+    out: Path | None
+    concurrency: int | None
+    executor: str | None
+    ray_address: str | None
+    ray_cpus: int | None
+
+    def apply(self, study: Study) -> Study:
+        updates: dict[str, Any] = {}
+        if self.out is not None:
+            updates["output"] = str(self.out.resolve())
+        if self.concurrency is not None:
+            updates["concurrency"] = self.concurrency
+        ex = study.executor
+        if self.executor is not None:
+            if self.executor not in ("local", "ray"):
+                raise InputError(
+                    f"expected local or ray, got {self.executor!r}", field="--executor"
+                )
+            ex = ex.model_copy(update={"kind": self.executor})
+        if self.ray_address is not None or self.ray_cpus is not None:
+            if ex.kind != "ray":
+                raise InputError("--ray-address/--ray-cpus need --executor ray", field="--executor")
+            ex = ex.model_copy(
+                update={
+                    "address": self.ray_address or ex.address,
+                    "num_cpus": self.ray_cpus or ex.num_cpus,
+                }
+            )
+        updates["executor"] = ex
+        return study.model_copy(update=updates)
 
 
 def _run_study(
-    path: Path,
-    out: Path | None,
-    *,
-    resume: bool,
-    progress: bool,
-    concurrency: int | None,
-    executor: str | None,
-    ray_address: str | None,
-    ray_cpus: int | None,
-    report: bool,
+    path: Path, overrides: StudyOverrides, *, resume: bool, progress: bool, report: bool
 ) -> None:
-    from rich.markup import escape as esc
-
+    # Imported here: the analysis stack is slow to import (see run_command).
     from flatscore.study import load_study
     from flatscore.study_run import print_outcome, run_study
 
-    study = load_study(path)
-    updates: dict[str, Any] = {}
-    if out is not None:
-        updates["output"] = str(out.resolve())
-    if concurrency is not None:
-        updates["concurrency"] = concurrency
+    study = overrides.apply(load_study(path))
     ex = study.executor
-    if executor is not None:
-        if executor not in ("local", "ray"):
-            raise InputError(f"expected local or ray, got {executor!r}", field="--executor")
-        ex = ex.model_copy(update={"kind": executor})
-    if ray_address is not None or ray_cpus is not None:
-        if ex.kind != "ray":
-            raise InputError("--ray-address/--ray-cpus need --executor ray", field="--executor")
-        ex = ex.model_copy(
-            update={"address": ray_address or ex.address, "num_cpus": ray_cpus or ex.num_cpus}
-        )
-    updates["executor"] = ex
-    study = study.model_copy(update=updates)
     where = (
         f"concurrency {study.concurrency}"
         if ex.kind == "local"
         else ex.address or f"a local instance, {ex.num_cpus or 'all'} CPUs"
     )
     console.print(
-        f"study [bold]{esc(study.name)}[/] → {esc(str(study.output_dir))} "
-        f"(executor {ex.kind}: {esc(where)})",
-        highlight=False,
-        soft_wrap=True,
+        styled(
+            "study ",
+            (study.name, "bold"),
+            f" → {study.output_dir} (executor {ex.kind}: {where})",
+        )
     )
     outcome = run_study(study, resume=resume, progress=progress, report=report)
     print_outcome(outcome, console)

@@ -15,21 +15,38 @@ def serve(
     port: int = typer.Option(8000, help="TCP port."),
     name: str | None = typer.Option(None, help="Model id to report (default: MODEL@ARM)."),
     threads: int | None = typer.Option(None, help="torch CPU threads (default: torch's)."),
+    api_key: str | None = typer.Option(
+        None,
+        envvar="FLATSCORE_SERVE_API_KEY",
+        show_envvar=True,
+        help="Require `Authorization: Bearer KEY` on every request.",
+    ),
 ) -> None:
-    """Serve a local model in one precision arm at /v1/chat/completions."""
+    """Serve a local model in one precision arm at /v1/chat/completions.
+
+    Only loopback clients are served, browsers' cross-site requests are refused, and bodies
+    over 4 MiB are rejected (see docs/backends.md)."""
     import torch
     import uvicorn
 
     from flatscore.models.local import LocalBackend
     from flatscore.models.serve import create_app
+    from flatscore.models.serve_guard import GuardConfig
+    from flatscore.secrets import register_secret
 
     if threads:
         torch.set_num_threads(threads)
     backend = LocalBackend.from_spec(model, arm)
     served = name or f"{backend.loaded.name}@{arm}"
     err_console.print(
-        f"serving [bold]{served}[/] ({backend.loaded.description}; arm {arm}) "
-        f"at http://{host}:{port}/v1",
-        highlight=False,
+        f"serving {served} ({backend.loaded.description}; arm {arm}) at http://{host}:{port}/v1"
     )
-    uvicorn.run(create_app(backend, served), host=host, port=port, log_level="warning")
+    register_secret(api_key)
+    guard = GuardConfig(bind_host=host, api_key=api_key or None)
+    if not guard.loopback_only and guard.api_key is None:
+        err_console.print(
+            f"warning: {host} is not a loopback address and no --api-key is set: anyone who "
+            "can reach it can use the model",
+            style="yellow",
+        )
+    uvicorn.run(create_app(backend, served, guard), host=host, port=port, log_level="warning")

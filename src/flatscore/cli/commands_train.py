@@ -94,7 +94,7 @@ def eval_embedded_command(
         ]
     summaries = []
     for name in arm or list(EVAL_ARMS):
-        path = run_arm(name, out, task_ids=task_ids, progress=progress)
+        path = run_arm(name, out, task_ids=task_ids, progress=progress, threads=threads)
         summaries += summarize(path)
         ordinal = {2: "2nd", 3: "3rd"}.get(stride, f"{stride}th")
         sample = f"every {ordinal} test task" if stride > 1 else "test tasks"

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from flatscore.domains import retail, telecom
 from flatscore.domains.framework import (
+    DOMAINS,
     Action,
     Domain,
-    DomainRegistry,
     Environment,
     Evaluation,
     Task,
@@ -16,33 +17,21 @@ from flatscore.domains.framework import (
     UserScenario,
 )
 
-
-def _retail() -> Domain[Any]:
-    from flatscore.domains.retail import make_domain
-
-    return make_domain()
-
-
-def _telecom() -> Domain[Any]:
-    from flatscore.domains.telecom import make_domain
-
-    return make_domain()
-
-
-DomainRegistry.register("retail", _retail)
-DomainRegistry.register("telecom", _telecom)
+DOMAINS.register("retail", retail.make_domain)
+DOMAINS.register("telecom", telecom.make_domain)
 
 
 def get_domain(name: str) -> Domain[Any]:
-    """A built-in domain by name (`retail`, `telecom`)."""
-    return DomainRegistry.get(name)
+    """A registered domain by name (`retail`, `telecom`), loaded once."""
+    return DOMAINS.make(name)
 
 
 def domain_names() -> list[str]:
-    return DomainRegistry.names()
+    return DOMAINS.names()
 
 
 __all__ = [
+    "DOMAINS",
     "Action",
     "Domain",
     "Environment",

@@ -26,15 +26,16 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar, get_type_hints
 
+import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from flatscore.episode import Message, ToolCall, ToolLists, ToolResult
+from flatscore.registry import Registry
 
 ToolKind = Literal["read", "write"]
 ErrorKind = Literal["unknown_tool", "bad_arguments", "entity_not_found", "precondition", "other"]
@@ -95,18 +96,16 @@ def setup(fn: F) -> F:
 
 
 def _docstring_parts(doc: str | None) -> tuple[str, dict[str, str]]:
-    """First paragraph as the description; `Args:` lines as parameter descriptions."""
+    """First paragraph as the description; `Args:` entries as parameter descriptions
+    (Google style, parsed by `docstring_parser`)."""
     if not doc:
         return "", {}
-    text = inspect.cleandoc(doc)
-    head, _, rest = text.partition("\nArgs:")
-    description = " ".join(head.split("\n\n")[0].split())
-    params: dict[str, str] = {}
-    for line in rest.splitlines():
-        m = re.match(r"\s*(\w+):\s*(.+)", line)
-        if m:
-            params[m.group(1)] = m.group(2).strip()
-    return description, params
+    parsed = docstring_parser.parse(doc, style=docstring_parser.DocstringStyle.GOOGLE)
+    paragraph = [parsed.short_description or ""]
+    if parsed.long_description and not parsed.blank_after_short_description:
+        paragraph.append(parsed.long_description.split("\n\n")[0])  # the paragraph goes on
+    params = {p.arg_name: " ".join((p.description or "").split()) for p in parsed.params}
+    return " ".join(" ".join(paragraph).split()), params
 
 
 def _strip_titles(schema: Any) -> Any:
@@ -543,27 +542,8 @@ class Environment:
         return self.user_tools.state() if self.user_tools else {}
 
 
-class DomainRegistry:
-    """Built-in domains by name, loaded lazily."""
-
-    _factories: ClassVar[dict[str, Callable[[], Domain[Any]]]] = {}
-    _loaded: ClassVar[dict[str, Domain[Any]]] = {}
-
-    @classmethod
-    def register(cls, name: str, factory: Callable[[], Domain[Any]]) -> None:
-        cls._factories[name] = factory
-
-    @classmethod
-    def get(cls, name: str) -> Domain[Any]:
-        if name not in cls._loaded:
-            if name not in cls._factories:
-                raise KeyError(name)
-            cls._loaded[name] = cls._factories[name]()
-        return cls._loaded[name]
-
-    @classmethod
-    def names(cls) -> list[str]:
-        return sorted(cls._factories)
+DOMAINS: Registry[Domain[Any]] = Registry("domain", builtins="flatscore.domains", cached=True)
+"""Domains by name, each loaded once; `flatscore.domains` registers retail and telecom."""
 
 
 def write_domain_data(directory: Path, db: BaseModel, tasks: Sequence[BaseModel]) -> None:

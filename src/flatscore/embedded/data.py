@@ -25,7 +25,7 @@ from flatscore.domains import get_domain
 from flatscore.domains.framework import Task
 from flatscore.episode import Episode, Message, ToolCall
 from flatscore.models.chat_format import render
-from flatscore.runner.episode import GREETING, EpisodeSpec, run_episode
+from flatscore.runner.episode_loop import GREETING, EpisodeSpec, run_episode
 from flatscore.runner.views import agent_view
 from flatscore.users.scripted import ScriptedUser
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from flatscore.console import make_console, progress
 from flatscore.errors import InputError
 
 TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -246,15 +247,6 @@ def train(
     `loaded` is a `LoadedModel` to train instead of `config.base` (tests use a tiny one)."""
     import torch
     from peft import set_peft_model_state_dict
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
     from safetensors.torch import load_file
 
     options = options or RunOptions()
@@ -286,22 +278,13 @@ def train(
 
     end = config.steps if stop_after is None else min(config.steps, stop_after)
     log = (out / "loss.jsonl").open("a", encoding="utf-8")
-    console = Console(stderr=True)
-    bar = Progress(
-        TextColumn("[bold]train-embedded"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("loss {task.fields[loss]}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        disable=not options.progress,
-    )
+    err = make_console(stderr=True)
+    bar = progress(err, "loss {task.fields[loss]}", enabled=options.progress)
     last_save = time.monotonic()
     ema: float | None = None
     try:
         with bar:
-            task = bar.add_task("train", total=config.steps, completed=start, loss="-")
+            task = bar.add_task("train-embedded", total=config.steps, completed=start, loss="-")
             for step in range(start, end):
                 t0 = time.perf_counter()
                 ex = data[example_order(len(data), step, config.seed)]
@@ -325,7 +308,7 @@ def train(
                 log.flush()
                 bar.update(task, advance=1, loss=f"{ema:.3f}")
                 if not options.progress and (step + 1) % options.log_every == 0:
-                    console.print(
+                    err.print(
                         f"step {step + 1}/{config.steps} loss(ema) {ema:.4f} "
                         f"{rec['seconds']:.1f}s/step",
                         highlight=False,

@@ -14,24 +14,33 @@ from flatscore.executors.base import (
     run_job_sync,
 )
 from flatscore.executors.local import LocalExecutor
+from flatscore.executors.ray import RayExecutor
+from flatscore.registry import Registry
 from flatscore.study import ExecutorSpec
 
-EXECUTORS = ("local", "ray")
+
+def _local(spec: ExecutorSpec, concurrency: int) -> Executor:
+    return LocalExecutor(concurrency)
+
+
+def _ray(spec: ExecutorSpec, concurrency: int) -> Executor:
+    return RayExecutor(
+        address=spec.address,
+        num_cpus=spec.num_cpus,
+        cpus_per_episode=spec.cpus_per_episode,
+        max_in_flight=None,
+        runtime_env=spec.runtime_env,
+    )
+
+
+EXECUTORS: Registry[Executor] = Registry("executor")
+EXECUTORS.register("local", _local)
+EXECUTORS.register("ray", _ray)
 
 
 def make_executor(spec: ExecutorSpec, concurrency: int) -> Executor:
-    """The executor a study asks for (`ray` is imported only when asked for)."""
-    if spec.kind == "ray":
-        from flatscore.executors.ray import RayExecutor
-
-        return RayExecutor(
-            address=spec.address,
-            num_cpus=spec.num_cpus,
-            cpus_per_episode=spec.cpus_per_episode,
-            max_in_flight=None,
-            runtime_env=spec.runtime_env,
-        )
-    return LocalExecutor(concurrency)
+    """The executor a study asks for (Ray itself is imported only when one starts)."""
+    return EXECUTORS.make(spec.kind, spec=spec, concurrency=concurrency)
 
 
 __all__ = [

@@ -15,19 +15,20 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from flatscore.agents.base import Agent, make_agent
+from flatscore.agents.model import ModelAgent
+from flatscore.agents.repair import RepairAgent, RepairConfig
+from flatscore.domains import get_domain
 from flatscore.episode import Episode, ErrorBudget, make_episode_id
-from flatscore.errors import InputError
+from flatscore.models.base import Backend, Sampling
 from flatscore.models.shared import BackendSpec, get_backend
+from flatscore.runner.episode_loop import EpisodeSpec, run_episode
 from flatscore.study import SamplingSpec, UserSpec
-
-if TYPE_CHECKING:
-    from flatscore.agents.base import Agent
-    from flatscore.models.base import Backend, Sampling
-    from flatscore.users.base import User
+from flatscore.users.base import User, make_user
 
 
 class RepairRecipe(BaseModel):
@@ -95,8 +96,6 @@ class Executor(ABC):
 
 
 def sampling_of(spec: SamplingSpec, seed: int) -> Sampling:
-    from flatscore.models.base import Sampling
-
     return Sampling(
         temperature=spec.temperature, top_p=spec.top_p, max_tokens=spec.max_tokens, seed=seed
     )
@@ -104,20 +103,11 @@ def sampling_of(spec: SamplingSpec, seed: int) -> Sampling:
 
 def model_agent(backend: Backend, sampling: Sampling) -> Agent:
     """The model-backed agent (`flatscore.agents.model`) over one backend."""
-    try:
-        from flatscore.agents.model import ModelAgent
-    except ImportError:
-        raise InputError(
-            "model-backed arms need flatscore.agents.model, which this install lacks",
-            field="models",
-        ) from None
     return ModelAgent(backend, sampling=sampling)
 
 
 def build_agent(recipe: AgentRecipe, seed: int) -> Agent:
     """A fresh agent for one episode, built from its recipe in this process."""
-    from flatscore.agents.base import make_agent
-
     agent: Agent
     if recipe.backend is None:
         assert recipe.agent is not None
@@ -125,8 +115,6 @@ def build_agent(recipe: AgentRecipe, seed: int) -> Agent:
     else:
         agent = model_agent(get_backend(recipe.backend), sampling_of(recipe.sampling, seed))
     if recipe.repair is not None:
-        from flatscore.agents.repair import RepairAgent, RepairConfig
-
         config = RepairConfig(channels=recipe.repair.channels, attempts=recipe.repair.attempts)
         agent = RepairAgent(agent, config)
     agent.name = recipe.label
@@ -134,8 +122,6 @@ def build_agent(recipe: AgentRecipe, seed: int) -> Agent:
 
 
 def build_user(spec: UserSpec, seed: int) -> User:
-    from flatscore.users.base import make_user
-
     if spec.kind == "scripted":
         return make_user("scripted", patience=spec.patience)
     assert spec.backend is not None
@@ -146,9 +132,6 @@ def build_user(spec: UserSpec, seed: int) -> User:
 
 async def run_job(job: EpisodeJob) -> Episode:
     """Run one job to its finished episode in this process."""
-    from flatscore.domains import get_domain
-    from flatscore.runner.episode import EpisodeSpec, run_episode
-
     domain = get_domain(job.domain)
     spec = EpisodeSpec(
         domain=domain,
@@ -166,10 +149,10 @@ async def run_job(job: EpisodeJob) -> Episode:
     user = await asyncio.to_thread(build_user, job.user, job.seed)
     episode = await run_episode(spec, agent, user)
     # Provenance the study label hides: which backend/weights (or agent) played the arm.
-    metadata = {**episode.metadata, "source": job.agent.agent}
+    metadata = {**episode.metadata, "played_by": job.agent.agent}
     if job.agent.backend is not None:
         backend = get_backend(job.agent.backend)
-        metadata["source"] = backend.name
+        metadata["played_by"] = backend.name
         loaded = getattr(backend, "loaded", None)  # local backends: where the weights came from
         if loaded is not None:
             metadata["weights"] = loaded.description

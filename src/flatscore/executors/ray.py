@@ -8,11 +8,14 @@ recipe and cache loaded backends per worker process, so each worker loads a (mod
 once. Workers need flatscore installed (a local instance shares this environment; for a
 cluster, install it on the nodes or pass `runtime_env`). Model serving at scale is not
 Ray's job here: point endpoint arms at vLLM (docs/studies.md).
+
+`ray` itself is imported inside the methods: it is the optional `ray` extra, and heavy.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -28,8 +31,6 @@ def _run_remote(job_json: str) -> str:
 
 
 def ray_available() -> bool:
-    import importlib.util
-
     return importlib.util.find_spec("ray") is not None
 
 

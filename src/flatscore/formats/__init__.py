@@ -10,15 +10,25 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from flatscore.episode import Episode
+from flatscore.errors import InputError
 from flatscore.store import read_episodes
 
 
 def load_runs(paths: Iterable[str | Path], **tau2_options: object) -> Iterator[Episode]:
-    """Stream episodes from each path: a `.jsonl` run, or a τ² results file or directory."""
-    for path in map(Path, paths):
+    """Stream episodes from each path: a `.jsonl` run, or a τ² results file or directory.
+
+    Input that holds no episode at all is an InputError naming the files."""
+    files = [Path(p) for p in paths]
+    n = 0
+    for path in files:
         if path.suffix == ".jsonl":
-            yield from read_episodes(path)
+            episodes = read_episodes(path)
         else:
             from flatscore.formats.tau2 import read_tau2
 
-            yield from read_tau2(path, **tau2_options)  # type: ignore[arg-type]
+            episodes = read_tau2(path, **tau2_options)  # type: ignore[arg-type]
+        for episode in episodes:
+            n += 1
+            yield episode
+    if n == 0:
+        raise InputError("no episodes in the input", file=", ".join(map(str, files)) or None)

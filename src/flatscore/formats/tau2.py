@@ -19,7 +19,7 @@ the log (a name that ever succeeded is a real tool). Each episode says which in
 from __future__ import annotations
 
 import functools
-import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
@@ -29,9 +29,11 @@ from typing import Any, Literal
 
 import ijson
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from flatscore.episode import (
+    MAX_ERRORS_LIMIT,
+    MAX_TRIAL,
     Episode,
     ErrorBudget,
     Message,
@@ -45,7 +47,17 @@ from flatscore.episode import (
     ToolResult,
     make_episode_id,
 )
-from flatscore.errors import InputError
+from flatscore.errors import InputError, from_validation
+from flatscore.inputs import (
+    TooDeep,
+    check_regular_file,
+    error_text,
+    open_json,
+    open_regular,
+    parse_json_bytes,
+    read_bounded,
+)
+from flatscore.strict import StrictModel
 
 FORMAT_V0 = "tau2-v0"
 FORMAT_V1 = "tau2-v1"
@@ -73,7 +85,9 @@ _REQUESTOR: dict[str, Requestor] = {"assistant": "agent", "user": "user"}
 # --- τ²'s records, as far as flatscore reads them (extra fields are ignored) -----------------
 
 
-class _In(BaseModel):
+class _In(StrictModel):
+    """τ²'s own records: fields flatscore does not use are ignored, not refused."""
+
     model_config = ConfigDict(extra="ignore", strict=True)
 
 
@@ -112,14 +126,14 @@ class _Tau2Message(_In):
 
 
 class _Tau2RewardInfo(_In):
-    reward: float | None = None
+    reward: float | None = Field(None, ge=0.0, le=1.0, allow_inf_nan=False)
     reward_breakdown: dict[str, float | None] | None = None
 
 
 class _Tau2Simulation(_In):
     id: str
     task_id: str | int
-    trial: int | None = None
+    trial: int | None = Field(None, ge=0, le=MAX_TRIAL)
     seed: int | None = None
     termination_reason: str
     reward_info: _Tau2RewardInfo | None = None
@@ -149,26 +163,35 @@ def _layout(path: Path) -> _Layout:
     that single file."""
     if path.is_dir():
         meta = path / "results.json"
-        if not meta.is_file():
+        if not meta.exists():
             raise InputError(
                 "directory has no results.json (not a τ² results directory)", file=str(path)
             )
+        check_regular_file(meta)
         sims_dir = path / SIMULATIONS_DIR
         return _Layout(meta, sims_dir if sims_dir.is_dir() else None)
-    if not path.exists():
-        raise InputError("file not found", file=str(path))
+    check_regular_file(path)
     if (path.parent / SIMULATIONS_DIR).is_dir():
         return _Layout(path, path.parent / SIMULATIONS_DIR)
     return _Layout(path, None)
 
 
+# Every ijson call passes use_float=True: without it, yajl2_c (ijson 3.6) segfaults on an
+# integer of ~5,000 digits; with it, integers past 64 bits are a clean "integer overflow".
+# What a damaged file can raise while streaming: syntax errors, bytes that are not UTF-8
+# (UnicodeDecodeError), numbers out of range and nesting past the limit (ValueError).
+_JSON_ERRORS = (ijson.JSONError, ValueError)
+
+
 def _json_error(exc: Exception) -> str:
-    text = " ".join(str(exc).split("(right here)")[0].split())  # drop yajl's caret drawing
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 (byte 0x{exc.object[exc.start]:02x})"
+    text = error_text(exc)  # drops yajl's caret drawing
     return f"invalid or truncated JSON ({text})" if text else "invalid or truncated JSON"
 
 
 def _first_byte(path: Path) -> bytes:
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:  # a peek: no depth guard (the parsers behind have one)
         while chunk := fh.read(4096):
             stripped = chunk.lstrip()
             if stripped.startswith(b"\xef\xbb\xbf"):
@@ -189,10 +212,12 @@ def _read_info(meta: Path) -> dict[str, Any]:
         )
     if first != b"{":
         raise InputError("not a τ²-bench results file (expected a JSON object)", file=str(meta))
-    with meta.open("rb") as fh:
+    with open_json(meta) as fh:
         try:
             info = next(ijson.items(fh, "info", use_float=True), None)
-        except ijson.JSONError as exc:
+        except TooDeep as exc:  # the guard reads ahead: anywhere in the file, not only `info`
+            raise InputError(str(exc), file=str(meta)) from None
+        except _JSON_ERRORS as exc:
             raise InputError(_json_error(exc), file=str(meta), field="info") from None
     if info is None:
         raise InputError("missing field", file=str(meta), field="info")
@@ -249,6 +274,12 @@ def _header(layout: _Layout) -> _Header:
         raise InputError(
             "wrong type, expected an integer", file=str(layout.meta), field="info.max_errors"
         )
+    if max_errors is not None and not 0 <= max_errors <= MAX_ERRORS_LIMIT:
+        raise InputError(
+            f"must be between 0 and {MAX_ERRORS_LIMIT:,}",
+            file=str(layout.meta),
+            field="info.max_errors",
+        )
     if layout.sims_dir is not None:
         fmt = FORMAT_V1_DIR
     else:
@@ -281,15 +312,15 @@ def _id_at(meta: Path, index: int) -> str | None:
     """The `id` of simulation `index`, found by a low-level rescan (only on the error path)."""
     seen = -1
     try:
-        with meta.open("rb") as fh:
-            for prefix, event, value in ijson.parse(fh):
+        with open_json(meta) as fh:
+            for prefix, event, value in ijson.parse(fh, use_float=True):
                 if prefix == "simulations.item" and event == "start_map":
                     seen += 1
                 elif prefix == "simulations.item.id" and seen == index and isinstance(value, str):
                     return value
                 elif seen > index:
                     return None
-    except ijson.JSONError:
+    except _JSON_ERRORS:
         pass
     return None
 
@@ -297,30 +328,36 @@ def _id_at(meta: Path, index: int) -> str | None:
 def _stream_single_file(meta: Path) -> Iterator[_Raw | InputError]:
     """Simulations of a single results file. A JSON error ends the stream (yielded last)."""
     index = 0
-    with meta.open("rb") as fh:
+    with open_json(meta) as fh:
         try:
             for data in ijson.items(fh, "simulations.item", use_float=True):
                 yield _Raw(index, meta, data)
                 index += 1
-        except ijson.JSONError as exc:
+        except TooDeep as exc:  # the guard reads ahead of the simulation being built
+            yield InputError(str(exc), file=str(meta))
+            return
+        except _JSON_ERRORS as exc:
             sim_id = _id_at(meta, index)
             yield InputError(_json_error(exc), file=str(meta), record=_record_label(index, sim_id))
             return
     if index == 0:  # tell "no simulations" apart from "no simulations field"
-        with meta.open("rb") as fh:
-            sims = next(ijson.items(fh, "simulations"), None)
+        with open_json(meta) as fh:
+            sims = next(ijson.items(fh, "simulations", use_float=True), None)
         if sims is None:
             yield InputError("missing field", file=str(meta), field="simulations")
         elif not isinstance(sims, list):
             yield InputError("must be a list", file=str(meta), field="simulations")
 
 
+_SAFE_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}(?<!\.\.)")  # a file name, never a path
+
+
 def _dir_entries(meta: Path, sims_dir: Path) -> list[Path]:
     """Simulation files in run order: `simulation_index` order when present, else by name."""
-    with meta.open("rb") as fh:
+    with open_json(meta) as fh:
         try:
-            index = next(ijson.items(fh, "simulation_index"), None)
-        except ijson.JSONError as exc:
+            index = next(ijson.items(fh, "simulation_index", use_float=True), None)
+        except _JSON_ERRORS as exc:
             raise InputError(_json_error(exc), file=str(meta), field="simulation_index") from None
     if isinstance(index, list):
         files = []
@@ -329,6 +366,12 @@ def _dir_entries(meta: Path, sims_dir: Path) -> list[Path]:
                 raise InputError(
                     "entry without a string id", file=str(meta), field=f"simulation_index[{i}].id"
                 )
+            if not _SAFE_ID.fullmatch(entry["id"]):
+                raise InputError(
+                    "not a simulation id (letters, digits, '-', '_' and '.' only)",
+                    file=str(meta),
+                    field=f"simulation_index[{i}].id",
+                )
             files.append(sims_dir / f"{entry['id']}.json")
         return files
     return sorted(sims_dir.glob("*.json")) if sims_dir.is_dir() else []
@@ -336,7 +379,7 @@ def _dir_entries(meta: Path, sims_dir: Path) -> list[Path]:
 
 def _stream_dir(meta: Path, sims_dir: Path) -> Iterator[_Raw | InputError]:
     for index, file in enumerate(_dir_entries(meta, sims_dir)):
-        if not file.is_file():
+        if not file.exists():
             yield InputError(
                 "simulation file listed in simulation_index is missing",
                 file=str(file),
@@ -344,9 +387,11 @@ def _stream_dir(meta: Path, sims_dir: Path) -> Iterator[_Raw | InputError]:
             )
             continue
         try:
-            with file.open("rb") as fh:
-                data = json.load(fh)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            data = parse_json_bytes(read_bounded(file))
+        except InputError as exc:
+            yield exc
+            continue
+        except ValueError as exc:
             yield InputError(
                 _json_error(exc), file=str(file), record=_record_label(index, file.stem)
             )
@@ -431,7 +476,7 @@ def _arguments(value: dict[str, Any] | str) -> dict[str, Any] | str:
     """A dict stays a dict; a string that parses as a JSON object becomes one; else raw."""
     if isinstance(value, str):
         try:
-            parsed = json.loads(value)
+            parsed = parse_json_bytes(value)
         except ValueError:
             return value
         return parsed if isinstance(parsed, dict) else value
@@ -536,9 +581,9 @@ def _episode(raw: _Raw, ctx: _Context) -> Episode:
     try:
         sim = _Tau2Simulation.model_validate(raw.data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        msg = "missing field" if first["type"] == "missing" else str(first["msg"])
-        raise err(msg, field=_loc(tuple(first["loc"]))) from None
+        raise from_validation(
+            exc, file=str(raw.file), record=label, field=_loc, missing="missing field"
+        ) from None
     if sim.termination_reason not in TAU2_TERMINATION_REASONS:
         raise err(
             f"unknown termination reason {sim.termination_reason!r} "
@@ -599,6 +644,21 @@ def _episode(raw: _Raw, ctx: _Context) -> Episode:
         ),
         metadata=metadata,
     )
+
+
+def _checked_episode(raw: _Raw, ctx: _Context) -> Episode:
+    """`_episode`, with the canonical schema's own checks reported like the importer's."""
+    try:
+        return _episode(raw, ctx)
+    except ValidationError as exc:
+        sim_id = raw.data.get("id") if isinstance(raw.data, dict) else None
+        first = exc.errors()[0]
+        raise InputError(
+            str(first["msg"]),
+            file=str(raw.file),
+            record=_record_label(raw.index, sim_id if isinstance(sim_id, str) else None),
+            field=_loc(tuple(first["loc"])),
+        ) from None
 
 
 # --- Public entry points ---------------------------------------------------------------------
@@ -664,7 +724,7 @@ def read_tau2(
         try:
             if isinstance(raw, InputError):
                 raise raw
-            episode = _episode(raw, ctx)
+            episode = _checked_episode(raw, ctx)
         except InputError as exc:
             if not skip_invalid:
                 raise

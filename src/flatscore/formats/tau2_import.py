@@ -1,7 +1,9 @@
 """`flatscore import tau2`: τ² result files → a canonical JSONL run.
 
 Importing is idempotent: episodes whose id is already in the output run are not written
-again, so an interrupted or repeated import never duplicates an episode.
+again, so an interrupted or repeated import never duplicates an episode. It is also atomic:
+the output gains every imported episode or, when any input fails, none (the writer works on
+a temporary copy and renames it into place), and it is locked against concurrent writers.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pydantic import BaseModel, Field
 from flatscore.episode import Episode
 from flatscore.errors import InputError
 from flatscore.formats.tau2 import inspect_tau2, read_tau2
-from flatscore.store import EpisodeWriter, finished_episode_ids
+from flatscore.store import EpisodeWriter
 
 
 class FileImport(BaseModel):
@@ -65,9 +67,8 @@ def import_tau2(
     """Append the episodes of every τ² path to the run `out`; raises InputError on bad input
     unless `skip_invalid`, in which case the bad simulations are listed in the summary."""
     summary = ImportSummary(out=str(out))
-    present = finished_episode_ids(out)
     reasons: Counter[str] = Counter()
-    with EpisodeWriter(out) as writer:
+    with EpisodeWriter(out, atomic=True) as writer:
         for path in map(Path, paths):
             record: FileImport | None = None
             skipped: list[InputError] = []
@@ -78,11 +79,9 @@ def import_tau2(
                     record = _file_record(path, ep)
                     summary.files.append(record)
                 record.episodes += 1
-                if ep.episode_id in present:
+                if not writer.write(ep):
                     summary.already_present += 1
                     continue
-                writer.write(ep)
-                present.add(ep.episode_id)
                 summary.written += 1
                 reasons[ep.termination_reason.value] += 1
                 if on_episode is not None:

@@ -59,13 +59,17 @@ class BackendError(Exception):
     """An infrastructure failure (the runner records `infrastructure_error`).
 
     `kind`: timeout, connection, rate_limit, server_error, client_error, invalid_response,
-    context_window_exceeded. `retryable` says whether the backend's retry policy applies.
+    context_window_exceeded. `retryable` says whether the backend's retry policy applies;
+    `retry_after` is the server's Retry-After header, when it sent one.
     """
 
     def __init__(self, message: str, *, kind: str, status: int | None = None) -> None:
-        super().__init__(message)
+        from flatscore.secrets import scrub  # an error body may echo the request's key
+
+        super().__init__(scrub(message))
         self.kind = kind
         self.status = status
+        self.retry_after: str | None = None
 
     @property
     def retryable(self) -> bool:

@@ -1,7 +1,8 @@
 """An on-disk response cache (SQLite), so reruns of a study are exact and free.
 
 Keyed by a hash of the full request (endpoint URL + body). The API key travels in a header
-and is never part of the key or of anything stored.
+and is never part of the key; what is stored is scrubbed of secrets (`flatscore.secrets`),
+so a response that echoes a credential never lands on disk.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from flatscore.secrets import scrub
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -55,8 +58,8 @@ class ResponseCache:
                 "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)",
                 (
                     request_key(request),
-                    json.dumps(request, sort_keys=True),
-                    json.dumps(response),
+                    scrub(json.dumps(request, sort_keys=True)),
+                    scrub(json.dumps(response)),
                     latency_s,
                     time.time(),
                 ),

@@ -23,6 +23,7 @@ from flatscore.models.base import (
     Generation,
     Sampling,
 )
+from flatscore.models.cancel import check_cancelled
 from flatscore.models.chat_format import forced_prefix, parse_assistant, render
 from flatscore.models.embedded import LoadedModel
 from flatscore.quant.calibration import CalibrationSource
@@ -229,8 +230,10 @@ class LocalBackend(Backend):
         finish: FinishReason = "length"
         text = ""
         with self._lock, torch.inference_mode():
+            check_cancelled()  # the client may have left while we waited for the lock
             slot, logits, _ = self._prefill(ids)
             for step in range(sampling.max_tokens):
+                check_cancelled()
                 token = self._pick(logits, sampling, generator)
                 if token in self.stop_ids:
                     finish = "stop"

@@ -1,10 +1,13 @@
 """A backend for any OpenAI-compatible chat-completions server (vLLM, SGLang, llama.cpp
 server, OpenAI, `flatscore serve`).
 
-Retries with exponential backoff on timeouts, connection errors, 429, 5xx and unreadable
-200 bodies; never on other 4xx (those are our bug or a context overflow, and retrying
-cannot help). The API key is read from an environment variable at request time and goes
-only into the Authorization header: never into the cache key, logs or episodes.
+Retries (tenacity) with exponential backoff and jitter, or the server's Retry-After, on
+timeouts, connection errors, 429, 5xx and unreadable 200 bodies; never on other 4xx (those
+are our bug or a context overflow, and retrying cannot help). One pooled HTTP client per
+backend (an `httpx.Client`, and an `httpx.AsyncClient` per event loop) keeps connections to
+the endpoint alive across requests; `close()` closes them. The API key is read from an
+environment variable at request time and goes only into the Authorization header: never
+into the cache key, logs or episodes.
 """
 
 from __future__ import annotations
@@ -14,25 +17,27 @@ import os
 import random
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from flatscore.episode import Message, TokenUsage
 from flatscore.models.base import Backend, BackendError, ContextWindowExceeded, Generation, Sampling
 from flatscore.models.cache import ResponseCache
 from flatscore.models.chat_format import render_call
 from flatscore.models.wire import calls_from_wire, logprobs_from_wire, message_to_wire
+from flatscore.secrets import register_secret
+from flatscore.strict import StrictModel
 
 _CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too many tokens")
 
 
-class OpenAIConfig(BaseModel):
+class OpenAIConfig(StrictModel):
     """Connection settings. `api_key_env` names the variable holding the key (None: no key)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     base_url: str = "http://127.0.0.1:8000/v1"
     model: str
@@ -53,8 +58,33 @@ class OpenAIBackend(Backend):
         self.url = config.base_url.rstrip("/") + "/chat/completions"
         self.cache = ResponseCache(config.cache_path) if config.cache_path else None
         self._sync_slots = threading.BoundedSemaphore(config.concurrency)
-        # one semaphore per event loop: asyncio primitives cannot cross loops
-        self._async_slots: dict[int, asyncio.Semaphore] = {}
+        self._sync_client: httpx.Client | None = None
+        self._client_lock = threading.Lock()
+        # one semaphore and one client per event loop: asyncio objects cannot cross loops
+        self._per_loop: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[asyncio.Semaphore, httpx.AsyncClient]
+        ] = weakref.WeakKeyDictionary()
+
+    def _limits(self) -> httpx.Limits:
+        n = self.config.concurrency
+        return httpx.Limits(max_connections=n, max_keepalive_connections=n)
+
+    def _client(self) -> httpx.Client:
+        """The backend's pooled client (thread-safe; created on first use)."""
+        with self._client_lock:
+            if self._sync_client is None:
+                self._sync_client = httpx.Client(
+                    timeout=self.config.timeout_s, limits=self._limits()
+                )
+            return self._sync_client
+
+    def _loop_state(self) -> tuple[asyncio.Semaphore, httpx.AsyncClient]:
+        """This event loop's request slots and pooled async client."""
+        loop = asyncio.get_running_loop()
+        if loop not in self._per_loop:
+            client = httpx.AsyncClient(timeout=self.config.timeout_s, limits=self._limits())
+            self._per_loop[loop] = (asyncio.Semaphore(self.config.concurrency), client)
+        return self._per_loop[loop]
 
     # ------------------------------------------------------------------ request/response
 
@@ -85,6 +115,7 @@ class OpenAIBackend(Backend):
     def _headers(self) -> dict[str, str]:
         env = self.config.api_key_env
         key = os.environ.get(env) if env else None
+        register_secret(key)  # masked in every error, cache entry and episode from now on
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     def _cache_request(self, body: dict[str, Any], sampling: Sampling) -> dict[str, Any] | None:
@@ -155,55 +186,72 @@ class OpenAIBackend(Backend):
             cached=cached,
         )
 
-    def _outcome(
-        self, response: httpx.Response | httpx.HTTPError
-    ) -> dict[str, Any] | tuple[BackendError, str | None]:
-        """One attempt's result, shared by the sync and async paths: the response body, or
-        the classified error with the server's Retry-After header."""
-        if isinstance(response, httpx.TimeoutException):
-            return BackendError(f"timeout: {response!r:.200}", kind="timeout"), None
-        if isinstance(response, httpx.HTTPError):
-            return BackendError(f"connection: {response!r:.200}", kind="connection"), None
+    def _read(self, response: httpx.Response) -> dict[str, Any]:
+        """The body of a successful response; a failure keeps the server's Retry-After."""
         try:
             return self._check(response)
         except BackendError as error:
-            return error, response.headers.get("retry-after")
+            error.retry_after = response.headers.get("retry-after")
+            raise
 
-    def _retry_delay(self, attempt: int, failure: tuple[BackendError, str | None]) -> float:
-        """Seconds to wait before the next attempt; raises the error when it is final."""
-        error, retry_after = failure
-        if not error.retryable or attempt == self.config.max_retries:
-            raise error
+    @staticmethod
+    def _transport_error(exc: httpx.TransportError) -> BackendError:
+        if isinstance(exc, httpx.TimeoutException):
+            return BackendError(f"timeout: {exc!r:.200}", kind="timeout")
+        return BackendError(f"connection: {exc!r:.200}", kind="connection")
+
+    def _wait(self, state: RetryCallState) -> float:
+        """Seconds before the next attempt: the server's Retry-After when it sent one (capped),
+        else exponential backoff with jitter."""
+        error = state.outcome.exception() if state.outcome is not None else None
+        retry_after = getattr(error, "retry_after", None)
         if retry_after:
             try:
                 return min(float(retry_after), self.config.max_backoff_s)
             except ValueError:
                 pass
-        base = min(self.config.max_backoff_s, self.config.backoff_s * 2**attempt)
-        return base * random.uniform(0.5, 1.0)
+        base = self.config.backoff_s * 2 ** (state.attempt_number - 1)
+        return min(self.config.max_backoff_s, base) * random.uniform(0.5, 1.0)
+
+    def _policy(self) -> dict[str, Any]:
+        """The retry policy: retryable `BackendError`s only; the last error is raised."""
+        return {
+            "stop": stop_after_attempt(self.config.max_retries + 1),
+            "retry": retry_if_exception(lambda e: isinstance(e, BackendError) and e.retryable),
+            "wait": self._wait,
+            "reraise": True,
+        }
+
+    def _prepare(
+        self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
+    ) -> tuple[dict[str, Any], dict[str, Any] | None, Generation | None]:
+        """The request body, its cache key (None: not cacheable) and a cached answer."""
+        body = self.request_body(messages, tools, sampling)
+        key = self._cache_request(body, sampling)
+        if key is not None and self.cache is not None and (hit := self.cache.get(key)):
+            return body, key, self.to_generation(hit[0], hit[1], cached=True)
+        return body, key, None
 
     # ------------------------------------------------------------------ sync
 
     def generate(
         self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
     ) -> Generation:
-        body = self.request_body(messages, tools, sampling)
-        key = self._cache_request(body, sampling)
-        if key is not None and self.cache is not None and (hit := self.cache.get(key)):
-            return self.to_generation(hit[0], hit[1], cached=True)
-        with self._sync_slots, httpx.Client(timeout=self.config.timeout_s) as client:
-            for attempt in range(self.config.max_retries + 1):
-                start = time.perf_counter()
-                response: httpx.Response | httpx.HTTPError
-                try:
-                    response = client.post(self.url, json=body, headers=self._headers())
-                except httpx.TransportError as exc:  # timeouts included
-                    response = exc
-                outcome = self._outcome(response)
-                if isinstance(outcome, dict):
-                    return self._finish(key, outcome, time.perf_counter() - start)
-                time.sleep(self._retry_delay(attempt, outcome))
-        raise AssertionError("unreachable")
+        body, key, hit = self._prepare(messages, tools, sampling)
+        if hit is not None:
+            return hit
+        with self._sync_slots:
+            data, latency = Retrying(**self._policy())(self._post, body)
+        return self._finish(key, data, latency)
+
+    def _post(self, body: dict[str, Any]) -> tuple[dict[str, Any], float]:
+        """One attempt: the response body and its latency, or a classified `BackendError`."""
+        start = time.perf_counter()
+        try:
+            response = self._client().post(self.url, json=body, headers=self._headers())
+        except httpx.TransportError as exc:  # timeouts included
+            raise self._transport_error(exc) from exc
+        return self._read(response), time.perf_counter() - start
 
     def _finish(
         self, key: dict[str, Any] | None, data: dict[str, Any], latency: float
@@ -218,26 +266,38 @@ class OpenAIBackend(Backend):
     async def agenerate(
         self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
     ) -> Generation:
-        body = self.request_body(messages, tools, sampling)
-        key = self._cache_request(body, sampling)
-        if key is not None and self.cache is not None and (hit := self.cache.get(key)):
-            return self.to_generation(hit[0], hit[1], cached=True)
-        loop = id(asyncio.get_running_loop())
-        slots = self._async_slots.setdefault(loop, asyncio.Semaphore(self.config.concurrency))
-        async with slots, httpx.AsyncClient(timeout=self.config.timeout_s) as client:
-            for attempt in range(self.config.max_retries + 1):
-                start = time.perf_counter()
-                response: httpx.Response | httpx.HTTPError
-                try:
-                    response = await client.post(self.url, json=body, headers=self._headers())
-                except httpx.TransportError as exc:  # timeouts included
-                    response = exc
-                outcome = self._outcome(response)
-                if isinstance(outcome, dict):
-                    return self._finish(key, outcome, time.perf_counter() - start)
-                await asyncio.sleep(self._retry_delay(attempt, outcome))
-        raise AssertionError("unreachable")
+        body, key, hit = self._prepare(messages, tools, sampling)
+        if hit is not None:
+            return hit
+        slots, client = self._loop_state()
+        async with slots:
+            result: tuple[dict[str, Any], float] = await AsyncRetrying(**self._policy())(
+                self._apost, client, body
+            )
+        data, latency = result
+        return self._finish(key, data, latency)
+
+    async def _apost(
+        self, client: httpx.AsyncClient, body: dict[str, Any]
+    ) -> tuple[dict[str, Any], float]:
+        """`_post`, asynchronously."""
+        start = time.perf_counter()
+        try:
+            response = await client.post(self.url, json=body, headers=self._headers())
+        except httpx.TransportError as exc:  # timeouts included
+            raise self._transport_error(exc) from exc
+        return self._read(response), time.perf_counter() - start
 
     def close(self) -> None:
+        """Close the pooled clients (and the cache). An async client whose event loop is
+        still open is closed on it; one whose loop is closed lost its connections with it."""
+        with self._client_lock:
+            if self._sync_client is not None:
+                self._sync_client.close()
+                self._sync_client = None
+        for loop, (_, client) in list(self._per_loop.items()):
+            if not loop.is_closed() and not loop.is_running():
+                loop.run_until_complete(client.aclose())
+        self._per_loop.clear()
         if self.cache is not None:
             self.cache.close()

@@ -10,7 +10,11 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from flatscore.models.openai import OpenAIBackend, OpenAIConfig
+from flatscore.registry import Registry
+from flatscore.strict import StrictModel
 
 if TYPE_CHECKING:
     from flatscore.models.base import Backend
@@ -18,11 +22,9 @@ if TYPE_CHECKING:
 BackendKind = Literal["embedded", "local", "openai"]
 
 
-class BackendSpec(BaseModel):
+class BackendSpec(StrictModel):
     """How to reach one model in one precision: in-process or over HTTP. Hashable by its
     JSON, so a worker process loads each distinct backend once."""
-
-    model_config = ConfigDict(extra="forbid")
 
     kind: BackendKind
     path: str = "embedded"
@@ -72,22 +74,23 @@ def clear_backends() -> None:
         _BACKENDS.clear()
 
 
-def _load_backend(spec: BackendSpec) -> Backend:
-    if spec.kind == "openai":
-        from flatscore.models.openai import OpenAIBackend, OpenAIConfig
-
-        assert spec.url is not None and spec.served_model is not None  # validated by Study
-        return OpenAIBackend(
-            OpenAIConfig(
-                base_url=spec.url,
-                model=spec.served_model,
-                api_key_env=spec.api_key_env,
-                timeout_s=spec.timeout_s,
-                max_retries=spec.max_retries,
-                concurrency=spec.endpoint_concurrency,
-                cache_path=spec.cache_path,
-            )
+def _openai(spec: BackendSpec) -> Backend:
+    assert spec.url is not None and spec.served_model is not None  # validated by Study
+    return OpenAIBackend(
+        OpenAIConfig(
+            base_url=spec.url,
+            model=spec.served_model,
+            api_key_env=spec.api_key_env,
+            timeout_s=spec.timeout_s,
+            max_retries=spec.max_retries,
+            concurrency=spec.endpoint_concurrency,
+            cache_path=spec.cache_path,
         )
+    )
+
+
+def _local(spec: BackendSpec) -> Backend:
+    # torch and transformers are the optional `local` extra: imported only here.
     import torch
 
     # Resolve transformers' lazy names here, under the load lock, before any episode
@@ -98,3 +101,14 @@ def _load_backend(spec: BackendSpec) -> Backend:
 
     torch.set_num_threads(spec.threads)
     return LocalBackend.from_spec(spec.path, arm=spec.quant)
+
+
+BACKENDS: Registry[Backend] = Registry("backend")
+"""How each `BackendSpec.kind` is loaded."""
+BACKENDS.register("openai", _openai)
+BACKENDS.register("embedded", _local)
+BACKENDS.register("local", _local)
+
+
+def _load_backend(spec: BackendSpec) -> Backend:
+    return BACKENDS.make(spec.kind, spec=spec)

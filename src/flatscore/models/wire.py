@@ -47,7 +47,7 @@ def parse_arguments(text: Any) -> dict[str, Any] | str:
         return json.dumps(text)
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply to be arguments
         return text
     return value if isinstance(value, dict) else text
 

@@ -52,7 +52,7 @@ def write_report(
 ) -> ReportPaths:
     """Write report.html, summary.md and analysis.json into `out_dir` (created if needed)."""
     from flatscore.report.html import render_html
-    from flatscore.report.summary import render_summary
+    from flatscore.report.markdown import render_summary
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ from flatscore.analysis.analyze import AnalysisOptions, AnalysisSettings, analyz
 from flatscore.analysis.channels import BUILTIN_RULES, load_rules
 from flatscore.analysis.identity import unique_episodes
 from flatscore.analysis.result import AnalysisResult, Settings
-from flatscore.errors import InputError
+from flatscore.errors import InputError, from_validation
 from flatscore.formats import load_runs
 from flatscore.report import ReportPaths, write_report
 
@@ -56,9 +56,7 @@ def settings_from_file(path: Path) -> Settings:
     except (KeyError, TypeError):
         raise InputError("no 'settings' object: not an analysis.json", file=str(path)) from None
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = "settings." + ".".join(str(p) for p in err["loc"])
-        raise InputError(str(err["msg"]), file=str(path), field=loc) from None
+        raise from_validation(exc, file=str(path), prefix="settings.") from None
 
 
 def rebuild(

@@ -1,10 +1,14 @@
 """The terminal summary of an AnalysisResult: one verdict line per cell first, then tables
-with the definition each number follows written beside it."""
+with the definition each number follows written beside it.
+
+Names (models, domains, arms) come from the input files, so everything here is `Text`:
+printed literally on any console, never parsed as rich markup."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, ChannelAmplification
 
@@ -57,21 +61,28 @@ def _s_at(arm: ArmStats, k: int) -> float | None:
     return next((p.success_rate for p in arm.budget_curve if k == p.K), None)
 
 
-def verdict_lines(result: AnalysisResult) -> list[str]:
+def verdict_lines(result: AnalysisResult) -> list[Text]:
     lines = []
     for cell in result.cells:
         style = VERDICT_STYLE[cell.verdict]
         lines.append(
-            f"[bold]{cell.model} / {cell.domain}[/]: [{style}]{cell.verdict}[/] "
-            f"— {cell.verdict_reason}  [dim](risk screen: {cell.risk_screen.verdict})[/]"
+            Text.assemble(
+                (f"{cell.model} / {cell.domain}", "bold"),
+                ": ",
+                (cell.verdict, style),
+                f" — {cell.verdict_reason}  ",
+                (f"(risk screen: {cell.risk_screen.verdict})", "dim"),
+            )
         )
     return lines
 
 
 def arms_table(cell: Cell, k_small: int, k_default: int) -> Table:
     table = Table(
-        title=f"{cell.model} / {cell.domain}: arms (reference {cell.reference}: "
-        f"{cell.reference_reason})",
+        title=Text(
+            f"{cell.model} / {cell.domain}: arms (reference {cell.reference}: "
+            f"{cell.reference_reason})"
+        ),
         caption="Percent, task-weighted (each task's episodes averaged, then the tasks). "
         "success = reward 1, rewardable termination; pass^k (τ²) for k = 1..; "
         f" S(K) = success with ≤ K failed calls (default K = {k_default}); recovery = "
@@ -84,7 +95,7 @@ def arms_table(cell: Cell, k_small: int, k_default: int) -> Table:
         table.add_column(col, justify="left" if col == "arm" else "right")
     for arm in cell.arms:
         table.add_row(
-            arm.arm,
+            Text(arm.arm),
             str(arm.episodes),
             pct(arm.success_rate),
             " ".join(pct(p, 0) for p in arm.pass_k[:4]),
@@ -101,7 +112,7 @@ def arms_table(cell: Cell, k_small: int, k_default: int) -> Table:
 def channels_table(cell: Cell) -> Table:
     """Rows = channels; per arm the rate (count) and, vs the reference, the amplification."""
     table = Table(
-        title=f"{cell.model} / {cell.domain}: failure channels",
+        title=Text(f"{cell.model} / {cell.domain}: failure channels"),
         caption="rate % (count) = failed agent calls in the channel / agent tool calls, "
         "task-weighted; ×ratio [95% CI] = rate_arm / rate_ref on the paired tasks, * = CI "
         "above 1 (amplified; no CI with fewer paired tasks than the bootstrap needs); new = a "
@@ -110,10 +121,10 @@ def channels_table(cell: Cell) -> Table:
     )
     table.add_column("channel")
     for arm in cell.arms:
-        table.add_column(arm.arm, justify="right")
+        table.add_column(Text(arm.arm), justify="right")
     amp = {c.arm: c.channel_amplification for c in cell.comparisons}
     for ch in ("unknown_tool", *SHOWN_CHANNELS):
-        row = [ch]
+        row: list[Text] = [Text(ch)]
         for arm in cell.arms:
             st = arm.channels[ch]
             text = f"{pct(st.rate)} ({st.count})"
@@ -121,14 +132,14 @@ def channels_table(cell: Cell) -> Table:
             change = channel_change(a) if a is not None else ""
             if change:
                 text += f"\n{change}"
-            row.append(text)
+            row.append(Text(text))
         table.add_row(*row)
     return table
 
 
 def comparisons_table(cell: Cell, k_small: int, k_default: int) -> Table:
     table = Table(
-        title=f"{cell.model} / {cell.domain}: each arm vs {cell.reference}",
+        title=Text(f"{cell.model} / {cell.domain}: each arm vs {cell.reference}"),
         caption="Gap(K) = S_ref(K) − S_arm(K), points, paired on tasks and task-weighted, "
         "[95% paired score interval]; ρ = Spearman of per-name hallucination counts over the "
         "union of names; novel = % of the arm's hallucinated calls with names the reference "
@@ -145,7 +156,7 @@ def comparisons_table(cell: Cell, k_small: int, k_default: int) -> Table:
         rho = "—" if c.spearman_rho is None else f"{c.spearman_rho:.2f}"
         rho += ci(c.spearman_ci_low, c.spearman_ci_high, 1.0, 2)
         table.add_row(
-            c.arm,
+            Text(c.arm),
             signed(gs.gap) + signed_ci(gs.ci_low, gs.ci_high),
             signed(gd.gap) + signed_ci(gd.ci_low, gd.ci_high),
             rho,
@@ -153,7 +164,7 @@ def comparisons_table(cell: Cell, k_small: int, k_default: int) -> Table:
             "—" if c.p_value is None else f"{c.p_value:.3g}",
             "—" if c.p_adjusted is None else f"{c.p_adjusted:.3g}",
             "yes" if c.tost_equivalent else "no",
-            f"[{VERDICT_STYLE[c.verdict or 'nothing to compare']}]{c.verdict}[/]",
+            Text(str(c.verdict), style=VERDICT_STYLE[c.verdict or "nothing to compare"]),
         )
     return table
 
@@ -164,12 +175,15 @@ def render(result: AnalysisResult, console: Console) -> None:
     for line in verdict_lines(result):
         console.print(line, highlight=False)
     console.print(
-        f"[dim]{result.episodes_read} episodes read, {result.infrastructure_errors} "
-        f"infrastructure errors excluded; counted errors: {s.count}; default K = {s.default_K} "
-        f"({s.default_K_source}); {s.bootstrap} bootstrap resamples, seed {s.seed}; "
-        f"{s.correction} correction; TOST margin ±{100 * s.tost_margin:g} points; "
-        f"task-weighted; success CIs: paired score interval, other CIs: task bootstrap with "
-        f"≥ {s.bootstrap_min_tasks} paired tasks[/]",
+        Text(
+            f"{result.episodes_read} episodes read, {result.infrastructure_errors} "
+            f"infrastructure errors excluded; counted errors: {s.count}; default K = "
+            f"{s.default_K} ({s.default_K_source}); {s.bootstrap} bootstrap resamples, seed "
+            f"{s.seed}; {s.correction} correction; TOST margin ±{100 * s.tost_margin:g} points; "
+            "task-weighted; success CIs: paired score interval, other CIs: task bootstrap with "
+            f"≥ {s.bootstrap_min_tasks} paired tasks",
+            style="dim",
+        ),
         highlight=False,
     )
     k_small = min(s.budgets)
@@ -179,8 +193,8 @@ def render(result: AnalysisResult, console: Console) -> None:
         console.print(channels_table(cell))
         if cell.comparisons:
             console.print(comparisons_table(cell, k_small, s.default_K))
-        console.print(f"[dim]risk screen: {cell.risk_screen.reason}[/]", highlight=False)
+        console.print(Text(f"risk screen: {cell.risk_screen.reason}", style="dim"))
         for w in cell.warnings:
-            console.print(f"[yellow]warning:[/] {w}", highlight=False)
+            console.print(Text.assemble(("warning:", "yellow"), f" {w}"), highlight=False)
     for w in result.warnings:
-        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+        console.print(Text.assemble(("warning:", "yellow"), f" {w}"), highlight=False)

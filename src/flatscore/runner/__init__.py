@@ -1,21 +1,16 @@
-"""The runner: the episode loop (`episode`), run execution and resume (`run`), views."""
+"""The runner: the episode loop (`episode_loop`), the agent's and user's views (`views`), the run
+defaults (`defaults`) and the quick form of `flatscore run` (`quick`, imported on its own:
+it builds on the study driver, `flatscore.study_run`)."""
 
 from __future__ import annotations
 
-from flatscore.runner.episode import GREETING, EpisodeSpec, run_episode
-from flatscore.runner.run import RunConfig, RunSummary, plan_episodes, run, run_async, trial_seed
+from flatscore.runner.episode_loop import GREETING, EpisodeSpec, run_episode
 from flatscore.runner.views import agent_view, user_view
 
 __all__ = [
     "GREETING",
     "EpisodeSpec",
-    "RunConfig",
-    "RunSummary",
     "agent_view",
-    "plan_episodes",
-    "run",
-    "run_async",
     "run_episode",
-    "trial_seed",
     "user_view",
 ]

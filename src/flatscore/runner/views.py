@@ -16,34 +16,36 @@ from __future__ import annotations
 from flatscore.episode import Message
 
 
+def _own_result(m: Message, side: str) -> bool:
+    return m.tool_result is not None and m.tool_result.requestor == side
+
+
+def _for_agent(m: Message) -> Message | None:
+    """The agent's copy of one message (None: hidden from it)."""
+    if m.role == "user" and m.tool_calls:  # a device action: at most its words are heard
+        return Message(role="user", content=m.content) if m.content else None
+    if m.role == "tool":
+        return m if _own_result(m, "agent") else None
+    return m if m.role in ("user", "assistant") else None
+
+
+def _for_user(m: Message) -> Message | None:
+    """The user's copy of one message (None: hidden from them)."""
+    if m.role == "assistant" and m.malformed:  # delivered as the text it was
+        return Message(role="assistant", content=m.content or "", malformed=True)
+    if m.role == "assistant":
+        return None if m.tool_calls else m
+    if m.role == "tool":
+        return m if _own_result(m, "user") else None
+    return m if m.role == "user" else None
+
+
 def agent_view(messages: list[Message], policy: str) -> list[Message]:
-    view = [Message(role="system", content=policy)]
-    for m in messages:
-        if m.role == "user":
-            if m.tool_calls:
-                if m.content:
-                    view.append(Message(role="user", content=m.content))
-                continue
-            view.append(m)
-        elif m.role == "tool":
-            if m.tool_result is not None and m.tool_result.requestor == "agent":
-                view.append(m)
-        elif m.role == "assistant":
-            view.append(m)
-    return view
+    """The policy as a system message, then what the agent may see of the transcript."""
+    seen = [v for m in messages if (v := _for_agent(m)) is not None]
+    return [Message(role="system", content=policy), *seen]
 
 
 def user_view(messages: list[Message]) -> list[Message]:
-    view = []
-    for m in messages:
-        if m.role == "assistant":
-            if m.malformed:
-                view.append(Message(role="assistant", content=m.content or "", malformed=True))
-            elif not m.tool_calls:
-                view.append(m)
-        elif m.role == "tool":
-            if m.tool_result is not None and m.tool_result.requestor == "user":
-                view.append(m)
-        elif m.role == "user":
-            view.append(m)
-    return view
+    """What the user may see of the transcript."""
+    return [v for m in messages if (v := _for_user(m)) is not None]

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from flatscore.agents.base import ToolSchema
 from flatscore.episode import Message
+from flatscore.registry import Registry
 
 if TYPE_CHECKING:
     from flatscore.domains.framework import Task
@@ -53,25 +54,11 @@ class User(ABC):
 
 
 UserFactory = Callable[..., User]
-_REGISTRY: dict[str, UserFactory] = {}
+USERS: Registry[User] = Registry("user", builtins="flatscore.users")
+"""User simulators by name; `flatscore.users` registers scripted and llm."""
 
 
-def register_user(name: str, factory: UserFactory) -> None:
-    _REGISTRY[name] = factory
-
-
-def _load_builtins() -> None:
-    import flatscore.users  # noqa: F401  registers scripted
-
-
-def user_names() -> list[str]:
-    _load_builtins()
-    return sorted(_REGISTRY)
-
-
-def make_user(name: str, **options: Any) -> User:
-    """A new user simulator by registered name."""
-    _load_builtins()
-    if name not in _REGISTRY:
-        raise KeyError(f"unknown user {name!r} (known: {', '.join(sorted(_REGISTRY))})")
-    return _REGISTRY[name](**options)
+register_user = USERS.register
+user_names = USERS.names
+make_user = USERS.make
+"""`make_user(name, **options)`: a new user simulator (`KeyError` if the name is unknown)."""

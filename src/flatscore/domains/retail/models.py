@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from flatscore.strict import StrictModel
 
 OrderStatus = Literal[
     "pending", "processed", "delivered", "cancelled", "return requested", "exchange requested"
@@ -12,24 +14,20 @@ OrderStatus = Literal[
 CancelReason = Literal["no longer needed", "ordered by mistake"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Variant(_Model):
+class Variant(StrictModel):
     item_id: str
     options: dict[str, str]
     price: float
     available: bool = True
 
 
-class Product(_Model):
+class Product(StrictModel):
     product_id: str
     name: str
     variants: list[Variant]
 
 
-class OrderItem(_Model):
+class OrderItem(StrictModel):
     item_id: str
     product_id: str
     name: str
@@ -37,7 +35,7 @@ class OrderItem(_Model):
     price: float
 
 
-class Order(_Model):
+class Order(StrictModel):
     order_id: str
     user_id: str
     status: OrderStatus
@@ -49,7 +47,7 @@ class Order(_Model):
     refund: float = 0.0
 
 
-class User(_Model):
+class User(StrictModel):
     user_id: str
     first_name: str
     last_name: str
@@ -59,7 +57,7 @@ class User(_Model):
     order_ids: list[str]
 
 
-class RetailDB(_Model):
+class RetailDB(StrictModel):
     users: dict[str, User]
     products: dict[str, Product]
     orders: dict[str, Order]

@@ -4,21 +4,19 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from flatscore.strict import StrictModel
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Plan(_Model):
+class Plan(StrictModel):
     plan_id: str
     name: str
     data_gb: int
     price: float
 
 
-class Line(_Model):
+class Line(StrictModel):
     line_id: str
     phone_number: str
     customer_id: str
@@ -29,27 +27,27 @@ class Line(_Model):
     extra_data_gb: int = 0
 
 
-class Bill(_Model):
+class Bill(StrictModel):
     bill_id: str
     customer_id: str
     amount: float
     status: Literal["paid", "overdue"]
 
 
-class Customer(_Model):
+class Customer(StrictModel):
     customer_id: str
     name: str
     line_ids: list[str]
 
 
-class TelecomDB(_Model):
+class TelecomDB(StrictModel):
     plans: dict[str, Plan]
     customers: dict[str, Customer]
     lines: dict[str, Line]
     bills: dict[str, Bill] = Field(default_factory=dict)
 
 
-class Device(_Model):
+class Device(StrictModel):
     """The user's phone. `registered` is False after the line was suspended, until a
     restart while the line is active."""
 

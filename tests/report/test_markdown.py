@@ -6,7 +6,7 @@ from report_episodes import analyzed, hostile_study
 
 from flatscore.episode import Episode
 from flatscore.report import ReportPaths
-from flatscore.report.summary import md_escape, render_summary
+from flatscore.report.markdown import md_escape, render_summary
 
 
 def test_md_escape_known_answers() -> None:

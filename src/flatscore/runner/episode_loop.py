@@ -43,6 +43,8 @@ from flatscore.episode import (
     ToolCall,
     make_episode_id,
 )
+from flatscore.models.base import BackendError, ContextWindowExceeded
+from flatscore.runner import defaults
 from flatscore.runner.views import agent_view, user_view
 from flatscore.users.base import STOP, User, is_stop
 
@@ -57,10 +59,14 @@ class EpisodeSpec:
     task: Task
     trial: int
     seed: int
-    study: str = "adhoc"
+    study: str = defaults.QUICK_STUDY_NAME
     arm: str = "default"
-    max_steps: int = 40
-    error_budget: ErrorBudget = field(default_factory=lambda: ErrorBudget(max_errors=30))
+    max_steps: int = defaults.MAX_STEPS
+    error_budget: ErrorBudget = field(
+        default_factory=lambda: ErrorBudget(
+            max_errors=defaults.MAX_ERRORS, counted=defaults.COUNTED
+        )
+    )
     timeout_s: float | None = None
 
     @property
@@ -70,8 +76,6 @@ class EpisodeSpec:
 
 def _failure_reason(exc: Exception, default: TerminationReason) -> TerminationReason:
     """Backend failures are infrastructure, not the agent's (or user's) fault."""
-    from flatscore.models.base import BackendError, ContextWindowExceeded
-
     if isinstance(exc, ContextWindowExceeded):
         return TerminationReason.CONTEXT_WINDOW_EXCEEDED
     if isinstance(exc, BackendError):

@@ -1,0 +1,70 @@
+"""Cost of the streaming depth guard (`flatscore.inputs`) on a τ² import, as a ratio.
+
+Imports the same generated τ² file with the guard and with it switched off (the parser
+reading the file directly), alternating, in one process, and reports the best time of each.
+The file: the 37 kB v1.0 fixture's simulations repeated to ~SIZE MB (`--mb`).
+
+Run: .venv/bin/python benchmarks/input_guard.py [--mb 64] [--reps 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import flatscore.formats.tau2 as tau2
+from flatscore.formats.tau2_import import import_tau2
+from flatscore.inputs import open_json, open_regular
+
+FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "tau2" / "v1.0" / "ok.json"
+
+
+def make_file(path: Path, mb: int) -> None:
+    data = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    sims = data["simulations"]
+    per = len(json.dumps(sims[0], indent=2))
+    copies = []
+    for i in range(max(1, mb * 1_000_000 // per)):
+        sim = dict(sims[i % len(sims)])
+        sim["id"], sim["trial"] = f"sim-{i}", i
+        copies.append(sim)
+    data["simulations"] = copies
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+
+def timed(src: Path, work: Path, guarded: bool) -> float:
+    tau2.open_json = open_json if guarded else open_regular  # type: ignore[assignment]
+    out = work / f"out-{guarded}-{time.monotonic_ns()}.jsonl"
+    start = time.perf_counter()
+    import_tau2([src], out, arm="a")
+    elapsed = time.perf_counter() - start
+    out.unlink()
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mb", type=int, default=64)
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        src = work / "big.json"
+        make_file(src, args.mb)
+        size = src.stat().st_size / 1e6
+        best = {True: float("inf"), False: float("inf")}
+        for _ in range(args.reps):
+            for guarded in (False, True):
+                best[guarded] = min(best[guarded], timed(src, work, guarded))
+    print(
+        f"{size:.0f} MB τ² file: import without guard {best[False]:.2f} s "
+        f"({size / best[False]:.0f} MB/s), with guard {best[True]:.2f} s "
+        f"({size / best[True]:.0f} MB/s); ratio {best[True] / best[False]:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
