@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from rich.table import Table
 
-from flatscore.analysis.summary import verdict_lines
 from flatscore.console import make_console, styled
+from flatscore.report.terminal import verdict_lines
 
 CLI = "from flatscore.cli import main; main()"
 

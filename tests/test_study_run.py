@@ -86,7 +86,8 @@ def test_cli_run_study_writes_the_folder_and_report_reproduces_it(
     done = flatscore("run", path, "--no-progress")
     assert done.code == 0, done.err
     out = tmp_path / "out"
-    assert "oracle · retail: flat score, amplified failures" in done.out
+    # 3 tasks: too few to show amplification or equivalence (docs/analysis.md)
+    assert "oracle · retail: inconclusive" in done.out
     assert f"report: {out / 'report.html'}" in done.out.replace("\n", "")
     runs = sorted(p.name for p in (out / "runs").glob("*.jsonl"))
     assert runs == ["noop__ref.jsonl", "oracle__ref.jsonl", "oracle__slips.jsonl"]

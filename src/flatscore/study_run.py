@@ -35,7 +35,7 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from flatscore.agents.repair import repair_arm_label
-from flatscore.analysis.analyze import AnalysisOptions
+from flatscore.analysis.analyze import AnalysisOptions, AnalysisSettings
 from flatscore.analysis.budget import parse_budgets
 from flatscore.analysis.channels import load_rules
 from flatscore.analysis.result import AnalysisResult
@@ -182,16 +182,16 @@ def analysis_options(study: Study) -> AnalysisOptions:
         rules_path = Path(a.channel_rules).expanduser()
         if not rules_path.is_absolute():
             rules_path = (study.base_dir / rules_path).resolve()
-    return AnalysisOptions(
+    settings = AnalysisSettings.from_points(
         reference=a.reference,
         budgets=budgets,
         count=a.count,
-        tost_margin=a.tost_margin / 100.0,
+        tost_margin=a.tost_margin,
         bootstrap=a.bootstrap,
         seed=a.seed,
         correction=a.correction,
-        rules=load_rules(rules_path),
     )
+    return AnalysisOptions(**settings.model_dump(), rules=load_rules(rules_path))
 
 
 def write_study_report(study: Study) -> tuple[AnalysisResult, ReportPaths]:

@@ -6,7 +6,7 @@ import math
 
 import pytest
 from analysis_builders import episode
-from scipy.stats import wilcoxon
+from scipy.stats import norm
 
 from flatscore.analysis.analyze import AnalysisOptions, analyze
 from flatscore.analysis.result import AnalysisResult
@@ -130,19 +130,21 @@ def test_comparison_numbers(result: AnalysisResult) -> None:
     assert amp["entity_not_found"].ratio == pytest.approx(0.0)
     assert amp["role_confusion"].ratio is None and amp["role_confusion"].count_arm == 1
     assert amp["malformed_output"].ratio is None
-    # Some resamples hold no reference hallucination: the upper bound is unbounded (null).
+    # 3 paired tasks are too few for a bootstrap: no interval, a note, nothing amplified.
     u = amp["unknown_tool"]
-    assert u.ci_low is not None and u.ci_low <= u.ratio and u.ci_high is None
-    assert not u.amplified  # 3 tasks cannot exclude 1
+    assert u.ci_low is None and u.ci_high is None and "too few" in (u.note or "")
+    assert not u.amplified
     # Union bar, baz, foo, toggle: ref [1,0,2,0] → ranks [3,1.5,4,1.5]; arm [1,1,4,1] →
     # [2,2,4,2]; Pearson of the ranks = 3 / sqrt(4.5 · 3) = sqrt(2/3).
     assert c.spearman_rho == pytest.approx(math.sqrt(2 / 3))
     assert c.hallucinated_names_union == 4
     assert c.novel_fraction == pytest.approx(2 / 7)
     assert c.novel_names == ["baz", "toggle_airplane_mode"]
-    # Two trials per task → Wilcoxon on per-task differences [0.5, -0.5, 0].
-    assert c.test == "Wilcoxon signed-rank"
-    assert c.p_value == pytest.approx(wilcoxon([0.5, -0.5, 0.0], zero_method="wilcox").pvalue)
+    # Per-task differences at K = 9 are [0.5, -0.5, 0]: b = c = 0.5, the score statistic is
+    # 0 and p = 1; the Gap interval is the score interval, never [0, 0].
+    assert c.test.startswith("paired score test")
+    assert c.p_value == pytest.approx(1.0)
+    assert c.gap_default.ci_low is not None and c.gap_default.ci_low < 0 < c.gap_default.ci_high
     assert c.p_holm == pytest.approx(c.p_value)  # one comparison: Holm changes nothing
     assert c.trajectory_difference["messages"].value == pytest.approx(39 / 6 - 36 / 6)
     assert c.trajectory_difference["agent_tool_calls"].value == pytest.approx(2 / 6)
@@ -159,7 +161,7 @@ def test_count_agent_only() -> None:
 def test_verdict_flat_score_when_failures_amplified() -> None:
     """No success difference, but hallucinations tripled on every task: flat score."""
     eps = []
-    for t in range(40):
+    for t in range(60):
         ok = t % 4 != 0
         eps.append(episode("bf16", f"t{t}", 0, [("foo", "fail"), ("get_user", "ok")], success=ok))
         eps.append(
@@ -167,10 +169,10 @@ def test_verdict_flat_score_when_failures_amplified() -> None:
         )
     r = analyze(eps, AnalysisOptions(bootstrap=500, budgets=[0, 1, 2]))
     c = r.cells[0].comparisons[0]
-    assert c.test == "exact McNemar" and c.p_value == 1.0
+    assert c.test.startswith("paired score test") and c.p_value == 1.0
     assert c.tost_equivalent
     assert c.amplified_channels == ["unknown_tool", "invented"]
-    assert c.gap[1].gap == pytest.approx(30 / 40)  # S_ref(1) = 30/40, S_arm(1) = 0
+    assert c.gap[1].gap == pytest.approx(45 / 60)  # S_ref(1) = 45/60, S_arm(1) = 0
     assert r.cells[0].verdict == "flat score, amplified failures"
 
 
@@ -236,19 +238,82 @@ def test_malformed_output_rate_is_per_attempted_call() -> None:
 
 
 def test_a_big_but_untestable_drop_is_inconclusive_not_no_damage() -> None:
-    """6 tasks, reference 6/6, arm 0/6: exact McNemar p = 2·0.5^6 = 0.03125, Holm over two
-    comparisons → 0.0625, not significant; a 100-point drop is far outside the ±7.5 margin."""
+    """4 tasks, reference 4/4, arm 1/4: b = 3, c = 0, score test p = 2·Φ(−2.5/√3) = 0.149,
+    not significant; a 75-point drop is far outside the ±7.5 margin → inconclusive."""
+    eps = []
+    for t in range(4):
+        eps.append(episode("bf16", f"t{t}", 0, [("get_user", "ok")], success=True))
+        eps.append(episode("int4", f"t{t}", 0, [("get_user", "ok")], success=t == 0))
+        eps.append(episode("int8", f"t{t}", 0, [("get_user", "ok")], success=True))
+    r = analyze(eps, AnalysisOptions(bootstrap=200))
+    by_arm = {c.arm: c for c in r.cells[0].comparisons}
+    assert by_arm["int4"].p_value == pytest.approx(2 * norm.sf(2.5 / math.sqrt(3)))
+    assert not by_arm["int4"].significant
+    assert by_arm["int4"].verdict == "inconclusive"
+    assert "too few tasks" in by_arm["int4"].verdict_reason
+    # The CI and the test agree: p > 0.05, so the interval includes 0.
+    assert by_arm["int4"].gap_default.ci_low < 0 < by_arm["int4"].gap_default.ci_high
+    # int8: 4/4 vs 4/4 — no difference, but 4 tasks cannot show equivalence within ±7.5:
+    # not TOST-equivalent, the interval reaches ±60 points → inconclusive, not "no damage".
+    i8 = by_arm["int8"]
+    assert not i8.tost_equivalent and i8.gap_default.ci_high == pytest.approx(0.60, abs=0.01)
+    assert i8.verdict == "inconclusive"
+    assert "[0.0, 0.0]" not in i8.verdict_reason
+    assert r.cells[0].verdict == "inconclusive"
+
+
+def test_a_6_of_6_drop_on_6_tasks_is_visible_damage() -> None:
+    """Reference 6/6, arm 0/6: score p = 2·Φ(−5.5/√6) = 0.025 (exact McNemar: 0.031); the
+    CI excludes 0, and the verdict agrees with it."""
     eps = []
     for t in range(6):
         eps.append(episode("bf16", f"t{t}", 0, [("get_user", "ok")], success=True))
         eps.append(episode("int4", f"t{t}", 0, [("get_user", "ok")], success=False))
-        eps.append(episode("int8", f"t{t}", 0, [("get_user", "ok")], success=t != 0))
+    c = analyze(eps, AnalysisOptions(bootstrap=200)).cells[0].comparisons[0]
+    assert c.p_value == pytest.approx(2 * norm.sf(5.5 / math.sqrt(6)))
+    assert c.gap_default.ci_low > 0 and c.verdict == "visible damage"
+    assert "+100.0 points" in c.verdict_reason and "+100.0%" not in c.verdict_reason
+
+
+def test_unequal_trials_weight_tasks_not_episodes() -> None:
+    """Task A: 1 trial per arm, ref solves it, arm does not (difference 1). Task B: 4 trials,
+    ref 4/4, arm 4/4 (difference 0). Task-weighted gap = (1 + 0) / 2 = 50 points; pooled
+    over episodes it would be 1/5 = 20 points. Success rates, S(K), the gap and the test all
+    use the task weighting."""
+    eps = [episode("bf16", "A", 0, success=True), episode("int4", "A", 0, success=False)]
+    for trial in range(4):
+        eps += [episode("bf16", "B", trial), episode("int4", "B", trial)]
     r = analyze(eps, AnalysisOptions(bootstrap=200))
-    by_arm = {c.arm: c for c in r.cells[0].comparisons}
-    assert by_arm["int4"].p_value == pytest.approx(0.03125)
-    assert not by_arm["int4"].significant
-    assert by_arm["int4"].verdict == "inconclusive"
-    assert "too few tasks" in by_arm["int4"].verdict_reason
-    # int8: one task lost (gap 1/6 ≈ 16.7 points, also outside the margin) → inconclusive too
-    assert by_arm["int8"].verdict == "inconclusive"
-    assert r.cells[0].verdict == "inconclusive"
+    ref, arm = r.cells[0].arms
+    assert ref.success_rate == pytest.approx(1.0) and arm.success_rate == pytest.approx(0.5)
+    assert arm.budget_curve[-1].success_rate == pytest.approx(0.5)
+    c = r.cells[0].comparisons[0]
+    assert c.gap_default.gap == pytest.approx(0.5)
+    assert c.success_difference.value == pytest.approx(0.5)
+    assert "task-weighted" in r.settings.weighting
+
+
+def test_duplicate_episodes_are_an_error_or_deduped() -> None:
+    eps = study()
+    with pytest.raises(InputError, match="duplicate episode"):
+        analyze(eps + eps[:1], AnalysisOptions(bootstrap=100))
+    r = analyze(eps + eps[:1], AnalysisOptions(bootstrap=100, dedupe=True))
+    assert r.episodes_read == len(eps)
+    assert any("--dedupe" in w for w in r.warnings)
+    assert (
+        r.cells[0].arms[0].pass_k
+        == analyze(eps, AnalysisOptions(bootstrap=100)).cells[0].arms[0].pass_k
+    )
+
+
+def test_undecidable_reference_is_an_input_error() -> None:
+    eps = [episode("claude-3-7-sonnet", "t0"), episode("gpt-4.1", "t0")]
+    with pytest.raises(InputError, match="--reference"):
+        analyze(eps, AnalysisOptions(bootstrap=100))
+    eps = [episode("Qwen2.5-7B-Instruct", "t0"), episode("Qwen2.5-7B-Instruct-AWQ", "t0")]
+    assert analyze(eps, AnalysisOptions(bootstrap=100)).cells[0].reference == "Qwen2.5-7B-Instruct"
+
+
+def test_one_arm_is_nothing_to_compare_not_no_damage() -> None:
+    r = analyze([episode("bf16", "t0")], AnalysisOptions(bootstrap=100))
+    assert r.cells[0].verdict == "nothing to compare"

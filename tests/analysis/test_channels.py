@@ -102,3 +102,10 @@ def test_bad_rules_file(tmp_path: Path, content: str, message: str) -> None:
 def test_missing_rules_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="not found"):
         load_rules(tmp_path / "absent.yaml")
+
+
+def test_unknown_name_beats_unparseable_arguments() -> None:
+    """The name test comes before the argument test: an unknown tool with garbage arguments is
+    a hallucinated name (invented / role_confusion), not bad_arguments."""
+    assert classify("get_usr", "Error: something", args='{"user_id": ') == "invented"
+    assert classify("toggle_airplane_mode", "Error: x", args="{oops") == "role_confusion"

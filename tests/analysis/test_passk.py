@@ -18,3 +18,9 @@ def test_pass_hat_k_by_hand() -> None:
 def test_pass_hat_k_uneven_trials_and_empty() -> None:
     assert len(pass_hat_k([1, 2], [2, 3])) == 2  # k up to the smallest trial count
     assert pass_hat_k([], []) == []
+
+
+def test_pass_hat_k_weights_tasks_not_episodes() -> None:
+    """Task A solved 1/1, task B 2/4: pass^1 = (1 + 0.5) / 2 = 0.75 (per-task means, then
+    averaged), not 3/5 = 0.6 (episodes pooled)."""
+    assert pass_hat_k([1, 2], [1, 4]) == [pytest.approx(0.75)]

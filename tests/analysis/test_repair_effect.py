@@ -10,8 +10,10 @@ import pytest
 from analysis_builders import episode
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.stats import norm
 
 from flatscore.agents.repair import REPAIR_SUFFIX as AGENT_SUFFIX
+from flatscore.analysis.paired_score import paired_difference_interval
 from flatscore.analysis.repair_effect import (
     REPAIR_SUFFIX,
     RepairEffectResult,
@@ -22,7 +24,6 @@ from flatscore.analysis.repair_effect import (
     markdown_table,
     repair_effects,
 )
-from flatscore.analysis.stats import resample_counts, stable_rng
 from flatscore.episode import Episode, Message
 
 OK = ("get_user", "ok")
@@ -89,7 +90,9 @@ def test_hand_computed_effects(result: RepairEffectResult) -> None:
     ref, q = cell.arms
     assert (ref.arm, q.arm) == ("bf16", "int4")
     # reference: identical with and without repair
-    assert ref.effect.value == 0 and ref.effect.ci_low == 0 and ref.effect.ci_high == 0
+    # (no difference on 4 tasks: the score interval is ±60 points, not [0, 0])
+    assert ref.effect.value == 0 and ref.effect.ci_high == pytest.approx(0.604, abs=1e-3)
+    assert ref.effect.ci_low == pytest.approx(-ref.effect.ci_high)
     assert ref.interaction is None and ref.p_value == 1.0
     # int4: S(9) 1/4 → 3/4
     k9 = q.effect_by_K[9]
@@ -102,33 +105,31 @@ def test_hand_computed_effects(result: RepairEffectResult) -> None:
     assert q.channel_rate_effect["invented"].value == pytest.approx(2 / 5 - 5 / 6)
     assert q.channel_rate_effect["bad_arguments"].value == 0
     assert q.interaction is not None and q.interaction.value == 0.5
-    # exact McNemar: 2 discordant tasks, both in favour of repair
-    assert q.test == "exact McNemar" and q.p_value == pytest.approx(0.5)
+    # score test: 2 discordant tasks, both in favour of repair → Z = (2 − ½)/√2
+    assert q.test.startswith("paired score test")
+    assert q.p_value == pytest.approx(2 * norm.sf(1.5 / np.sqrt(2)))
     assert q.repair_instructions == 2 and q.episodes_repaired == 2
     assert q.repair_config == {"channels": ["unknown_tool"], "attempts": 3}
     assert ref.repair_instructions == 0 and ref.repair_config is None
     assert (q.paired_tasks, q.episodes_with, q.episodes_without) == (4, 4, 4)
 
 
-def test_bootstrap_matches_a_plain_loop(result: RepairEffectResult) -> None:
-    """The vectorized CIs equal percentiles over the same resamples computed one by one."""
-    w = resample_counts(4, 2000, stable_rng(3, "m", "retail", "repair"))
-    # per-task success at K=9, tasks t0..t3
-    q_without = np.array([1, 0, 0, 0.0])
-    q_with = np.array([1, 1, 1, 0.0])
-    ref = np.array([1, 1, 1, 0.0])
-    effects, inter = [], []
-    for row in w:
-        e = (row @ q_with - row @ q_without) / row.sum()
-        effects.append(e)
-        inter.append(e - (row @ ref - row @ ref) / row.sum())
+def test_intervals_are_score_intervals_and_no_bootstrap_on_4_tasks(
+    result: RepairEffectResult,
+) -> None:
+    """Success effects use the paired score interval on per-task differences; with 4 tasks
+    the channel-rate effects get no bootstrap interval, and a warning says so."""
     q = result.cells[0].arms[1]
-    assert q.effect.ci_low == pytest.approx(np.quantile(effects, 0.025))
-    assert q.effect.ci_high == pytest.approx(np.quantile(effects, 0.975))
-    assert q.interaction is not None
-    assert q.interaction.ci_low == pytest.approx(np.quantile(inter, 0.025))
-    assert q.interaction.ci_high == pytest.approx(np.quantile(inter, 0.975))
+    lo, hi = paired_difference_interval(np.array([0, 1, 1, 0.0]))
+    assert (q.effect.ci_low, q.effect.ci_high) == pytest.approx((lo, hi))
     assert q.effect.ci_low < 0.5 < q.effect.ci_high  # type: ignore[operator]
+    # interaction per task = (with − without)_int4 − (with − without)_bf16 = [0, 1, 1, 0]
+    assert q.interaction is not None
+    assert (q.interaction.ci_low, q.interaction.ci_high) == pytest.approx(
+        tuple(2 * x for x in paired_difference_interval(np.array([0, 0.5, 0.5, 0.0])))
+    )
+    assert q.channel_rate_effect["unknown_tool"].ci_low is None
+    assert any("too few" in w for w in result.cells[0].warnings)
 
 
 def test_unmatched_runs_warn_and_table_renders(result: RepairEffectResult) -> None:
@@ -157,6 +158,6 @@ def test_no_difference_means_zero_effect_and_order_free(
     assert a == b
     for effect in a.cells[0].arms:
         iv = effect.effect
-        assert iv.value == 0 and iv.ci_low == 0 and iv.ci_high == 0
+        assert iv.value == 0 and iv.ci_low == pytest.approx(-iv.ci_high) and iv.ci_high > 0
         assert all(-1 <= p.effect <= 1 for p in effect.effect_by_K)
     assert a.cells[0].arms[1].interaction.value == 0  # type: ignore[union-attr]

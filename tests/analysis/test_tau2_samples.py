@@ -60,7 +60,10 @@ def test_alternating_errors_file() -> None:
 
 
 def test_infrastructure_error_excluded() -> None:
-    result = analyze(load_runs([V1 / "ok.json", V1 / "badjson.json"]), OPTS)
+    # badjson.json re-ran the task's trial 0 (an infrastructure error): as a third trial of
+    # the same run it is a new episode, not a duplicate.
+    bad = [e.model_copy(update={"trial": 2}) for e in load_runs([V1 / "badjson.json"])]
+    result = analyze([*load_runs([V1 / "ok.json"]), *bad], OPTS)
     arm = result.cells[0].arms[0]
     assert result.episodes_read == 3 and result.infrastructure_errors == 1
     assert arm.episodes == 2 and arm.infrastructure_errors == 1

@@ -4,6 +4,7 @@ a subprocess like a user's, the rest in-process to keep the suite fast)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -25,7 +26,8 @@ def subprocess_flatscore(*args: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
-        env={"COLUMNS": "120", "PATH": ""},
+        # PYTHONPATH passes through so a worktree's code is the code under test
+        env={"COLUMNS": "120", "PATH": "", "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
         timeout=120,
     )
 
@@ -85,7 +87,7 @@ def test_analyze_prints_verdicts_and_writes_json(run_file: Path, tmp_path: Path)
     assert res.returncode == 0, res.stderr
     first = res.stdout.splitlines()[0]
     assert first.startswith("m / retail:")
-    assert "flat score" in first or "damage" in first
+    assert "inconclusive" in first and "points" in first  # 12 tasks: too few to tell
     assert "failure channels" in res.stdout and "S_ref(K) − S_arm(K)" in res.stdout
     data = json.loads(out.read_text())
     cell = data["cells"][0]
@@ -103,11 +105,12 @@ def test_analyze_prints_verdicts_and_writes_json(run_file: Path, tmp_path: Path)
     ):
         assert key in arm
     assert arm["channels"]["role_confusion"] == {"count": 12, "rate": pytest.approx(12 / 36)}
+    # S(0) = 0 on 12 tasks: the Wilson interval reaches z²/(n + z²), not [0, 0]
     assert arm["budget_curve"][0] == {
         "K": 0,
         "success_rate": 0.0,
         "ci_low": 0.0,
-        "ci_high": 0.0,
+        "ci_high": pytest.approx(1.959964**2 / (12 + 1.959964**2)),
         "recomputable": True,
     }
     comp = cell["comparisons"][0]
@@ -169,6 +172,64 @@ def test_bad_run_file_one_line_exit_2(tmp_path: Path, flatscore: Callable[..., R
     assert len(res.stderr.strip().splitlines()) == 1
     res = flatscore("analyze", str(tmp_path / "missing.jsonl"))
     assert res.returncode == 2 and "file not found" in res.stderr
+
+
+def test_undecidable_reference_asks_for_it(
+    tmp_path: Path, flatscore: Callable[..., Result]
+) -> None:
+    """Two models with digits but no format in their names: no guess, one line, exit 2."""
+    path = tmp_path / "two.jsonl"
+    with EpisodeWriter(path) as w:
+        for arm in ("claude-3-7-sonnet", "gpt-4.1"):
+            w.write(episode(arm, "t0"))
+    res = flatscore("analyze", str(path), "--bootstrap", "200")
+    assert res.returncode == 2 and "--reference" in res.stderr
+    assert "cannot tell the reference" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+    assert flatscore("analyze", str(path), "--reference", "gpt-4.1").returncode == 0
+
+
+def test_the_same_file_twice_is_a_duplicate(
+    run_file: Path, tmp_path: Path, flatscore: Callable[..., Result]
+) -> None:
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(run_file.read_bytes())
+    res = flatscore("analyze", str(run_file), str(copy), "--bootstrap", "200")
+    assert res.returncode == 2 and "duplicate episode" in res.stderr
+    assert str(run_file) in res.stderr and str(copy) in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+    out = tmp_path / "a.json"
+    res = flatscore("analyze", str(run_file), str(copy), "--dedupe", "--json", str(out))
+    assert res.returncode == 0 and "--dedupe: 24 duplicate episode(s) left out" in res.stdout
+    assert json.loads(out.read_text())["episodes_read"] == 24
+
+
+def test_inferred_tau2_errors_are_counted(tmp_path: Path, flatscore: Callable[..., Result]) -> None:
+    """A τ² file without `error` flags: failures from the `Error:` text, and a warning."""
+    src = Path(__file__).parents[1] / "fixtures" / "tau2" / "v1.0" / "ok.json"
+    data = json.loads(src.read_text())
+    for sim in data["simulations"]:
+        for m in sim["messages"]:
+            m.pop("error", None)
+    path = tmp_path / "noflag.json"
+    path.write_text(json.dumps(data))
+    out = tmp_path / "a.json"
+    res = flatscore("analyze", str(path), "--json", str(out), "--bootstrap", "200")
+    assert res.returncode == 0, res.stderr
+    result = json.loads(out.read_text())
+    assert result["cells"][0]["arms"][0]["failed_agent_calls"] > 0
+    assert any("counted as failed because their text starts with 'Error:'" in w
+               for w in result["warnings"])  # fmt: skip
+
+
+def test_human_output_has_no_question_marks_or_na_percent(
+    run_file: Path, flatscore: Callable[..., Result]
+) -> None:
+    res = flatscore("analyze", str(run_file), "--bootstrap", "200")
+    assert res.returncode == 0
+    assert "?" not in res.stdout and "n/a%" not in res.stdout
+    assert "new: 0 → " in res.stdout  # role confusion: never in the reference
+    assert "task-weighted" in res.stdout
 
 
 def test_power_command(flatscore: Callable[..., Result]) -> None:

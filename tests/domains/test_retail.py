@@ -261,3 +261,16 @@ def test_failed_calls_do_not_change_the_database() -> None:
     call(env, "cancel_order", order_id=_order(env, "delivered"), reason="no longer needed")
     call(env, "return_items", order_id=_order(env, "delivered"), item_ids=["I0000"])
     assert env.db_hash() == before
+
+
+def test_evaluate_fails_when_the_database_differs_from_the_gold_replay() -> None:
+    """evaluate() compares the episode's database with the gold replay: before the gold
+    actions it differs (db 0, reward 0); after them it matches (db 1)."""
+    task = next(t for t in DOMAIN.tasks() if any(a.requestor == "agent" for a in t.actions))
+    env = DOMAIN.new_environment(task)
+    before = DOMAIN.evaluate(task, env, [])
+    assert before.breakdown["db"] == 0.0 and before.reward == 0.0
+    for action in task.actions:
+        env.apply(action)
+    after = DOMAIN.evaluate(task, env, [])
+    assert after.breakdown["db"] == 1.0

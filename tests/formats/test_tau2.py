@@ -365,3 +365,52 @@ def test_model_is_needed_when_the_file_does_not_name_it(tmp_path: Path) -> None:
         list(read_tau2(path))
     assert info.value.field == "info.agent_info.llm"
     assert {e.model for e in read_tau2(path, model="m")} == {"m"}
+
+
+def test_multi_tool_message_keeps_each_results_own_requestor(tmp_path: Path) -> None:
+    """A user-side result inside a MultiToolMessage keeps requestor user, whatever the wrapper
+    says (τ² puts the requestor on each inner tool message)."""
+    data = load(V1 / "ok.json")
+    msgs = data["simulations"][0]["messages"]
+    i = next(k for k, m in enumerate(msgs) if m.get("tool_calls") and len(m["tool_calls"]) == 2)
+    msgs[i]["tool_calls"][1]["requestor"] = "user"
+    inner = msgs[i + 1 : i + 3]
+    inner[1]["requestor"] = "user"
+    msgs[i + 1 : i + 3] = [{"role": "tool", "requestor": "assistant", "tool_messages": inner}]
+    ep = next(read_tau2(write(tmp_path / "multi.json", data)))
+    results = {m.tool_result.call_id: m.tool_result for m in ep.messages if m.tool_result}
+    assert results[inner[0]["id"]].requestor == "agent"
+    assert results[inner[1]["id"]].requestor == "user"
+
+
+def test_missing_error_flag_falls_back_to_the_error_text(tmp_path: Path) -> None:
+    """Leaderboard converters drop `error`: a result whose text starts with `Error:` counts
+    as failed, and the count of inferred flags is reported."""
+    data = load(V1 / "ok.json")
+    failed = 0
+    for sim in data["simulations"]:
+        for m in sim["messages"]:
+            if m["role"] == "tool":
+                failed += bool(m.get("error"))
+                m.pop("error", None)
+    eps = list(read_tau2(write(tmp_path / "noflag.json", data)))
+    got = sum(m.tool_result.error for e in eps for m in e.messages if m.tool_result)
+    inferred = sum(e.metadata.get("tau2_inferred_errors", 0) for e in eps)
+    assert failed > 0 and got == failed and inferred == failed
+    # With the flag present nothing is inferred; an explicit `false` wins over the text.
+    data["simulations"][0]["messages"][3]["error"] = False
+    eps = list(read_tau2(write(tmp_path / "flag.json", data)))
+    assert not eps[0].messages[3].tool_result.error
+    assert all("tau2_inferred_errors" not in e.metadata for e in read_tau2(V1 / "ok.json"))
+
+
+def test_missing_trials_are_numbered_in_file_order(tmp_path: Path) -> None:
+    """Simulations without `trial` are numbered per task in file order (never merged into one
+    trial), with a warning."""
+    data = load(V1 / "ok.json")
+    for sim in data["simulations"]:
+        sim.pop("trial", None)
+    eps = list(read_tau2(write(tmp_path / "notrial.json", data)))
+    assert [e.trial for e in eps] == [0, 1]
+    assert len({e.episode_id for e in eps}) == 2
+    assert all(e.metadata["tau2_trial_from_file_order"] for e in eps)

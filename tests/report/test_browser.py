@@ -119,7 +119,8 @@ def test_sections_plots_and_no_console_errors(
         assert size["width"] > 200 and size["height"] > 150
     verdicts = driver.find_elements(By.CSS_SELECTOR, "#verdicts article.verdict")
     assert len(verdicts) == 2
-    assert "flat score, amplified failures" in verdicts[0].text
+    # 6 tasks: too few to show amplification or equivalence, and the verdict says so
+    assert "inconclusive" in verdicts[0].text and "too few tasks" in verdicts[0].text
     assert "At the default budget" in verdicts[0].text
     assert len(_rows(driver)) == 48
     assert _errors(driver) == []

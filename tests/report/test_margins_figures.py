@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from flatscore.analysis.margins import margin_distribution, summarize_arm, token_margins
-from flatscore.analysis.margins_run import MarginsResult
+from flatscore.analysis.margins_result import MarginsResult
 from flatscore.analysis.repair_effect import EffectPoint, Interval, RepairArmEffect, RepairCell
 from flatscore.report.margins_figures import flip_curve_figure, repair_effect_figure
 

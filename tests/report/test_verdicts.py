@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from report_episodes import analyzed, study
 
-from flatscore.episode import Episode
 from flatscore.report.verdicts import ADVICE, headlines, pts
 
 
-def test_headline_restates_the_numbers(study_episodes: list[Episode]) -> None:
-    analysis = analyzed(study_episodes)
+def test_headline_restates_the_numbers() -> None:
+    analysis = analyzed(study(tasks=30))  # enough paired tasks for the channel bootstrap
     cell = analysis.cells[0]
     (h,) = headlines(cell, analysis.settings.default_K)
     c = cell.comparisons[0]
@@ -18,7 +19,8 @@ def test_headline_restates_the_numbers(study_episodes: list[Episode]) -> None:
     score, failures, budget, advice = h.sentences
     g = c.gap_default
     assert f"K = {analysis.settings.default_K} failed calls" in score
-    assert f"{pts(g.s_arm)}% of episodes against {pts(g.s_ref)}%" in score
+    assert f"{pts(g.s_arm)}% of tasks against {pts(g.s_ref)}%" in score
+    assert "task-weighted" in score and "n/a" not in " ".join(h.sentences)
     assert f"gap {pts(g.gap)} points" in score
     arms = {a.arm: a for a in cell.arms}
     assert (
@@ -31,12 +33,25 @@ def test_headline_restates_the_numbers(study_episodes: list[Episode]) -> None:
     assert advice == ADVICE["flat score, amplified failures"]
 
 
+def test_an_arm_identical_to_the_reference_on_few_tasks_is_inconclusive() -> None:
+    """6 tasks cannot show equivalence within ±7.5 points: no "no damage", no equivalence
+    claim, no [0.0, 0.0] interval."""
+    base = study(tasks=6, arms=("bf16",))
+    copy = [e.model_copy(update={"arm": "int8"}) for e in base]
+    analysis = analyzed(base + copy)
+    for cell in analysis.cells:
+        (h,) = headlines(cell, analysis.settings.default_K)
+        assert h.verdict == "inconclusive"
+        assert "could not be shown" in h.sentences[0]
+        assert "0.0 to 0.0" not in h.sentences[0]
+        assert "Too few tasks to test channel amplification." in h.sentences[1]
+        assert h.sentences[-1] == ADVICE["inconclusive"]
+
+
 def test_an_arm_identical_to_the_reference_reads_as_no_damage() -> None:
-    episodes = [
-        e.model_copy(update={"arm": "int8", "episode_id": e.episode_id + "-copy"})
-        for e in study(arms=("bf16",))
-    ]
-    analysis = analyzed(study(arms=("bf16",)) + episodes)
+    base = study(tasks=60, arms=("bf16",))
+    episodes = [e.model_copy(update={"arm": "int8"}) for e in base]
+    analysis = analyzed(base + episodes)
     for cell in analysis.cells:
         (h,) = headlines(cell, analysis.settings.default_K)
         assert h.verdict == "no damage detected" and h.tone == "ok"
@@ -60,3 +75,17 @@ def test_an_undecided_gap_gives_its_adjusted_p() -> None:
             cell.comparisons = [undecided]
             (h,) = headlines(cell, analysis.settings.default_K)
             assert "not significant (adjusted p = 0.188) and equivalence within" in h.sentences[0]
+
+
+def test_report_wording_has_no_question_marks_or_na_percent(tmp_path: Path) -> None:
+    """HTML and summary.md on a study too small for bootstrap intervals: no "?", no "n/a%",
+    no "[not computed, …]", and a channel new in the arm reads "new: 0 → x%"."""
+    from flatscore.report import write_report
+
+    episodes = study(tasks=6)
+    analysis = analyzed(episodes)
+    paths = write_report(analysis, episodes, tmp_path)
+    for text in (paths.html.read_text(), paths.summary.read_text()):
+        assert "n/a%" not in text and "not computed%" not in text
+        assert "[not computed" not in text and "×0.00 [0.00, 0.00]" not in text
+    assert "new: 0 → " in paths.summary.read_text() + paths.html.read_text()

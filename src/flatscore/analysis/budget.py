@@ -1,4 +1,5 @@
-"""S(K): success under every error budget, recomputed from logs (DESIGN "Error budget K").
+"""S(K): success under every error budget, recomputed from logs (docs/analysis.md, "Error
+budget and S(K)").
 
 S(K) = share of episodes with reward 1 whose counted failed-call count is ≤ K. τ² stops an
 episode when the count reaches `max_errors = M`, so logs recorded with budget M give S(K)
@@ -13,7 +14,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from flatscore.analysis.facts import EpisodeFacts
-from flatscore.analysis.stats import percentile_ci, resample_counts
 from flatscore.errors import InputError
 
 FALLBACK_DEFAULT_K = 9
@@ -50,41 +50,3 @@ def success_within_budgets(
     """(episodes × budgets) 0/1 matrix: episode succeeded with ≤ K counted failures."""
     k = np.asarray(budgets, dtype=np.int64)[None, :]
     return (succeeded[:, None] & (failures[:, None] <= k)).astype(np.float64)
-
-
-def budget_curve(
-    facts: Sequence[EpisodeFacts], budgets: Sequence[int], count: str
-) -> list[float | None]:
-    """S(K) for each K in `budgets` (None when there are no episodes)."""
-    if not facts:
-        return [None] * len(budgets)
-    succeeded = np.array([f.succeeded for f in facts], dtype=bool)
-    failures = np.array([f.failed_calls(count) for f in facts], dtype=np.int64)
-    return [float(v) for v in success_within_budgets(succeeded, failures, budgets).mean(axis=0)]
-
-
-def budget_curve_intervals(
-    facts: Sequence[EpisodeFacts],
-    budgets: Sequence[int],
-    count: str,
-    n_boot: int,
-    rng: np.random.Generator,
-    confidence: float,
-) -> list[tuple[float | None, float | None]]:
-    """Task-level cluster-bootstrap interval of S(K) for each K (one arm, its own tasks).
-
-    Tasks are resampled with replacement; S(K) of a resample is its successes within budget
-    over its episodes, so tasks with more trials weigh more, as in the point estimate."""
-    if not facts:
-        return [(None, None)] * len(budgets)
-    tasks = sorted({f.task_id for f in facts})
-    index = {t: i for i, t in enumerate(tasks)}
-    rows = np.array([index[f.task_id] for f in facts], dtype=np.int64)
-    succeeded = np.array([f.succeeded for f in facts], dtype=bool)
-    failures = np.array([f.failed_calls(count) for f in facts], dtype=np.int64)
-    within = np.zeros((len(tasks), len(budgets)))
-    np.add.at(within, rows, success_within_budgets(succeeded, failures, budgets))
-    episodes = np.bincount(rows, minlength=len(tasks)).astype(np.float64)
-    weights = resample_counts(len(tasks), n_boot, rng)
-    boot = (weights @ within) / (weights @ episodes)[:, None]
-    return [percentile_ci(boot[:, j], confidence) for j in range(len(budgets))]

@@ -1,4 +1,4 @@
-"""Which channel a failed agent call belongs to (DESIGN "Channels", first match wins).
+"""Which channel a failed agent call belongs to (docs/analysis.md "Definitions", first match wins).
 
 Order: the channel the environment recorded (`tool_result.error_kind`), then the name test
 (a name that is not one of the agent's tools is `unknown_tool`), then unparseable arguments

@@ -1,11 +1,11 @@
-"""The definition text each reported number follows (DESIGN.md "Definitions"), written into
+"""The definition text each reported number follows (docs/analysis.md, "Definitions"), written into
 analysis.json and shown next to the numbers, so output says which definition it follows."""
 
 from __future__ import annotations
 
 
 def definitions(
-    count: str, default_k: int, margin: float, correction: str, n_boot: int
+    count: str, default_k: int, margin: float, correction: str, n_boot: int, min_tasks: int = 30
 ) -> dict[str, str]:
     counted = (
         "agent and user failed calls (like τ²)" if count == "all" else "agent failed calls only"
@@ -18,6 +18,10 @@ def definitions(
         "episodes": "Episodes ending in infrastructure_error are excluded from every rate and "
         "from pass^k, and counted separately.",
         "success": "Reward 1 and a rewardable termination (user_stop or agent_stop).",
+        "weighting": "Task-weighted throughout: each task's episodes are averaged first, then "
+        "tasks are averaged (success rates, S(K), gaps, tests); ratios are Σ per-task mean "
+        "numerator / Σ per-task mean denominator (channel rates, recovery). Every task counts "
+        "once whatever its number of trials. Counts are plain sums.",
         "channels": "A failed agent call's channel, first match wins: the recorded error_kind; "
         "unknown_tool if the name is not one of the agent's tools (role_confusion if it is one "
         "of the user's tools, else invented); bad_arguments if the arguments did not parse; "
@@ -31,12 +35,13 @@ def definitions(
         "it finished). τ² max_errors = M corresponds to S(M − 1); S(K) for K ≥ M is not "
         "recomputable from logs recorded with budget M (marked recomputable: false).",
         "default_K": f"K = {default_k}: the recorded budget (max_errors − 1), else 9.",
-        "gap": "Gap(K) = S_ref(K) − S_arm(K) on the tasks both arms ran (paired), with a 95% "
-        "task-level bootstrap percentile CI.",
+        "gap": "Gap(K) = S_ref(K) − S_arm(K) on the tasks both arms ran (paired, "
+        "task-weighted), with a 95% paired score interval (Tango) on the per-task differences: "
+        "valid at every study size, never collapsing to [0, 0].",
         "gap_amplification": "Gap(K_small) / Gap(K_default), K_small = the smallest K asked; "
         "null when Gap(K_default) = 0.",
-        "gap_growth": "Gap(K_small) − Gap(K_default) with a 95% bootstrap CI: the hidden gap "
-        "reappearing as the budget tightens.",
+        "gap_growth": "Gap(K_small) − Gap(K_default) with a 95% paired score interval: the "
+        "hidden gap reappearing as the budget tightens.",
         "channel_amplification": "rate_arm / rate_ref (and count_arm / count_ref); the CI "
         "bootstraps the ratio of summed channel counts over summed agent calls. Amplified = "
         "the CI's lower bound is above 1. Null when the reference rate is 0.",
@@ -54,16 +59,19 @@ def definitions(
         "per-episode mean on common tasks, with a bootstrap CI.",
         "pass_k": "pass^k (τ²): per task C(successes, k) / C(trials, k), averaged over tasks, "
         "k = 1..min trials; index 0 = pass^1.",
-        "bootstrap": f"95% percentile CIs from a task-level cluster bootstrap, {n_boot} "
-        "resamples, paired across arms (the same resampled tasks for every arm of a cell), "
-        "seeded per cell.",
-        "paired_test": "Two-sided paired test of the success difference at default K on "
-        "per-task success rates: exact McNemar when every task has one trial per arm, else "
-        "Wilcoxon signed-rank (zero differences dropped).",
+        "bootstrap": f"Channel ratios, Spearman ρ, trajectory and recovery differences: 95% "
+        f"percentile CIs from a task-level cluster bootstrap, {n_boot} resamples, paired across "
+        "arms (the same resampled tasks for every arm of a cell), seeded per cell — only when "
+        f"the cell has ≥ {min_tasks} paired tasks; below that these CIs are null with a note "
+        "(a percentile bootstrap over few tasks collapses), and nothing is called amplified.",
+        "paired_test": "Two-sided paired score test (McNemar's, on the per-task success "
+        "differences at default K; fractional discordant counts with several trials): the "
+        "statistic whose inversion is the Gap interval, so p < 0.05 iff the CI excludes 0.",
         "correction": f"{corr} adjustment across all comparisons of the study "
         "(p_holm is always Holm; p_bh always BH; p_adjusted follows the chosen correction).",
-        "tost": f"TOST equivalence: two one-sided paired t-tests on per-task success rates at "
-        f"default K with margin ±{margin:g} (fraction); equivalent when both reject at 5%.",
+        "tost": f"TOST equivalence within ±{margin:g} (fraction) at default K: two one-sided "
+        "paired score tests on the same statistic as the Gap interval; equivalent when both "
+        "reject at 5% (⇔ the 90% score interval lies inside the margin).",
         "risk_screen": "From the reference arm alone: at risk when some channel rate is ≥ the "
         "threshold (an established failure channel), low risk otherwise.",
         "verdict": "visible damage: significant (adjusted p < 0.05) success drop at default K. "
@@ -71,9 +79,14 @@ def definitions(
         "than the TOST margin (the study is too small to tell). "
         "flat score, amplified failures: not significant and within the margin at default K, "
         "but some channel amplified (CI above 1) or the gap grows at small K (gap_growth CI "
-        "above 0). no damage detected: none of these. A cell takes its worst comparison's "
+        "above 0). inconclusive also when not significant and the Gap CI's upper end is beyond "
+        "the margin (the study cannot rule out a drop that size). no damage detected: none of "
+        "these. nothing to compare: a cell with one arm. A cell takes its worst comparison's "
         "verdict (visible damage > flat score, amplified failures > inconclusive > no damage "
         "detected).",
-        "reference": "The highest precision present by name (fp64 > fp32 > ref > bf16 > fp16 > "
-        "fp8 > int8 > int4-awq > int4 > int3 > int2), unless named with --reference.",
+        "reference": "Named with --reference, or decided from format words in the arm names "
+        "(fp64 > fp32 > ref > bf16 > fp16 > fp8 > int8/Q8_0 > w8a8 > Q6_K > Q5_K > "
+        "int4-awq/gptq > Q4_K_M > int4/Q4_0/nf4 > int3 > int2); a single arm without a format "
+        "word next to quantized ones is the original checkpoint; anything else is an error "
+        "asking for --reference.",
     }

@@ -12,10 +12,13 @@ from dataclasses import dataclass
 from flatscore.analysis.channels import LEAF_CHANNELS, ChannelRules, classify_failed_call
 from flatscore.episode import Episode
 
+TRAJECTORY_METRICS: tuple[str, ...] = ("agent_turns", "agent_tool_calls", "messages")
+"""Trajectory lengths per episode: agent turns, agent tool calls, messages."""
+
 
 @dataclass(frozen=True)
 class EpisodeFacts:
-    """Counts for one episode (definitions in DESIGN.md, "Definitions")."""
+    """Counts for one episode (definitions in docs/analysis.md, "Definitions")."""
 
     episode_id: str
     task_id: str

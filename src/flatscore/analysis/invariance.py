@@ -1,4 +1,5 @@
-"""Failure-set invariance (DESIGN): are the arm's hallucinated names the reference's?
+"""Failure-set invariance (docs/analysis.md, "Definitions"): are the arm's hallucinated names
+the reference's?
 
 Spearman ρ of per-name hallucination counts over the union of names (zeros included), and
 the novel fraction: share of the arm's hallucinated calls whose name the reference never

@@ -6,34 +6,32 @@ precision × repair interaction, with paired task-bootstrap CIs.
   ends in `+repair`. Its **base arm** is the label without that suffix, so `int4` and
   `int4+repair` are the same precision with and without repair.
 - **Repair effect** at an arm = S_with(K) − S_without(K) (success within error budget K,
-  DESIGN "Error budget K"), paired on tasks; also the change of every channel rate.
+  docs/analysis.md "Error budget and S(K)"), paired on tasks; also the change of every channel rate.
 - **Interaction** = (repair effect at the arm) − (repair effect at the reference arm): how
   much more repair helps the quantized arm than the reference.
-- CIs: the task-level cluster bootstrap of `flatscore.analysis.stats`, one resample matrix per
-  cell over the tasks every group of the cell ran, shared by every number of the cell.
+- Everything is task-weighted, from the shared task matrix (`flatscore.analysis.task_matrix`),
+  on the tasks every group of the cell ran. Success effects and the interaction get the
+  paired score interval (`flatscore.analysis.paired_score`) at every size; channel-rate
+  effects a task bootstrap (one resample matrix per cell) when the cell has enough tasks.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 from pydantic import ConfigDict, Field
 
-from flatscore.analysis.budget import FALLBACK_DEFAULT_K, success_within_budgets
+from flatscore.analysis.budget import FALLBACK_DEFAULT_K
 from flatscore.analysis.channels import CHANNELS, LEAF_CHANNELS, ChannelRules, load_rules
 from flatscore.analysis.facts import EpisodeFacts, episode_facts
-from flatscore.analysis.interval import AnalysisModel, CountMode, Interval
-from flatscore.analysis.precision import choose_reference, precision_order
-from flatscore.analysis.stats import (
-    paired_success_test,
-    percentile_ci,
-    ratio,
-    resample_counts,
-    stable_rng,
-)
+from flatscore.analysis.outputs import AnalysisModel, CountMode, Interval
+from flatscore.analysis.paired_score import paired_difference_interval, score_test
+from flatscore.analysis.precision import ReferenceUndecided, choose_reference, precision_order
+from flatscore.analysis.stats import percentile_ci, ratio, resample_counts, stable_rng
+from flatscore.analysis.task_matrix import MALFORMED, TaskMatrix, task_matrix
 from flatscore.episode import Episode
 
 REPAIR_SUFFIX = "+repair"
@@ -45,10 +43,11 @@ DEFINITIONS = {
     "on tasks (positive: repair helps the arm more than the reference)",
     "channel_rate_effect": "channel rate with repair − without (rate = failed agent calls in "
     "the channel / agent tool calls)",
-    "ci": "95% percentile interval of a task-level cluster bootstrap, one resample matrix per "
-    "cell shared by every group of the cell",
-    "test": "exact McNemar (one trial per task) or Wilcoxon signed-rank on per-task success "
-    "at the default K, with vs without repair",
+    "ci": "success effects and the interaction: 95% paired score interval (Tango) on per-task "
+    "differences; channel-rate effects: 95% percentile interval of a task-level cluster "
+    "bootstrap (one resample matrix per cell), only with enough paired tasks",
+    "test": "paired score test (McNemar) on per-task success at the default K, with vs "
+    "without repair",
 }
 
 
@@ -59,6 +58,7 @@ class RepairOptions(AnalysisModel):
     budgets: list[int] | None = None
     count: CountMode = "all"
     bootstrap: int = Field(5000, ge=100)
+    bootstrap_min_tasks: int = 30
     seed: int = 0
     confidence: float = 0.95
     rules: ChannelRules | None = None
@@ -125,46 +125,21 @@ def has_repair_runs(episodes: Iterable[Episode]) -> bool:
     return any(is_repaired(e) for e in episodes)
 
 
-def _task_matrix(
-    facts: Sequence[EpisodeFacts], tasks: Sequence[str], budgets: Sequence[int], count: str
-) -> np.ndarray:
-    """(tasks × [n, S(K)…, calls, channels…]) sums."""
-    index = {t: i for i, t in enumerate(tasks)}
-    kept = [f for f in facts if f.task_id in index]
-    cols = 2 + len(budgets) + len(CHANNELS)
-    per_ep = np.zeros((len(kept), cols))
-    per_ep[:, 0] = 1.0
-    succeeded = np.array([f.succeeded for f in kept], dtype=bool)
-    failures = np.array([f.failed_calls(count) for f in kept], dtype=np.int64)
-    per_ep[:, 1 : 1 + len(budgets)] = success_within_budgets(succeeded, failures, budgets)
-    base = 1 + len(budgets)
-    for i, f in enumerate(kept):
-        per_ep[i, base] = f.agent_calls
-        for j, ch in enumerate(CHANNELS):
-            value = (
-                f.channels["role_confusion"] + f.channels["invented"]
-                if ch == "unknown_tool"
-                else f.channels[ch]
-            )
-            per_ep[i, base + 1 + j] = value
-    out = np.zeros((len(tasks), cols))
-    np.add.at(out, np.array([index[f.task_id] for f in kept], dtype=np.int64), per_ep)
-    return out
+def _score(d: np.ndarray, confidence: float) -> Interval:
+    """Mean per-task difference d ∈ [−1, 1] with its paired score interval."""
+    lo, hi = paired_difference_interval(d, confidence)
+    return Interval(value=float(d.mean()), ci_low=lo, ci_high=hi)
 
 
-def _rates(values: np.ndarray, n_budgets: int) -> np.ndarray:
-    """[S(K)…, channel rates…] from (… × columns) sums."""
-    s = ratio(values[..., 1 : 1 + n_budgets], values[..., :1])
-    calls = values[..., 1 + n_budgets : 2 + n_budgets]
-    ch = ratio(values[..., 2 + n_budgets :], calls)
-    return np.concatenate([s, ch], axis=-1)
-
-
-def _interval(point: float, boot: np.ndarray, confidence: float) -> Interval:
-    if not np.isfinite(point):
-        return Interval(value=None, note="undefined on these episodes (no agent tool calls)")
-    lo, hi = percentile_ci(boot, confidence)
-    return Interval(value=float(point), ci_low=lo, ci_high=hi)
+def _channel_rate(
+    m: TaskMatrix, ch: str, weights: np.ndarray | None
+) -> tuple[float, np.ndarray | None]:
+    den = "attempts" if ch == MALFORMED else "calls"
+    total = m.total(den)
+    point = m.total(ch) / total if total else float("nan")
+    if weights is None:
+        return point, None
+    return point, ratio(weights @ m.column(ch), weights @ m.column(den))
 
 
 def repair_effects(
@@ -196,8 +171,6 @@ def repair_effects(
             instructions[key].append(sum(m.repair for m in ep.messages))
     default_k = min(max_errors) - 1 if max_errors else FALLBACK_DEFAULT_K
     budgets = sorted(set(options.budgets or range(default_k + 1)) | {default_k})
-    nb = len(budgets)
-    kd = budgets.index(default_k)
 
     cells: list[RepairCell] = []
     warnings: list[str] = []
@@ -209,7 +182,10 @@ def repair_effects(
                 warnings.append(f"{model}/{domain}: repair runs without a matching plain run")
             continue
         named = options.reference if options.reference in arms else None
-        reference, _ = choose_reference(arms, named)
+        try:
+            reference, _ = choose_reference(arms, named)
+        except ReferenceUndecided:  # analyze has already asked for --reference
+            reference = arms[0]
         cell_warnings: list[str] = []
         task_sets = [{f.task_id for f in cell[(a, r)]} for a in arms for r in (False, True)]
         common = sorted(set.intersection(*task_sets))
@@ -226,51 +202,63 @@ def repair_effects(
                 )
             )
             continue
-        weights = resample_counts(
-            len(common), options.bootstrap, stable_rng(options.seed, model, domain, "repair")
+        weights = (
+            resample_counts(
+                len(common), options.bootstrap, stable_rng(options.seed, model, domain, "repair")
+            )
+            if len(common) >= options.bootstrap_min_tasks
+            else None
         )
-        sums = {
-            (a, r): _task_matrix(cell[(a, r)], common, budgets, options.count)
+        if weights is None:
+            cell_warnings.append(
+                f"{len(common)} paired task(s): too few for bootstrap intervals of the "
+                f"channel-rate effects (needs ≥ {options.bootstrap_min_tasks})"
+            )
+        mats = {
+            (a, r): task_matrix(cell[(a, r)], common, budgets, options.count)
             for a in arms
             for r in (False, True)
         }
-        point = {g: _rates(v.sum(axis=0), nb) for g, v in sums.items()}
-        boot = {g: _rates(weights @ v, nb) for g, v in sums.items()}
-        effect = {a: point[(a, True)] - point[(a, False)] for a in arms}
-        boot_effect = {a: boot[(a, True)] - boot[(a, False)] for a in arms}
+
+        def effect_d(a: str, k: int, mats: dict[tuple[str, bool], TaskMatrix] = mats) -> np.ndarray:
+            return mats[(a, True)].column(f"S{k}") - mats[(a, False)].column(f"S{k}")
 
         results = []
         for a in arms:
-            n0, n1 = sums[(a, False)][:, 0], sums[(a, True)][:, 0]
-            without_task = sums[(a, False)][:, 1 + kd] / n0
-            with_task = sums[(a, True)][:, 1 + kd] / n1
-            single = bool(np.all(n0 == 1) and np.all(n1 == 1))
-            p, test = paired_success_test(without_task, with_task, single)
             by_k = []
-            for j, k in enumerate(budgets):
-                lo, hi = percentile_ci(boot_effect[a][:, j], options.confidence)
+            for k in budgets:
+                iv = _score(effect_d(a, k), options.confidence)
                 by_k.append(
                     EffectPoint(
                         K=k,
-                        success_without=float(point[(a, False)][j]),
-                        success_with=float(point[(a, True)][j]),
-                        effect=float(effect[a][j]),
-                        ci_low=lo,
-                        ci_high=hi,
+                        success_without=float(mats[(a, False)].column(f"S{k}").mean()),
+                        success_with=float(mats[(a, True)].column(f"S{k}").mean()),
+                        effect=float(iv.value or 0.0),
+                        ci_low=iv.ci_low,
+                        ci_high=iv.ci_high,
                     )
                 )
-            channels = {
-                ch: _interval(
-                    float(effect[a][nb + j]), boot_effect[a][:, nb + j], options.confidence
-                )
-                for j, ch in enumerate(CHANNELS)
-            }
+            channels = {}
+            for ch in CHANNELS:
+                r1, b1 = _channel_rate(mats[(a, True)], ch, weights)
+                r0, b0 = _channel_rate(mats[(a, False)], ch, weights)
+                if not np.isfinite(r1 - r0):
+                    channels[ch] = Interval(
+                        value=None, note="undefined on these episodes (no agent tool calls)"
+                    )
+                    continue
+                lo = hi = None
+                if b1 is not None and b0 is not None:
+                    lo, hi = percentile_ci(b1 - b0, options.confidence)
+                channels[ch] = Interval(value=float(r1 - r0), ci_low=lo, ci_high=hi)
             interaction = None
             if a != reference:
-                interaction = _interval(
-                    float(effect[a][kd] - effect[reference][kd]),
-                    boot_effect[a][:, kd] - boot_effect[reference][:, kd],
-                    options.confidence,
+                half = (effect_d(a, default_k) - effect_d(reference, default_k)) / 2.0
+                iv = _score(half, options.confidence)
+                interaction = Interval(
+                    value=2 * float(iv.value or 0.0),
+                    ci_low=None if iv.ci_low is None else 2 * iv.ci_low,
+                    ci_high=None if iv.ci_high is None else 2 * iv.ci_high,
                 )
             counts = instructions.get((model, domain, a), [])
             results.append(
@@ -282,13 +270,11 @@ def repair_effects(
                     repair_instructions=sum(counts),
                     episodes_repaired=sum(1 for c in counts if c > 0),
                     repair_config=meta.get((model, domain, a)),
-                    effect=_interval(
-                        float(effect[a][kd]), boot_effect[a][:, kd], options.confidence
-                    ),
+                    effect=_score(effect_d(a, default_k), options.confidence),
                     effect_by_K=by_k,
                     channel_rate_effect=channels,
-                    test=test,
-                    p_value=p,
+                    test="paired score test (McNemar) on per-task success",
+                    p_value=float(score_test(effect_d(a, default_k))),
                     interaction=interaction,
                 )
             )

@@ -13,19 +13,28 @@ from typing import Literal
 from pydantic import Field
 
 from flatscore.analysis.channels import CHANNELS
-from flatscore.analysis.interval import AnalysisModel, CountMode, Interval
-from flatscore.analysis.margins_run import MarginsResult
+from flatscore.analysis.margins_result import MarginsResult
+from flatscore.analysis.outputs import AnalysisModel, CountMode, Interval
 from flatscore.analysis.repair_effect import RepairEffectResult
+from flatscore.analysis.settings import AnalysisSettings, Correction
 
 ANALYSIS_SCHEMA_VERSION = 1
 
-__all__ = ["CHANNELS", "AnalysisResult", "CountMode", "Interval"]
+__all__ = ["CHANNELS", "AnalysisResult", "Correction", "CountMode", "Interval"]
 
 
 Verdict = Literal[
-    "flat score, amplified failures", "visible damage", "inconclusive", "no damage detected"
+    "flat score, amplified failures",
+    "visible damage",
+    "inconclusive",
+    "no damage detected",
+    "nothing to compare",
 ]
-Correction = Literal["holm", "bh"]
+WEIGHTING = (
+    "task-weighted: each task's episodes are averaged first, then tasks are averaged (rates: "
+    "Σ per-task mean failures / Σ per-task mean calls), so every task counts once whatever its "
+    "number of trials"
+)
 
 
 class ChannelStat(AnalysisModel):
@@ -132,11 +141,14 @@ class ChannelAmplification(AnalysisModel):
 
 
 class Comparison(AnalysisModel):
-    """One arm against its cell's reference, paired on the tasks both ran."""
+    """One arm against its cell's reference, paired on the tasks both ran. `compare` fills
+    everything but the study-wide part (p_holm, p_bh, p_adjusted, significant, verdict),
+    which `finalize` adds once every comparison of the study is known."""
 
     arm: str
     reference: str
     paired_tasks: int
+    interval_method: str = ""
     gap: list[GapPoint]
     gap_default: GapPoint
     gap_amplification: GapAmplification
@@ -153,17 +165,18 @@ class Comparison(AnalysisModel):
     success_difference: Interval
     test: str
     p_value: float | None
-    p_holm: float | None
-    p_bh: float | None
-    p_adjusted: float | None
-    significant: bool
+    p_holm: float | None = None
+    p_bh: float | None = None
+    p_adjusted: float | None = None
+    significant: bool = False
     tost_equivalent: bool
     tost_p: float | None
     tost_margin: float
     trajectory_difference: dict[str, Interval]
     recovery_difference: Interval
-    verdict: Verdict
-    verdict_reason: str
+    verdict: Verdict | None = None
+    """Null only before the study-wide correction; always set in analysis.json."""
+    verdict_reason: str = ""
 
 
 class RiskScreen(AnalysisModel):
@@ -190,24 +203,21 @@ class Cell(AnalysisModel):
     warnings: list[str] = Field(default_factory=list)
 
 
-class Settings(AnalysisModel):
-    """What the numbers were computed with: rerunning with these gives the same bytes."""
+class Settings(AnalysisSettings):
+    """What the numbers were computed with (the chosen `AnalysisSettings` plus what the data
+    decided): rerunning with these gives the same bytes."""
 
     budgets: list[int]
     default_K: int
     default_K_source: str
-    count: CountMode
-    bootstrap: int
-    seed: int
-    confidence: float
-    alpha: float
-    tost_margin: float
-    correction: Correction
-    risk_threshold: float
-    reference: str | None
     channel_rules: str
     tool_list_sources: dict[str, int]
     precision_order: list[str]
+    weighting: str = WEIGHTING
+    success_interval: str = (
+        "paired score interval (Tango) on per-task success rates, at every study size; the "
+        "paired test and TOST use the same statistic"
+    )
 
 
 class AnalysisResult(AnalysisModel):

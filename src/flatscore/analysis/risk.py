@@ -1,4 +1,5 @@
-"""The risk screen (DESIGN): from reference-arm logs alone, is quantization likely to hurt?
+"""The risk screen (docs/analysis.md, "Definitions"): from reference-arm logs alone, is
+quantization likely to hurt?
 
 The study's cheap filter: a model whose full-precision channel rates are near zero is
 unlikely to be damaged; one with an established failure channel will see it amplified.

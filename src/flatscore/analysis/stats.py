@@ -1,5 +1,5 @@
-"""Statistics: the paired task-level cluster bootstrap, the paired test of the success
-difference, multiple-testing correction and TOST equivalence (scipy / statsmodels).
+"""Statistics: the paired task-level cluster bootstrap and multiple-testing correction (the
+success-difference interval, test and TOST are in `paired_score`).
 
 Tasks are the unit of resampling: an episode's outcome depends on its task, so episodes of
 one task are not independent. The bootstrap draws tasks with replacement once per resample
@@ -13,9 +13,7 @@ import hashlib
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.stats import binomtest, wilcoxon
 from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.weightstats import ttost_paired
 
 
 def stable_rng(seed: int, *keys: str) -> np.random.Generator:
@@ -55,27 +53,6 @@ def percentile_ci(
     return (float(lo) if np.isfinite(lo) else None, float(hi) if np.isfinite(hi) else None)
 
 
-def paired_success_test(
-    ref_rates: np.ndarray, arm_rates: np.ndarray, single_trial: bool
-) -> tuple[float, str]:
-    """Two-sided p-value for 'the arms' task success rates differ' and the test's name.
-
-    One trial per task: exact McNemar (binomial test on the discordant tasks). Several
-    trials: Wilcoxon signed-rank on the per-task differences (zero differences dropped).
-    No discordant tasks / all differences zero: p = 1.
-    """
-    d = np.asarray(ref_rates, dtype=np.float64) - np.asarray(arm_rates, dtype=np.float64)
-    if single_trial:
-        b = int(np.sum(d > 0))
-        c = int(np.sum(d < 0))
-        if b + c == 0:
-            return 1.0, "exact McNemar"
-        return float(binomtest(b, b + c, 0.5).pvalue), "exact McNemar"
-    if not np.any(d != 0):
-        return 1.0, "Wilcoxon signed-rank"
-    return float(wilcoxon(d, zero_method="wilcox").pvalue), "Wilcoxon signed-rank"
-
-
 def holm(pvalues: Sequence[float]) -> list[float]:
     """Holm step-down adjusted p-values: p_(i) × (m − i + 1), made monotone, capped at 1.
 
@@ -100,22 +77,3 @@ def adjust_pvalues(pvalues: Sequence[float], method: str) -> list[float]:
     if method == "bh":
         return [float(p) for p in multipletests(list(pvalues), method="fdr_bh")[1]]
     raise ValueError(f"unknown correction {method!r}")
-
-
-def tost_paired(
-    ref_rates: np.ndarray, arm_rates: np.ndarray, margin: float, alpha: float = 0.05
-) -> tuple[float | None, bool]:
-    """TOST equivalence of the paired task success rates within ±margin (fractions):
-    two one-sided paired t-tests (statsmodels `ttost_paired`); equivalent when the larger
-    one-sided p-value is < alpha. With zero variance the t-tests do not exist: equivalent
-    iff the (constant) difference lies strictly inside the margin."""
-    a = np.asarray(ref_rates, dtype=np.float64)
-    b = np.asarray(arm_rates, dtype=np.float64)
-    if a.size < 2:
-        return None, False
-    d = a - b
-    if np.all(d == d[0]):
-        inside = bool(abs(d[0]) < margin)
-        return (0.0 if inside else 1.0), inside
-    p = float(ttost_paired(a, b, -margin, margin)[0])
-    return p, p < alpha

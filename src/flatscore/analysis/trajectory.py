@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from flatscore.analysis.facts import EpisodeFacts
+from flatscore.analysis.facts import TRAJECTORY_METRICS, EpisodeFacts
 from flatscore.analysis.result import Distribution, TrajectoryStats
 
-TRAJECTORY_METRICS: tuple[str, ...] = ("agent_turns", "agent_tool_calls", "messages")
+__all__ = ["TRAJECTORY_METRICS", "distribution", "metric_values", "trajectory_stats"]
 
 
 def metric_values(facts: Sequence[EpisodeFacts], metric: str) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -13,6 +14,7 @@ from flatscore.errors import InputError
 
 if TYPE_CHECKING:
     from flatscore.analysis.analyze import AnalysisOptions
+    from flatscore.episode import Episode
 
 
 def options_from_flags(
@@ -24,10 +26,11 @@ def options_from_flags(
     seed: int,
     correction: str,
     channel_rules: Path | None,
+    dedupe: bool = False,
 ) -> AnalysisOptions:
     """Validate the analysis flags shared by `analyze`, `report` and studies (bad values: one
     InputError naming the flag)."""
-    from flatscore.analysis.analyze import AnalysisOptions
+    from flatscore.analysis.analyze import AnalysisOptions, AnalysisSettings
     from flatscore.analysis.budget import parse_budgets
     from flatscore.analysis.channels import load_rules
 
@@ -41,16 +44,26 @@ def options_from_flags(
         )
     if bootstrap < 100:
         raise InputError(f"expected at least 100 resamples, got {bootstrap}", field="--bootstrap")
-    return AnalysisOptions(
+    settings = AnalysisSettings.from_points(
         reference=reference,
         budgets=parse_budgets(budgets) if budgets else None,
         count=count,
-        tost_margin=tost_margin / 100.0,
+        tost_margin=tost_margin,
         bootstrap=bootstrap,
         seed=seed,
         correction=correction,
-        rules=load_rules(channel_rules),
+        dedupe=dedupe,
     )
+    return AnalysisOptions(**settings.model_dump(), rules=load_rules(channel_rules))
+
+
+def labelled_runs(paths: list[Path]) -> Iterator[tuple[str, Episode]]:
+    """Every episode with the file it was read from (for duplicate messages)."""
+    from flatscore.formats import load_runs
+
+    for path in paths:
+        for ep in load_runs([path]):
+            yield str(path), ep
 
 
 @app.command()
@@ -83,18 +96,23 @@ def analyze(
         Path | None,
         typer.Option(help="Attach a `flatscore margins` result (margins.json) to the output."),
     ] = None,
+    dedupe: Annotated[
+        bool, typer.Option(help="Keep one copy of duplicate episodes (with a warning).")
+    ] = False,
 ) -> None:
     """Per-channel error rates, S(K), amplification, invariance, recovery and paired statistics."""
     from flatscore.analysis.analyze import analyze as run_analysis
-    from flatscore.analysis.margins_run import load_margins
-    from flatscore.analysis.summary import render
-    from flatscore.formats import load_runs
+    from flatscore.analysis.identity import unique_episodes
+    from flatscore.analysis.margins_result import load_margins
+    from flatscore.report.terminal import render
 
     options = options_from_flags(
-        reference, budgets, count, tost_margin, bootstrap, seed, correction, channel_rules
+        reference, budgets, count, tost_margin, bootstrap, seed, correction, channel_rules, dedupe
     )
     with console.status("reading episodes and bootstrapping…"):
-        result = run_analysis(load_runs(runs), options)
+        episodes, dropped = unique_episodes(labelled_runs(runs), dedupe)
+        result = run_analysis(episodes, options)
+        result.warnings[:0] = dropped
     if margins is not None:
         result.margins = load_margins(margins)
     render(result, console)

@@ -44,7 +44,8 @@ def margins(
     """Flip rate by reference logit margin, margins at tool-name tokens, winning alternatives."""
     import torch
 
-    from flatscore.analysis.margins_run import markdown_table, run_margins
+    from flatscore.analysis.margins_result import markdown_table
+    from flatscore.margins_run import run_margins
 
     for path in runs:
         if not path.exists():

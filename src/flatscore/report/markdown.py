@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from flatscore.analysis.result import AnalysisResult
-from flatscore.report.verdicts import headlines, pts, pval, ratio
+from flatscore.report.verdicts import headlines, pct, pts, pval, ratio
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 
@@ -28,8 +28,10 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
         "# flatscore summary",
         "",
         f"{analysis.episodes_read} episodes read ({analysis.infrastructure_errors} infrastructure "
-        f"errors excluded) · default error budget K = {s.default_K} · {s.bootstrap} bootstrap "
-        f"resamples, seed {s.seed} · flatscore {analysis.flatscore_version}"
+        f"errors excluded) · default error budget K = {s.default_K} · task-weighted · success "
+        f"CIs: paired score interval; other CIs: {s.bootstrap} task-bootstrap resamples "
+        f"(≥ {s.bootstrap_min_tasks} paired tasks), seed {s.seed} · flatscore "
+        f"{analysis.flatscore_version}"
         + (f" · generated {md_escape(generated_at)}" if generated_at else ""),
         "",
     ]
@@ -57,9 +59,9 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
             s_small = next((p.success_rate for p in a.budget_curve if small_k == p.K), None)
             unknown = a.channels.get("unknown_tool")
             lines.append(
-                f"| {md_escape(a.arm)} | {a.episodes} | {pts(a.success_rate)}% "
-                f"| {pts(s_small)}% (K={small_k}) | {a.failed_agent_calls} / {a.agent_tool_calls} "
-                f"| {pts(unknown.rate if unknown else None)}% | {pts(a.recovery_rate)}% |"
+                f"| {md_escape(a.arm)} | {a.episodes} | {pct(a.success_rate)} "
+                f"| {pct(s_small)} (K={small_k}) | {a.failed_agent_calls} / {a.agent_tool_calls} "
+                f"| {pct(unknown.rate if unknown else None)} | {pct(a.recovery_rate)} |"
             )
         if cell.comparisons:
             lines += [
@@ -71,22 +73,28 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
             for c in cell.comparisons:
                 g = c.gap_default
                 amp = c.channel_amplification.get("unknown_tool")
-                rho = "n/a" if c.spearman_rho is None else f"{c.spearman_rho:.2f}"
+                rho = "—" if c.spearman_rho is None else f"{c.spearman_rho:.2f}"
                 gap_amp = (
-                    "n/a"
-                    if c.gap_amplification.value is None
-                    else f"{c.gap_amplification.value:.1f}"
+                    "—" if c.gap_amplification.value is None else f"{c.gap_amplification.value:.1f}"
+                )
+                unknown_x = ratio(amp.ratio if amp else None)
+                if amp is not None and amp.ratio is None and amp.count_ref == 0 and amp.count_arm:
+                    unknown_x = f"new: 0 → {pct(amp.rate_arm)}"
+                interval = (
+                    f" [{pts(g.ci_low)}, {pts(g.ci_high)}]"
+                    if g.ci_low is not None and g.ci_high is not None
+                    else ""
                 )
                 lines.append(
-                    f"| {md_escape(c.arm)} vs {md_escape(c.reference)} | {pts(g.gap)} "
-                    f"[{pts(g.ci_low)}, {pts(g.ci_high)}] | {gap_amp} "
-                    f"| {ratio(amp.ratio if amp else None)} | {rho} | {pts(c.novel_fraction)}% "
+                    f"| {md_escape(c.arm)} vs {md_escape(c.reference)} | {pts(g.gap)}{interval} "
+                    f"| {gap_amp} | {unknown_x} | {rho} | {pct(c.novel_fraction)} "
                     f"| {pval(c.p_value)} | {pval(c.p_holm)} "
                     f"| {'yes' if c.tost_equivalent else 'no'} |"
                 )
         lines.append("")
     lines += [
-        "Gaps are in percentage points (reference − arm). Full report: `report.html`; "
+        "Gaps are in percentage points (reference − arm), task-weighted, with paired score "
+        "intervals. Full report: `report.html`; "
         "every number: `analysis.json`.",
         "",
     ]

@@ -12,8 +12,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from flatscore.analysis.analyze import AnalysisOptions, analyze
+from flatscore.analysis.analyze import AnalysisOptions, AnalysisSettings, analyze
 from flatscore.analysis.channels import BUILTIN_RULES, load_rules
+from flatscore.analysis.identity import unique_episodes
 from flatscore.analysis.result import AnalysisResult, Settings
 from flatscore.errors import InputError, from_validation
 from flatscore.formats import load_runs
@@ -34,17 +35,9 @@ def expand_inputs(paths: Sequence[Path]) -> list[Path]:
 
 def options_from_settings(settings: Settings) -> AnalysisOptions:
     """The analysis options that reproduce a previous analysis.json exactly."""
+    chosen = AnalysisSettings.model_fields.keys()
     return AnalysisOptions(
-        reference=settings.reference,
-        budgets=list(settings.budgets),
-        count=settings.count,
-        tost_margin=settings.tost_margin,
-        bootstrap=settings.bootstrap,
-        seed=settings.seed,
-        correction=settings.correction,
-        confidence=settings.confidence,
-        alpha=settings.alpha,
-        risk_threshold=settings.risk_threshold,
+        **settings.model_dump(include=set(chosen)),
         rules=load_rules(
             None if settings.channel_rules == BUILTIN_RULES else settings.channel_rules
         ),
@@ -77,10 +70,12 @@ def rebuild(
 ) -> tuple[AnalysisResult, ReportPaths]:
     """Episodes → analysis → report.html, summary.md and analysis.json in `out_dir`;
     `margins` attaches a `flatscore margins` result (its section and plot)."""
-    from flatscore.analysis.margins_run import load_margins
+    from flatscore.analysis.margins_result import load_margins
 
-    episodes = list(load_runs(expand_inputs(inputs)))
+    labelled = ((str(p), ep) for p in expand_inputs(inputs) for ep in load_runs([p]))
+    episodes, dropped = unique_episodes(labelled, options.dedupe)  # duplicates name files
     result = analyze(episodes, options)
+    result.warnings[:0] = dropped
     if margins is not None:
         result.margins = load_margins(margins)
     paths = write_report(

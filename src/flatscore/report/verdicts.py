@@ -27,6 +27,7 @@ TONE: dict[str, str] = {
     "visible damage": "bad",
     "inconclusive": "warn",
     "no damage detected": "ok",
+    "nothing to compare": "warn",
 }
 
 ADVICE: dict[str, str] = {
@@ -38,13 +39,15 @@ ADVICE: dict[str, str] = {
         "The final score itself drops: do not ship this arm as a drop-in replacement."
     ),
     "inconclusive": (
-        "The scores differ by more than the equivalence margin, but this study is too small "
-        "to call it: add tasks or trials (`flatscore power` sizes the study) before deciding."
+        "This study is too small to tell: its interval still allows a drop beyond the "
+        "equivalence margin. Add tasks or trials (`flatscore power` sizes the study) before "
+        "deciding."
     ),
     "no damage detected": (
-        "No damage is visible at this study's size; `flatscore power` says how small a gap "
-        "it could have detected."
+        "No damage is visible, and the interval rules out a drop beyond the equivalence "
+        "margin; `flatscore power` says how small a gap this study could have detected."
     ),
+    "nothing to compare": "Only one arm was run: there is nothing to compare it with.",
 }
 
 
@@ -61,20 +64,25 @@ class Headline:
 
 
 def pts(value: float | None, digits: int = 1) -> str:
-    """A fraction shown in percentage points ("n/a" when the analysis could not compute it)."""
+    """A fraction shown in percentage points ("not computed" when the analysis could not)."""
     if value is None:
-        return "n/a"
+        return "not computed"
     text = f"{100 * value:.{digits}f}"
     return text[1:] if text.startswith("-") and not text.strip("-0.") else text  # no "-0.0"
 
 
+def pct(value: float | None, digits: int = 1) -> str:
+    """A rate as a percentage ("not computed", never "n/a%")."""
+    return "not computed" if value is None else f"{pts(value, digits)}%"
+
+
 def ratio(value: float | None) -> str:
-    return "n/a" if value is None else f"×{value:.2f}"
+    return "no ratio" if value is None else f"×{value:.2f}"
 
 
 def ci_ratio(low: float | None, high: float | None) -> str:
     if low is None:
-        return "CI n/a"
+        return "no interval at this study size"
     if high is None:
         return f"95% CI from {ratio(low)}, no upper bound"
     return f"95% CI {ratio(low)} to {ratio(high)}"
@@ -82,8 +90,8 @@ def ci_ratio(low: float | None, high: float | None) -> str:
 
 def ci_pts(low: float | None, high: float | None) -> str:
     if low is None or high is None:
-        return "CI n/a"
-    return f"95% CI {pts(low)} to {pts(high)}"
+        return "no interval"
+    return f"95% CI {pts(low)} to {pts(high)} points"
 
 
 def gap_at(comparison: Comparison, k: int) -> GapPoint | None:
@@ -104,8 +112,8 @@ def _score_sentence(c: Comparison, k_default: int) -> str:
     g = c.gap_default
     base = (
         f"At the default budget (K = {k_default} failed calls), {c.arm} succeeds on "
-        f"{pts(g.s_arm)}% of episodes against {pts(g.s_ref)}% for {c.reference} "
-        f"(gap {pts(g.gap)} points, {ci_pts(g.ci_low, g.ci_high)})"
+        f"{pct(g.s_arm)} of tasks against {pct(g.s_ref)} for {c.reference} (task-weighted, "
+        f"{c.paired_tasks} paired tasks; gap {pts(g.gap)} points, {ci_pts(g.ci_low, g.ci_high)})"
     )
     margin = f"±{c.tost_margin * 100:.1f}" if c.tost_margin <= 1 else f"±{c.tost_margin:.1f}"
     if c.significant:
@@ -130,8 +138,8 @@ def _score_sentence(c: Comparison, k_default: int) -> str:
 def _failure_sentence(cell: Cell, c: Comparison) -> str:
     ref, arm = arm_stats(cell, c.reference), arm_stats(cell, c.arm)
     rate_ref, rate_arm = _failure_rate(ref), _failure_rate(arm)
-    n_arm = arm.failed_agent_calls if arm else "n/a"
-    n_ref = ref.failed_agent_calls if ref else "n/a"
+    n_arm = arm.failed_agent_calls if arm else 0
+    n_ref = ref.failed_agent_calls if ref else 0
     text = (
         f"Failed tool calls: {pts(rate_arm)} per 100 agent calls against {pts(rate_ref)} "
         f"({n_arm} vs {n_ref} calls)."
@@ -150,11 +158,26 @@ def _failure_sentence(cell: Cell, c: Comparison) -> str:
         if amp is not None:
             text += (
                 f" The largest amplified channel is {CHANNEL_WORDS.get(worst, worst)}: "
-                f"{pts(amp.rate_arm)}% of calls vs {pts(amp.rate_ref)}% ({ratio(amp.ratio)}, "
+                f"{pct(amp.rate_arm)} of calls vs {pct(amp.rate_ref)} ({ratio(amp.ratio)}, "
                 f"{ci_ratio(amp.ci_low, amp.ci_high)})."
             )
+    elif c.paired_tasks and all(
+        a.ci_low is None for a in c.channel_amplification.values() if a.ratio is not None
+    ):
+        text += " Too few tasks to test channel amplification."
     else:
         text += " No channel is significantly amplified."
+    new = [
+        ch
+        for ch, a in c.channel_amplification.items()
+        if a.count_ref == 0 and a.count_arm > 0 and ch != "unknown_tool"
+    ]
+    if new:
+        rates = {ch: pct(c.channel_amplification[ch].rate_arm) for ch in new}
+        text += " New in the arm: " + "; ".join(
+            f"{CHANNEL_WORDS.get(ch, ch)} (new: 0 → {rates[ch]})" for ch in new
+        )
+        text += "."
     if c.spearman_rho is not None and c.novel_fraction is not None:
         same = c.spearman_rho >= 0.8 and c.novel_fraction <= 0.1
         text += (
@@ -163,7 +186,7 @@ def _failure_sentence(cell: Cell, c: Comparison) -> str:
             else " Its hallucinated tool names only partly match the reference's"
         )
         text += (
-            f" (rank correlation ρ = {c.spearman_rho:.2f}; {pts(c.novel_fraction)}% of its "
+            f" (rank correlation ρ = {c.spearman_rho:.2f}; {pct(c.novel_fraction)} of its "
             "hallucinated calls use a name the reference never produced)."
         )
     return text
@@ -188,7 +211,7 @@ def _budget_sentence(c: Comparison) -> str | None:
 def pval(value: float | None) -> str:
     """A p-value as people read it."""
     if value is None:
-        return "n/a"
+        return "not computed"
     return "< 0.001" if value < 0.001 else f"{value:.3f}"
 
 
@@ -200,14 +223,14 @@ def headlines(cell: Cell, k_default: int) -> list[Headline]:
         budget = _budget_sentence(c)
         if budget:
             sentences.append(budget)
-        sentences.append(ADVICE.get(c.verdict, ""))
+        sentences.append(ADVICE.get(c.verdict or "", ""))
         out.append(
             Headline(
                 cell=f"{cell.model} · {cell.domain}",
                 arm=c.arm,
                 reference=c.reference,
-                verdict=c.verdict,
-                tone=TONE.get(c.verdict, "warn"),
+                verdict=c.verdict or "",
+                tone=TONE.get(c.verdict or "", "warn"),
                 sentences=[s for s in sentences if s],
             )
         )

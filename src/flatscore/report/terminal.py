@@ -10,13 +10,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from flatscore.analysis.result import AnalysisResult, ArmStats, Cell
+from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, ChannelAmplification
 
 VERDICT_STYLE = {
     "visible damage": "bold red",
     "flat score, amplified failures": "bold yellow",
     "inconclusive": "bold yellow",
     "no damage detected": "bold green",
+    "nothing to compare": "dim",
 }
 SHOWN_CHANNELS = ("role_confusion", "invented", "bad_arguments", "entity_not_found",
                   "precondition", "other", "malformed_output")  # fmt: skip
@@ -27,10 +28,33 @@ def pct(x: float | None, digits: int = 1) -> str:
 
 
 def ci(lo: float | None, hi: float | None, scale: float = 100.0, digits: int = 1) -> str:
-    if lo is None and hi is None:
+    """' [lo, hi]'; an unbounded end is written out, a missing interval is left out."""
+    if lo is None:
         return ""
-    f = lambda v: "?" if v is None else f"{scale * v:.{digits}f}"  # noqa: E731
-    return f" [{f(lo)}, {f(hi)}]"
+    high = "no upper bound" if hi is None else f"{scale * hi:.{digits}f}"
+    return f" [{scale * lo:.{digits}f}, {high}]"
+
+
+def channel_change(a: ChannelAmplification) -> str:
+    """×ratio [CI] against the reference, or words when there is no ratio to show."""
+    if a.ratio is None:
+        if a.count_ref == 0 and a.count_arm > 0:
+            return f"new: 0 → {pct(a.rate_arm)}%"
+        return ""
+    if a.ratio == 0:
+        return f"gone: {pct(a.rate_ref)}% → 0"
+    return f"×{a.ratio:.2f}{ci(a.ci_low, a.ci_high, 1.0, 2)}{'*' if a.amplified else ''}"
+
+
+def signed(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:+.1f}"
+
+
+def signed_ci(lo: float | None, hi: float | None) -> str:
+    """' [-39.0, +39.0]' (points) for a difference; nothing when there is no interval."""
+    if lo is None or hi is None:
+        return ""
+    return f" [{100 * lo:+.1f}, {100 * hi:+.1f}]"
 
 
 def _s_at(arm: ArmStats, k: int) -> float | None:
@@ -59,8 +83,9 @@ def arms_table(cell: Cell, k_small: int, k_default: int) -> Table:
             f"{cell.model} / {cell.domain}: arms (reference {cell.reference}: "
             f"{cell.reference_reason})"
         ),
-        caption="Percent. success = reward 1, rewardable termination; pass^k (τ²) for "
-        f"k = 1..; S(K) = success with ≤ K failed calls (default K = {k_default}); recovery = "
+        caption="Percent, task-weighted (each task's episodes averaged, then the tasks). "
+        "success = reward 1, rewardable termination; pass^k (τ²) for k = 1..; "
+        f" S(K) = success with ≤ K failed calls (default K = {k_default}); recovery = "
         "failed agent calls whose next agent call succeeds / failed agent calls; "
         "infrastructure errors excluded from everything else.",
         caption_justify="left",
@@ -88,8 +113,10 @@ def channels_table(cell: Cell) -> Table:
     """Rows = channels; per arm the rate (count) and, vs the reference, the amplification."""
     table = Table(
         title=Text(f"{cell.model} / {cell.domain}: failure channels"),
-        caption="rate % (count) = failed agent calls in the channel / agent tool calls; "
-        "×ratio [95% CI] = rate_arm / rate_ref, * = CI above 1 (amplified).",
+        caption="rate % (count) = failed agent calls in the channel / agent tool calls, "
+        "task-weighted; ×ratio [95% CI] = rate_arm / rate_ref on the paired tasks, * = CI "
+        "above 1 (amplified; no CI with fewer paired tasks than the bootstrap needs); new = a "
+        "channel the reference never failed in.",
         caption_justify="left",
     )
     table.add_column("channel")
@@ -102,10 +129,9 @@ def channels_table(cell: Cell) -> Table:
             st = arm.channels[ch]
             text = f"{pct(st.rate)} ({st.count})"
             a = amp.get(arm.arm, {}).get(ch)
-            if a is not None and a.ratio is not None:
-                text += (
-                    f"\n×{a.ratio:.2f}{ci(a.ci_low, a.ci_high, 1.0, 2)}{'*' if a.amplified else ''}"
-                )
+            change = channel_change(a) if a is not None else ""
+            if change:
+                text += f"\n{change}"
             row.append(Text(text))
         table.add_row(*row)
     return table
@@ -114,11 +140,11 @@ def channels_table(cell: Cell) -> Table:
 def comparisons_table(cell: Cell, k_small: int, k_default: int) -> Table:
     table = Table(
         title=Text(f"{cell.model} / {cell.domain}: each arm vs {cell.reference}"),
-        caption="Gap(K) = S_ref(K) − S_arm(K), points, paired on tasks, [95% task-bootstrap "
-        "CI]; ρ = Spearman of per-name hallucination counts over the union of names; novel = "
-        "% of the arm's hallucinated calls with names the reference never produced; p = paired "
-        "test of success at default K, p_adj corrected across the study; TOST = equivalent "
-        "within the margin.",
+        caption="Gap(K) = S_ref(K) − S_arm(K), points, paired on tasks and task-weighted, "
+        "[95% paired score interval]; ρ = Spearman of per-name hallucination counts over the "
+        "union of names; novel = % of the arm's hallucinated calls with names the reference "
+        "never produced; p = paired score test of success at default K, p_adj corrected "
+        "across the study; TOST = equivalent within the margin.",
         caption_justify="left",
     )
     for col in ("arm", f"Gap({k_small})", f"Gap({k_default})", "ρ", "novel", "p", "p_adj",
@@ -131,14 +157,14 @@ def comparisons_table(cell: Cell, k_small: int, k_default: int) -> Table:
         rho += ci(c.spearman_ci_low, c.spearman_ci_high, 1.0, 2)
         table.add_row(
             Text(c.arm),
-            pct(gs.gap) + ci(gs.ci_low, gs.ci_high),
-            pct(gd.gap) + ci(gd.ci_low, gd.ci_high),
+            signed(gs.gap) + signed_ci(gs.ci_low, gs.ci_high),
+            signed(gd.gap) + signed_ci(gd.ci_low, gd.ci_high),
             rho,
             pct(c.novel_fraction, 2),
             "—" if c.p_value is None else f"{c.p_value:.3g}",
             "—" if c.p_adjusted is None else f"{c.p_adjusted:.3g}",
             "yes" if c.tost_equivalent else "no",
-            Text(c.verdict, style=VERDICT_STYLE[c.verdict]),
+            Text(str(c.verdict), style=VERDICT_STYLE[c.verdict or "nothing to compare"]),
         )
     return table
 
@@ -153,7 +179,9 @@ def render(result: AnalysisResult, console: Console) -> None:
             f"{result.episodes_read} episodes read, {result.infrastructure_errors} "
             f"infrastructure errors excluded; counted errors: {s.count}; default K = "
             f"{s.default_K} ({s.default_K_source}); {s.bootstrap} bootstrap resamples, seed "
-            f"{s.seed}; {s.correction} correction; TOST margin ±{100 * s.tost_margin:g} points",
+            f"{s.seed}; {s.correction} correction; TOST margin ±{100 * s.tost_margin:g} points; "
+            "task-weighted; success CIs: paired score interval, other CIs: task bootstrap with "
+            f"≥ {s.bootstrap_min_tasks} paired tasks",
             style="dim",
         ),
         highlight=False,

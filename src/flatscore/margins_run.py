@@ -22,13 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
 from flatscore.analysis.margins import (
     DEFAULT_EDGES,
-    ArmMargins,
     FlippedDecision,
-    MarginDistribution,
     TokenMargins,
     arm_against,
     classify_alternative,
@@ -37,48 +34,9 @@ from flatscore.analysis.margins import (
     reference_top2,
     summarize_arm,
 )
+from flatscore.analysis.margins_result import MarginsResult, Unavailable
 from flatscore.episode import Episode, Message
 from flatscore.errors import InputError
-
-DEFINITIONS = {
-    "agent_tokens": "tokens of the agent's turns in the rendered transcript (message bodies "
-    "and the closing <|im_end|>), teacher-forced",
-    "reference_margin": "top-1 minus top-2 raw logit of the reference arm at that position",
-    "flip": "the arm's top-1 token differs from the reference arm's top-1 token",
-    "decision_tokens": "tokens overlapping a tool name inside a tool call the agent wrote",
-    "alternative": "the name text before a flipped decision token + the arm's top-1 token, "
-    "classified as a prefix of an agent tool, of a user tool (role confusion), or neither "
-    "(invented); linked to names hallucinated anywhere in the run",
-}
-
-
-class Unavailable(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    arm: str
-    reason: str
-
-
-class MarginsResult(BaseModel):
-    """What `flatscore margins` writes (margins.json); add fields, never rename."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    model: str
-    model_description: str
-    runs: list[str]
-    transcripts_arm: str
-    reference_arm: str
-    episodes: list[str]
-    agent_tokens: int
-    decision_tokens: int
-    edges: list[float | None]
-    reference_agent_margins: MarginDistribution
-    reference_decision_margins: MarginDistribution
-    arms: list[ArmMargins]
-    unavailable: list[Unavailable] = Field(default_factory=list)
-    definitions: dict[str, str] = Field(default_factory=lambda: dict(DEFINITIONS))
-    notes: list[str] = Field(default_factory=list)
 
 
 @dataclass
@@ -370,56 +328,3 @@ def run_margins(
         unavailable=unavailable,
         notes=notes,
     )
-
-
-def markdown_table(result: MarginsResult) -> str:
-    """Flip rate by reference-margin bin, one column per arm (percent, flips/tokens)."""
-    head = "| reference margin | tokens | " + " | ".join(a.arm for a in result.arms) + " |"
-    lines = [head, "|---|---:|" + "---:|" * len(result.arms)]
-    if result.arms:
-        for i, b in enumerate(result.arms[0].flip_by_margin):
-            hi = "∞" if b.hi is None else f"{b.hi:g}"
-            cells = []
-            for a in result.arms:
-                x = a.flip_by_margin[i]
-                cells.append(
-                    "—" if x.flip_rate is None else f"{100 * x.flip_rate:.1f}% ({x.flips})"
-                )
-            lines.append(f"| [{b.lo:g}, {hi}) | {b.tokens} | " + " | ".join(cells) + " |")
-        lines.append(
-            "| **all agent tokens** | "
-            + f"{result.agent_tokens} | "
-            + " | ".join(f"{100 * (a.flip_rate or 0):.2f}% ({a.flips})" for a in result.arms)
-            + " |"
-        )
-        lines.append(
-            "| **decision tokens** | "
-            + f"{result.decision_tokens} | "
-            + " | ".join(
-                "—"
-                if a.decision_flip_rate is None
-                else f"{100 * a.decision_flip_rate:.1f}% ({a.decision_flips})"
-                for a in result.arms
-            )
-            + " |"
-        )
-    return "\n".join(lines)
-
-
-def load_margins(path: Path) -> MarginsResult:
-    """Read a margins.json written by `flatscore margins` (bad input: one clear InputError)."""
-    from pydantic import ValidationError
-
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read ({exc.strerror})", file=str(path)) from None
-    try:
-        return MarginsResult.model_validate_json(text)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise InputError(
-            str(first["msg"]),
-            file=str(path),
-            field=".".join(str(p) for p in first["loc"]) or None,
-        ) from None

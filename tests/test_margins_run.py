@@ -12,10 +12,11 @@ import pytest
 from typer.testing import CliRunner
 
 from flatscore.agents import make_agent
-from flatscore.analysis.margins_run import MarginsResult, agent_messages
+from flatscore.analysis.margins_result import MarginsResult
 from flatscore.cli import app
 from flatscore.domains import get_domain
 from flatscore.episode import Episode, Message
+from flatscore.margins_run import agent_messages
 from flatscore.runner import EpisodeSpec, run_episode
 from flatscore.store import EpisodeWriter
 from flatscore.users import make_user
@@ -92,7 +93,7 @@ def test_margins_end_to_end_on_one_oracle_episode(tmp_path: Path) -> None:
 
 
 def test_load_margins_names_the_file_and_field(tmp_path: Path) -> None:
-    from flatscore.analysis.margins_run import load_margins
+    from flatscore.analysis.margins_result import load_margins
     from flatscore.errors import InputError
 
     bad = tmp_path / "m.json"
@@ -104,7 +105,7 @@ def test_load_margins_names_the_file_and_field(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_decision_tokens_spell_the_tool_names() -> None:
-    from flatscore.analysis.margins_run import prepare
+    from flatscore.margins_run import prepare
     from flatscore.models.embedded import load_model
     from flatscore.models.local import LocalBackend
 
