@@ -132,6 +132,7 @@ def test_new_test_tasks_use_records_no_earlier_task_uses(domain: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # ~1.5 min idle (1,224 oracle episodes + tokenizing)
 def test_training_data_digest_is_unchanged(tmp_path: Path) -> None:
     """The embedded adapter's training data, rebuilt from the committed tasks, is the one
     the shipped adapter was trained on (same digest as its model card): no retraining."""

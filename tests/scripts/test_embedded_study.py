@@ -195,6 +195,7 @@ def test_bad_study_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # two short episodes: ~1 min idle, 12 min on a loaded machine
 def test_sampled_episodes_are_seeded_per_episode(tmp_path: Path) -> None:
     """The study's sampling on the real embedded model: rerunning the same episodes (same
     episode seeds, hence the same per-turn sampling seeds) gives identical transcripts, so
@@ -209,7 +210,7 @@ def test_sampled_episodes_are_seeded_per_episode(tmp_path: Path) -> None:
             "models": [model.model_copy(update={"arms": {"ref": model.arms["ref"]}})],
             "domains": ["telecom"],
             "task_ids": ["refuel_08"],
-            "trials": 2,
+            "trials": 1,
             "concurrency": 1,
             "max_steps": 8,
         }
@@ -219,4 +220,4 @@ def test_sampled_episodes_are_seeded_per_episode(tmp_path: Path) -> None:
         study_copy = small.model_copy(update={"output": str(tmp_path / name)})
         run_study(study_copy, report=False, progress=False)
         runs.append(_episodes(tmp_path / name))
-    assert len(runs[0]) == 2 and runs[0] == runs[1]
+    assert len(runs[0]) == 1 and runs[0] == runs[1]  # the second run after the first: warm caches
