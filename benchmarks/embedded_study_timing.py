@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from flatscore.domains import get_domain
-from flatscore.executors.base import get_backend
+from flatscore.models.shared import get_backend
 from flatscore.store import read_episodes
 from flatscore.study import Study, load_study
 from flatscore.study_run import plan_study, run_study
