@@ -51,9 +51,9 @@ def test_run_writes_episodes_with_the_run_options(tmp_path: Path) -> None:
         "--no-progress",
     )
     assert done.returncode == 0, done.stderr
-    assert "30 episodes written" in done.stdout and "success 30/30" in done.stdout
+    assert "114 episodes written" in done.stdout and "success 114/114" in done.stdout
     episodes = list(read_episodes(out))
-    assert len(episodes) == 30
+    assert len(episodes) == 114
     ep = episodes[0]
     assert (ep.study, ep.arm, ep.model, ep.domain, ep.seed, ep.split) == (
         "s1",

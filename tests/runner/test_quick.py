@@ -38,7 +38,7 @@ def test_same_seeds_give_identical_episodes(tmp_path: Path) -> None:
     _run(tmp_path / "a.jsonl", concurrency=1)
     _run(tmp_path / "b.jsonl", concurrency=8)
     a, b = _comparable(tmp_path / "a.jsonl"), _comparable(tmp_path / "b.jsonl")
-    assert len(a) == 60 and a == b
+    assert len(a) == 228 and a == b
 
 
 def test_quick_form_is_the_one_model_study(tmp_path: Path) -> None:
@@ -98,20 +98,20 @@ def test_trials_get_their_own_seed_and_arms_share_them(tmp_path: Path) -> None:
 def test_resume_runs_only_what_is_missing(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
     first = _run(out, trials=1)
-    assert (first.written, first.skipped, first.succeeded) == (60, 0, 60)
+    assert (first.written, first.skipped, first.succeeded) == (228, 0, 228)
     with pytest.raises(InputError, match="pass --resume"):
         _run(out, trials=1)
     second = _run(out, resume=True, trials=2)
-    assert (second.planned, second.skipped, second.written) == (120, 60, 60)
+    assert (second.planned, second.skipped, second.written) == (456, 228, 228)
     ids = [e.episode_id for e in read_episodes(out)]
-    assert len(ids) == len(set(ids)) == 120
+    assert len(ids) == len(set(ids)) == 456
     two_trials = QuickRun.parse(domains=["retail", "telecom"], trials=2).to_study()
     assert set(ids) == {j.episode_id for j in plan_study(two_trials).jobs}
 
 
 def test_noop_run_records_failures(tmp_path: Path) -> None:
     summary = _run(tmp_path / "n.jsonl", agent="noop", domains=["retail"])
-    assert summary.succeeded == 0 and summary.terminations == {"user_stop": 30}
+    assert summary.succeeded == 0 and summary.terminations == {"user_stop": 114}
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from itertools import zip_longest
 from pathlib import Path
 
 from flatscore.domains.framework import Action, Ask, Task, UserScenario, write_domain_data
@@ -16,6 +17,12 @@ from flatscore.domains.retail.models import Order, OrderItem, Product, RetailDB,
 DATA_DIR = Path(__file__).parent
 DB_SEED = 4101
 TASK_SEED = 4102
+# The held-out extension: new users (and their orders) drawn from their own seed, and test
+# tasks on them only, appended after the original tasks so that the train split and the
+# first 30 test tasks stay byte-identical (the shipped adapter's training data depends on them).
+EXTRA_DB_SEED = 4103
+EXTRA_TASK_SEED = 4104
+EXTRA_USERS = 60
 
 FIRST = [
     "Anna",
@@ -140,51 +147,61 @@ def build_db(seed: int = DB_SEED) -> RetailDB:
             next_item += 1
         products[pid] = Product(product_id=pid, name=name, variants=variants)
 
-    users: dict[str, User] = {}
-    orders: dict[str, Order] = {}
-    next_order = 1001
+    db = RetailDB(users={}, products=products, orders={})
     names = rng.sample([(f, s) for f in FIRST for s in LAST], 50)
+    for first, last in names:
+        _add_user(rng, db, first, last)
+    return db
+
+
+def extend_db(db: RetailDB, seed: int = EXTRA_DB_SEED, users: int = EXTRA_USERS) -> RetailDB:
+    """A copy of `db` with `users` new users (new names, ids, zips, addresses, orders) drawn
+    the same way, after the existing ones: the held-out test tasks' entities."""
+    rng = random.Random(seed)
+    db = db.model_copy(deep=True)
+    taken = {(u.first_name, u.last_name) for u in db.users.values()}
+    names = rng.sample([(f, s) for f in FIRST for s in LAST if (f, s) not in taken], users)
+    for first, last in names:
+        _add_user(rng, db, first, last)
+    return db
+
+
+def _add_user(rng: random.Random, db: RetailDB, first: str, last: str) -> None:
+    """One user with 2–4 orders, numbered after the existing users and orders."""
+    uid = f"U{1001 + len(db.users)}"
+    zip_code = f"{rng.randint(10000, 99999)}"
+    address = f"{rng.randint(1, 999)} {rng.choice(STREETS)}, {rng.choice(CITIES)}"
+    user = User(
+        user_id=uid,
+        first_name=first,
+        last_name=last,
+        email=f"{first.lower()}.{last.lower()}{rng.randint(1, 99)}@example.com",
+        zip=zip_code,
+        address=address,
+        order_ids=[],
+    )
     statuses = ["pending", "processed", "delivered", "cancelled"]
-    for u_index, (first, last) in enumerate(names, start=1):
-        uid = f"U{1000 + u_index}"
-        zip_code = f"{rng.randint(10000, 99999)}"
-        address = f"{rng.randint(1, 999)} {rng.choice(STREETS)}, {rng.choice(CITIES)}"
-        user = User(
-            user_id=uid,
-            first_name=first,
-            last_name=last,
-            email=f"{first.lower()}.{last.lower()}{rng.randint(1, 99)}@example.com",
-            zip=zip_code,
-            address=address,
-            order_ids=[],
-        )
-        for _ in range(rng.randint(2, 4)):
-            oid = f"W{next_order}"
-            next_order += 1
-            status = rng.choices(statuses, weights=[40, 10, 42, 8])[0]
-            items = []
-            for pid in sorted(rng.sample(sorted(products), rng.randint(1, 3))):
-                product = products[pid]
-                v = rng.choice(product.variants)
-                items.append(
-                    OrderItem(
-                        item_id=v.item_id,
-                        product_id=pid,
-                        name=product.name,
-                        options=dict(v.options),
-                        price=v.price,
-                    )
+    for _ in range(rng.randint(2, 4)):
+        oid = f"W{1001 + len(db.orders)}"
+        status = rng.choices(statuses, weights=[40, 10, 42, 8])[0]
+        items = []
+        for pid in sorted(rng.sample(sorted(db.products), rng.randint(1, 3))):
+            product = db.products[pid]
+            v = rng.choice(product.variants)
+            items.append(
+                OrderItem(
+                    item_id=v.item_id,
+                    product_id=pid,
+                    name=product.name,
+                    options=dict(v.options),
+                    price=v.price,
                 )
-            orders[oid] = Order(
-                order_id=oid,
-                user_id=uid,
-                status=status,
-                address=address,
-                items=items,
             )
-            user.order_ids.append(oid)
-        users[uid] = user
-    return RetailDB(users=users, products=products, orders=orders)
+        db.orders[oid] = Order(
+            order_id=oid, user_id=uid, status=status, address=address, items=items
+        )
+        user.order_ids.append(oid)
+    db.users[uid] = user
 
 
 # --------------------------------------------------------------------------- tasks
@@ -512,6 +529,62 @@ TEMPLATES: list[tuple[str, Template, int]] = [
 ]
 
 
+# Test tasks per template after the extension: 114 in all (τ²'s retail count), balanced
+# (12 or 13 each; the 13s go to the templates with the most agent tool calls).
+TEST_COUNTS = {
+    "cancel": 13,
+    "address": 12,
+    "return": 13,
+    "exchange": 13,
+    "status": 12,
+    "cancel_two": 13,
+    "cancel_and_return": 13,
+    "return_and_exchange": 13,
+    "refuse_cancel": 12,
+}
+
+
+def _instantiate(
+    builder: _Builder, template: str, make: Template, users: list[User], first: int, count: int
+) -> list[Task]:
+    """Up to `count` tasks of one template, numbered from `first`, each for another user of
+    `users` (in order); the split is set by the caller."""
+    tasks: list[Task] = []
+    for user in users:
+        if len(tasks) == count:
+            break
+        parts = make(builder, user)
+        if parts is None:
+            continue
+        index = first + len(tasks)
+        requests, actions, communicate, final, goal = parts
+        auth, known, keys, who = builder.auth(user, by_email=index % 2 == 0)
+        instructions = (
+            f"You are {user.first_name} {user.last_name}, a customer of an online shop. "
+            f"{goal} {who} Only give this information when asked."
+        )
+        tasks.append(
+            Task(
+                id=f"{template}_{index:02d}",
+                domain="retail",
+                template=template,
+                split="test",
+                scenario=UserScenario(
+                    requests=requests,
+                    known_info=known,
+                    instructions=instructions,
+                ),
+                actions=[auth, *actions],
+                communicate=communicate,
+                asks=[Ask(before=0, keys=keys)],
+                final_message=final,
+            )
+        )
+    if len(tasks) < count:
+        raise ValueError(f"retail template {template}: only {len(tasks)} of {count} tasks")
+    return tasks
+
+
 def build_tasks(db: RetailDB, seed: int = TASK_SEED) -> list[Task]:
     """Every template instantiated for distinct users; every third task goes to test."""
     rng = random.Random(seed)
@@ -520,46 +593,36 @@ def build_tasks(db: RetailDB, seed: int = TASK_SEED) -> list[Task]:
     for template, make, count in TEMPLATES:
         users = list(db.users.values())
         rng.shuffle(users)
-        made = 0
-        for user in users:
-            if made == count:
-                break
-            parts = make(builder, user)
-            if parts is None:
-                continue
-            requests, actions, communicate, final, goal = parts
-            by_email = made % 2 == 0
-            auth, known, keys, who = builder.auth(user, by_email)
-            instructions = (
-                f"You are {user.first_name} {user.last_name}, a customer of an online shop. "
-                f"{goal} {who} Only give this information when asked."
-            )
-            tasks.append(
-                Task(
-                    id=f"{template}_{made:02d}",
-                    domain="retail",
-                    template=template,
-                    split="test" if made % 3 == 0 else "train",
-                    scenario=UserScenario(
-                        requests=requests,
-                        known_info=known,
-                        instructions=instructions,
-                    ),
-                    actions=[auth, *actions],
-                    communicate=communicate,
-                    asks=[Ask(before=0, keys=keys)],
-                    final_message=final,
-                )
-            )
-            made += 1
-        if made < count:
-            raise ValueError(f"retail template {template}: only {made} of {count} tasks")
+        for index, task in enumerate(_instantiate(builder, template, make, users, 0, count)):
+            task.split = "test" if index % 3 == 0 else "train"
+            tasks.append(task)
     return tasks
 
 
+def build_test_tasks(
+    db: RetailDB, base: list[Task], new_users: list[str], seed: int = EXTRA_TASK_SEED
+) -> list[Task]:
+    """Held-out test tasks on the new users only, so that every template reaches its
+    `TEST_COUNTS`; ids continue each template's numbering; interleaved round-robin over the
+    templates, so that any prefix of the test split covers them evenly."""
+    rng = random.Random(seed)
+    builder = _Builder(db, rng)
+    per_template: list[list[Task]] = []
+    for template, make, _count in TEMPLATES:
+        users = [db.users[u] for u in new_users]
+        rng.shuffle(users)
+        made = [t for t in base if t.template == template]
+        missing = TEST_COUNTS[template] - sum(t.split == "test" for t in made)
+        per_template.append(_instantiate(builder, template, make, users, len(made), missing))
+    return [t for row in zip_longest(*per_template) for t in row if t is not None]
+
+
 def write_data(directory: Path = DATA_DIR) -> None:
-    db = build_db()
-    write_domain_data(directory, db, build_tasks(db))
+    base_db = build_db()
+    base = build_tasks(base_db)
+    db = extend_db(base_db)
+    new_users = [u for u in db.users if u not in base_db.users]
+    write_domain_data(directory, db, [*base, *build_test_tasks(db, base, new_users)])
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,11 @@ from flatscore.domains.telecom.models import Bill, Customer, Line, Plan, Telecom
 DATA_DIR = Path(__file__).parent
 DB_SEED = 4201
 TASK_SEED = 4202
+# The held-out extension: new customers (lines, numbers, bills) from their own seed, and test
+# tasks on them only, appended after the original tasks so that the train split and the
+# first 30 test tasks stay byte-identical (the shipped adapter's training data depends on them).
+EXTRA_DB_SEED = 4203
+EXTRA_TASK_SEED = 4204
 
 NAMES = [
     "Anna Lee",
@@ -67,6 +73,48 @@ NAMES = [
     "Mia Fontaine",
     "Noah Schmidt",
 ]
+EXTRA_NAMES = [
+    "Olivia Grant",
+    "Pablo Vega",
+    "Queenie Hart",
+    "Raj Mehta",
+    "Sofia Bianchi",
+    "Tomas Novak",
+    "Ursula Lind",
+    "Vince Carter",
+    "Willa Stone",
+    "Ximena Cruz",
+    "Yusuf Aydin",
+    "Zara Malik",
+    "Aaron Fox",
+    "Bella Moretti",
+    "Caleb Ward",
+    "Daria Popescu",
+    "Ethan Brooks",
+    "Fatima Idris",
+    "George Hill",
+    "Hana Suzuki",
+    "Isaac Bell",
+    "Julia Kovacs",
+    "Karl Jensen",
+    "Lena Horvat",
+    "Marco Greco",
+    "Nadia Petrov",
+    "Oscar Lund",
+    "Priya Rao",
+    "Ruben Dias",
+    "Selma Nilsson",
+    "Theo Blanc",
+    "Vera Sokol",
+    "Wade Turner",
+    "Yasmin Aziz",
+    "Zoltan Farkas",
+    "Amara Okafor",
+    "Boris Volkov",
+    "Celine Roux",
+    "Dmitri Orlov",
+    "Elsa Holm",
+]
 PLANS = [
     ("P1", "Basic", 5, 20.0),
     ("P2", "Plus", 15, 35.0),
@@ -80,34 +128,47 @@ OK = [DeviceAssertion(field="signal", value="good"), DeviceAssertion(field="inte
 def build_db(seed: int = DB_SEED) -> TelecomDB:
     rng = random.Random(seed)
     plans = {pid: Plan(plan_id=pid, name=n, data_gb=gb, price=p) for pid, n, gb, p in PLANS}
-    customers: dict[str, Customer] = {}
-    lines: dict[str, Line] = {}
-    bills: dict[str, Bill] = {}
+    db = TelecomDB(plans=plans, customers={}, lines={}, bills={})
     numbers = rng.sample(range(1000, 10000), 80)
-    next_line, next_bill = 1001, 1001
-    for c_index, name in enumerate(NAMES, start=1):
-        cid = f"C{1000 + c_index}"
-        line_ids = []
-        for _ in range(1 if rng.random() < 0.75 else 2):
-            lid = f"L{next_line}"
-            next_line += 1
-            plan = rng.choice(sorted(plans))
-            used = round(rng.uniform(0, plans[plan].data_gb * 0.8), 1) if plan != "P4" else 7.5
-            lines[lid] = Line(
-                line_id=lid,
-                phone_number=f"555-{numbers.pop()}",
-                customer_id=cid,
-                plan_id=plan,
-                data_used_gb=used,
-            )
-            line_ids.append(lid)
-        customers[cid] = Customer(customer_id=cid, name=name, line_ids=line_ids)
-        for _ in range(rng.randint(1, 2)):
-            bid = f"B{next_bill}"
-            next_bill += 1
-            amount = sum(plans[lines[lid].plan_id].price for lid in line_ids)
-            bills[bid] = Bill(bill_id=bid, customer_id=cid, amount=amount, status="paid")
-    return TelecomDB(plans=plans, customers=customers, lines=lines, bills=bills)
+    for name in NAMES:
+        _add_customer(rng, db, name, numbers)
+    return db
+
+
+def extend_db(db: TelecomDB, seed: int = EXTRA_DB_SEED) -> TelecomDB:
+    """A copy of `db` with the `EXTRA_NAMES` customers (new ids, lines, phone numbers and
+    bills) drawn the same way, after the existing ones: the held-out test tasks' entities."""
+    rng = random.Random(seed)
+    db = db.model_copy(deep=True)
+    taken = {int(line.phone_number.removeprefix("555-")) for line in db.lines.values()}
+    numbers = rng.sample([n for n in range(1000, 10000) if n not in taken], 2 * len(EXTRA_NAMES))
+    for name in EXTRA_NAMES:
+        _add_customer(rng, db, name, numbers)
+    return db
+
+
+def _add_customer(rng: random.Random, db: TelecomDB, name: str, numbers: list[int]) -> None:
+    """One customer with 1–2 lines (numbers popped from `numbers`) and 1–2 paid bills,
+    numbered after the existing ones."""
+    cid = f"C{1001 + len(db.customers)}"
+    line_ids = []
+    for _ in range(1 if rng.random() < 0.75 else 2):
+        lid = f"L{1001 + len(db.lines)}"
+        plan = rng.choice(sorted(db.plans))
+        used = round(rng.uniform(0, db.plans[plan].data_gb * 0.8), 1) if plan != "P4" else 7.5
+        db.lines[lid] = Line(
+            line_id=lid,
+            phone_number=f"555-{numbers.pop()}",
+            customer_id=cid,
+            plan_id=plan,
+            data_used_gb=used,
+        )
+        line_ids.append(lid)
+    db.customers[cid] = Customer(customer_id=cid, name=name, line_ids=line_ids)
+    for _ in range(rng.randint(1, 2)):
+        bid = f"B{1001 + len(db.bills)}"
+        amount = sum(db.plans[db.lines[lid].plan_id].price for lid in line_ids)
+        db.bills[bid] = Bill(bill_id=bid, customer_id=cid, amount=amount, status="paid")
 
 
 def _user(action: str, **arguments: Any) -> Action:
@@ -367,6 +428,71 @@ TEMPLATES: list[tuple[str, Template, int]] = [
 ]
 
 
+# Test tasks per template after the extension: 114 in all (τ²'s telecom count). Every
+# template that needs agent tool calls gets 11; the phone-only ones share the rest (9–10).
+TEST_COUNTS = {
+    "airplane": 10,
+    "mobile_data": 10,
+    "sim": 10,
+    "apn": 9,
+    "airplane_data": 9,
+    "suspended": 11,
+    "roaming": 11,
+    "refuel": 11,
+    "change_plan": 11,
+    "bill_info": 11,
+    "plans_info": 11,
+}
+
+
+def _instantiate(
+    rng: random.Random,
+    db: TelecomDB,
+    template: str,
+    make: Template,
+    lines: list[Line],
+    first: int,
+    count: int,
+) -> list[Task]:
+    """Up to `count` tasks of one template, numbered from `first`, each on another line of
+    `lines` (in order); the split is set by the caller."""
+    tasks: list[Task] = []
+    for line in lines:
+        if len(tasks) == count:
+            break
+        parts = make(rng, db, line)
+        if parts is None:
+            continue
+        name = db.customers[line.customer_id].name
+        instructions = (
+            f"You are {name}, a mobile phone customer. {parts.goal} Your phone number is "
+            f"{line.phone_number}; give it only when asked. You can act on your phone with "
+            "your tools, but only when the agent asks you to."
+        )
+        tasks.append(
+            Task(
+                id=f"{template}_{first + len(tasks):02d}",
+                domain="telecom",
+                template=template,
+                split="test",
+                scenario=UserScenario(
+                    requests=parts.requests,
+                    known_info={"phone_number": line.phone_number, "name": name},
+                    instructions=instructions,
+                ),
+                setup=parts.setup,
+                actions=parts.actions,
+                device_assertions=parts.assertions,
+                communicate=parts.communicate,
+                asks=parts.asks,
+                final_message=parts.final,
+            )
+        )
+    if len(tasks) < count:
+        raise ValueError(f"telecom template {template}: only {len(tasks)} of {count} tasks")
+    return tasks
+
+
 def build_tasks(db: TelecomDB, seed: int = TASK_SEED) -> list[Task]:
     """Every template instantiated for distinct lines; every third task goes to test."""
     rng = random.Random(seed)
@@ -374,47 +500,35 @@ def build_tasks(db: TelecomDB, seed: int = TASK_SEED) -> list[Task]:
     for template, make, count in TEMPLATES:
         lines = sorted(db.lines.values(), key=lambda line: line.line_id)
         rng.shuffle(lines)
-        made = 0
-        for line in lines:
-            if made == count:
-                break
-            parts = make(rng, db, line)
-            if parts is None:
-                continue
-            name = db.customers[line.customer_id].name
-            instructions = (
-                f"You are {name}, a mobile phone customer. {parts.goal} Your phone number is "
-                f"{line.phone_number}; give it only when asked. You can act on your phone with "
-                "your tools, but only when the agent asks you to."
-            )
-            tasks.append(
-                Task(
-                    id=f"{template}_{made:02d}",
-                    domain="telecom",
-                    template=template,
-                    split="test" if made % 3 == 0 else "train",
-                    scenario=UserScenario(
-                        requests=parts.requests,
-                        known_info={"phone_number": line.phone_number, "name": name},
-                        instructions=instructions,
-                    ),
-                    setup=parts.setup,
-                    actions=parts.actions,
-                    device_assertions=parts.assertions,
-                    communicate=parts.communicate,
-                    asks=parts.asks,
-                    final_message=parts.final,
-                )
-            )
-            made += 1
-        if made < count:
-            raise ValueError(f"telecom template {template}: only {made} of {count} tasks")
+        for index, task in enumerate(_instantiate(rng, db, template, make, lines, 0, count)):
+            task.split = "test" if index % 3 == 0 else "train"
+            tasks.append(task)
     return tasks
 
 
+def build_test_tasks(
+    db: TelecomDB, base: list[Task], new_lines: list[str], seed: int = EXTRA_TASK_SEED
+) -> list[Task]:
+    """Held-out test tasks on the new customers' lines only, so that every template reaches
+    its `TEST_COUNTS`; ids continue each template's numbering; interleaved round-robin over
+    the templates, so that any prefix of the test split covers them evenly."""
+    rng = random.Random(seed)
+    per_template: list[list[Task]] = []
+    for template, make, _count in TEMPLATES:
+        lines = [db.lines[lid] for lid in new_lines]
+        rng.shuffle(lines)
+        made = [t for t in base if t.template == template]
+        missing = TEST_COUNTS[template] - sum(t.split == "test" for t in made)
+        per_template.append(_instantiate(rng, db, template, make, lines, len(made), missing))
+    return [t for row in zip_longest(*per_template) for t in row if t is not None]
+
+
 def write_data(directory: Path = DATA_DIR) -> None:
-    db = build_db()
-    write_domain_data(directory, db, build_tasks(db))
+    base_db = build_db()
+    base = build_tasks(base_db)
+    db = extend_db(base_db)
+    new_lines = [lid for lid in db.lines if lid not in base_db.lines]
+    write_domain_data(directory, db, [*base, *build_test_tasks(db, base, new_lines)])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,321 @@
+"""Run a long study in chunks across sessions and machines (docs/embedded-study.md).
+
+The study's run files (`<output>/runs/*.jsonl`) are the state. This script moves that state
+through git as compressed, append-only chunks, so a study of many CPU hours can be committed
+every hour and resumed on another machine:
+
+    python scripts/embedded_study.py run --hours 1    # unpack, resume for ≤ 1 h, pack
+    python scripts/embedded_study.py status           # episodes done per arm and domain
+    python scripts/embedded_study.py pack             # the new episodes -> a new chunk
+    python scripts/embedded_study.py unpack           # every chunk -> the run files
+
+- **Chunks**: `pack` writes the episodes that no chunk holds yet to
+  `<archive>/<run-file-stem>.<NNN>.jsonl.xz` (xz, complete lines only, byte for byte), and
+  never rewrites a chunk: each commit adds only the new episodes.
+- **Unpack** merges every chunk into the run files by episode id (a partial last line left
+  by a kill is dropped; episodes already there are kept): it is idempotent and safe on a
+  machine that has run episodes of its own since.
+- **Run** goes in stages of trials (trials = 1, 2, ... up to the study's): the runner's order
+  is domain by domain, so without stages a cut-short study would hold one domain only; after
+  each stage every arm and domain has the same trials. A stage is `flatscore run` on the
+  study with `trials` lowered, in a child process, stopped (SIGINT, then SIGKILL) when the
+  time is up; episode ids do not depend on `trials`, so stages resume one another and the
+  full study. When every episode is done it writes the report and copies `report.html`,
+  `summary.md` and `analysis.json` next to the archive.
+"""
+
+from __future__ import annotations
+
+import json
+import lzma
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from flatscore.study import Study
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDY = ROOT / "examples" / "embedded-study.yaml"
+ARCHIVE = ROOT / "docs" / "embedded-study" / "runs"
+CHUNK = re.compile(r"^(?P<stem>.+)\.(?P<n>\d{3})\.jsonl\.xz$")
+STOP_GRACE_S = 60.0
+
+app = typer.Typer(add_completion=False, no_args_is_help=True)
+StudyArg = Annotated[Path, typer.Option("--study", help="The study file.")]
+ArchiveArg = Annotated[Path, typer.Option("--archive", help="Folder of the packed chunks.")]
+
+
+# --------------------------------------------------------------------------- lines
+
+
+def complete_lines(path: Path) -> list[bytes]:
+    """The run file's finished episodes as raw lines (a partial last line is left out)."""
+    if not path.exists():
+        return []
+    lines = path.read_bytes().splitlines(keepends=True)
+    return [ln for ln in lines if ln.endswith(b"\n") and ln.strip()]
+
+
+def episode_id(line: bytes) -> str:
+    return str(json.loads(line)["episode_id"])
+
+
+def chunks(archive: Path, stem: str) -> list[Path]:
+    """The chunks of one run file, in order."""
+    found = [p for p in archive.glob(f"{stem}.*.jsonl.xz") if _chunk_stem(p) == stem]
+    return sorted(found)
+
+
+def _chunk_stem(path: Path) -> str | None:
+    match = CHUNK.match(path.name)
+    return match["stem"] if match else None
+
+
+def archived_lines(archive: Path, stem: str) -> list[bytes]:
+    lines: list[bytes] = []
+    for chunk in chunks(archive, stem):
+        lines += lzma.decompress(chunk.read_bytes()).splitlines(keepends=True)
+    return lines
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+# --------------------------------------------------------------------------- pack / unpack
+
+
+def load_study(path: Path) -> Study:
+    from flatscore.study import load_study as load
+
+    return load(path)
+
+
+def plan_study(study: Study) -> Any:
+    from flatscore.study_run import plan_study as plan
+
+    return plan(study)
+
+
+def run_study(study: Study, **options: Any) -> None:
+    from flatscore.study_run import run_study as run
+
+    run(study, **options)
+
+
+def run_files(study: Study) -> list[Path]:
+    return [run.path for run in plan_study(study).runs]
+
+
+def pack(study: Study, archive: Path) -> dict[str, int]:
+    """Write each run file's episodes that no chunk holds yet as a new chunk; returns the
+    number of episodes packed per run file."""
+    packed = {}
+    for path in run_files(study):
+        stem = path.stem
+        have = {episode_id(ln) for ln in archived_lines(archive, stem)}
+        new = [ln for ln in complete_lines(path) if episode_id(ln) not in have]
+        if new:
+            number = len(chunks(archive, stem))
+            data = lzma.compress(b"".join(new), preset=9)
+            _write_atomic(archive / f"{stem}.{number:03d}.jsonl.xz", data)
+        packed[path.name] = len(new)
+    return packed
+
+
+def unpack(study: Study, archive: Path) -> dict[str, int]:
+    """Merge every chunk into the run files (by episode id); returns the number of episodes
+    added per run file."""
+    added = {}
+    for path in run_files(study):
+        local = complete_lines(path)
+        have = {episode_id(ln) for ln in local}
+        missing = []
+        for line in archived_lines(archive, path.stem):
+            ident = episode_id(line)
+            if ident not in have:
+                missing.append(line)
+                have.add(ident)
+        if missing or (path.exists() and path.read_bytes() != b"".join(local)):
+            _write_atomic(path, b"".join(local + missing))
+        added[path.name] = len(missing)
+    return added
+
+
+# --------------------------------------------------------------------------- progress
+
+
+def done_ids(study: Study, archive: Path) -> set[str]:
+    """Episode ids finished here or in the archive."""
+    ids: set[str] = set()
+    for path in run_files(study):
+        ids |= {episode_id(ln) for ln in complete_lines(path)}
+        ids |= {episode_id(ln) for ln in archived_lines(archive, path.stem)}
+    return ids
+
+
+def progress(study: Study, archive: Path) -> tuple[Counter[tuple[str, str, int]], Counter[str]]:
+    """Finished episodes per (run file, domain, trial), and planned episodes per run file
+    (named by its stem, `<model>__<arm>`)."""
+    done = done_ids(study, archive)
+    per: Counter[tuple[str, str, int]] = Counter()
+    planned: Counter[str] = Counter()
+    for job in plan_study(study).jobs:
+        run = Path(job.run).stem
+        planned[run] += 1
+        if job.episode_id in done:
+            per[(run, job.domain, job.trial)] += 1
+    return per, planned
+
+
+def stage_remaining(study: Study, trials: int, done: set[str]) -> int:
+    staged = study.model_copy(update={"trials": trials})
+    return sum(job.episode_id not in done for job in plan_study(staged).jobs)
+
+
+def _print_status(study: Study, archive: Path) -> int:
+    per, planned = progress(study, archive)
+    left = sum(planned.values()) - sum(per.values())
+    typer.echo(f"{study.name}: {sum(per.values())} of {sum(planned.values())} episodes done")
+    for run in planned:
+        cells = []
+        for domain in study.domains:
+            counts = [per[(run, domain, t)] for t in range(study.trials)]
+            cells.append(f"{domain} {sum(counts)} (per trial {'/'.join(map(str, counts))})")
+        typer.echo(f"  {run}: " + "; ".join(cells))
+    return left
+
+
+# --------------------------------------------------------------------------- run
+
+
+def _run_stage(study_path: Path, trials: int, seconds: float) -> str:
+    """One stage in a child process: `done`, `time up` or `failed (exit N)`."""
+    command = [sys.executable, str(Path(__file__).resolve()), "stage", str(trials)]
+    child = subprocess.Popen([*command, "--study", str(study_path)])
+    try:
+        code = child.wait(timeout=max(seconds, 0.0))
+    except subprocess.TimeoutExpired:
+        child.send_signal(signal.SIGINT)  # lets the runner close its files
+        try:
+            child.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            child.kill()  # a kill loses only the episodes in flight
+            child.wait()
+        return "time up"
+    return "done" if code == 0 else f"failed (exit {code})"
+
+
+def publish(study: Study, archive: Path) -> list[Path]:
+    """Copy the report files next to the archive (docs/embedded-study/)."""
+    copied = []
+    for name in ("report.html", "summary.md", "analysis.json"):
+        source = study.output_dir / name
+        if source.exists():
+            shutil.copyfile(source, archive.parent / name)
+            copied.append(archive.parent / name)
+    return copied
+
+
+def run_chunk(study_path: Path, archive: Path, hours: float) -> int:
+    """Unpack, run the unfinished stages until `hours` are used, pack; the report when
+    everything is done. Returns the episodes still to run."""
+    study = load_study(study_path)
+    deadline = time.monotonic() + hours * 3600
+    added = sum(unpack(study, archive).values())
+    typer.echo(f"unpacked {added} episodes from {archive}")
+    for trials in range(1, study.trials + 1):
+        if stage_remaining(study, trials, done_ids(study, archive)) == 0:
+            continue
+        left_s = deadline - time.monotonic()
+        if left_s <= 0:
+            break
+        typer.echo(f"stage trials={trials}: running for up to {left_s / 60:.0f} min")
+        outcome = _run_stage(study_path, trials, left_s)
+        typer.echo(f"stage trials={trials}: {outcome}")
+        if outcome != "done":
+            break
+    packed = sum(pack(study, archive).values())
+    typer.echo(f"packed {packed} new episodes into {archive}")
+    left = _print_status(study, archive)
+    if left == 0:
+        run_study(study, resume=True, progress=False)
+        for path in publish(study, archive):
+            typer.echo(f"report: {path}")
+    return left
+
+
+# --------------------------------------------------------------------------- commands
+
+
+@app.command("run")
+def run_command(
+    hours: Annotated[float, typer.Option(min=0, help="Stop after this long.")] = 1.0,
+    study: StudyArg = STUDY,
+    archive: ArchiveArg = ARCHIVE,
+) -> None:
+    """Unpack, resume the study stage by stage for up to HOURS, pack the new episodes."""
+    run_chunk(study, archive, hours)
+
+
+@app.command("stage", hidden=True)
+def stage_command(trials: int, study: StudyArg = STUDY) -> None:
+    """Run the study with `trials` trials (resuming); the unit `run` starts and stops."""
+    loaded = load_study(study)
+    run_study(
+        loaded.model_copy(update={"trials": trials}), resume=True, report=False, progress=False
+    )
+
+
+@app.command("pack")
+def pack_command(study: StudyArg = STUDY, archive: ArchiveArg = ARCHIVE) -> None:
+    """Write the episodes that no chunk holds yet as new xz chunks."""
+    packed = pack(load_study(study), archive)
+    typer.echo(f"packed {sum(packed.values())} new episodes into {archive}")
+
+
+@app.command("unpack")
+def unpack_command(study: StudyArg = STUDY, archive: ArchiveArg = ARCHIVE) -> None:
+    """Merge every chunk into the study's run files (before `flatscore run ... --resume`)."""
+    added = unpack(load_study(study), archive)
+    typer.echo(f"unpacked {sum(added.values())} episodes from {archive}")
+
+
+@app.command("status")
+def status_command(study: StudyArg = STUDY, archive: ArchiveArg = ARCHIVE) -> None:
+    """Episodes done (here or in the archive) per arm, domain and trial."""
+    _print_status(load_study(study), archive)
+
+
+def main() -> None:
+    """Bad input (a study file, a chunk) ends in one line on stderr and exit code 2; an
+    interrupt (the driver stopping a stage) in one line and exit code 130."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:
+        from flatscore.errors import InputError
+
+        if not isinstance(exc, InputError):
+            raise
+        typer.echo(f"error: {exc.one_line()}", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

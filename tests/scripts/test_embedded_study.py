@@ -1,0 +1,223 @@
+"""examples/embedded-study.yaml loads and plans the study as documented; the chunked driver
+(scripts/embedded_study.py) packs, unpacks and resumes a study without losing or
+duplicating an episode (on the smoke study: the oracle, no model)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import lzma
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+
+from flatscore.analysis.budget import parse_budgets
+from flatscore.store import read_episodes
+from flatscore.study import load_study
+from flatscore.study_run import plan_study, run_study
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+SCRIPT = ROOT / "scripts" / "embedded_study.py"
+
+
+def _driver() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("embedded_study_driver", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+driver = _driver()
+
+
+# --------------------------------------------------------------------------- the study file
+
+
+def test_embedded_study_file_is_the_documented_design() -> None:
+    study = load_study(EXAMPLES / "embedded-study.yaml")
+    assert study.output_dir.is_relative_to(EXAMPLES)
+    (model,) = study.models
+    assert model.kind == "embedded" and model.threads == 1
+    assert list(model.arms) == ["ref", "fp8", "int8", "int4-awq", "int4"]
+    assert [model.backend(a).quant for a in model.arms] == list(model.arms)  # type: ignore[union-attr]
+    assert model.sampling.temperature == 0.5 and model.sampling.top_p == 1.0
+    assert (study.domains, study.split, study.task_ids, study.tasks_per_domain) == (
+        ["retail", "telecom"],
+        "test",
+        None,
+        None,
+    )
+    assert (study.trials, study.seed, study.repair.mode) == (4, 300, "off")
+    assert study.user.kind == "scripted"
+    assert (study.error_budget.max_errors, study.error_budget.counted) == (10, "all")
+    assert study.analysis.reference == "ref"
+    assert isinstance(study.analysis.budgets, str)
+    assert parse_budgets(study.analysis.budgets) == list(range(10))  # S(K), K = 0..9
+
+    plan = plan_study(study)
+    assert len(plan.jobs) == 114 * 4 * 5 * 2
+    coords: dict[str, list[tuple[str, str, int, int]]] = {}
+    for job in plan.jobs:
+        coords.setdefault(job.arm, []).append((job.domain, job.task_id, job.trial, job.seed))
+        assert job.seed == 300 + job.trial  # the episode seed; turn n samples with seed*1000+n
+        assert job.error_budget.max_errors == 10
+    first = coords["ref"]
+    assert len(set(first)) == 114 * 4 * 2
+    assert all(c == first for c in coords.values())  # paired: same list, same seeds, every arm
+
+
+# --------------------------------------------------------------------------- the driver
+
+
+def _smoke(tmp_path: Path, name: str = "smoke.yaml", output: str = "out") -> Path:
+    data = yaml.safe_load((EXAMPLES / "smoke.yaml").read_text("utf-8"))
+    data.update({"output": output, "tasks_per_domain": 3, "trials": 2})
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data), "utf-8")
+    return path
+
+
+def _episodes(folder: Path) -> dict[str, dict[str, Any]]:
+    """Every episode under runs/, by id, without wall-clock fields."""
+    out = {}
+    for path in sorted((folder / "runs").glob("*.jsonl")):
+        for ep in read_episodes(path):
+            data = ep.model_dump(mode="json", exclude={"timing"})
+            for m in data["messages"]:
+                m.pop("latency_s")
+            out[ep.episode_id] = data
+    return out
+
+
+def _ids(folder: Path) -> list[str]:
+    return [
+        json.loads(line)["episode_id"]
+        for path in sorted((folder / "runs").glob("*.jsonl"))
+        for line in path.read_text("utf-8").splitlines()
+    ]
+
+
+def test_pack_unpack_resume_round_trip(tmp_path: Path) -> None:
+    study = load_study(_smoke(tmp_path))
+    archive = tmp_path / "archive"
+    out = study.output_dir
+    # session 1: the first trial only, then a kill mid-write leaves a partial line
+    run_study(study.model_copy(update={"trials": 1}), resume=True, report=False, progress=False)
+    first = _episodes(out)
+    assert len(first) == 3 * 2 * 3  # run files × domains × tasks
+    ref = out / "runs" / "oracle__ref.jsonl"
+    with ref.open("a", encoding="utf-8") as fh:
+        fh.write('{"episode_id": "half-writ')
+    assert driver.pack(study, archive) == {
+        "oracle__ref.jsonl": 6,
+        "oracle__slips.jsonl": 6,
+        "noop__ref.jsonl": 6,
+    }
+    assert sorted(p.name for p in archive.iterdir()) == [
+        "noop__ref.000.jsonl.xz",
+        "oracle__ref.000.jsonl.xz",
+        "oracle__slips.000.jsonl.xz",
+    ]
+    assert b"half-writ" not in lzma.decompress((archive / "oracle__ref.000.jsonl.xz").read_bytes())
+    assert sum(driver.pack(study, archive).values()) == 0  # nothing new: no new chunk
+    assert len(list(archive.iterdir())) == 3
+
+    # session 2, another machine: only the archive travels
+    shutil.rmtree(out)
+    assert sum(driver.unpack(study, archive).values()) == 18
+    assert _episodes(out) == first
+    assert sum(driver.unpack(study, archive).values()) == 0  # idempotent
+    outcome = run_study(study, resume=True, progress=False)
+    assert (outcome.skipped, outcome.written) == (18, 18)
+    assert driver.pack(study, archive)["oracle__ref.jsonl"] == 6
+    assert (archive / "oracle__ref.001.jsonl.xz").exists()
+
+    # the resumed study equals an uninterrupted one, episode for episode
+    straight = load_study(_smoke(tmp_path, "straight.yaml", "straight"))
+    run_study(straight, progress=False, report=False)
+    assert _episodes(out) == _episodes(straight.output_dir)
+
+    # session 3: unpacking every chunk, over a machine that has a partial copy of its own
+    (out / "runs" / "oracle__slips.jsonl").unlink()
+    (out / "runs" / "noop__ref.jsonl").write_text(
+        (out / "runs" / "noop__ref.jsonl").read_text("utf-8").splitlines(keepends=True)[0]
+    )
+    driver.unpack(study, archive)
+    ids = _ids(out)
+    assert len(ids) == len(set(ids)) == 36
+    per, planned = driver.progress(study, archive)
+    assert sum(per.values()) == sum(planned.values()) == 36
+
+
+@pytest.mark.slow  # child processes: ~1 min on 2 loaded cores
+def test_run_in_stages_with_a_deadline_then_the_report(tmp_path: Path) -> None:
+    path = _smoke(tmp_path)
+    study = load_study(path)
+    archive = tmp_path / "docs" / "runs"
+    # no time at all: nothing runs, nothing breaks
+    assert driver.run_chunk(path, archive, hours=0) == 36
+    # a deadline that stops the first stage almost at once (SIGINT, then SIGKILL)
+    driver.run_chunk(path, archive, hours=1 / 3600)
+    ids = _ids(study.output_dir) if (study.output_dir / "runs").exists() else []
+    assert len(ids) == len(set(ids))
+    # enough time: stage trials=1, then trials=2, then the report, copied next to the archive
+    assert driver.run_chunk(path, archive, hours=1) == 0
+    ids = _ids(study.output_dir)
+    assert len(ids) == len(set(ids)) == 36
+    per, _ = driver.progress(study, archive)
+    assert set(per.values()) == {3}  # every (run file, domain, trial) has its 3 tasks
+    assert len(per) == 3 * 2 * 2
+    for name in ("report.html", "summary.md", "analysis.json"):
+        assert (archive.parent / name).exists()
+    assert Counter(e.trial for e in read_episodes(study.output_dir / "runs" / "noop__ref.jsonl"))
+    chunked = {json.loads(ln)["episode_id"] for ln in driver.archived_lines(archive, "noop__ref")}
+    assert len(chunked) == 12
+
+
+def test_bad_study_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "status", "--study", str(tmp_path / "missing.yaml")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: ") and len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # two short episodes: ~1 min idle, 12 min on a loaded machine
+def test_sampled_episodes_are_seeded_per_episode(tmp_path: Path) -> None:
+    """The study's sampling on the real embedded model: rerunning the same episodes (same
+    episode seeds, hence the same per-turn sampling seeds) gives identical transcripts, so
+    sampled arms are paired on their sampling noise, not only on the user."""
+    import torch
+
+    torch.set_num_threads(1)
+    study = load_study(EXAMPLES / "embedded-study.yaml")
+    model = study.models[0]
+    small = study.model_copy(
+        update={
+            "models": [model.model_copy(update={"arms": {"ref": model.arms["ref"]}})],
+            "domains": ["telecom"],
+            "task_ids": ["refuel_08"],
+            "trials": 1,
+            "concurrency": 1,
+            "max_steps": 8,
+        }
+    )
+    runs = []
+    for name in ("a", "b"):
+        study_copy = small.model_copy(update={"output": str(tmp_path / name)})
+        run_study(study_copy, report=False, progress=False)
+        runs.append(_episodes(tmp_path / name))
+    assert len(runs[0]) == 1 and runs[0] == runs[1]  # the second run after the first: warm caches
