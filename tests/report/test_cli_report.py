@@ -35,7 +35,7 @@ def test_report_rebuilds_from_logs_and_matches_analyze(run_dir: Path, tmp_path: 
     out = tmp_path / "report"
     done = flatscore("report", run_dir, "--out", out, "--bootstrap", "300", "--seed", "3")
     assert done.returncode == 0, done.stderr
-    assert "flat score, amplified failures" in done.stdout
+    assert "inconclusive" in done.stdout  # 6 tasks: too few to show amplification
     assert f"report: {out / 'report.html'}" in done.stdout
     assert {p.name for p in out.iterdir()} == {"report.html", "summary.md", "analysis.json"}
 

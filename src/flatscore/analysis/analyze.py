@@ -107,9 +107,7 @@ def analyze(episodes: Iterable[Episode], options: AnalysisOptions | None = None)
     Duplicate episodes are an InputError unless `options.dedupe`."""
     options = options or AnalysisOptions()
     rules = options.rules or load_rules()
-    unique, warnings = unique_episodes(
-        ((f"input episode {i}", ep) for i, ep in enumerate(episodes)), options.dedupe
-    )
+    unique, warnings = unique_episodes(((None, ep) for ep in episodes), options.dedupe)
     grouped, infra, read, tau2 = _group(unique, rules)
     if read == 0:
         raise InputError("no episodes in the input")

@@ -16,19 +16,23 @@ def episode_key(ep: Episode) -> EpisodeKey:
     return (ep.study, ep.arm, ep.model, ep.domain, ep.task_id, ep.trial)
 
 
-def origin(ep: Episode, fallback: str) -> str:
-    """Where an episode came from, for messages: its source file and record, else fallback."""
-    if ep.source is not None:
-        return f"{ep.source.file} (record {ep.source.index})"
-    return fallback
+def origin(ep: Episode, read_from: str | None = None) -> str:
+    """Where an episode was read (`read_from`, a file), with the record it was imported from
+    when it carries one; without a file, the source record alone."""
+    src = f"{ep.source.file} (record {ep.source.index})" if ep.source is not None else None
+    if read_from is None:
+        return src or "the input"
+    if src is None or ep.source is None or ep.source.file == read_from:
+        return src or read_from
+    return f"{read_from} (imported from {src})"
 
 
 def unique_episodes(
-    labelled: Iterable[tuple[str, Episode]], dedupe: bool = False
+    labelled: Iterable[tuple[str | None, Episode]], dedupe: bool = False
 ) -> tuple[list[Episode], list[str]]:
-    """Episodes with duplicates removed: `labelled` pairs each episode with where it was read
-    (a file name). A duplicate is an InputError naming both places, or with `dedupe` the
-    first is kept and a warning counts the rest."""
+    """Episodes with duplicates removed: `labelled` pairs each episode with the file it was
+    read from (None when unknown). A duplicate is an InputError naming both places, or with
+    `dedupe` the first is kept and a warning counts the rest."""
     seen: dict[EpisodeKey, str] = {}
     out: list[Episode] = []
     dropped = 0
@@ -36,6 +40,8 @@ def unique_episodes(
     for where, ep in labelled:
         key = episode_key(ep)
         here = origin(ep, where)
+        if key in seen and here == seen[key] and where is not None:
+            here += " again"
         if key in seen:
             if not dedupe:
                 study, arm, model, domain, task, trial = key
