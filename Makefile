@@ -34,8 +34,8 @@ test-all: $(VENV)/.installed-dev
 	$(PY) -m pytest -q
 
 lint: $(VENV)/.installed-dev
-	$(PY) -m ruff check src tests benchmarks
-	$(PY) -m ruff format --check src tests benchmarks
+	$(PY) -m ruff check src tests benchmarks scripts
+	$(PY) -m ruff format --check src tests benchmarks scripts
 
 typecheck: $(VENV)/.installed-dev
 	$(PY) -m mypy
