@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from flatscore.demo import demo_study
+from flatscore.demo import demo_study, stratified_task_ids
 from flatscore.executors.local import LocalExecutor
 from flatscore.models.batching import SeqKV, packed_forward
 from flatscore.models.chat_format import render
@@ -94,6 +94,7 @@ def main() -> None:
     parser.add_argument("--arm", default="ref")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--tasks", type=int, default=8, help="test tasks per domain")
+    parser.add_argument("--domains", nargs="+", default=["retail", "telecom"])
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 8, 16])
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 4, 8, 16])
     parser.add_argument("--decode-steps", type=int, default=32)
@@ -103,6 +104,10 @@ def main() -> None:
 
     out_dir = tempfile.mkdtemp(prefix="flatscore-bench-")
     study = demo_study(out_dir, tasks_per_domain=args.tasks, arms=(args.arm,))
+    keep = set(stratified_task_ids(args.domains, "test", args.tasks))
+    study = study.model_copy(
+        update={"domains": args.domains, "task_ids": [t for t in study.task_ids or [] if t in keep]}
+    )
     jobs = plan_study(study).jobs
     spec = jobs[0].agent.backend
     assert spec is not None
@@ -125,7 +130,10 @@ def main() -> None:
 
     results: dict[int, list[Any]] = {}
     base_rate = None
-    print(f"episodes: {len(jobs)} ({args.tasks} test tasks per domain), arm {args.arm}")
+    print(
+        f"episodes: {len(jobs)} ({args.tasks} test tasks per domain of {', '.join(args.domains)}),"
+        f" arm {args.arm}"
+    )
     print(f"{'in flight':>9} {'wall s':>7} {'episodes/h':>10} {'x':>5} {'tokens':>7} {'tok/s':>6}")
     for c in args.concurrency:
         backend.reset()
