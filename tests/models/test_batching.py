@@ -172,21 +172,23 @@ def test_joining_and_leaving_mid_batch_does_not_change_a_sequence(loaded_model: 
 def test_memory_stays_bounded_with_16_in_flight(loaded_model: Any) -> None:
     """20 conversations at once: never more than 16 sequences in flight, the prefix cache
     within its budget, and every KV cache given back when they are done."""
-    budget = 8_000
+    from flatscore.episode import Message
+
+    budget = 600
     backend = LocalBackend(loaded_model, max_batch=16, cache_tokens=budget)
-    convs = bundled()
-    starts = [
-        (c, i) for c in convs for i, m in enumerate(c.messages) if m.role == "assistant" and i > 0
-    ][:20]
-    assert len(starts) == 20
+    asks = [
+        [
+            Message(role="system", content="You are a support agent."),
+            Message(role="user", content=f"Order #W{1000 + 37 * i} has not arrived; where is it?"),
+        ]
+        for i in range(20)
+    ]
     gens: list[Any] = []
     threads = [
         threading.Thread(
-            target=lambda c=c, i=i: gens.append(
-                backend.generate(c.messages[:i], c.tools, Sampling(max_tokens=2))
-            )
+            target=lambda m=m: gens.append(backend.generate(m, [], Sampling(max_tokens=3)))
         )
-        for c, i in starts
+        for m in asks
     ]
     for t in threads:
         t.start()
@@ -194,9 +196,9 @@ def test_memory_stays_bounded_with_16_in_flight(loaded_model: Any) -> None:
         t.join()
     engine = backend.engine
     assert len(gens) == 20
-    assert engine.peak_active == 16
+    assert 8 <= engine.peak_active <= 16  # batched, and never more than max_batch
     assert engine.store.tokens <= budget
     longest = max(g.usage.prompt_tokens + g.usage.completion_tokens for g in gens)
-    # in flight: at most 16 caches of at most the longest sequence (+25% growth slack)
-    assert engine.peak_kv_tokens <= budget + 16 * int(longest * 1.25 + 64)
+    # in flight: at most 16 caches of at most the longest sequence (+25% growth, min 64)
+    assert engine.peak_kv_tokens <= budget + 16 * max(64, int(longest * 1.25) + 1)
     assert engine.active_tokens == 0
