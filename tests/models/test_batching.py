@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from flatscore.models.base import Sampling
 from flatscore.models.batching import KVStore, SeqKV
+from flatscore.models.chat_format import render
 from flatscore.models.local import LocalBackend
 from flatscore.quant.calibration import bundled
 
@@ -166,6 +167,27 @@ def test_joining_and_leaving_mid_batch_does_not_change_a_sequence(loaded_model: 
         t.join()
     assert backend.engine.peak_active >= 2
     assert same(result["a"], solo)
+
+
+@pytest.mark.slow
+def test_a_wave_of_new_episodes_encodes_the_shared_system_turn_once(loaded_model: Any) -> None:
+    from flatscore.episode import Message
+
+    system = Message(role="system", content="You are a support agent. " * 12)
+    asks = [[system, Message(role="user", content=f"Question number {i}?")] for i in range(4)]
+    backend = LocalBackend(loaded_model)
+    threads = [
+        threading.Thread(target=lambda m=m: backend.generate(m, [], Sampling(max_tokens=2)))
+        for m in asks
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    shared = len(backend._shared_prefix(asks[0], []))
+    prompts = [len(backend.encode(render(m, []).text)) for m in asks]
+    assert shared >= 32
+    assert backend.encoded_tokens == shared + sum(p - shared for p in prompts)
 
 
 @pytest.mark.slow

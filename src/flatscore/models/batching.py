@@ -437,6 +437,29 @@ class BatchEngine:
 
     # -------------------------------------------------------------- the loop
 
+    def _joining(self) -> list[Request]:
+        """Waiting requests that join now (as many as there is room for). A request whose
+        shared prefix another sequence is computing right now waits for it, so that a wave
+        of new episodes encodes their common system turn once, not once each."""
+        room = self.max_batch - len(self._active)
+        computing = {
+            tuple(r.ids[: r.prefix_len])
+            for r in self._active
+            if r.prefix_len and len(r.held) < r.prefix_len
+        }
+        joining: list[Request] = []
+        waiting: list[Request] = []
+        for request in self._waiting:
+            prefix = tuple(request.ids[: request.prefix_len]) if request.prefix_len else ()
+            if len(joining) >= room or (self.reuse and prefix and prefix in computing):
+                waiting.append(request)
+                continue
+            joining.append(request)
+            if prefix and self.reuse and not self.store.has_prefix(list(prefix)):
+                computing.add(prefix)
+        self._waiting = waiting
+        return joining
+
     def _admit(self, request: Request) -> None:
         ids = request.ids
         if self.reuse:
@@ -477,8 +500,7 @@ class BatchEngine:
                         self._finish(r, RuntimeError("the batch engine was closed"))
                     self._waiting, self._active = [], []
                     return
-                room = self.max_batch - len(self._active)
-                joining, self._waiting = self._waiting[:room], self._waiting[room:]
+                joining = self._joining()
             try:
                 with torch.inference_mode():
                     for request in joining:
