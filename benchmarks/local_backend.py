@@ -1,80 +1,175 @@
-"""Local backend speed: prefill and decode tokens/s, and episode time with vs without
-KV-cache reuse (the same backend, the same model, in one process).
+"""Local backend speed, side by side in one process: decode throughput by batch size, and
+episodes per hour of one arm at several concurrencies (continuous batching).
 
-The "episode" replays the held-out bundled transcripts: at every agent turn the backend
-generates a reply (greedy, up to --max-tokens) from the scripted conversation so far, as
-the runner would. Without reuse every turn re-encodes the whole prompt.
+1. Decode: B sequences (distinct held-out agent prompts) decode `--decode-steps` tokens
+   together in the batch engine, for each B in `--batches`; plus the unbatched baseline
+   of a plain transformers forward with a DynamicCache (what the backend did before).
+2. Episodes: the same real episodes (demo study: the embedded agent in one arm, scripted
+   user, `--tasks` test tasks per domain stratified over templates, greedy, max_tokens
+   192) through the study's local executor at each concurrency in `--concurrency`; the
+   prefix cache is emptied between settings. Episodes/hour, aggregate decode tokens/s, and
+   whether every setting produced the same episodes (batch invariance).
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/local_backend.py --threads 1
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/local_backend.py
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import resource
+import tempfile
 import time
+from typing import Any
 
 import torch
 
-from flatscore.models.base import Sampling
+from flatscore.demo import demo_study, stratified_task_ids
+from flatscore.executors.local import LocalExecutor
+from flatscore.models.batching import SeqKV, packed_forward
 from flatscore.models.chat_format import render
-from flatscore.models.embedded import load_model
 from flatscore.models.local import LocalBackend
+from flatscore.models.shared import get_backend
 from flatscore.quant.calibration import bundled
+from flatscore.study_run import plan_study
 
 
-def prefill_decode(backend: LocalBackend, ids: list[int], decode_steps: int) -> tuple[float, float]:
-    """tokens/s for one fresh prefill of `ids` and for `decode_steps` single-token steps."""
-    backend.reset()
+def prompts(backend: LocalBackend, n: int) -> list[list[int]]:
+    """n distinct agent prompts from the held-out transcripts (each agent turn's context)."""
+    out: list[list[int]] = []
+    for conv in bundled("heldout") + bundled("calibration"):
+        for i, m in enumerate(conv.messages):
+            if m.role == "assistant":
+                out.append(backend.encode(render(conv.messages[:i], conv.tools).text))
+    out.sort(key=len)
+    step = max(1, len(out) // n)
+    return out[::step][:n]
+
+
+def legacy_decode(backend: LocalBackend, ids: list[int], steps: int) -> float:
+    """tokens/s of the pre-batching path: plain forward, DynamicCache, batch 1."""
+    from transformers import DynamicCache
+
+    model = backend.model
     with torch.inference_mode():
+        cache = DynamicCache(config=model.config)
+        out = model(input_ids=torch.tensor([ids]), cache=cache, use_cache=True, logits_to_keep=1)
+        token = int(out.logits[0, -1].argmax())
         t0 = time.perf_counter()
-        slot, logits, _ = backend._prefill(ids)
-        t1 = time.perf_counter()
-        for _ in range(decode_steps):
-            logits = backend._step(slot, int(torch.argmax(logits)))
-        t2 = time.perf_counter()
-    return len(ids) / (t1 - t0), decode_steps / (t2 - t1)
+        for _ in range(steps):
+            out = model(input_ids=torch.tensor([[token]]), cache=cache, use_cache=True)
+            token = int(out.logits[0, -1].argmax())
+        return steps / (time.perf_counter() - t0)
 
 
-def episode_time(backend: LocalBackend, max_tokens: int) -> tuple[float, int, int]:
-    """Seconds, agent turns and prompt tokens encoded for replaying the held-out episodes."""
-    backend.reset()
-    backend.encoded_tokens = 0
-    turns = 0
-    t0 = time.perf_counter()
-    for conv in bundled("heldout"):
-        for i, message in enumerate(conv.messages):
-            if message.role == "assistant":
-                backend.generate(conv.messages[:i], conv.tools, Sampling(max_tokens=max_tokens))
-                turns += 1
-    return time.perf_counter() - t0, turns, backend.encoded_tokens
+def engine_decode(backend: LocalBackend, batch: list[list[int]], steps: int) -> float:
+    """Aggregate tokens/s of len(batch) sequences decoding together in one packed forward."""
+    model = backend.model
+    layers = int(model.config.num_hidden_layers)
+    with torch.inference_mode():
+        kvs = [SeqKV(layers) for _ in batch]
+        for kv, ids in zip(kvs, batch, strict=True):  # prefill one by one (not timed)
+            packed_forward(model, [kv], [ids])
+        feeds = [[ids[-1]] for ids in batch]
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            logits = packed_forward(model, kvs, feeds)
+            feeds = [[int(row.argmax())] for row in logits]
+        return len(batch) * steps / (time.perf_counter() - t0)
+
+
+async def run_episodes(jobs: list[Any], concurrency: int) -> list[Any]:
+    return [e async for e in LocalExecutor(concurrency).map(jobs)]
+
+
+def episode_key(e: Any) -> tuple[str, str]:
+    """An episode's id and what was said (timings left out)."""
+    said = [m.model_dump_json(exclude={"latency_s", "usage"}) for m in e.messages]
+    return e.episode_id, "\n".join(said)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--arm", default="ref")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--max-tokens", type=int, default=32)
-    parser.add_argument("--decode-steps", type=int, default=64)
+    parser.add_argument("--tasks", type=int, default=8, help="test tasks per domain")
+    parser.add_argument("--domains", nargs="+", default=["retail", "telecom"])
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 8, 16])
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 4, 8, 16])
+    parser.add_argument("--decode-steps", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--skip-decode", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
-    loaded = load_model("embedded")
-    reuse = LocalBackend(loaded, reuse_kv=True)
-    full = LocalBackend(loaded, reuse_kv=False)
-    conv = bundled("heldout")[0]
-    ids = reuse.encode(render(conv.messages, conv.tools).text)
-    prefill_decode(reuse, ids[:64], 4)  # warm-up
-    prefill, decode = prefill_decode(reuse, ids, args.decode_steps)
+    out_dir = tempfile.mkdtemp(prefix="flatscore-bench-")
+    study = demo_study(out_dir, tasks_per_domain=args.tasks, arms=(args.arm,))
+    keep = set(stratified_task_ids(args.domains, "test", args.tasks))
+    study = study.model_copy(
+        update={"domains": args.domains, "task_ids": [t for t in study.task_ids or [] if t in keep]}
+    )
+    jobs = plan_study(study).jobs
+    spec = jobs[0].agent.backend
+    assert spec is not None
+    backend = get_backend(spec)
+    assert isinstance(backend, LocalBackend)
+    print(
+        f"threads={args.threads} torch={torch.__version__} arm={args.arm} "
+        f"load1 at start={os.getloadavg()[0]:.2f}"
+    )
 
-    t_reuse, turns, enc_reuse = episode_time(reuse, args.max_tokens)
-    t_full, _, enc_full = episode_time(full, args.max_tokens)
-    print(f"threads={args.threads} load1={os.getloadavg()[0]:.2f} torch={torch.__version__}")
-    print(f"prefill: {prefill:.0f} tok/s ({len(ids)}-token prompt, fresh cache)")
-    print(f"decode:  {decode:.1f} tok/s (at a ~{len(ids)}-token context)")
-    print(f"episodes: {turns} agent turns, max_tokens={args.max_tokens}")
-    print(f"  with KV reuse:    {t_reuse:.1f} s, {enc_reuse} prompt tokens encoded")
-    print(f"  without KV reuse: {t_full:.1f} s, {enc_full} prompt tokens encoded")
-    print(f"  speed-up: {t_full / t_reuse:.2f}x")
+    if not args.skip_decode:
+        batch = prompts(backend, max(args.batches))
+        lengths = sorted(len(p) for p in batch)
+        print(
+            f"decode: {args.decode_steps} steps, prompts of {lengths[0]}..{lengths[-1]} tokens, "
+            f"best of {args.rounds} alternating rounds"
+        )
+        best: dict[str, float] = {}
+        for _ in range(args.rounds):  # alternate settings: load changes hit them all alike
+            rate = legacy_decode(backend, batch[len(batch) // 2], args.decode_steps)
+            best["base"] = max(best.get("base", 0.0), rate)
+            for b in args.batches:
+                rate = engine_decode(backend, batch[:b], args.decode_steps)
+                best[str(b)] = max(best.get(str(b), 0.0), rate)
+        base = best["base"]
+        print(f"  unbatched (plain forward + DynamicCache): {base:6.1f} tok/s")
+        for b in args.batches:
+            rate = best[str(b)]
+            print(f"  engine, {b:2d} sequences: {rate:6.1f} tok/s aggregate ({rate / base:.2f}x)")
+
+    results: dict[int, list[Any]] = {}
+    base_rate = None
+    print(
+        f"episodes: {len(jobs)} ({args.tasks} test tasks per domain of {', '.join(args.domains)}),"
+        f" arm {args.arm}"
+    )
+    print(f"{'in flight':>9} {'wall s':>7} {'episodes/h':>10} {'x':>5} {'tokens':>7} {'tok/s':>6}")
+    for c in args.concurrency:
+        backend.reset()
+        backend.engine.peak_active = 0
+        t0 = time.perf_counter()
+        episodes = asyncio.run(run_episodes(jobs, c))
+        wall = time.perf_counter() - t0
+        results[c] = episodes
+        rate = len(episodes) * 3600 / wall
+        base_rate = base_rate or rate
+        tokens = sum(e.usage.completion_tokens for e in episodes)
+        print(
+            f"{c:>9} {wall:>7.1f} {rate:>10.0f} {rate / base_rate:>5.2f} {tokens:>7} "
+            f"{tokens / wall:>6.1f}   (peak batch {backend.engine.peak_active}, "
+            f"load1 {os.getloadavg()[0]:.2f})"
+        )
+    keys = {c: sorted(episode_key(e) for e in eps) for c, eps in results.items()}
+    first = next(iter(keys.values()))
+    same = all(k == first for k in keys.values())
+    print(f"same episodes (messages) at every concurrency: {'yes' if same else 'NO'}")
+    print(
+        f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; "
+        f"prefix cache {backend.engine.store.tokens} positions; "
+        f"load1 at end={os.getloadavg()[0]:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -13,7 +13,15 @@ import pytest
 import yaml
 from rich.console import Console
 
-from flatscore.demo import DEMO_ARMS, DEMO_CONCURRENCY, DEMO_TASKS, demo_study, run_demo
+from flatscore.demo import (
+    DEMO_ARMS,
+    DEMO_CONCURRENCY,
+    DEMO_TASKS,
+    demo_study,
+    run_demo,
+    stratified_task_ids,
+)
+from flatscore.domains import get_domain
 from flatscore.study import load_study, parse_study
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -22,7 +30,8 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 def test_demo_is_the_embedded_example_with_a_task_limit(tmp_path: Path) -> None:
     demo = demo_study(tmp_path / "d")
     example = load_study(EXAMPLES / "embedded.yaml")
-    assert demo.tasks_per_domain == DEMO_TASKS and example.tasks_per_domain is None
+    assert demo.task_ids == stratified_task_ids(["retail", "telecom"], "test", DEMO_TASKS)
+    assert example.tasks_per_domain is None and example.task_ids is None
     assert list(demo.models[0].arms) == list(DEMO_ARMS) == ["ref", "int8", "int4", "int4-awq"]
     assert list(example.models[0].arms) == list(DEMO_ARMS)
     keys = ("domains", "split", "trials", "seed", "max_steps", "error_budget", "user")
@@ -32,6 +41,23 @@ def test_demo_is_the_embedded_example_with_a_task_limit(tmp_path: Path) -> None:
         example.models[0].sampling
     )
     assert demo.concurrency == DEMO_CONCURRENCY and demo.output_dir == (tmp_path / "d").resolve()
+
+
+def test_demo_tasks_are_stratified_over_templates() -> None:
+    for name in ("retail", "telecom"):
+        tasks = get_domain(name).tasks("test")
+        templates = list(dict.fromkeys(t.template for t in tasks))
+        ids = stratified_task_ids([name], "test", len(templates) + 2)
+        by_id = {t.id: t for t in tasks}
+        # every template once, in first-appearance order, then the second task of the first two
+        assert [by_id[i].template for i in ids] == [*templates, *templates[:2]]
+        assert len(set(ids)) == len(ids)
+        assert ids[: len(templates)] == [
+            next(t.id for t in tasks if t.template == x) for x in templates
+        ]
+    assert len(stratified_task_ids(["retail"], "test", 10_000)) == len(
+        get_domain("retail").tasks("test")
+    )
 
 
 def test_cli_defaults_match_the_demo_constants() -> None:

@@ -189,3 +189,51 @@ def test_unknown_arm_is_one_line_and_exit_2() -> None:
     )
     assert done.returncode == 2
     assert "unknown arm 'int5'" in done.stderr and "Traceback" not in done.stderr
+
+
+def _post(server: str, messages: list[dict[str, Any]], max_tokens: int = 8) -> dict[str, Any]:
+    body = {
+        "model": "smol",
+        "messages": messages,
+        "tools": TOOLS,
+        "temperature": 0,
+        "max_tokens": max_tokens,
+    }
+    response = httpx.post(server + "/chat/completions", json=body, timeout=300)
+    assert response.status_code == 200, response.text
+    data: dict[str, Any] = response.json()
+    return data
+
+
+def test_prefix_caching_encodes_only_the_new_tokens(server: str, loaded_model: Any) -> None:
+    """A request extending a conversation the server just answered reuses its KV cache
+    (OpenAI's usage.prompt_tokens_details.cached_tokens), with the same tokens as a
+    backend without any cache."""
+    from flatscore.models.wire import message_from_wire, message_to_wire
+
+    history = [message_to_wire(m) for m in CONVERSATION]
+    first = _post(server, history)
+    reply = first["choices"][0]["message"]
+    follow = [*history, reply, {"role": "user", "content": "When will it arrive?"}]
+    second = _post(server, follow)
+    cached = second["usage"]["prompt_tokens_details"]["cached_tokens"]
+    assert cached >= first["usage"]["prompt_tokens"]
+    assert second["usage"]["prompt_tokens"] - cached < 40  # only the new messages
+    fresh = LocalBackend(loaded_model, reuse_kv=False)
+    expected = fresh.generate([message_from_wire(m) for m in follow], TOOLS, Sampling(max_tokens=8))
+    assert second["choices"][0]["flatscore"]["raw_text"] == expected.raw_text
+
+
+def test_concurrent_requests_are_batched_with_the_same_answers(server: str) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from flatscore.models.wire import message_to_wire
+
+    history = [message_to_wire(m) for m in CONVERSATION[:2]]
+    asks = [
+        [*history[:1], {"role": "user", "content": f"Where is my order #W12{i}?"}] for i in range(4)
+    ]
+    one_by_one = [_post(server, m, 6)["choices"][0]["flatscore"]["raw_text"] for m in asks]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda m: _post(server, m, 6), asks))
+    assert [r["choices"][0]["flatscore"]["raw_text"] for r in together] == one_by_one

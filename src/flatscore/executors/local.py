@@ -1,8 +1,12 @@
 """The default executor: episodes as asyncio tasks in this process, `concurrency` at once.
 
-Endpoint agents overlap their HTTP waits; in-process models run their generation in a
-worker thread (`Backend.agenerate`), one torch thread each, so different arms decode in
-parallel on different cores (one backend serves one episode at a time: it holds a lock).
+`concurrency` is the number of episodes in flight. Endpoint agents overlap their HTTP
+waits. In-process models (`LocalBackend.agenerate`) hand each turn to their arm's batch
+engine without holding a thread: the episodes in flight of one arm share every forward pass
+(continuous batching), and each arm's engine runs on its own thread, so the arms decode side
+by side on the cores. Threads for a 2-core machine: one torch thread per arm
+(`ModelSpec.threads`, default 1) — OpenMP threads of several arms busy-wait against each
+other, while two or more arms already keep both cores busy.
 """
 
 from __future__ import annotations

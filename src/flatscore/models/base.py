@@ -53,6 +53,7 @@ class Generation(BaseModel):
     latency_s: float = 0.0
     finish_reason: FinishReason = "stop"
     cached: bool = False
+    cached_tokens: int = 0  # prompt tokens served from a KV/prefix cache, not re-encoded
 
 
 class BackendError(Exception):

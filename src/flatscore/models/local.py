@@ -1,17 +1,19 @@
 """The local backend: a causal LM in-process with torch (fp32 compute), any precision arm.
 
-An episode's conversation only grows, so each turn's prompt starts with the previous
-turn's prompt + output. The backend keeps a few KV caches ("slots") and re-encodes only the
-tokens after the longest common token prefix; the result is the same as a full re-encode
-(tested), at a fraction of the prefill cost.
+Every generation request goes to the backend's batch engine (`flatscore.models.batching`):
+concurrent requests of one arm share each forward pass (continuous batching), and each
+sequence keeps its own KV cache. An episode's conversation only grows, so each turn's
+prompt starts with the previous turn's prompt + output: the engine's prefix cache encodes
+only the tokens after the longest common token prefix with a cached sequence, and the
+system turn every episode of a domain shares is encoded once per arm. Results do not
+depend on what else is in the batch (tested: batched = unbatched, token for token).
 """
 
 from __future__ import annotations
 
 import random
-import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from flatscore.episode import Message, TokenLogprob, TokenUsage, TopLogprob
@@ -23,19 +25,12 @@ from flatscore.models.base import (
     Generation,
     Sampling,
 )
-from flatscore.models.cancel import check_cancelled
+from flatscore.models.batching import BatchEngine, Request, common_prefix
 from flatscore.models.chat_format import forced_prefix, parse_assistant, render
 from flatscore.models.embedded import LoadedModel
 from flatscore.quant.calibration import CalibrationSource
 
-
-@dataclass
-class _Slot:
-    """One KV cache and the token ids it holds."""
-
-    cache: Any
-    ids: list[int] = field(default_factory=list)
-    used: float = 0.0
+MIN_SHARED_PREFIX = 32  # shorter system turns are not worth a cache entry of their own
 
 
 @dataclass
@@ -48,23 +43,65 @@ class Transcript:
     message_index: list[int]
 
 
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n
+class _Decoding:
+    """One request's decoding state, stepped by the engine thread: picks each token
+    (greedy or seeded sampling), records logprobs, and ends the turn at a stop token, a
+    stop string or `max_tokens`."""
+
+    def __init__(self, backend: LocalBackend, sampling: Sampling) -> None:
+        import torch
+
+        from flatscore.models import cancel
+
+        # The caller's cancellation signal (a served client that went away), checked on the
+        # engine thread between tokens.
+        self.cancelled = cancel._current.get()
+        self.backend = backend
+        self.sampling = sampling
+        seed = sampling.seed if sampling.seed is not None else random.getrandbits(63)
+        self.generator = torch.Generator().manual_seed(seed)
+        self.out: list[int] = []
+        self.logprobs: list[TokenLogprob] = []
+        self.finish: FinishReason = "length"
+        self.text = ""
+
+    def step(self, logits: Any) -> int | None:
+        from flatscore.models.cancel import GenerationCancelled
+
+        if self.cancelled is not None and self.cancelled.is_set():
+            raise GenerationCancelled()
+        b, sampling = self.backend, self.sampling
+        token = b._pick(logits, sampling, self.generator)
+        if token in b.stop_ids:
+            self.finish = "stop"
+            return None
+        if sampling.logprobs:
+            self.logprobs.append(b._token_logprob(logits, token, sampling.top_logprobs))
+        self.out.append(token)
+        self.text = b.tokenizer.decode(self.out)
+        hits = [self.text.index(s) for s in sampling.stop if s in self.text]
+        if hits:
+            self.text, self.finish = self.text[: min(hits)], "stop"
+            return None
+        if len(self.out) >= sampling.max_tokens:
+            return None
+        return token
 
 
 class LocalBackend(Backend):
-    """Generation, logprobs and teacher forcing over a loaded model (see `load_model`)."""
+    """Generation, logprobs and teacher forcing over a loaded model (see `load_model`).
+
+    `max_batch`: sequences decoded together (their KV caches are in memory at once);
+    `cache_tokens`: the prefix cache's budget in KV positions (SmolLM2-135M: 46 KB each
+    in fp32); `reuse_kv=False` encodes every prompt in full (for comparisons)."""
 
     def __init__(
         self,
         loaded: LoadedModel,
         *,
         arm: str = "ref",
-        kv_slots: int = 4,
+        max_batch: int = 16,
+        cache_tokens: int = 32_768,
         reuse_kv: bool = True,
         max_context: int | None = None,
     ) -> None:
@@ -74,13 +111,13 @@ class LocalBackend(Backend):
         self.arm = arm
         self.name = f"local:{loaded.name}@{arm}"
         self.reuse_kv = reuse_kv
-        self.kv_slots = max(1, kv_slots)
         self.max_context = max_context or int(
             getattr(self.model.config, "max_position_embeddings", 8192)
         )
-        self._slots: list[_Slot] = []
-        self.encoded_tokens = 0  # prompt tokens actually run through the model (all calls)
-        self._lock = threading.Lock()
+        self.engine = BatchEngine(
+            self.model, max_batch=max_batch, store_tokens=cache_tokens, reuse=reuse_kv
+        )
+        self._prefix_lengths: dict[str, list[int]] = {}
         self.stop_ids = {
             i
             for i in (
@@ -119,64 +156,30 @@ class LocalBackend(Backend):
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
+    @property
+    def encoded_tokens(self) -> int:
+        """Prompt tokens actually run through the model (all calls)."""
+        return self.engine.encoded_tokens
+
     def reset(self) -> None:
-        """Drop every KV cache (e.g. after changing the weights)."""
-        with self._lock:
-            self._slots.clear()
+        """Drop every cached KV (e.g. after changing the weights)."""
+        self.engine.clear()
 
-    def _slot_for(self, ids: list[int]) -> tuple[_Slot, int]:
-        """The slot sharing the longest prefix with `ids` (or a fresh/evicted one) and the
-        number of its tokens that can be kept."""
-        from transformers import DynamicCache
+    def close(self) -> None:
+        self.engine.close()
 
-        best, keep = None, 0
-        if self.reuse_kv:
-            for slot in self._slots:
-                n = _common_prefix(slot.ids, ids)
-                if n > keep:
-                    best, keep = slot, n
-        if best is None:
-            if len(self._slots) < self.kv_slots:
-                best = _Slot(DynamicCache(config=self.model.config))
-                self._slots.append(best)
-            else:
-                best = min(self._slots, key=lambda s: s.used)
-                best.cache, best.ids = DynamicCache(config=self.model.config), []
-        # At least one token must be fed to get next-token logits.
-        keep = min(keep, len(ids) - 1)
-        return best, keep
-
-    def _prefill(self, ids: list[int]) -> tuple[_Slot, Any, int]:
-        """Feed the prompt, reusing a cached prefix; returns the slot, the last position's
-        logits, and how many prompt tokens were actually encoded."""
-        import torch
-
-        slot, keep = self._slot_for(ids)
-        if keep == 0 and slot.ids:
-            from transformers import DynamicCache
-
-            slot.cache, slot.ids = DynamicCache(config=self.model.config), []
-        elif keep < len(slot.ids):
-            slot.cache.crop(keep - len(slot.ids))  # transformers 5: negative = tokens to drop
-            slot.ids = slot.ids[:keep]
-        new = ids[keep:]
-        out = self.model(
-            input_ids=torch.tensor([new]),
-            cache=slot.cache,
-            use_cache=True,
-            logits_to_keep=1,
-        )
-        slot.ids = list(ids)
-        slot.used = time.monotonic()
-        self.encoded_tokens += len(new)
-        return slot, out.logits[0, -1].float(), len(new)
-
-    def _step(self, slot: _Slot, token: int) -> Any:
-        import torch
-
-        out = self.model(input_ids=torch.tensor([[token]]), cache=slot.cache, use_cache=True)
-        slot.ids.append(token)
-        return out.logits[0, -1].float()
+    def _shared_prefix(self, messages: list[Message], tools: list[dict[str, Any]]) -> list[int]:
+        """The tokens of the system turn (policy + tool listing): every episode of a domain
+        starts with them, so the engine keeps them cached once per arm."""
+        head = messages[:1] if messages and messages[0].role == "system" else []
+        text = render(head, tools, add_generation_prompt=False).text
+        ids = self._prefix_lengths.get(text)
+        if ids is None:
+            ids = self.encode(text)
+            if len(self._prefix_lengths) > 64:
+                self._prefix_lengths.clear()
+            self._prefix_lengths[text] = ids
+        return ids
 
     # ------------------------------------------------------------------ generation
 
@@ -209,12 +212,9 @@ class LocalBackend(Backend):
             token=self.tokenizer.decode([token]), logprob=float(logp[token]), top=top
         )
 
-    def generate(
+    def _request(
         self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
-    ) -> Generation:
-        import torch
-
-        start = time.perf_counter()
+    ) -> tuple[Request, _Decoding, str]:
         offered = [] if sampling.tool_choice == "none" else tools
         prefix = forced_prefix(sampling.tool_choice) if offered else ""
         ids = self.encode(render(messages, offered).text + prefix)
@@ -223,46 +223,56 @@ class LocalBackend(Backend):
                 f"prompt of {len(ids)} tokens + max_tokens {sampling.max_tokens} exceeds the "
                 f"context window of {self.max_context}"
             )
-        seed = sampling.seed if sampling.seed is not None else random.getrandbits(63)
-        generator = torch.Generator().manual_seed(seed)
-        out: list[int] = []
-        logprobs: list[TokenLogprob] = []
-        finish: FinishReason = "length"
-        text = ""
-        with self._lock, torch.inference_mode():
-            check_cancelled()  # the client may have left while we waited for the lock
-            slot, logits, _ = self._prefill(ids)
-            for step in range(sampling.max_tokens):
-                check_cancelled()
-                token = self._pick(logits, sampling, generator)
-                if token in self.stop_ids:
-                    finish = "stop"
-                    break
-                if sampling.logprobs:
-                    logprobs.append(self._token_logprob(logits, token, sampling.top_logprobs))
-                out.append(token)
-                text = self.tokenizer.decode(out)
-                hits = [text.index(s) for s in sampling.stop if s in text]
-                if hits:
-                    text, finish = text[: min(hits)], "stop"
-                    break
-                if step + 1 < sampling.max_tokens:
-                    logits = self._step(slot, token)
-        raw = prefix + (text if out else "")
+        shared = common_prefix(self._shared_prefix(messages, offered), ids)
+        decoding = _Decoding(self, sampling)
+        request = Request(
+            ids=ids,
+            step=decoding.step,
+            prefix_len=shared if MIN_SHARED_PREFIX <= shared < len(ids) else 0,
+        )
+        return request, decoding, prefix
+
+    def _generation(
+        self, messages: list[Message], request: Request, d: _Decoding, prefix: str, start: float
+    ) -> Generation:
+        raw = prefix + (d.text if d.out else "")
         message = parse_assistant(raw, f"call_{len(messages)}")
+        finish = d.finish
         if message.tool_calls and finish == "stop":
             finish = "tool_calls"
         latency = time.perf_counter() - start
-        usage = TokenUsage(prompt_tokens=len(ids), completion_tokens=len(out))
+        usage = TokenUsage(prompt_tokens=len(request.ids), completion_tokens=len(d.out))
         message = message.model_copy(update={"usage": usage, "latency_s": latency})
         return Generation(
             message=message,
             raw_text=raw,
-            logprobs=logprobs if sampling.logprobs else None,
+            logprobs=d.logprobs if d.sampling.logprobs else None,
             usage=usage,
             latency_s=latency,
             finish_reason=finish,
+            cached_tokens=len(request.ids) - request.encoded,
         )
+
+    def generate(
+        self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
+    ) -> Generation:
+        from flatscore.models.cancel import check_cancelled
+
+        start = time.perf_counter()
+        check_cancelled()
+        request, decoding, prefix = self._request(messages, tools, sampling)
+        self.engine.run(request)
+        return self._generation(messages, request, decoding, prefix, start)
+
+    async def agenerate(
+        self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
+    ) -> Generation:
+        """Waits for the engine without holding a thread, so any number of episodes can be
+        in flight (they are batched together)."""
+        start = time.perf_counter()
+        request, decoding, prefix = self._request(messages, tools, sampling)
+        await self.engine.arun(request)
+        return self._generation(messages, request, decoding, prefix, start)
 
     # ------------------------------------------------------------------ teacher forcing
 
@@ -293,7 +303,7 @@ class LocalBackend(Backend):
             targets = list(range(1, len(ids)))
         if any(t < 1 or t >= len(ids) for t in targets):
             raise ValueError("targets must lie in 1..len(ids)-1")
-        with self._lock, torch.inference_mode():
+        with torch.inference_mode():
             hidden = self.model.model(input_ids=torch.tensor([ids])).last_hidden_state[0]
             rows = hidden[torch.tensor(targets, dtype=torch.long) - 1]
             return self.model.lm_head(rows).float()

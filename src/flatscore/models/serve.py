@@ -6,6 +6,11 @@ thread; the backend serializes them) never blocks `/v1/models` or health checks.
 choices carry one extra field, `flatscore: {malformed, raw_text}`, which other clients
 ignore and flatscore's `openai` backend reads to keep the malformed-output channel exact.
 
+Concurrent requests share the local backend's forward passes (its batch engine), and a
+request that extends a recently served conversation reuses its KV cache (automatic prefix
+caching; reused prompt tokens are reported as OpenAI's
+`usage.prompt_tokens_details.cached_tokens`).
+
 Requests are validated strictly (`serve_request`), only loopback clients and no web page
 may call (`serve_guard`), and a generation stops when its client disconnects.
 
@@ -115,6 +120,7 @@ def completion_body(generation: Generation, model: str) -> dict[str, Any]:
             "prompt_tokens": generation.usage.prompt_tokens,
             "completion_tokens": generation.usage.completion_tokens,
             "total_tokens": generation.usage.prompt_tokens + generation.usage.completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": generation.cached_tokens},
         },
     }
 

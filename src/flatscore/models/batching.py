@@ -1,0 +1,555 @@
+"""Continuous batching for the local backend: every concurrent generation request of one
+arm shares each forward pass.
+
+A 135M model decoding one sequence on a CPU is bound by per-step overhead and by reading
+the weights, not by arithmetic, so one forward pass over 16 sequences costs little more
+than over one. The engine packs the new tokens of every active sequence into one row
+(prefill chunks and single decode tokens side by side, as vLLM and transformers' own
+continuous batching do); linear layers run on the packed row, attention runs per sequence
+on that sequence's own KV cache. Sequences join and leave between steps.
+
+Why not transformers' `ContinuousBatchingManager`: it returns only the chosen token's
+logprob (no top-k), seeds sampling per manager rather than per request, shares prefixes in
+256-token pages (a new turn would re-encode up to 255 tokens) and is built around paged
+attention kernels for GPUs. What is reused here: the model's own modules and its attention
+interface (`AttentionInterface.register`), torch's SDPA.
+
+**Batch invariance.** MKL's sgemm gives bit-identical rows for any number of rows ≥ 16
+(measured; below 16 it takes other kernels). Every step is padded to at least
+`MIN_ROWS` rows and attention never mixes sequences, so a sequence's tokens and logprobs do
+not depend on what else is in the batch: batched equals unbatched exactly, and results do
+not depend on the study's concurrency or on timing.
+
+**Prefix cache.** Finished sequences leave their KV cache in a bounded LRU store
+(`KVStore`). A new request starts from the entry sharing its longest token prefix: an
+entry it fully extends (the previous turn of the same conversation) is taken over; a
+partial match is copied (copy-on-write), so the entry stays for others. The prefix every
+episode of a domain shares (the system turn: policy + tool schemas) is stored on its own
+once per arm. Prefill is cut at that boundary and then in fixed chunks from the reused
+point, so a sequence's numbers do not depend on which entry happened to be found first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+MIN_ROWS = 16  # pad every forward to at least this many rows (batch invariance, above)
+ATTENTION = "flatscore_ragged"
+
+
+# ---------------------------------------------------------------------- KV storage
+
+
+class SeqKV:
+    """One sequence's KV cache: per layer, key and value buffers [1, heads, capacity, dim]
+    written in place (growing by 25% when full), so a decode step copies nothing.
+    transformers' DynamicCache concatenates on every step, copying the whole cache."""
+
+    def __init__(self, layers: int) -> None:
+        self.keys: list[torch.Tensor | None] = [None] * layers
+        self.values: list[torch.Tensor | None] = [None] * layers
+        self.length = 0
+
+    @property
+    def capacity(self) -> int:
+        k = self.keys[0]
+        return 0 if k is None else int(k.shape[2])
+
+    def write(
+        self, layer: int, k: torch.Tensor, v: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store k/v [1, heads, n, dim] at positions length..length+n of `layer`; return the
+        layer's keys/values so far (views). `length` moves on in `advance`."""
+        end = self.length + k.shape[2]
+        buf_k, buf_v = self.keys[layer], self.values[layer]
+        if buf_k is None or buf_v is None or buf_k.shape[2] < end:
+            cap = max(end + end // 4, 64)
+            new_k = k.new_empty((1, k.shape[1], cap, k.shape[3]))
+            new_v = v.new_empty((1, v.shape[1], cap, v.shape[3]))
+            if buf_k is not None and buf_v is not None and self.length:
+                new_k[:, :, : self.length] = buf_k[:, :, : self.length]
+                new_v[:, :, : self.length] = buf_v[:, :, : self.length]
+            self.keys[layer], self.values[layer] = buf_k, buf_v = new_k, new_v
+        assert buf_v is not None
+        buf_k[:, :, self.length : end] = k
+        buf_v[:, :, self.length : end] = v
+        return buf_k[:, :, :end], buf_v[:, :, :end]
+
+    def advance(self, n: int) -> None:
+        self.length += n
+
+    def truncate(self, n: int) -> None:
+        """Keep the first n positions (the rest is overwritten by later writes)."""
+        self.length = min(self.length, n)
+
+    def copy_prefix(self, n: int) -> SeqKV:
+        """A new cache holding a copy of the first n positions (copy-on-write)."""
+        out = SeqKV(len(self.keys))
+        n = min(n, self.length)
+        for i, (k, v) in enumerate(zip(self.keys, self.values, strict=True)):
+            if k is not None and v is not None and n:
+                out.keys[i] = k[:, :, :n].clone()
+                out.values[i] = v[:, :, :n].clone()
+        out.length = n
+        return out
+
+
+@dataclass
+class _Entry:
+    ids: list[int]
+    kv: SeqKV
+    shared: bool  # a shared prefix: always copied, never taken
+    prompt_len: int  # where the entry's prompt ends (its generated tokens follow)
+    used: float = field(default_factory=time.monotonic)
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+class KVStore:
+    """A bounded LRU of KV caches keyed by the token ids they hold. Bounded by the total
+    capacity (positions) of the caches it keeps: `max_tokens`."""
+
+    def __init__(self, layers: int, max_tokens: int) -> None:
+        self.layers = layers
+        self.max_tokens = max_tokens
+        self._entries: list[_Entry] = []
+        self._lock = threading.Lock()
+
+    @property
+    def tokens(self) -> int:
+        with self._lock:
+            return sum(e.kv.capacity for e in self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def lookup(self, ids: list[int]) -> tuple[SeqKV, int]:
+        """A cache for `ids` that the caller owns, and how many of its leading positions
+        are valid (at most len(ids) - 1: one token must be fed to get logits).
+
+        Only two kinds of entry are used, so that what a request reuses does not depend on
+        timing: a shared prefix that `ids` starts with (copied), and an earlier turn whose
+        whole prompt `ids` extends, i.e. the same conversation (taken over; cut where the
+        re-rendered reply differs from the generated tokens). A partial match with another
+        conversation (say, the system turn plus a few tokens) is not used."""
+        with self._lock:
+            best, keep = None, 0
+            for entry in self._entries:
+                n = min(common_prefix(entry.ids, ids), len(ids) - 1)
+                usable = n == len(entry.ids) if entry.shared else n >= entry.prompt_len
+                if usable and n > keep:
+                    best, keep = entry, n
+            if best is None:
+                return SeqKV(self.layers), 0
+            best.used = time.monotonic()
+            if not best.shared:
+                self._entries.remove(best)
+                best.kv.truncate(keep)
+                return best.kv, keep
+        return best.kv.copy_prefix(keep), keep  # copy-on-write (outside the lock)
+
+    def has_prefix(self, ids: list[int]) -> bool:
+        with self._lock:
+            return any(common_prefix(e.ids, ids) >= len(ids) for e in self._entries)
+
+    def put(self, ids: list[int], kv: SeqKV, *, prompt_len: int = 0, shared: bool = False) -> None:
+        """Keep `kv` (holding `ids`), evicting least recently used entries over budget."""
+        if not ids or kv.length < len(ids) or kv.capacity > self.max_tokens:
+            return
+        with self._lock:
+            self._entries = [e for e in self._entries if e.ids != ids]
+            self._entries.append(_Entry(list(ids), kv, shared, prompt_len or len(ids)))
+            total = sum(e.kv.capacity for e in self._entries)
+            for entry in sorted(self._entries, key=lambda e: e.used):
+                if total <= self.max_tokens:
+                    break
+                self._entries.remove(entry)
+                total -= entry.kv.capacity
+
+
+# ---------------------------------------------------------------------- attention
+
+
+class _RaggedKV(list[torch.Tensor]):
+    """Per-sequence keys (or values) of one layer, as returned by `_Packed.update`; the
+    attention function below recognises it and attends sequence by sequence."""
+
+    def __init__(self, parts: list[torch.Tensor], packed: _Packed) -> None:
+        super().__init__(parts)
+        self.packed = packed
+
+
+def ragged_attention(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: Any,
+    value: Any,
+    attention_mask: torch.Tensor | None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
+    """SDPA, sequence by sequence when called from the engine; plain SDPA otherwise (so
+    teacher forcing and training on the same model behave as with `sdpa`)."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    if not isinstance(key, _RaggedKV):
+        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+    packed = key.packed
+    outs = []
+    start = 0
+    for k, v, n, mask in zip(key, value, packed.lengths, packed.masks, strict=True):
+        out, _ = sdpa_attention_forward(
+            module, query[:, :, start : start + n], k, v, mask, **kwargs
+        )
+        outs.append(out)
+        start += n
+    rows = query.shape[2]
+    if start < rows:  # padding rows attend to nothing
+        outs.append(query.new_zeros((1, rows - start, query.shape[1], query.shape[3])))
+    return torch.cat(outs, dim=1), None
+
+
+_REGISTERED = False
+
+
+def use_ragged_attention(model: Any) -> None:
+    """Register the attention function (once) and switch `model` to it."""
+    global _REGISTERED
+    if not _REGISTERED:
+        from transformers import AttentionInterface
+        from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+        AttentionInterface.register(ATTENTION, ragged_attention)
+        AttentionMaskInterface.register(ATTENTION, sdpa_mask)
+        _REGISTERED = True
+    if model.config._attn_implementation != ATTENTION:
+        model.set_attn_implementation(ATTENTION)
+
+
+class _Packed:
+    """The cache object one packed forward pass sees: it splits each layer's new keys and
+    values by sequence, writes them into each sequence's `SeqKV`, and hands attention the
+    per-sequence views."""
+
+    def __init__(self, kvs: list[SeqKV], lengths: list[int]) -> None:
+        self.kvs = kvs
+        self.lengths = lengths
+        self.masks: list[torch.Tensor | None] = []
+        for kv, n in zip(kvs, lengths, strict=True):
+            past = kv.length
+            if n > 1 and past > 0:  # a prefill chunk after cached positions: causal, offset
+                q = torch.arange(n)[:, None] + past
+                self.masks.append((torch.arange(past + n)[None, :] <= q)[None, None])
+            else:
+                self.masks.append(None)  # decode (attends to all) or a first chunk (causal)
+
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, **_: Any
+    ) -> tuple[_RaggedKV, _RaggedKV]:
+        keys, values = [], []
+        start = 0
+        for kv, n in zip(self.kvs, self.lengths, strict=True):
+            k, v = kv.write(
+                layer_idx,
+                key_states[:, :, start : start + n],
+                value_states[:, :, start : start + n],
+            )
+            keys.append(k)
+            values.append(v)
+            start += n
+        return _RaggedKV(keys, self), _RaggedKV(values, self)
+
+
+def packed_forward(model: Any, kvs: list[SeqKV], feeds: list[list[int]]) -> torch.Tensor:
+    """One forward pass over every sequence's new tokens; returns fp32 logits of each
+    sequence's last new token, one row per sequence. Advances every `SeqKV`."""
+    inner = model.model
+    lengths = [len(f) for f in feeds]
+    ids = [t for f in feeds for t in f]
+    pos = [
+        p for kv, f in zip(kvs, feeds, strict=True) for p in range(kv.length, kv.length + len(f))
+    ]
+    rows = max(len(ids), MIN_ROWS)
+    ids += [0] * (rows - len(ids))
+    pos += [0] * (rows - len(pos))
+    input_ids = torch.tensor([ids])
+    position_ids = torch.tensor([pos])
+    packed = _Packed(kvs, lengths)
+    hidden = inner.embed_tokens(input_ids)
+    position_embeddings = inner.rotary_emb(hidden, position_ids=position_ids)
+    for layer in inner.layers[: model.config.num_hidden_layers]:
+        hidden = layer(
+            hidden,
+            attention_mask=None,
+            position_ids=position_ids,
+            cache=packed,
+            use_cache=True,
+            position_embeddings=position_embeddings,
+        )
+    last = torch.tensor([sum(lengths[: i + 1]) - 1 for i in range(len(lengths))])
+    # Pad the head's rows too: the logits of a row must not depend on how many there are.
+    picked = torch.cat([last, last.new_zeros(max(0, MIN_ROWS - len(last)))])
+    logits = model.lm_head(inner.norm(hidden[0, picked]))[: len(lengths)].float()
+    for kv, n in zip(kvs, lengths, strict=True):
+        kv.advance(n)
+    return logits
+
+
+# ---------------------------------------------------------------------- the scheduler
+
+# A request's decoding logic, run on the engine thread after each forward pass that ends
+# its pending tokens: given the logits of its last token, the next token to feed, or None
+# when the request is finished (the token picked last is then not fed).
+StepFn = Callable[[torch.Tensor], "int | None"]
+
+
+@dataclass
+class Request:
+    """One generation: the prompt ids, where the shared prefix ends (0: none known), and
+    the decoding step function. Filled in by the engine: `encoded` (prompt tokens run
+    through the model) and `error`."""
+
+    ids: list[int]
+    step: StepFn
+    prefix_len: int = 0
+    encoded: int = 0
+    error: BaseException | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+    on_done: Callable[[], None] | None = None
+    cancelled: bool = False  # set by a waiter that gave up: dropped at the next step
+    # engine state
+    kv: SeqKV | None = None
+    held: list[int] = field(default_factory=list)  # the ids `kv` holds
+    pending: list[int] = field(default_factory=list)  # ids still to feed
+
+
+class BatchEngine:
+    """Runs every submitted request of one model in shared forward passes on one thread.
+
+    `max_batch` bounds the sequences in flight (their KV caches are in memory at once);
+    `chunk` bounds the prompt tokens one sequence feeds per step, so a long prefill does
+    not stall everyone's decoding; `store_tokens` bounds the prefix cache."""
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        max_batch: int = 16,
+        chunk: int = 256,
+        store_tokens: int = 32_768,
+        reuse: bool = True,
+    ) -> None:
+        use_ragged_attention(model)
+        self.model = model
+        self.max_batch = max(1, max_batch)
+        self.chunk = max(1, chunk)
+        self.reuse = reuse
+        layers = int(model.config.num_hidden_layers)
+        self.store = KVStore(layers, store_tokens)
+        self._layers = layers
+        self._waiting: list[Request] = []
+        self._active: list[Request] = []
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self.steps = 0
+        self.peak_active = 0
+        self.peak_kv_tokens = 0  # KV positions held at once: in flight + prefix cache
+        self.encoded_tokens = 0
+
+    # -------------------------------------------------------------- submitting
+
+    def submit(self, request: Request) -> None:
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the batch engine is closed")
+            self._waiting.append(request)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._loop, name="flatscore-batch", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+
+    def run(self, request: Request) -> Request:
+        """Submit and wait (blocking)."""
+        self.submit(request)
+        request.done.wait()
+        if request.error is not None:
+            raise request.error
+        return request
+
+    async def arun(self, request: Request) -> Request:
+        """Submit and wait without holding a thread (many episodes in flight)."""
+        loop = asyncio.get_running_loop()
+        finished: asyncio.Future[None] = loop.create_future()
+
+        def settle() -> None:
+            if not finished.done():
+                finished.set_result(None)
+
+        def wake() -> None:
+            loop.call_soon_threadsafe(settle)
+
+        request.on_done = wake
+        self.submit(request)
+        try:
+            await finished
+        except asyncio.CancelledError:  # an episode timeout: stop spending steps on it
+            request.cancelled = True
+            raise
+        if request.error is not None:
+            raise request.error
+        return request
+
+    def clear(self) -> None:
+        """Drop the prefix cache (e.g. after changing the weights)."""
+        self.store.clear()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+        self.store.clear()
+
+    @property
+    def active_tokens(self) -> int:
+        """KV positions allocated by the sequences in flight."""
+        return sum(r.kv.capacity for r in list(self._active) if r.kv is not None)
+
+    # -------------------------------------------------------------- the loop
+
+    def _joining(self) -> list[Request]:
+        """Waiting requests that join now (as many as there is room for). A request whose
+        shared prefix another sequence is computing right now waits for it, so that a wave
+        of new episodes encodes their common system turn once, not once each."""
+        room = self.max_batch - len(self._active)
+        computing = {
+            tuple(r.ids[: r.prefix_len])
+            for r in self._active
+            if r.prefix_len and len(r.held) < r.prefix_len
+        }
+        joining: list[Request] = []
+        waiting: list[Request] = []
+        for request in self._waiting:
+            prefix = tuple(request.ids[: request.prefix_len]) if request.prefix_len else ()
+            if len(joining) >= room or (self.reuse and prefix and prefix in computing):
+                waiting.append(request)
+                continue
+            joining.append(request)
+            if prefix and self.reuse and not self.store.has_prefix(list(prefix)):
+                computing.add(prefix)
+        self._waiting = waiting
+        return joining
+
+    def _admit(self, request: Request) -> None:
+        ids = request.ids
+        if self.reuse:
+            kv, keep = self.store.lookup(ids)
+        else:
+            kv, keep = SeqKV(self._layers), 0
+        request.kv, request.held, request.pending = kv, ids[:keep], ids[keep:]
+        request.encoded = len(request.pending)
+
+    def _feed(self, request: Request) -> list[int]:
+        """The tokens `request` feeds this step: its next prefill chunk (cut at the shared
+        prefix boundary, then every `chunk` tokens from where the reused cache ends), or
+        its one decode token."""
+        assert request.kv is not None
+        start = request.kv.length
+        end = start + len(request.pending)
+        if request.prefix_len and start < request.prefix_len < end:
+            end = request.prefix_len
+        end = min(end, start + self.chunk)
+        return request.pending[: end - start]
+
+    def _finish(self, request: Request, error: BaseException | None = None) -> None:
+        request.error = error
+        if error is None and self.reuse and request.kv is not None and request.held:
+            self.store.put(request.held, request.kv, prompt_len=len(request.ids))
+        request.kv = None
+        request.done.set()
+        if request.on_done is not None:
+            request.on_done()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._closed and not self._waiting and not self._active:
+                    self._cond.wait()
+                if self._closed:
+                    for r in self._waiting + self._active:
+                        self._finish(r, RuntimeError("the batch engine was closed"))
+                    self._waiting, self._active = [], []
+                    return
+                joining = self._joining()
+            try:
+                with torch.inference_mode():
+                    for request in joining:
+                        self._admit(request)
+                        self.encoded_tokens += request.encoded
+                    self._active.extend(joining)
+                    self.peak_active = max(self.peak_active, len(self._active))
+                    self._step()
+            except Exception as exc:  # fail the batch, keep serving
+                for r in self._active:
+                    self._finish(r, exc)
+                self._active = []
+
+    def _step(self) -> None:
+        for request in [r for r in self._active if r.cancelled]:
+            self._finish(request, asyncio.CancelledError())
+        active = self._active = [r for r in self._active if not r.cancelled]
+        if not active:
+            return
+        feeds = [self._feed(r) for r in active]
+        kvs = [r.kv for r in active]
+        logits = packed_forward(self.model, kvs, feeds)  # type: ignore[arg-type]
+        self.steps += 1
+        self.peak_kv_tokens = max(self.peak_kv_tokens, self.active_tokens + self.store.tokens)
+        still: list[Request] = []
+        for i, (request, fed) in enumerate(zip(active, feeds, strict=True)):
+            request.held.extend(fed)
+            request.pending = request.pending[len(fed) :]
+            if (
+                self.reuse
+                and request.prefix_len
+                and len(request.held) == request.prefix_len
+                and not self.store.has_prefix(request.held)
+            ):
+                assert request.kv is not None
+                self.store.put(
+                    list(request.held), request.kv.copy_prefix(request.prefix_len), shared=True
+                )
+            if request.pending:
+                still.append(request)
+                continue
+            try:
+                token = request.step(logits[i])
+            except Exception as exc:  # a bad step fails its own request only
+                self._finish(request, exc)
+                continue
+            if token is None:
+                self._finish(request)
+            else:
+                request.pending = [token]
+                still.append(request)
+        self._active = still
