@@ -31,7 +31,6 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel
 from rich.console import Console
 
 from flatscore.agents.repair import repair_arm_label
@@ -49,7 +48,7 @@ from flatscore.executors.base import AgentRecipe, EpisodeJob, Executor, RepairRe
 from flatscore.report import ReportPaths
 from flatscore.report.rebuild import rebuild
 from flatscore.report.verdicts import headlines
-from flatscore.store import EpisodeWriter, finished_episode_ids
+from flatscore.store import EpisodeWriter, RunCounts, finished_episode_ids
 from flatscore.study import Study
 
 RUNS_DIR = "runs"
@@ -74,15 +73,9 @@ class StudyPlan:
         return f"{job.agent.label} · {job.domain}"
 
 
-class StudyOutcome(BaseModel):
+class StudyOutcome(RunCounts):
     """What `run_study` did."""
 
-    planned: int
-    skipped: int
-    written: int
-    succeeded: int
-    seconds: float
-    terminations: dict[str, int]
     output: Path
     report: ReportPaths | None = None
     analysis: AnalysisResult | None = None

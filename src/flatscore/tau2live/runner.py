@@ -35,14 +35,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
 from rich.console import Console
 
 from flatscore.console import progress as make_progress
 from flatscore.episode import Episode, ToolLists, make_episode_id
 from flatscore.errors import InputError
 from flatscore.formats.tau2 import episode_from_simulation
-from flatscore.store import EpisodeWriter, finished_episode_ids
+from flatscore.store import EpisodeWriter, RunCounts, finished_episode_ids
 from flatscore.tau2live import lib
 from flatscore.tau2live.endpoints import Endpoint, ServerPool
 from flatscore.tau2live.spec import Tau2Spec, Tau2UserSpec, is_tau2_domain, tau2_domain
@@ -104,13 +103,8 @@ class Tau2Plan:
     tools: dict[str, ToolLists] = field(default_factory=dict)
 
 
-class Tau2Outcome(BaseModel):
-    planned: int
-    skipped: int
-    written: int
-    succeeded: int
-    seconds: float
-    terminations: dict[str, int]
+class Tau2Outcome(RunCounts):
+    """What `run_tau2_study` did."""
 
 
 def tau2_domains(study: Study) -> list[str]:
