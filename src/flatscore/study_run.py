@@ -176,13 +176,7 @@ def analysis_options(study: Study) -> AnalysisOptions:
         if not rules_path.is_absolute():
             rules_path = (study.base_dir / rules_path).resolve()
     settings = AnalysisSettings.from_points(
-        reference=a.reference,
-        budgets=budgets,
-        count=a.count,
-        tost_margin=a.tost_margin,
-        bootstrap=a.bootstrap,
-        seed=a.seed,
-        correction=a.correction,
+        budgets=budgets, **a.model_dump(exclude={"budgets", "channel_rules"})
     )
     return AnalysisOptions(**settings.model_dump(), rules=load_rules(rules_path))
 
