@@ -25,7 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from flatscore.episode import Episode
 from flatscore.errors import InputError, from_validation
@@ -297,3 +297,15 @@ class EpisodeWriter:
             self.commit()
         else:
             self.abort()
+
+
+class RunCounts(BaseModel):
+    """What a resumable run did: episodes planned, skipped (in the file already), written,
+    succeeded, its seconds and termination reasons; each driver's outcome extends it."""
+
+    planned: int
+    skipped: int
+    written: int
+    succeeded: int
+    seconds: float
+    terminations: dict[str, int]

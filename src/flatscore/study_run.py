@@ -31,7 +31,6 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel
 from rich.console import Console
 
 from flatscore.agents.repair import repair_arm_label
@@ -49,7 +48,7 @@ from flatscore.executors.base import AgentRecipe, EpisodeJob, Executor, RepairRe
 from flatscore.report import ReportPaths
 from flatscore.report.rebuild import rebuild
 from flatscore.report.verdicts import headlines
-from flatscore.store import EpisodeWriter, finished_episode_ids
+from flatscore.store import EpisodeWriter, RunCounts, finished_episode_ids
 from flatscore.study import Study
 
 RUNS_DIR = "runs"
@@ -74,15 +73,9 @@ class StudyPlan:
         return f"{job.agent.label} · {job.domain}"
 
 
-class StudyOutcome(BaseModel):
+class StudyOutcome(RunCounts):
     """What `run_study` did."""
 
-    planned: int
-    skipped: int
-    written: int
-    succeeded: int
-    seconds: float
-    terminations: dict[str, int]
     output: Path
     report: ReportPaths | None = None
     analysis: AnalysisResult | None = None
@@ -183,13 +176,7 @@ def analysis_options(study: Study) -> AnalysisOptions:
         if not rules_path.is_absolute():
             rules_path = (study.base_dir / rules_path).resolve()
     settings = AnalysisSettings.from_points(
-        reference=a.reference,
-        budgets=budgets,
-        count=a.count,
-        tost_margin=a.tost_margin,
-        bootstrap=a.bootstrap,
-        seed=a.seed,
-        correction=a.correction,
+        budgets=budgets, **a.model_dump(exclude={"budgets", "channel_rules"})
     )
     return AnalysisOptions(**settings.model_dump(), rules=load_rules(rules_path))
 

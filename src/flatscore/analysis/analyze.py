@@ -42,6 +42,9 @@ class AnalysisOptions(AnalysisSettings):
 
 
 Grouped = dict[tuple[str, str], dict[str, list[EpisodeFacts]]]
+_SHARED_WITH_REPAIR = set(RepairOptions.model_fields) - {"budgets", "rules"}
+"""Settings the repair effect takes from the analysis as they are (budgets and rules are
+resolved first)."""
 
 
 def _group(
@@ -178,14 +181,7 @@ def analyze(episodes: Iterable[Episode], options: AnalysisOptions | None = None)
         repair_effects(
             unique,
             RepairOptions(
-                reference=options.reference,
-                budgets=budgets,
-                count=options.count,
-                bootstrap=options.bootstrap,
-                bootstrap_min_tasks=options.bootstrap_min_tasks,
-                seed=options.seed,
-                confidence=options.confidence,
-                rules=rules,
+                **options.model_dump(include=_SHARED_WITH_REPAIR), budgets=budgets, rules=rules
             ),
         )
         if has_repair_runs(unique)

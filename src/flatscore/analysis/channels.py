@@ -10,7 +10,8 @@ Order: the channel the environment recorded (`tool_result.error_kind`), then the
 from __future__ import annotations
 
 import re
-from functools import cached_property
+from collections.abc import Callable
+from functools import cached_property, partial
 from importlib import resources
 from pathlib import Path
 from typing import Literal
@@ -18,7 +19,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from flatscore.episode import ToolCall, ToolResult
+from flatscore.episode import Episode, ToolCall, ToolResult
 from flatscore.errors import InputError
 
 BaseChannel = Literal["unknown_tool", "bad_arguments", "entity_not_found", "precondition", "other"]
@@ -113,6 +114,19 @@ def load_rules(path: str | Path | None = None) -> ChannelRules:
         loc = ".".join(str(p) for p in err["loc"])
         raise InputError(str(err["msg"]), file=source, field=loc) from None
     return rules
+
+
+def episode_classifier(
+    episode: Episode, rules: ChannelRules
+) -> Callable[[ToolCall, ToolResult], str]:
+    """`classify_failed_call` bound to one episode's domain and tool lists (built once)."""
+    return partial(
+        classify_failed_call,
+        domain=episode.domain,
+        agent_tools=frozenset(episode.tools.agent),
+        user_tools=frozenset(episode.tools.user),
+        rules=rules,
+    )
 
 
 def classify_failed_call(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from flatscore.analysis.channels import LEAF_CHANNELS, ChannelRules, classify_failed_call
+from flatscore.analysis.channels import LEAF_CHANNELS, ChannelRules, episode_classifier
 from flatscore.episode import Episode
 
 TRAJECTORY_METRICS: tuple[str, ...] = ("agent_turns", "agent_tool_calls", "messages")
@@ -51,8 +51,7 @@ class EpisodeFacts:
 def episode_facts(episode: Episode, rules: ChannelRules) -> EpisodeFacts:
     """Count calls, failures by channel, recoveries and lengths in one episode."""
     results = episode.tool_results()
-    agent_tools = frozenset(episode.tools.agent)
-    user_tools = frozenset(episode.tools.user)
+    classify = episode_classifier(episode, rules)
     channels = dict.fromkeys(LEAF_CHANNELS, 0)
     hallucinated: Counter[str] = Counter()
     outcomes: list[bool | None] = []  # per agent call, in order: failed? (None: no answer)
@@ -74,14 +73,7 @@ def episode_facts(episode: Episode, rules: ChannelRules) -> EpisodeFacts:
                 continue
             outcomes.append(result.error)
             if result.error:
-                channel = classify_failed_call(
-                    call,
-                    result,
-                    domain=episode.domain,
-                    agent_tools=agent_tools,
-                    user_tools=user_tools,
-                    rules=rules,
-                )
+                channel = classify(call, result)
                 channels[channel] += 1
                 if channel in ("role_confusion", "invented"):
                     hallucinated[call.name] += 1

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from flatscore.cli.app import app, console
+from flatscore.cli.options import Bootstrap, BootstrapSeed, Correction, TostMargin
 from flatscore.console import styled
 from flatscore.errors import InputError
 
@@ -83,12 +84,10 @@ def analyze(
     count: Annotated[
         str, typer.Option(help="Errors counted for S(K): all (agent + user, like τ²) or agent.")
     ] = "all",
-    tost_margin: Annotated[float, typer.Option(help="TOST equivalence margin, in points.")] = 7.5,
-    bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 5000,
-    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
-    correction: Annotated[
-        str, typer.Option(help="Multiple-testing correction: holm or bh.")
-    ] = "holm",
+    tost_margin: TostMargin = 7.5,
+    bootstrap: Bootstrap = 5000,
+    seed: BootstrapSeed = 0,
+    correction: Correction = "holm",
     channel_rules: Annotated[
         Path | None, typer.Option(help="YAML error-text rules (replaces the bundled ones).")
     ] = None,

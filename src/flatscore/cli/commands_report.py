@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from flatscore.cli.app import app, console
+from flatscore.cli.options import Bootstrap, BootstrapSeed, Correction, TostMargin
 
 
 @app.command()
@@ -32,12 +33,10 @@ def report(
         str | None, typer.Option(help="Error budgets K, e.g. 0-10 or 0,2,9.")
     ] = None,
     count: Annotated[str, typer.Option(help="Errors counted for S(K): all or agent.")] = "all",
-    tost_margin: Annotated[float, typer.Option(help="TOST equivalence margin, in points.")] = 7.5,
-    bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 5000,
-    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
-    correction: Annotated[
-        str, typer.Option(help="Multiple-testing correction: holm or bh.")
-    ] = "holm",
+    tost_margin: TostMargin = 7.5,
+    bootstrap: Bootstrap = 5000,
+    seed: BootstrapSeed = 0,
+    correction: Correction = "holm",
     channel_rules: Annotated[Path | None, typer.Option(help="YAML error-text rules.")] = None,
     title: Annotated[str, typer.Option(help="Report title.")] = "flatscore report",
     generated_at: Annotated[

@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar, get_type_hints
@@ -43,6 +43,7 @@ Split = Literal["train", "test"]
 
 DB = TypeVar("DB", bound=BaseModel)
 F = TypeVar("F", bound=Callable[..., Any])
+R = TypeVar("R")
 
 
 # --------------------------------------------------------------------------- errors
@@ -62,6 +63,14 @@ class NotFound(ToolError):
 
     def __init__(self, entity: str, key: str) -> None:
         super().__init__(f"{entity} '{key}' not found.", "entity_not_found")
+
+
+def lookup(table: Mapping[str, R], entity: str, key: str) -> R:
+    """`table[key]`, or `NotFound(entity, key)`: the error a model sees for a missing record."""
+    record = table.get(key)
+    if record is None:
+        raise NotFound(entity, key)
+    return record
 
 
 class Precondition(ToolError):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import fields
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -130,19 +131,17 @@ def build_user(spec: UserSpec, seed: int) -> User:
     )
 
 
+_SPEC_FROM_JOB = {f.name for f in fields(EpisodeSpec)} - {"domain", "task"}
+"""What an episode's spec takes from its job as it is (trial, seed, study, arm, bounds)."""
+
+
 async def run_job(job: EpisodeJob) -> Episode:
     """Run one job to its finished episode in this process."""
     domain = get_domain(job.domain)
     spec = EpisodeSpec(
         domain=domain,
         task=domain.task(job.task_id),
-        trial=job.trial,
-        seed=job.seed,
-        study=job.study,
-        arm=job.arm,
-        max_steps=job.max_steps,
-        error_budget=job.error_budget,
-        timeout_s=job.timeout_s,
+        **{name: value for name, value in job if name in _SPEC_FROM_JOB},
     )
     # Building may load a model (seconds): keep the event loop free meanwhile.
     agent = await asyncio.to_thread(build_agent, job.agent, job.seed)

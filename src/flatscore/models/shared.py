@@ -74,17 +74,18 @@ def clear_backends() -> None:
         _BACKENDS.clear()
 
 
+_SAME_IN_OPENAI = {"api_key_env", "timeout_s", "max_retries", "cache_path"}
+"""BackendSpec fields that OpenAIConfig names the same."""
+
+
 def _openai(spec: BackendSpec) -> Backend:
     assert spec.url is not None and spec.served_model is not None  # validated by Study
     return OpenAIBackend(
         OpenAIConfig(
             base_url=spec.url,
             model=spec.served_model,
-            api_key_env=spec.api_key_env,
-            timeout_s=spec.timeout_s,
-            max_retries=spec.max_retries,
             concurrency=spec.endpoint_concurrency,
-            cache_path=spec.cache_path,
+            **spec.model_dump(include=_SAME_IN_OPENAI),
         )
     )
 

@@ -163,16 +163,3 @@ def apply_scales(
             module.weight.data.copy_(
                 scaled_quantize(module.weight.data, found.scales[name], quantize)
             )
-
-
-def awq_quantize(
-    model: torch.nn.Module,
-    linears: dict[str, torch.nn.Linear],
-    sequences: list[list[int]],
-    quantize: Quantizer,
-    grid: int = 20,
-) -> dict[str, float]:
-    """Quantize `linears` in place with AWQ scales; returns the chosen alpha per linear."""
-    found = awq_search(model, linears, sequences, quantize, grid)
-    apply_scales(linears, found, quantize)
-    return found.alphas

@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from flatscore.analysis.channels import ChannelRules, classify_failed_call
+from flatscore.analysis.channels import ChannelRules, episode_classifier
 from flatscore.analysis.result import CHANNELS, AnalysisResult, Cell
 from flatscore.episode import Episode, Message
 
@@ -61,8 +61,7 @@ def episode_record(
     """One episode for the browser. `shared` interns system prompts (repeated per episode)."""
     results = episode.tool_results()
     names = {c.id: c.name for m in episode.messages for c in m.tool_calls}
-    agent_tools = frozenset(episode.tools.agent)
-    user_tools = frozenset(episode.tools.user)
+    classify = episode_classifier(episode, rules)
     channel_of: dict[str, str] = {}
     agent_calls = 0
     for message in episode.messages:
@@ -72,14 +71,7 @@ def episode_record(
             agent_calls += 1
             result = results.get(call.id)
             if result is not None and result.error:
-                channel_of[call.id] = classify_failed_call(
-                    call,
-                    result,
-                    domain=episode.domain,
-                    agent_tools=agent_tools,
-                    user_tools=user_tools,
-                    rules=rules,
-                )
+                channel_of[call.id] = classify(call, result)
     channels = set(channel_of.values())
     if any(m.malformed for m in episode.messages):
         channels.add("malformed_output")

@@ -35,21 +35,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
+from flatscore.console import progress as make_progress
 from flatscore.episode import Episode, ToolLists, make_episode_id
 from flatscore.errors import InputError
 from flatscore.formats.tau2 import episode_from_simulation
-from flatscore.store import EpisodeWriter, finished_episode_ids
+from flatscore.store import EpisodeWriter, RunCounts, finished_episode_ids
 from flatscore.tau2live import lib
 from flatscore.tau2live.endpoints import Endpoint, ServerPool
 from flatscore.tau2live.spec import Tau2Spec, Tau2UserSpec, is_tau2_domain, tau2_domain
@@ -111,13 +103,8 @@ class Tau2Plan:
     tools: dict[str, ToolLists] = field(default_factory=dict)
 
 
-class Tau2Outcome(BaseModel):
-    planned: int
-    skipped: int
-    written: int
-    succeeded: int
-    seconds: float
-    terminations: dict[str, int]
+class Tau2Outcome(RunCounts):
+    """What `run_tau2_study` did."""
 
 
 def tau2_domains(study: Study) -> list[str]:
@@ -332,20 +319,6 @@ def _user_args(user: Tau2UserSpec, spec: Tau2Spec, endpoint: Endpoint) -> dict[s
     return endpoint.llm_args(sampling, retries=spec.max_retries, timeout_s=spec.request_timeout_s)
 
 
-def _progress(console: Console, enabled: bool) -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("ok {task.fields[ok]}"),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-        console=console,
-        disable=not enabled,
-    )
-
-
 def run_tau2_study(
     study: Study,
     *,
@@ -428,7 +401,7 @@ def run_tau2_study(
         threads = [threading.Thread(target=work, daemon=True) for _ in range(workers)]
         for thread in threads:
             thread.start()
-        bar = _progress(console, progress)
+        bar = make_progress(console, "ok {task.fields[ok]}", enabled=progress)
         with bar:
             overall = bar.add_task("all τ² episodes", total=len(plan.jobs), ok=0)
             bar.update(overall, completed=len(plan.jobs) - len(todo))

@@ -215,6 +215,14 @@ def _money(x: float) -> str:
     return f"{x:.2f}"
 
 
+def _on_order(order_id: str, name: str, **arguments: object) -> list[Action]:
+    """`get_order` first (the policy's look-up), then the action `name` on that order."""
+    return [
+        Action(name="get_order", arguments={"order_id": order_id}),
+        Action(name=name, arguments={"order_id": order_id, **arguments}),
+    ]
+
+
 class _Builder:
     """Shared pieces of every retail task: who the user is and how they authenticate."""
 
@@ -266,10 +274,7 @@ def _cancel(b: _Builder, user: User) -> TaskParts | None:
         f"Please cancel order {order.order_id}. {why.capitalize()}.",
         f"Can you cancel my order {order.order_id}? {why.capitalize()}.",
     ]
-    actions = [
-        Action(name="get_order", arguments={"order_id": order.order_id}),
-        Action(name="cancel_order", arguments={"order_id": order.order_id, "reason": reason}),
-    ]
+    actions = _on_order(order.order_id, "cancel_order", reason=reason)
     final = (
         f"Order {order.order_id} is cancelled. A refund of ${refund} goes to your original "
         "payment method."
@@ -289,10 +294,7 @@ def _address(b: _Builder, user: User) -> TaskParts | None:
         f"Please ship my order {order.order_id} to {new} instead.",
         f"Hello, can you update the address on order {order.order_id}? The new one is {new}.",
     ]
-    actions = [
-        Action(name="get_order", arguments={"order_id": order.order_id}),
-        Action(name="change_address", arguments={"order_id": order.order_id, "address": new}),
-    ]
+    actions = _on_order(order.order_id, "change_address", address=new)
     final = f"Order {order.order_id} will now be shipped to {new}."
     goal = f"You want order {order.order_id} shipped to {new}."
     return requests, actions, [], final, goal
@@ -317,10 +319,7 @@ def _return(b: _Builder, user: User) -> TaskParts | None:
         f"Can I return the {what} from my order {order.order_id}?",
     ]
     ids = [i.item_id for i in items]
-    actions = [
-        Action(name="get_order", arguments={"order_id": order.order_id}),
-        Action(name="return_items", arguments={"order_id": order.order_id, "item_ids": ids}),
-    ]
+    actions = _on_order(order.order_id, "return_items", item_ids=ids)
     final = (
         f"The return for order {order.order_id} is requested. You will get ${refund} back on "
         "your original payment method."
@@ -405,10 +404,7 @@ def _cancel_two(b: _Builder, user: User) -> TaskParts | None:
     ]
     actions = []
     for order in (first, second):
-        actions += [
-            Action(name="get_order", arguments={"order_id": order.order_id}),
-            Action(name="cancel_order", arguments={"order_id": order.order_id, "reason": reason}),
-        ]
+        actions += _on_order(order.order_id, "cancel_order", reason=reason)
     final = (
         f"Orders {ids} are cancelled. Refunds of ${refunds[0]} and ${refunds[1]} go to your "
         "original payment method."
@@ -432,13 +428,8 @@ def _cancel_and_return(b: _Builder, user: User) -> TaskParts | None:
         f"order {d.order_id}.",
     ]
     actions = [
-        Action(name="get_order", arguments={"order_id": a.order_id}),
-        Action(name="cancel_order", arguments={"order_id": a.order_id, "reason": reason}),
-        Action(name="get_order", arguments={"order_id": d.order_id}),
-        Action(
-            name="return_items",
-            arguments={"order_id": d.order_id, "item_ids": [i.item_id for i in items]},
-        ),
+        *_on_order(a.order_id, "cancel_order", reason=reason),
+        *_on_order(d.order_id, "return_items", item_ids=[i.item_id for i in items]),
     ]
     final = (
         f"Order {a.order_id} is cancelled (refund ${refunds[0]}) and the return for order "
@@ -471,14 +462,7 @@ def _return_and_exchange(b: _Builder, user: User) -> TaskParts | None:
                 f"exchange {x_what}.",
             ]
             actions = [
-                Action(name="get_order", arguments={"order_id": r_order.order_id}),
-                Action(
-                    name="return_items",
-                    arguments={
-                        "order_id": r_order.order_id,
-                        "item_ids": [i.item_id for i in items],
-                    },
-                ),
+                *_on_order(r_order.order_id, "return_items", item_ids=[i.item_id for i in items]),
                 *x_actions,
             ]
             final = (

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from flatscore.domains.framework import NotFound, Precondition, ToolError, Toolkit, tool
+from flatscore.domains.framework import NotFound, Precondition, ToolError, Toolkit, lookup, tool
 from flatscore.domains.retail.models import CancelReason, Order, Product, RetailDB, User
 
 
@@ -18,10 +18,7 @@ class RetailTools(Toolkit[RetailDB]):
     """The retail agent's tools."""
 
     def _order(self, order_id: str) -> Order:
-        order = self.db.orders.get(order_id)
-        if order is None:
-            raise NotFound("Order", order_id)
-        return order
+        return lookup(self.db.orders, "Order", order_id)
 
     def _user_view(self, user: User) -> dict[str, Any]:
         # Short on purpose: every result is read by a small model.
@@ -56,10 +53,7 @@ class RetailTools(Toolkit[RetailDB]):
     @tool("read")
     def get_product(self, product_id: str) -> Product:
         """Get a product's variants (item ids, options, price, availability)."""
-        product = self.db.products.get(product_id)
-        if product is None:
-            raise NotFound("Product", product_id)
-        return product
+        return lookup(self.db.products, "Product", product_id)
 
     @tool("write")
     def cancel_order(self, order_id: str, reason: CancelReason) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from flatscore.domains.framework import (
     Task,
     Toolkit,
     UserToolkit,
+    lookup,
     setup,
     tool,
 )
@@ -36,10 +37,7 @@ class TelecomTools(Toolkit[TelecomDB]):
     """The telecom agent's tools."""
 
     def _line(self, line_id: str) -> Line:
-        line = self.db.lines.get(line_id)
-        if line is None:
-            raise NotFound("Line", line_id)
-        return line
+        return lookup(self.db.lines, "Line", line_id)
 
     @tool("read")
     def find_customer_by_phone(self, phone_number: str) -> dict[str, Any]:
@@ -81,9 +79,7 @@ class TelecomTools(Toolkit[TelecomDB]):
     @tool("write")
     def pay_bill(self, bill_id: str) -> Bill:
         """Pay an overdue bill with the customer's payment method on file."""
-        bill = self.db.bills.get(bill_id)
-        if bill is None:
-            raise NotFound("Bill", bill_id)
+        bill = lookup(self.db.bills, "Bill", bill_id)
         if bill.status != "overdue":
             raise Precondition(f"Bill '{bill_id}' is already paid.")
         bill.status = "paid"
