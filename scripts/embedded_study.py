@@ -274,6 +274,9 @@ def run_command(
 @app.command("stage", hidden=True)
 def stage_command(trials: int, study: StudyArg = STUDY) -> None:
     """Run the study with `trials` trials (resuming); the unit `run` starts and stops."""
+    from flatscore.console import quiet_third_party
+
+    quiet_third_party()  # before the model loads: no transformers warnings or weight bars
     loaded = load_study(study)
     run_study(
         loaded.model_copy(update={"trials": trials}), resume=True, report=False, progress=False
