@@ -24,8 +24,8 @@ from flatscore.study import Study
 from flatscore.study_run import StudyOutcome, print_outcome, run_study
 
 DEMO_ARMS: tuple[str, ...] = ("ref", "int8", "int4", "int4-awq")
-DEMO_TASKS = 9
-DEMO_CONCURRENCY = 32
+DEMO_TASKS = 18
+DEMO_CONCURRENCY = 64
 DEMO_MAX_TOKENS = 192
 DEMO_OUTPUT = "flatscore-demo"
 DEMO_DOMAINS = ["retail", "telecom"]

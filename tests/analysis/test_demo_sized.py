@@ -59,3 +59,39 @@ def test_demo_sized_terminal_output_reads_as_numbers(capsys: pytest.CaptureFixtu
     assert "?" not in out and "n/a%" not in out
     assert "equivalent within ±" not in out and "no damage detected" not in out
     assert "success drop +" not in out or "points" in out
+
+
+def test_the_demo_size_makes_todays_large_drops_significant() -> None:
+    """The demo is sized so that drops as large as the 9-task demo's (retail ref 4/9 vs
+    int4 and int4-awq 0/9; telecom ref 7/9 vs int4 1/9) survive Holm across its six
+    comparisons, with every failing task a discordant pair. At 9 tasks they did not."""
+    from flatscore.demo import DEMO_TASKS
+
+    def p_holm(tasks: int) -> dict[tuple[str, str], float]:
+        scale = tasks / 9
+        solved = {
+            "retail": {"ref": 4, "int8": 5, "int4": 0, "int4-awq": 0},
+            "telecom": {"ref": 7, "int8": 7, "int4-awq": 4, "int4": 1},
+        }
+        episodes = [
+            episode(
+                arm,
+                f"{domain}_{t}",
+                0,
+                [("get_user", "ok")],
+                success=t < round(n * scale),
+                domain=domain,
+            )
+            for domain, arms in solved.items()
+            for arm, n in arms.items()
+            for t in range(tasks)
+        ]
+        result = analyze(episodes, AnalysisOptions(bootstrap=200))
+        return {(cell.domain, c.arm): c.p_holm for cell in result.cells for c in cell.comparisons}
+
+    large = [("retail", "int4"), ("retail", "int4-awq"), ("telecom", "int4")]
+    at_demo = p_holm(DEMO_TASKS)
+    assert all(at_demo[k] < 0.05 for k in large), at_demo
+    assert at_demo[("retail", "int8")] > 0.05  # no drop, nothing claimed
+    before = p_holm(9)
+    assert all(before[k] > 0.05 for k in large), before

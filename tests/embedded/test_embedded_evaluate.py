@@ -33,3 +33,17 @@ def test_summary_counts_success_calls_and_channels(tmp_path: Path) -> None:
     assert s.channels["role_confusion"] + s.channels["invented"] >= 1
     assert s.channel_rate("role_confusion") == s.channels["role_confusion"] / s.agent_calls
     assert s.terminations == {"user_stop": 6}
+
+
+def test_eval_runs_episodes_in_flight_by_default() -> None:
+    """One at a time pads every forward pass for one sequence: the evaluation batches."""
+    import inspect
+
+    from flatscore.cli.commands_train import eval_embedded_command
+    from flatscore.embedded.evaluate import EVAL_CONCURRENCY, eval_study
+
+    assert EVAL_CONCURRENCY >= 16
+    assert eval_study("ref").concurrency == EVAL_CONCURRENCY
+    assert eval_study("int4", concurrency=3).concurrency == 3
+    cli_default = inspect.signature(eval_embedded_command).parameters["concurrency"].default
+    assert cli_default == EVAL_CONCURRENCY

@@ -16,13 +16,13 @@ def demo(
     out: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("flatscore-demo"),
     tasks: Annotated[
         int, typer.Option(min=1, help="Test tasks per domain (default sized for ~20 min).")
-    ] = 9,  # = flatscore.demo.DEMO_TASKS (kept literal: --help must not import the demo)
+    ] = 18,  # = flatscore.demo.DEMO_TASKS (kept literal: --help must not import the demo)
     arms: Annotated[
         str, typer.Option(help="Comma-separated precision arms.")
     ] = "ref,int8,int4,int4-awq",
     concurrency: Annotated[
         int, typer.Option(min=1, help="Episodes in flight (batched per arm).")
-    ] = 32,
+    ] = 64,
     repair: Annotated[
         str,
         typer.Option(

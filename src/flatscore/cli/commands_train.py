@@ -70,6 +70,14 @@ def eval_embedded_command(
         ),
     ] = None,
     threads: Annotated[int, typer.Option(min=1, help="torch threads.")] = 1,
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=1000,
+            help="Episodes in flight, decoded together (results do not depend on it).",
+        ),
+    ] = 16,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ) -> None:
     """Evaluate the embedded agent: test split, both domains, scripted user, greedy, per arm."""
@@ -94,7 +102,14 @@ def eval_embedded_command(
         ]
     summaries = []
     for name in arm or list(EVAL_ARMS):
-        path = run_arm(name, out, task_ids=task_ids, progress=progress, threads=threads)
+        path = run_arm(
+            name,
+            out,
+            task_ids=task_ids,
+            progress=progress,
+            threads=threads,
+            concurrency=concurrency,
+        )
         summaries += summarize(path)
         ordinal = {2: "2nd", 3: "3rd"}.get(stride, f"{stride}th")
         sample = f"every {ordinal} test task" if stride > 1 else "test tasks"
