@@ -15,7 +15,10 @@ from flatscore.errors import InputError, from_validation
 def demo(
     out: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("flatscore-demo"),
     tasks: Annotated[
-        int, typer.Option(min=1, help="Test tasks per domain (default sized for ~20 min).")
+        int,
+        typer.Option(
+            min=1, help="Test tasks per domain (default: ~25 min, large drops significant)."
+        ),
     ] = 18,  # = flatscore.demo.DEMO_TASKS (kept literal: --help must not import the demo)
     arms: Annotated[
         str, typer.Option(help="Comma-separated precision arms.")
