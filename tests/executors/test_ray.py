@@ -4,13 +4,13 @@ executor, each written once by the driver, and resume works the same way."""
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
 
 import pytest
 
 from flatscore.study import Study, load_study
 from flatscore.study_run import run_study
+from run_files import study_episodes
 
 pytestmark = [
     pytest.mark.skipif(
@@ -26,20 +26,6 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 def small_smoke(out: Path) -> Study:
     study = load_study(EXAMPLES / "smoke.yaml")
     return study.model_copy(update={"output": str(out), "tasks_per_domain": 3, "trials": 1})
-
-
-def lines(folder: Path) -> dict[str, dict[str, object]]:
-    """Every episode in the run files, by id (fails on a duplicate id)."""
-    out: dict[str, dict[str, object]] = {}
-    for path in sorted((folder / "runs").glob("*.jsonl")):
-        for line in path.read_text("utf-8").splitlines():
-            ep = json.loads(line)
-            assert ep["episode_id"] not in out, "an episode was written twice"
-            ep.pop("timing")
-            for m in ep["messages"]:
-                m.pop("latency_s")  # wall-clock: the only thing allowed to differ
-            out[ep["episode_id"]] = ep
-    return out
 
 
 def test_ray_matches_local_and_resumes(tmp_path: Path) -> None:
@@ -66,5 +52,5 @@ def test_ray_matches_local_and_resumes(tmp_path: Path) -> None:
     finally:
         ray.shutdown()
     assert (resumed.written, resumed.skipped) == (2, local.written - 2)
-    assert lines(tmp_path / "ray") == lines(tmp_path / "local")
+    assert study_episodes(tmp_path / "ray") == study_episodes(tmp_path / "local")
     assert resumed.report is not None and resumed.report.analysis.exists()

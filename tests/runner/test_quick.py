@@ -16,6 +16,7 @@ from flatscore.runner.quick import QuickRun, run_quick
 from flatscore.store import read_episodes
 from flatscore.study import load_study
 from flatscore.study_run import StudyOutcome, plan_study, run_study, trial_seed
+from run_files import comparable_episodes
 
 
 def _run(out: Path, resume: bool = False, **settings: Any) -> StudyOutcome:
@@ -23,21 +24,10 @@ def _run(out: Path, resume: bool = False, **settings: Any) -> StudyOutcome:
     return run_quick(quick, out, resume=resume, progress=False)
 
 
-def _comparable(path: Path) -> dict[str, dict[str, Any]]:
-    """Episodes by id, without wall-clock fields."""
-    out = {}
-    for ep in read_episodes(path):
-        data = ep.model_dump(mode="json", exclude={"timing"})
-        for m in data["messages"]:
-            m.pop("latency_s")
-        out[ep.episode_id] = data
-    return out
-
-
 def test_same_seeds_give_identical_episodes(tmp_path: Path) -> None:
     _run(tmp_path / "a.jsonl", concurrency=1)
     _run(tmp_path / "b.jsonl", concurrency=8)
-    a, b = _comparable(tmp_path / "a.jsonl"), _comparable(tmp_path / "b.jsonl")
+    a, b = comparable_episodes([tmp_path / "a.jsonl"]), comparable_episodes([tmp_path / "b.jsonl"])
     assert len(a) == 228 and a == b
 
 
@@ -63,7 +53,7 @@ def test_quick_form_is_the_one_model_study(tmp_path: Path) -> None:
     study = load_study(study_file)
     run_study(study, progress=False, report=False)
     [study_run] = (tmp_path / "out" / "runs").glob("*.jsonl")
-    a, b = _comparable(quick), _comparable(study_run)
+    a, b = comparable_episodes([quick]), comparable_episodes([study_run])
     assert len(a) == 6 and a == b  # 3 tasks × 2 trials
     planned = {j.episode_id for j in plan_study(study).jobs}
     assert set(a) == planned

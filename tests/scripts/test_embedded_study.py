@@ -13,7 +13,6 @@ import sys
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import pytest
 import yaml
@@ -22,6 +21,7 @@ from flatscore.analysis.budget import parse_budgets
 from flatscore.store import read_episodes
 from flatscore.study import load_study
 from flatscore.study_run import plan_study, run_study
+from run_files import study_episodes
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -86,18 +86,6 @@ def _smoke(tmp_path: Path, name: str = "smoke.yaml", output: str = "out") -> Pat
     return path
 
 
-def _episodes(folder: Path) -> dict[str, dict[str, Any]]:
-    """Every episode under runs/, by id, without wall-clock fields."""
-    out = {}
-    for path in sorted((folder / "runs").glob("*.jsonl")):
-        for ep in read_episodes(path):
-            data = ep.model_dump(mode="json", exclude={"timing"})
-            for m in data["messages"]:
-                m.pop("latency_s")
-            out[ep.episode_id] = data
-    return out
-
-
 def _ids(folder: Path) -> list[str]:
     return [
         json.loads(line)["episode_id"]
@@ -112,7 +100,7 @@ def test_pack_unpack_resume_round_trip(tmp_path: Path) -> None:
     out = study.output_dir
     # session 1: the first trial only, then a kill mid-write leaves a partial line
     run_study(study.model_copy(update={"trials": 1}), resume=True, report=False, progress=False)
-    first = _episodes(out)
+    first = study_episodes(out)
     assert len(first) == 3 * 2 * 3  # run files × domains × tasks
     ref = out / "runs" / "oracle__ref.jsonl"
     with ref.open("a", encoding="utf-8") as fh:
@@ -134,7 +122,7 @@ def test_pack_unpack_resume_round_trip(tmp_path: Path) -> None:
     # session 2, another machine: only the archive travels
     shutil.rmtree(out)
     assert sum(driver.unpack(study, archive).values()) == 18
-    assert _episodes(out) == first
+    assert study_episodes(out) == first
     assert sum(driver.unpack(study, archive).values()) == 0  # idempotent
     outcome = run_study(study, resume=True, progress=False)
     assert (outcome.skipped, outcome.written) == (18, 18)
@@ -144,7 +132,7 @@ def test_pack_unpack_resume_round_trip(tmp_path: Path) -> None:
     # the resumed study equals an uninterrupted one, episode for episode
     straight = load_study(_smoke(tmp_path, "straight.yaml", "straight"))
     run_study(straight, progress=False, report=False)
-    assert _episodes(out) == _episodes(straight.output_dir)
+    assert study_episodes(out) == study_episodes(straight.output_dir)
 
     # session 3: unpacking every chunk, over a machine that has a partial copy of its own
     (out / "runs" / "oracle__slips.jsonl").unlink()
@@ -219,5 +207,5 @@ def test_sampled_episodes_are_seeded_per_episode(tmp_path: Path) -> None:
     for name in ("a", "b"):
         study_copy = small.model_copy(update={"output": str(tmp_path / name)})
         run_study(study_copy, report=False, progress=False)
-        runs.append(_episodes(tmp_path / name))
+        runs.append(study_episodes(tmp_path / name))
     assert len(runs[0]) == 1 and runs[0] == runs[1]  # the second run after the first: warm caches

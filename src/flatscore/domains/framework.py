@@ -26,8 +26,9 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar, get_type_hints
 
@@ -44,6 +45,7 @@ Split = Literal["train", "test"]
 DB = TypeVar("DB", bound=BaseModel)
 F = TypeVar("F", bound=Callable[..., Any])
 R = TypeVar("R")
+E = TypeVar("E")
 
 
 # --------------------------------------------------------------------------- errors
@@ -573,6 +575,34 @@ class Environment:
 
 DOMAINS: Registry[Domain[Any]] = Registry("domain", builtins="flatscore.domains", cached=True)
 """Domains by name, each loaded once; `flatscore.domains` registers retail and telecom."""
+
+
+def first_tasks(
+    domain: str,
+    template: str,
+    entities: Iterable[E],
+    count: int,
+    build: Callable[[E, int], Task | None],
+) -> list[Task]:
+    """Exactly `count` tasks of one template, one per entity in order: `build(entity, n)`
+    makes the template's n-th task or returns None when the entity does not fit it (both
+    generators instantiate their templates this way; a shortfall is a generator bug)."""
+    tasks: list[Task] = []
+    for entity in entities:
+        if len(tasks) == count:
+            break
+        task = build(entity, len(tasks))
+        if task is not None:
+            tasks.append(task)
+    if len(tasks) < count:
+        raise ValueError(f"{domain} template {template}: only {len(tasks)} of {count} tasks")
+    return tasks
+
+
+def round_robin(per_template: Sequence[Sequence[Task]]) -> list[Task]:
+    """The templates' tasks interleaved (first of each, then second of each, ...), so that
+    any prefix of the list covers the templates evenly."""
+    return [t for row in zip_longest(*per_template) for t in row if t is not None]
 
 
 def write_domain_data(directory: Path, db: BaseModel, tasks: Sequence[BaseModel]) -> None:

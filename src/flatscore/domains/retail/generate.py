@@ -8,10 +8,17 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from itertools import zip_longest
 from pathlib import Path
 
-from flatscore.domains.framework import Action, Ask, Task, UserScenario, write_domain_data
+from flatscore.domains.framework import (
+    Action,
+    Ask,
+    Task,
+    UserScenario,
+    first_tasks,
+    round_robin,
+    write_domain_data,
+)
 from flatscore.domains.retail.models import Order, OrderItem, Product, RetailDB, User, Variant
 
 DATA_DIR = Path(__file__).parent
@@ -531,42 +538,37 @@ TEST_COUNTS = {
 def _instantiate(
     builder: _Builder, template: str, make: Template, users: list[User], first: int, count: int
 ) -> list[Task]:
-    """Up to `count` tasks of one template, numbered from `first`, each for another user of
+    """`count` tasks of one template, numbered from `first`, each for another user of
     `users` (in order); the split is set by the caller."""
-    tasks: list[Task] = []
-    for user in users:
-        if len(tasks) == count:
-            break
+
+    def build(user: User, n: int) -> Task | None:
         parts = make(builder, user)
         if parts is None:
-            continue
-        index = first + len(tasks)
+            return None
+        index = first + n
         requests, actions, communicate, final, goal = parts
         auth, known, keys, who = builder.auth(user, by_email=index % 2 == 0)
         instructions = (
             f"You are {user.first_name} {user.last_name}, a customer of an online shop. "
             f"{goal} {who} Only give this information when asked."
         )
-        tasks.append(
-            Task(
-                id=f"{template}_{index:02d}",
-                domain="retail",
-                template=template,
-                split="test",
-                scenario=UserScenario(
-                    requests=requests,
-                    known_info=known,
-                    instructions=instructions,
-                ),
-                actions=[auth, *actions],
-                communicate=communicate,
-                asks=[Ask(before=0, keys=keys)],
-                final_message=final,
-            )
+        return Task(
+            id=f"{template}_{index:02d}",
+            domain="retail",
+            template=template,
+            split="test",
+            scenario=UserScenario(
+                requests=requests,
+                known_info=known,
+                instructions=instructions,
+            ),
+            actions=[auth, *actions],
+            communicate=communicate,
+            asks=[Ask(before=0, keys=keys)],
+            final_message=final,
         )
-    if len(tasks) < count:
-        raise ValueError(f"retail template {template}: only {len(tasks)} of {count} tasks")
-    return tasks
+
+    return first_tasks("retail", template, users, count, build)
 
 
 def build_tasks(db: RetailDB, seed: int = TASK_SEED) -> list[Task]:
@@ -598,7 +600,7 @@ def build_test_tasks(
         made = [t for t in base if t.template == template]
         missing = TEST_COUNTS[template] - sum(t.split == "test" for t in made)
         per_template.append(_instantiate(builder, template, make, users, len(made), missing))
-    return [t for row in zip_longest(*per_template) for t in row if t is not None]
+    return round_robin(per_template)
 
 
 def write_data(directory: Path = DATA_DIR) -> None:

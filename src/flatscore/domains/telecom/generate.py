@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,8 @@ from flatscore.domains.framework import (
     DeviceAssertion,
     Task,
     UserScenario,
+    first_tasks,
+    round_robin,
     write_domain_data,
 )
 from flatscore.domains.telecom.models import Bill, Customer, Line, Plan, TelecomDB
@@ -454,43 +455,38 @@ def _instantiate(
     first: int,
     count: int,
 ) -> list[Task]:
-    """Up to `count` tasks of one template, numbered from `first`, each on another line of
+    """`count` tasks of one template, numbered from `first`, each on another line of
     `lines` (in order); the split is set by the caller."""
-    tasks: list[Task] = []
-    for line in lines:
-        if len(tasks) == count:
-            break
+
+    def build(line: Line, n: int) -> Task | None:
         parts = make(rng, db, line)
         if parts is None:
-            continue
+            return None
         name = db.customers[line.customer_id].name
         instructions = (
             f"You are {name}, a mobile phone customer. {parts.goal} Your phone number is "
             f"{line.phone_number}; give it only when asked. You can act on your phone with "
             "your tools, but only when the agent asks you to."
         )
-        tasks.append(
-            Task(
-                id=f"{template}_{first + len(tasks):02d}",
-                domain="telecom",
-                template=template,
-                split="test",
-                scenario=UserScenario(
-                    requests=parts.requests,
-                    known_info={"phone_number": line.phone_number, "name": name},
-                    instructions=instructions,
-                ),
-                setup=parts.setup,
-                actions=parts.actions,
-                device_assertions=parts.assertions,
-                communicate=parts.communicate,
-                asks=parts.asks,
-                final_message=parts.final,
-            )
+        return Task(
+            id=f"{template}_{first + n:02d}",
+            domain="telecom",
+            template=template,
+            split="test",
+            scenario=UserScenario(
+                requests=parts.requests,
+                known_info={"phone_number": line.phone_number, "name": name},
+                instructions=instructions,
+            ),
+            setup=parts.setup,
+            actions=parts.actions,
+            device_assertions=parts.assertions,
+            communicate=parts.communicate,
+            asks=parts.asks,
+            final_message=parts.final,
         )
-    if len(tasks) < count:
-        raise ValueError(f"telecom template {template}: only {len(tasks)} of {count} tasks")
-    return tasks
+
+    return first_tasks("telecom", template, lines, count, build)
 
 
 def build_tasks(db: TelecomDB, seed: int = TASK_SEED) -> list[Task]:
@@ -520,7 +516,7 @@ def build_test_tasks(
         made = [t for t in base if t.template == template]
         missing = TEST_COUNTS[template] - sum(t.split == "test" for t in made)
         per_template.append(_instantiate(rng, db, template, make, lines, len(made), missing))
-    return [t for row in zip_longest(*per_template) for t in row if t is not None]
+    return round_robin(per_template)
 
 
 def write_data(directory: Path = DATA_DIR) -> None:
