@@ -74,6 +74,10 @@ def test_backend_per_arm(tmp_path: Path) -> None:
         (minimal(colour="red"), "colour", "unknown field"),
         (minimal(repair="sometimes"), "repair.mode", "'off', 'on' or 'both'"),
         (minimal(analysis={"budgets": "0-x"}), "analysis.budgets", "bad budget list"),
+        (minimal(analysis={"budgets": "0-5000"}), "analysis.budgets", "K above 1000"),
+        (minimal(analysis={"budgets": [0, 5000]}), "analysis.budgets", "between 0 and 1000"),
+        (minimal(analysis={"bootstrap": 10**9}), "analysis.bootstrap", "less than or equal"),
+        (minimal(error_budget={"max_errors": 10**6}), "error_budget.max_errors", "less than"),
         (minimal(analysis={"tost_margin": 0}), "analysis.tost_margin", "greater than 0"),
         (
             {"models": [{"name": "q", "kind": "openai", "arms": {"bf16": {"url": "http://x"}}}]},

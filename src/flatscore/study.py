@@ -31,6 +31,7 @@ from flatscore.agents.repair import RepairConfig
 from flatscore.analysis.budget import parse_budgets
 from flatscore.domains import domain_names
 from flatscore.errors import InputError, from_validation
+from flatscore.limits import MAX_BOOTSTRAP, MAX_BUDGET, MIN_BOOTSTRAP
 from flatscore.models.shared import BackendSpec
 from flatscore.runner import defaults
 from flatscore.strict import StrictModel
@@ -172,7 +173,7 @@ class ErrorBudgetSpec(StrictModel):
     `max_errors`-th counted error, so S(K) is recomputable from the logs for every
     K < max_errors, and the analysis's default K is max_errors − 1 (τ²'s 10 → K = 9)."""
 
-    max_errors: int | None = Field(defaults.MAX_ERRORS, ge=1)
+    max_errors: int | None = Field(defaults.MAX_ERRORS, ge=1, le=MAX_BUDGET)
     counted: Literal["all", "agent"] = defaults.COUNTED
 
 
@@ -195,7 +196,7 @@ class AnalysisSpec(StrictModel):
     budgets: list[int] | str | None = None
     count: Literal["all", "agent"] = "all"
     tost_margin: float = Field(7.5, gt=0, lt=100)
-    bootstrap: int = Field(5000, ge=100)
+    bootstrap: int = Field(5000, ge=MIN_BOOTSTRAP, le=MAX_BOOTSTRAP)
     seed: int = 0
     correction: Literal["holm", "bh"] = "holm"
     channel_rules: str | None = None
@@ -208,8 +209,8 @@ class AnalysisSpec(StrictModel):
                 parse_budgets(value)
             except InputError as exc:
                 raise ValueError(exc.message) from None
-        elif isinstance(value, list) and any(k < 0 for k in value):
-            raise ValueError("budgets must be ≥ 0")
+        elif isinstance(value, list) and any(not 0 <= k <= MAX_BUDGET for k in value):
+            raise ValueError(f"budgets must be between 0 and {MAX_BUDGET}")
         return value
 
 

@@ -222,3 +222,40 @@ def test_two_runs_started_together_never_duplicate(tmp_path: Path) -> None:
             assert "is being written by another flatscore process (PID" in err
     ids = [e.episode_id for e in read_episodes(out)]
     assert len(ids) == len(set(ids)) == PLANNED
+
+
+def test_an_output_folder_that_cannot_be_made_is_one_line(tmp_path: Path) -> None:
+    """`report --out` under a plain file: the file system refuses; one line naming the path."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    done = flatscore("report", OK, "--out", blocker / "report")
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("error: ") and str(blocker / "report") in line
+    assert "Not a directory" in line
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--budgets", "0-1000000000"], "--budgets"),  # would allocate a billion budgets
+        (["--bootstrap", "5000000000"], "--bootstrap"),  # would never finish
+    ],
+)
+def test_absurd_analysis_sizes_are_refused_at_once(
+    tmp_path: Path, args: list[str], field: str
+) -> None:
+    line = one_error_line(flatscore("analyze", OK, *args))
+    assert f"field '{field}'" in line
+
+
+def test_report_keeps_one_copy_of_duplicates_when_asked(tmp_path: Path) -> None:
+    copy = tmp_path / "copy.json"
+    shutil.copy(OK, copy)
+    refused = one_error_line(flatscore("report", OK, copy, "--out", tmp_path / "a"))
+    assert "duplicate" in refused
+    done = flatscore("report", OK, copy, "--out", tmp_path / "b", "--dedupe")
+    assert done.returncode == 0, done.stderr
+    analysis = json.loads((tmp_path / "b" / "analysis.json").read_text())
+    assert any("duplicate" in w for w in analysis["warnings"])

@@ -15,6 +15,7 @@ import numpy as np
 
 from flatscore.analysis.facts import EpisodeFacts
 from flatscore.errors import InputError
+from flatscore.limits import MAX_BUDGET
 
 FALLBACK_DEFAULT_K = 9
 """τ²'s default max_errors = 10 corresponds to K = 9."""
@@ -34,6 +35,10 @@ def parse_budgets(text: str) -> list[int]:
         hi = int(m.group(2)) if m.group(2) is not None else lo
         if hi < lo:
             raise InputError(f"bad budget range {part!r}: end before start", field="--budgets")
+        if hi > MAX_BUDGET:
+            raise InputError(
+                f"bad budget {part!r}: K above {MAX_BUDGET} is not supported", field="--budgets"
+            )
         budgets.update(range(lo, hi + 1))
     return sorted(budgets)
 

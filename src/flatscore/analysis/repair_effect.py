@@ -33,6 +33,7 @@ from flatscore.analysis.precision import ReferenceUndecided, choose_reference, p
 from flatscore.analysis.stats import percentile_ci, ratio, resample_counts, stable_rng
 from flatscore.analysis.task_matrix import MALFORMED, TaskMatrix, task_matrix
 from flatscore.episode import Episode
+from flatscore.limits import MAX_BOOTSTRAP, MIN_BOOTSTRAP
 
 REPAIR_SUFFIX = "+repair"
 
@@ -57,7 +58,7 @@ class RepairOptions(AnalysisModel):
     reference: str | None = None
     budgets: list[int] | None = None
     count: CountMode = "all"
-    bootstrap: int = Field(5000, ge=100)
+    bootstrap: int = Field(5000, ge=MIN_BOOTSTRAP, le=MAX_BOOTSTRAP)
     bootstrap_min_tasks: int = 30
     seed: int = 0
     confidence: float = 0.95

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from flatscore.analysis.outputs import AnalysisModel, CountMode
+from flatscore.limits import MAX_BOOTSTRAP, MIN_BOOTSTRAP
 
 Correction = Literal["holm", "bh"]
 DEFAULT_RISK_THRESHOLD = 0.02
@@ -27,7 +28,7 @@ class AnalysisSettings(AnalysisModel):
     budgets: list[int] | None = None
     count: CountMode = "all"
     tost_margin: float = Field(0.075, gt=0, lt=1, description="fraction, 0.075 = 7.5 points")
-    bootstrap: int = Field(5000, ge=100)
+    bootstrap: int = Field(5000, ge=MIN_BOOTSTRAP, le=MAX_BOOTSTRAP)
     bootstrap_min_tasks: int = Field(BOOTSTRAP_MIN_TASKS, ge=2)
     seed: int = 0
     correction: Correction = "holm"

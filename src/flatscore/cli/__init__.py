@@ -1,4 +1,5 @@
-"""The `flatscore` command. Bad input ends in one clear line on stderr and exit code 2."""
+"""The `flatscore` command. Bad input ends in one clear line on stderr and exit code 2; a file
+system refusal (cannot write the output folder) in one line and exit code 1."""
 
 from __future__ import annotations
 
@@ -28,6 +29,12 @@ def main() -> None:
     except InputError as exc:
         err_console.print(styled(("error:", "bold red"), " ", exc.one_line()))
         sys.exit(2)
+    except OSError as exc:
+        # The file system refused (an output folder that is a file, no permission, a full
+        # disk): which path and why in one line, not a traceback.
+        where = f"{exc.filename}: " if exc.filename else ""
+        err_console.print(styled(("error:", "bold red"), " ", f"{where}{exc.strerror or exc}"))
+        sys.exit(1)
     except KeyboardInterrupt:
         err_console.print("interrupted")
         sys.exit(130)

@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from flatscore.cli.app import app, console
-from flatscore.cli.options import Bootstrap, BootstrapSeed, Correction, TostMargin
+from flatscore.cli.options import Bootstrap, BootstrapSeed, Correction, Dedupe, TostMargin
 from flatscore.console import styled
 from flatscore.errors import InputError
+from flatscore.limits import MAX_BOOTSTRAP, MIN_BOOTSTRAP
 
 if TYPE_CHECKING:
     from flatscore.analysis.analyze import AnalysisOptions
@@ -43,8 +44,11 @@ def options_from_flags(
         raise InputError(
             f"expected a margin in (0, 100) points, got {tost_margin}", field="--tost-margin"
         )
-    if bootstrap < 100:
-        raise InputError(f"expected at least 100 resamples, got {bootstrap}", field="--bootstrap")
+    if not MIN_BOOTSTRAP <= bootstrap <= MAX_BOOTSTRAP:
+        raise InputError(
+            f"expected {MIN_BOOTSTRAP} to {MAX_BOOTSTRAP:,} resamples, got {bootstrap}",
+            field="--bootstrap",
+        )
     settings = AnalysisSettings.from_points(
         reference=reference,
         budgets=parse_budgets(budgets) if budgets else None,
@@ -95,9 +99,7 @@ def analyze(
         Path | None,
         typer.Option(help="Attach a `flatscore margins` result (margins.json) to the output."),
     ] = None,
-    dedupe: Annotated[
-        bool, typer.Option(help="Keep one copy of duplicate episodes (with a warning).")
-    ] = False,
+    dedupe: Dedupe = False,
 ) -> None:
     """Per-channel error rates, S(K), amplification, invariance, recovery and paired statistics."""
     from flatscore.analysis.analyze import analyze as run_analysis

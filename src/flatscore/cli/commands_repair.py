@@ -10,6 +10,7 @@ import typer
 from flatscore.cli.app import app, console
 from flatscore.console import styled
 from flatscore.errors import InputError
+from flatscore.limits import MAX_BOOTSTRAP, MIN_BOOTSTRAP
 
 
 @app.command("repair-effect")
@@ -20,7 +21,9 @@ def repair_effect(
     ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the result here.")] = None,
     count: Annotated[str, typer.Option(help="Errors counted for S(K): all or agent.")] = "all",
-    bootstrap: Annotated[int, typer.Option(min=100, help="Bootstrap resamples.")] = 5000,
+    bootstrap: Annotated[
+        int, typer.Option(min=MIN_BOOTSTRAP, max=MAX_BOOTSTRAP, help="Bootstrap resamples.")
+    ] = 5000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
 ) -> None:
     """Repair effect S_with(K) − S_without(K) per arm, and its interaction with precision."""

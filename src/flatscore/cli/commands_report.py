@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from flatscore.cli.app import app, console
-from flatscore.cli.options import Bootstrap, BootstrapSeed, Correction, TostMargin
+from flatscore.cli.options import Bootstrap, BootstrapSeed, Correction, Dedupe, TostMargin
 
 
 @app.command()
@@ -38,6 +38,7 @@ def report(
     seed: BootstrapSeed = 0,
     correction: Correction = "holm",
     channel_rules: Annotated[Path | None, typer.Option(help="YAML error-text rules.")] = None,
+    dedupe: Dedupe = False,
     title: Annotated[str, typer.Option(help="Report title.")] = "flatscore report",
     generated_at: Annotated[
         str | None,
@@ -57,7 +58,15 @@ def report(
         options = options_from_settings(settings_from_file(settings_from))
     else:
         options = options_from_flags(
-            reference, budgets, count, tost_margin, bootstrap, seed, correction, channel_rules
+            reference,
+            budgets,
+            count,
+            tost_margin,
+            bootstrap,
+            seed,
+            correction,
+            channel_rules,
+            dedupe,
         )
     with console.status("reading episodes, analysing, drawing the report…"):
         result, paths = rebuild(

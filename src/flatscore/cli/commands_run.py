@@ -17,6 +17,7 @@ import typer
 from flatscore.cli.app import app, console
 from flatscore.console import styled
 from flatscore.errors import InputError
+from flatscore.limits import MAX_BUDGET
 from flatscore.runner import defaults
 
 if TYPE_CHECKING:
@@ -137,6 +138,7 @@ def run_command(
         int,
         typer.Option(
             min=1,
+            max=MAX_BUDGET,
             help="τ² error budget: the episode stops at this many counted failed calls.",
             rich_help_panel=QUICK,
         ),

@@ -11,3 +11,4 @@ TostMargin = Annotated[float, typer.Option(help="TOST equivalence margin, in poi
 Bootstrap = Annotated[int, typer.Option(help="Bootstrap resamples.")]
 BootstrapSeed = Annotated[int, typer.Option(help="Bootstrap seed.")]
 Correction = Annotated[str, typer.Option(help="Multiple-testing correction: holm or bh.")]
+Dedupe = Annotated[bool, typer.Option(help="Keep one copy of duplicate episodes (with a warning).")]
