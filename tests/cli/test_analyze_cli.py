@@ -13,9 +13,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "analysis"))
 from analysis_builders import episode
-
 from flatscore.cli import main
 from flatscore.store import EpisodeWriter
 

@@ -1,6 +1,6 @@
-"""Hand-built episodes for the analysis tests: each call is (name, outcome) where outcome is
-"ok", "fail" (an error with text), a channel name (an error with that error_kind), or None
-(no answer)."""
+"""Hand-built episodes for the analysis tests (and any test: tests/ is on the test path).
+Each call is (name, outcome) where outcome is "ok", "fail" (an error with text), a channel
+name (an error with that error_kind), or None (no answer)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,227 @@
+"""The embedded study's tables (docs/embedded-study.md) from its `analysis.json`, as markdown.
+
+    python scripts/study_tables.py docs/embedded-study/analysis.json > /tmp/tables.md
+
+Every number in the page's findings, per-channel and S(K) tables comes from here, so the page
+cannot drift from the analysis: three tables, one row per (domain, arm) or per comparison.
+The verdicts (reproduced / not reproduced / not applicable) are a person's reading of these
+numbers against the study's and stay in the page's prose; nothing here judges.
+
+Formats: rates and S(K) in percent, gaps and differences in points, `[low, high]` the 95% CI
+the analysis computed (`—` where it computed none: too few paired tasks, or no value).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from flatscore.analysis.outputs import Interval
+from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, Comparison, GapPoint
+
+KS = (0, 2, 5, 9)
+"""The budgets the page reports (τ²'s default max_errors 10 → K = 9; the study's K = 2)."""
+CHANNEL_COLUMNS = ("bad_arguments", "entity_not_found", "precondition", "other")
+
+app = typer.Typer(add_completion=False)
+
+
+def pct(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{100 * value:.{digits}f}"
+
+
+def points(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:+.1f}"
+
+
+def ci(low: float | None, high: float | None) -> str:
+    if low is None or high is None:
+        return ""
+    return f" [{100 * low:+.1f}, {100 * high:+.1f}]"
+
+
+def interval(value: Interval) -> str:
+    return points(value.value) + ci(value.ci_low, value.ci_high)
+
+
+def gap_at(comparison: Comparison, k: int) -> GapPoint | None:
+    return next((g for g in comparison.gap if k == g.K), None)
+
+
+def success_at(arm: ArmStats, k: int) -> float | None:
+    return next((b.success_rate for b in arm.budget_curve if k == b.K), None)
+
+
+def channel(arm: ArmStats, name: str) -> str:
+    stat = arm.channels.get(name)
+    return "—" if stat is None else f"{pct(stat.rate)} ({stat.count})"
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _table(header: Sequence[str], align: str, rows: list[list[str]]) -> list[str]:
+    return [_row(header), "|" + "|".join(align) + "|", *(_row(r) for r in rows)]
+
+
+def _ordered(cells: list[Cell]) -> list[Cell]:
+    return sorted(cells, key=lambda c: (c.domain, c.model))
+
+
+def channel_table(result: AnalysisResult) -> list[str]:
+    """Per arm and domain: episodes, S(9), agent calls, each channel's rate (count)."""
+    rows = []
+    for cell in _ordered(result.cells):
+        k = result.settings.default_K
+        for arm in cell.arms:
+            unknown = arm.channels.get("unknown_tool")
+            role = arm.channels.get("role_confusion")
+            invented = arm.channels.get("invented")
+            split = (
+                f" ({role.count} / {invented.count})"
+                if unknown and unknown.count and role and invented
+                else ""
+            )
+            rows.append(
+                [
+                    arm.arm,
+                    cell.domain,
+                    str(arm.episodes),
+                    pct(success_at(arm, k)),
+                    str(arm.agent_tool_calls),
+                    channel(arm, "unknown_tool") + split,
+                    *(channel(arm, name) for name in CHANNEL_COLUMNS),
+                    str(arm.malformed_outputs),
+                ]
+            )
+    header = [
+        "arm",
+        "domain",
+        "episodes",
+        f"S({result.settings.default_K}) %",
+        "agent calls",
+        "unknown_tool % (n) (role conf. / invented)",
+        *(f"{name} % (n)" for name in CHANNEL_COLUMNS),
+        "malformed turns",
+    ]
+    return _table(header, ["---"] * 2 + ["---:"] * (len(header) - 2), rows)
+
+
+def budget_table(result: AnalysisResult) -> list[str]:
+    """S(K) per arm (percent) and Gap(K) = S_ref − S_arm (points, 95% CI) at `KS`."""
+    rows = []
+    for cell in _ordered(result.cells):
+        by_arm = {c.arm: c for c in cell.comparisons}
+        for arm in cell.arms:
+            comparison = by_arm.get(arm.arm)
+            gaps: list[str] = []
+            for k in KS:
+                point = gap_at(comparison, k) if comparison else None
+                gaps.append(
+                    "—" if point is None else points(point.gap) + ci(point.ci_low, point.ci_high)
+                )
+            growth = "—"
+            if comparison is not None:
+                small, default = gap_at(comparison, 2), gap_at(comparison, KS[-1])
+                if small and default and small.gap is not None and default.gap:
+                    growth = f"{small.gap / default.gap:.2f}"
+            rows.append(
+                [cell.domain, arm.arm, *(pct(success_at(arm, k)) for k in KS), *gaps, growth]
+            )
+    header = [
+        "domain",
+        "arm",
+        *(f"S({k})" for k in KS),
+        *(f"Gap({k})" for k in KS),
+        f"Gap(2)/Gap({KS[-1]})",
+    ]
+    return _table(header, ["---"] * 2 + ["---:"] * (len(header) - 2), rows)
+
+
+def findings_table(result: AnalysisResult) -> list[str]:
+    """The five findings' numbers per comparison (arm vs reference), in the study's terms."""
+    rows = []
+    for cell in _ordered(result.cells):
+        ref = next(a for a in cell.arms if a.arm == cell.reference)
+        arms = {a.arm: a for a in cell.arms}
+        for comp in cell.comparisons:
+            arm = arms[comp.arm]
+            unknown = comp.channel_amplification.get("unknown_tool")
+            amplification = "—"
+            if unknown is not None:
+                ratio = "—" if unknown.ratio is None else f"×{unknown.ratio:.2f}"
+                bounds = (
+                    f" [{unknown.ci_low:.2f}, {unknown.ci_high:.2f}]"
+                    if unknown.ci_low is not None and unknown.ci_high is not None
+                    else ""
+                )
+                rates = f"{pct(unknown.rate_ref)} → {pct(unknown.rate_arm)}"
+                amplification = f"{rates}, {ratio}{bounds}"
+            rho = "—" if comp.spearman_rho is None else f"{comp.spearman_rho:.2f}"
+            if comp.spearman_ci_low is not None and comp.spearman_ci_high is not None:
+                rho += f" [{comp.spearman_ci_low:.2f}, {comp.spearman_ci_high:.2f}]"
+            names = (
+                f"{rho}; novel {pct(comp.novel_fraction)}% of {comp.hallucinated_names_union}"
+                if comp.hallucinated_names_union
+                else "no hallucinated names"
+            )
+            p = "—" if comp.p_adjusted is None else f"{comp.p_adjusted:.3g}"
+            small = gap_at(comp, 2)
+            rows.append(
+                [
+                    cell.domain,
+                    comp.arm,
+                    str(comp.paired_tasks),
+                    f"{interval(comp.success_difference)}; p = {p}; "
+                    f"TOST {'yes' if comp.tost_equivalent else 'no'}",
+                    f"{amplification}; amplified: {', '.join(comp.amplified_channels) or 'none'}",
+                    names,
+                    f"{pct(ref.recovery_rate)} → {pct(arm.recovery_rate)}; "
+                    f"{interval(comp.recovery_difference)}",
+                    "—"
+                    if small is None
+                    else f"{points(small.gap)}{ci(small.ci_low, small.ci_high)} vs "
+                    f"{interval(comp.success_difference)}",
+                ]
+            )
+    header = [
+        "domain",
+        "arm vs ref",
+        "paired tasks",
+        f"1 · Gap({result.settings.default_K}) pts [CI]; adj. p; TOST ±"
+        f"{100 * result.settings.tost_margin:g}",
+        "2 · unknown_tool % ref → arm, ratio [CI]",
+        "3 · Spearman ρ [CI]; novel names",
+        "4 · recovery % ref → arm; diff pts [CI]",
+        f"5 · Gap(2) vs Gap({result.settings.default_K}) pts",
+    ]
+    return _table(header, ["---"] * 2 + ["---:"] + ["---"] * 5, rows)
+
+
+def render(result: AnalysisResult) -> str:
+    sections = [
+        ("Findings, numbers per comparison", findings_table(result)),
+        ("Per-channel rates per arm", channel_table(result)),
+        ("S(K) and Gap(K)", budget_table(result)),
+    ]
+    out = [f"<!-- scripts/study_tables.py: {result.episodes_read} episodes read -->"]
+    for title, lines in sections:
+        out += ["", f"#### {title}", "", *lines]
+    return "\n".join(out) + "\n"
+
+
+@app.command()
+def main(
+    analysis: Annotated[Path, typer.Argument(help="An analysis.json (flatscore analyze --json).")],
+) -> None:
+    """Print the study's findings, per-channel and S(K)/Gap(K) tables as markdown."""
+    result = AnalysisResult.model_validate_json(analysis.read_text(encoding="utf-8"))
+    typer.echo(render(result), nl=False)
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,98 @@
+"""scripts/study_tables.py: the embedded study page's tables from a real analysis of
+hand-built episodes whose rates, S(K) and gaps are known."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from analysis_builders import episode
+from flatscore.analysis.analyze import AnalysisOptions, analyze
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "study_tables.py"
+
+
+def _tables() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("study_tables", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+tables = _tables()
+
+
+def _study() -> list:
+    """Retail, 4 tasks. ref: every task succeeds with 4 calls, one of them an unknown tool
+    (25% of agent calls). q4: tasks 0-1 succeed after 3 failed calls (so S(2) = 0 but
+    S(9) = 50%), tasks 2-3 fail; every q4 failure is an unknown tool, 6 of 8 calls in
+    tasks 0-1 and 2 of 4 in tasks 2-3."""
+    ref = [
+        episode(
+            "ref",
+            f"t{t}",
+            0,
+            [("get_user", "ok"), ("ghost", "unknown_tool")] + [("get_order", "ok")] * 2,
+        )
+        for t in range(4)
+    ]
+    q4 = [
+        episode(
+            "q4", f"t{t}", 0, [("ghost", "unknown_tool")] * 3 + [("get_user", "ok")], success=True
+        )
+        for t in range(2)
+    ] + [
+        episode("q4", f"t{t}", 0, [("ghost", "unknown_tool"), ("get_user", "ok")], success=False)
+        for t in range(2, 4)
+    ]
+    return ref + q4
+
+
+def _row(markdown: str, section: str, *first: str) -> list[str]:
+    """The cells of the first row of `section`'s table that starts with `first`."""
+    body = markdown.split(f"#### {section}", 1)[1].split("####", 1)[0]
+    for line in body.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[: len(first)] == list(first):
+            return cells
+    raise AssertionError(f"no row {first} in:\n{markdown}")
+
+
+def test_tables_carry_the_known_rates_success_and_gaps() -> None:
+    result = analyze(_study(), AnalysisOptions(reference="ref", bootstrap=200))
+    text = tables.render(result)
+    assert text.startswith("<!-- scripts/study_tables.py: 8 episodes read -->")
+    # per-channel: ref 4 of 16 agent calls unknown (25%); q4 8 of 12 (66.7%), all invented
+    ref = _row(text, "Per-channel", "ref", "retail")
+    assert ref[2:6] == ["4", "100.0", "16", "25.0 (4) (0 / 4)"]
+    q4 = _row(text, "Per-channel", "q4", "retail")
+    assert q4[2:6] == ["4", "50.0", "12", "66.7 (8) (0 / 8)"]
+    # S(K): q4's successes need 3 failed calls, so S(0) = S(2) = 0, S(5) = S(9) = 50%
+    budget = _row(text, "S(K)", "retail", "q4")
+    assert budget[2:6] == ["0.0", "0.0", "50.0", "50.0"]
+    assert _row(text, "S(K)", "retail", "ref")[2:6] == ["0.0", "100.0", "100.0", "100.0"]
+    # Gap = S_ref − S_arm: both fail at K = 0 (ref's one failed call), 100 points at K = 2
+    assert budget[6].startswith("+0.0") and budget[7].startswith("+100.0")
+    assert budget[8].startswith("+50.0") and budget[9].startswith("+50.0")
+    assert budget[10] == "2.00"  # Gap(2) / Gap(9)
+    # findings: the gap at the default budget and the unknown-tool rates, ref → arm
+    cells = _row(text, "Findings", "retail", "q4")
+    assert cells[2] == "4"  # paired tasks
+    assert cells[3].startswith("+50.0") and "TOST no" in cells[3]
+    assert cells[4].startswith("25.0 → 66.7")
+    assert cells[5].startswith("1.00") or "novel 0.0% of 1" in cells[5]  # one name: "ghost"
+
+
+def test_the_command_reads_an_analysis_json(tmp_path: Path) -> None:
+    result = analyze(_study(), AnalysisOptions(reference="ref", bootstrap=200))
+    path = tmp_path / "analysis.json"
+    path.write_text(result.model_dump_json(indent=2), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), str(path)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == tables.render(result)
