@@ -236,3 +236,67 @@ def test_detector_sees_a_script_that_runs(driver: WebDriver, tmp_path: Path) -> 
     page.write_text('<!DOCTYPE html><img src="data:," onerror="window.__pwned=1">', "utf-8")
     driver.get(page.as_uri())
     assert _pwned(driver) == 1
+
+
+# --------------------------------------------------------------------------- the embedded study
+
+ROOT = Path(__file__).resolve().parents[2]
+STUDY_ARCHIVE = ROOT / "docs" / "embedded-study" / "runs"
+STUDY_ARMS = ["ref", "fp8", "int8", "int4-awq", "int4"]
+
+
+@pytest.fixture(scope="module")
+def embedded_study_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[ReportPaths, int]:
+    """The embedded study's report, rebuilt from its committed chunks (docs/embedded-study.md)
+    as far as it has run, with a small bootstrap (the page, not the numbers, is tested)."""
+    import lzma
+
+    from flatscore.analysis.analyze import AnalysisOptions
+    from flatscore.report.rebuild import rebuild
+
+    runs = tmp_path_factory.mktemp("embedded-study-runs")
+    episodes = 0
+    for arm in STUDY_ARMS:
+        stem = f"smollm2-135m__{arm}"
+        lines = [
+            line
+            for chunk in sorted(STUDY_ARCHIVE.glob(f"{stem}.*.jsonl.xz"))
+            for line in lzma.decompress(chunk.read_bytes()).splitlines(keepends=True)
+        ]
+        assert lines, f"no chunk of {stem} under {STUDY_ARCHIVE}"
+        (runs / f"{stem}.jsonl").write_bytes(b"".join(lines))
+        episodes += len(lines)
+    out = tmp_path_factory.mktemp("embedded-study-report")
+    _, paths = rebuild(
+        [runs], out, AnalysisOptions(reference="ref", bootstrap=200), title="embedded study"
+    )
+    return paths, episodes
+
+
+def test_the_embedded_study_report_opens(
+    driver: WebDriver,
+    embedded_study_report: tuple[ReportPaths, int],
+    shots: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    paths, episodes = embedded_study_report
+    _open(driver, paths.html)
+    for section_id, _ in SECTIONS:
+        assert driver.find_element(By.ID, section_id).is_displayed(), section_id
+    cells = driver.find_elements(By.CSS_SELECTOR, "#verdicts article.verdict")
+    assert 1 <= len(cells) <= 2  # retail, then telecom as the study reaches it
+    svgs = driver.find_elements(By.CSS_SELECTOR, "figure.plot > svg")
+    # per cell: S(K), channels, pass^k, and one rank plot per arm compared with ref
+    assert len(svgs) == (3 + len(STUDY_ARMS) - 1) * len(cells)
+    assert driver.find_element(By.ID, "fs-count").text == f"{episodes} of {episodes} episodes"
+    arm_choices = Select(driver.find_element(By.ID, "f-arm")).options
+    assert sorted(o.get_attribute("value") for o in arm_choices if o.get_attribute("value")) == (
+        sorted(STUDY_ARMS)
+    )
+    Select(driver.find_element(By.ID, "f-arm")).select_by_value("int4")
+    rows = _rows(driver)
+    assert rows and {r.find_elements(By.TAG_NAME, "td")[1].text for r in rows} == {"int4"}
+    rows[0].click()
+    assert driver.find_elements(By.CSS_SELECTOR, "#fs-transcript .msg")
+    assert _errors(driver) == []
+    _screenshot(driver, shots / "embedded-study.png", capsys)
