@@ -8,6 +8,7 @@ every hour and resumed on another machine:
     python scripts/embedded_study.py status           # episodes done per arm and domain
     python scripts/embedded_study.py pack             # the new episodes -> a new chunk
     python scripts/embedded_study.py unpack           # every chunk -> the run files
+    python scripts/embedded_study.py interim          # analyse what is packed so far
 
 - **Chunks**: `pack` writes the episodes that no chunk holds yet to
   `<archive>/<run-file-stem>.<NNN>.jsonl.xz` (xz, complete lines only, byte for byte), and
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "examples" / "embedded-study.yaml"
 ARCHIVE = ROOT / "docs" / "embedded-study" / "runs"
+INTERIM = ROOT / "docs" / "embedded-study" / "interim"
+TABLES = Path(__file__).resolve().parent / "study_tables.py"
 CHUNK = re.compile(r"^(?P<stem>.+)\.(?P<n>\d{3})\.jsonl\.xz$")
 STOP_GRACE_S = 60.0
 
@@ -295,6 +298,50 @@ def unpack_command(study: StudyArg = STUDY, archive: ArchiveArg = ARCHIVE) -> No
     """Merge every chunk into the study's run files (before `flatscore run ... --resume`)."""
     added = unpack(load_study(study), archive)
     typer.echo(f"unpacked {sum(added.values())} episodes from {archive}")
+
+
+def interim(study: Study, archive: Path, out: Path) -> int:
+    """The study as far as it is packed, analysed with its own analysis settings:
+    `analysis.json`, `summary.md` and `tables.md` (scripts/study_tables.py) in `out`, all
+    from the archive alone, so anyone with the checkout gets the same bytes. Returns the
+    number of episodes analysed."""
+    import importlib.util
+
+    from flatscore.analysis.analyze import analyze
+    from flatscore.episode import Episode
+    from flatscore.report import analysis_json
+    from flatscore.report.markdown import render_summary
+    from flatscore.study_run import analysis_options
+
+    episodes = [
+        Episode.model_validate_json(line)
+        for path in run_files(study)
+        for line in archived_lines(archive, path.stem)
+    ]
+    result = analyze(episodes, analysis_options(study))
+    spec = importlib.util.spec_from_file_location("study_tables", TABLES)
+    assert spec is not None and spec.loader is not None
+    tables = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tables)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in (
+        ("analysis.json", analysis_json(result)),
+        ("summary.md", render_summary(result)),
+        ("tables.md", tables.render(result)),
+    ):
+        (out / name).write_text(text, encoding="utf-8", newline="\n")
+    return len(episodes)
+
+
+@app.command("interim")
+def interim_command(
+    out: Annotated[Path, typer.Option("--out", help="Folder for the interim analysis.")] = INTERIM,
+    study: StudyArg = STUDY,
+    archive: ArchiveArg = ARCHIVE,
+) -> None:
+    """Analyse every packed episode (the study so far) with the study's analysis settings."""
+    analysed = interim(load_study(study), archive, out)
+    typer.echo(f"analysed {analysed} packed episodes: {out}/analysis.json, summary.md, tables.md")
 
 
 @app.command("status")

@@ -146,6 +146,30 @@ def test_pack_unpack_resume_round_trip(tmp_path: Path) -> None:
     assert sum(per.values()) == sum(planned.values()) == 36
 
 
+def test_interim_analyses_only_what_is_packed(tmp_path: Path) -> None:
+    """The interim analysis reads the archive alone: episodes run but not packed are not in
+    it, and its tables are scripts/study_tables.py's rendering of its analysis.json."""
+    from flatscore.analysis.result import AnalysisResult
+
+    study = load_study(_smoke(tmp_path))
+    archive = tmp_path / "archive"
+    run_study(study.model_copy(update={"trials": 1}), resume=True, report=False, progress=False)
+    driver.pack(study, archive)
+    run_study(study, resume=True, report=False, progress=False)  # trial 2: run, not packed
+    out = tmp_path / "interim"
+    assert driver.interim(study, archive, out) == 18
+    result = AnalysisResult.model_validate_json((out / "analysis.json").read_text("utf-8"))
+    assert result.episodes_read == 18
+    assert result.settings.reference == study.analysis.reference
+    assert (out / "summary.md").read_text("utf-8").startswith("# flatscore summary")
+    tables = (out / "tables.md").read_text("utf-8")
+    assert tables.startswith("<!-- scripts/study_tables.py: 18 episodes read -->")
+    assert "#### S(K) and Gap(K)" in tables
+    before = {name: (out / name).read_bytes() for name in ("analysis.json", "tables.md")}
+    driver.interim(study, archive, out)  # the same archive: the same bytes
+    assert {name: (out / name).read_bytes() for name in before} == before
+
+
 @pytest.mark.slow  # child processes: ~1 min on 2 loaded cores
 def test_run_in_stages_with_a_deadline_then_the_report(tmp_path: Path) -> None:
     path = _smoke(tmp_path)
