@@ -4,7 +4,6 @@ duplicating an episode (on the smoke study: the oracle, no model)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import lzma
 import shutil
@@ -12,7 +11,6 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import yaml
@@ -22,21 +20,14 @@ from flatscore.store import read_episodes
 from flatscore.study import load_study
 from flatscore.study_run import plan_study, run_study
 from run_files import study_episodes
+from script_modules import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 SCRIPT = ROOT / "scripts" / "embedded_study.py"
 
 
-def _driver() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("embedded_study_driver", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-driver = _driver()
+driver = load_script("embedded_study")
 
 
 # --------------------------------------------------------------------------- the study file

@@ -3,27 +3,18 @@ hand-built episodes whose rates, S(K) and gaps are known."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 from analysis_builders import episode
 from flatscore.analysis.analyze import AnalysisOptions, analyze
+from script_modules import SCRIPTS, load_script
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "study_tables.py"
-
-
-def _tables() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("study_tables", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+SCRIPT = SCRIPTS / "study_tables.py"
 
 
-tables = _tables()
+tables = load_script("study_tables")
 
 
 def _study() -> list:
