@@ -21,6 +21,7 @@ import typer
 
 from flatscore.analysis.outputs import Interval
 from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, Comparison, GapPoint
+from flatscore.report.terminal import pct, signed, signed_ci  # `flatscore analyze`'s formats
 
 KS = (0, 2, 5, 9)
 """The budgets the page reports (τ²'s default max_errors 10 → K = 9; the study's K = 2)."""
@@ -29,22 +30,12 @@ CHANNEL_COLUMNS = ("bad_arguments", "entity_not_found", "precondition", "other")
 app = typer.Typer(add_completion=False)
 
 
-def pct(value: float | None, digits: int = 1) -> str:
-    return "—" if value is None else f"{100 * value:.{digits}f}"
-
-
-def points(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:+.1f}"
-
-
-def ci(low: float | None, high: float | None) -> str:
-    if low is None or high is None:
-        return ""
-    return f" [{100 * low:+.1f}, {100 * high:+.1f}]"
-
-
 def interval(value: Interval) -> str:
-    return points(value.value) + ci(value.ci_low, value.ci_high)
+    return signed(value.value) + signed_ci(value.ci_low, value.ci_high)
+
+
+def gap_text(point: GapPoint) -> str:
+    return signed(point.gap) + signed_ci(point.ci_low, point.ci_high)
 
 
 def gap_at(comparison: Comparison, k: int) -> GapPoint | None:
@@ -64,7 +55,7 @@ def _row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def _table(header: Sequence[str], align: str, rows: list[list[str]]) -> list[str]:
+def _table(header: Sequence[str], align: Sequence[str], rows: list[list[str]]) -> list[str]:
     return [_row(header), "|" + "|".join(align) + "|", *(_row(r) for r in rows)]
 
 
@@ -121,9 +112,7 @@ def budget_table(result: AnalysisResult) -> list[str]:
             gaps: list[str] = []
             for k in KS:
                 point = gap_at(comparison, k) if comparison else None
-                gaps.append(
-                    "—" if point is None else points(point.gap) + ci(point.ci_low, point.ci_high)
-                )
+                gaps.append("—" if point is None else gap_text(point))
             growth = "—"
             if comparison is not None:
                 small, default = gap_at(comparison, 2), gap_at(comparison, KS[-1])
@@ -184,7 +173,7 @@ def findings_table(result: AnalysisResult) -> list[str]:
                     f"{interval(comp.recovery_difference)}",
                     "—"
                     if small is None
-                    else f"{points(small.gap)}{ci(small.ci_low, small.ci_high)} vs "
+                    else f"{signed(small.gap)}{signed_ci(small.ci_low, small.ci_high)} vs "
                     f"{interval(comp.success_difference)}",
                 ]
             )
