@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 import pytest
-from analysis_builders import episode
 from scipy.stats import norm
 
+from analysis_builders import episode
 from flatscore.analysis.analyze import AnalysisOptions, analyze
 from flatscore.analysis.result import AnalysisResult
 from flatscore.errors import InputError

@@ -5,8 +5,8 @@ no "no damage detected" — and the test and the interval must agree."""
 from __future__ import annotations
 
 import pytest
-from analysis_builders import episode
 
+from analysis_builders import episode
 from flatscore.analysis.analyze import AnalysisOptions, analyze
 from flatscore.report.terminal import render
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import itertools
 import random
 
-from analysis_builders import episode
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from analysis_builders import episode
 from flatscore.analysis.analyze import AnalysisOptions, analyze
 
 NAMES = ["get_user", "get_order", "foo", "bar", "baz", "toggle_airplane_mode"]

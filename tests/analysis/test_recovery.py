@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from analysis_builders import episode
-
 from flatscore.analysis.arm_stats import arm_stats
 from flatscore.analysis.channels import load_rules
 from flatscore.analysis.facts import episode_facts

@@ -7,11 +7,11 @@ import random
 
 import numpy as np
 import pytest
-from analysis_builders import episode
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
+from analysis_builders import episode
 from flatscore.agents.repair import REPAIR_SUFFIX as AGENT_SUFFIX
 from flatscore.analysis.paired_score import paired_difference_interval
 from flatscore.analysis.repair_effect import (

@@ -4,7 +4,6 @@ import json
 from pathlib import Path
 
 from analysis_builders import episode
-
 from flatscore.analysis.analyze import AnalysisOptions, analyze
 from flatscore.analysis.result import AnalysisResult
 from flatscore.analysis.schema import schema_text
