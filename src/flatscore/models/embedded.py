@@ -109,8 +109,10 @@ def _load_gguf(gguf: Path) -> tuple[Any, Any]:
 def load_model(spec: str = EMBEDDED) -> LoadedModel:
     """Load `embedded`, a `.gguf` file, or a local Hugging Face model directory, in fp32.
 
-    fp32 because this CPU class has no bf16 instructions (bf16 compute is ~5x slower);
-    precision arms are weight round-trips applied afterwards (`flatscore.quant`).
+    fp32 so that every arm computes what it names: precision arms are weight round-trips
+    applied afterwards (`flatscore.quant`), and bf16 activations would add a rounding of
+    their own. Speed depends on the host: without AVX512-BF16 bf16 compute is ~5x slower;
+    with AMX (measured 2026-11-30) a 16-row bf16 linear was ~5x faster than fp32.
     """
     if spec in (EMBEDDED, EMBEDDED_BASE):
         gguf = embedded_gguf()
