@@ -249,20 +249,16 @@ STUDY_ARMS = ["ref", "fp8", "int8", "int4-awq", "int4"]
 def embedded_study_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[ReportPaths, int]:
     """The embedded study's report, rebuilt from its committed chunks (docs/embedded-study.md)
     as far as it has run, with a small bootstrap (the page, not the numbers, is tested)."""
-    import lzma
-
     from flatscore.analysis.analyze import AnalysisOptions
     from flatscore.report.rebuild import rebuild
+    from script_modules import load_script
 
+    chunks = load_script("embedded_study")  # its chunk reader: the archive's one format
     runs = tmp_path_factory.mktemp("embedded-study-runs")
     episodes = 0
     for arm in STUDY_ARMS:
         stem = f"smollm2-135m__{arm}"
-        lines = [
-            line
-            for chunk in sorted(STUDY_ARCHIVE.glob(f"{stem}.*.jsonl.xz"))
-            for line in lzma.decompress(chunk.read_bytes()).splitlines(keepends=True)
-        ]
+        lines = chunks.archived_lines(STUDY_ARCHIVE, stem)
         assert lines, f"no chunk of {stem} under {STUDY_ARCHIVE}"
         (runs / f"{stem}.jsonl").write_bytes(b"".join(lines))
         episodes += len(lines)
