@@ -22,6 +22,7 @@ from flatscore.demo import (
     stratified_task_ids,
 )
 from flatscore.domains import get_domain
+from flatscore.errors import InputError
 from flatscore.study import load_study, parse_study
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -107,6 +108,32 @@ def test_demo_with_repair_both_resumes_a_plain_demo(tmp_path: Path) -> None:
     assert '"repair": {' in second.report.analysis.read_text()
 
 
+def test_demo_compute_is_recorded_and_a_resume_must_keep_it(tmp_path: Path) -> None:
+    """--compute reaches every arm's backend; resuming a demo in the other setting would mix
+    two kinds of numbers in one arm, so it is refused in one line."""
+    bf16 = demo_study(tmp_path / "d", compute="bf16")
+    assert "bf16 compute" in bf16.title
+    assert {bf16.models[0].backend(a).compute for a in DEMO_ARMS} == {"bf16"}  # type: ignore[union-attr]
+    fp32 = demo_study(tmp_path / "d")
+    assert fp32.models[0].backend("ref").compute == "fp32"  # type: ignore[union-attr]
+    (tmp_path / "d" / "runs").mkdir(parents=True)
+    (tmp_path / "d" / "runs" / "smollm2-135m__ref.jsonl").write_text("")
+    (tmp_path / "d" / "study.json").write_text(fp32.model_dump_json())
+    with pytest.raises(InputError) as info:
+        run_demo(bf16, progress=False, console=Console(file=io.StringIO()))
+    assert info.value.field == "compute" and "--compute fp32" in info.value.one_line()
+
+
+def test_demo_cli_refuses_a_bad_compute(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "from flatscore.cli import main; main()", "demo", "--out",
+         str(tmp_path), "--compute", "fp16"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2 and "--compute" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
 def test_demo_cli_refuses_a_bad_repair_mode(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-c", "from flatscore.cli import main; main()", "demo", "--out",
@@ -156,3 +183,6 @@ def test_demo_end_to_end_on_one_task(tmp_path: Path) -> None:
     assert {e.model for e in episodes} == {"smollm2-135m"}
     assert all(e.metadata["played_by"].endswith("@int4") for e in episodes)
     assert all("Q4_1" in e.metadata["weights"] for e in episodes)  # the reference's origin
+    from flatscore.models.compute import auto_compute  # --compute auto: bf16 where AMX is
+
+    assert {e.metadata.get("compute", "fp32") for e in episodes} == {auto_compute()}

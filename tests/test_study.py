@@ -62,6 +62,10 @@ def test_backend_per_arm(tmp_path: Path) -> None:
     assert fp8 is not None and fp8.api_key_env == "K2" and fp8.cache_path is None
     w4 = study.models[1].backend("w4")
     assert w4 is not None and (w4.kind, w4.path, w4.quant) == ("embedded", "embedded", "int4")
+    assert w4.compute == "fp32"  # the default
+    data["models"][1]["compute"] = "bf16"  # type: ignore[index]
+    w4 = load_study(write(tmp_path, data)).models[1].backend("w4")
+    assert w4 is not None and w4.compute == "bf16"
 
 
 @pytest.mark.parametrize(
@@ -126,6 +130,25 @@ def test_backend_per_arm(tmp_path: Path) -> None:
             "model names must be unique",
         ),
         (minimal(user={"kind": "llm"}), "user", "needs 'backend'"),
+        (
+            {"models": [{"name": "s", "compute": "fp16", "arms": ["ref"]}]},
+            "models.0.compute",
+            "'fp32' or 'bf16'",
+        ),
+        (
+            {
+                "models": [
+                    {
+                        "name": "q",
+                        "kind": "openai",
+                        "compute": "bf16",
+                        "arms": {"a": {"url": "http://x", "served_model": "m"}},
+                    }
+                ]
+            },
+            "models.0",
+            "compute applies to embedded/local models only",
+        ),
     ],
 )
 def test_bad_study_names_file_and_field(

@@ -22,6 +22,7 @@ from pathlib import Path
 from rich.console import Console
 
 from flatscore.console import make_console
+from flatscore.errors import InputError
 from flatscore.study import Study
 from flatscore.study_run import StudyOutcome, print_outcome, run_study
 
@@ -65,6 +66,7 @@ def demo_study(
     model: str = "embedded",
     bootstrap: int = 5000,
     repair: str = "off",
+    compute: str = "fp32",
 ) -> Study:
     """The demo as a study: embedded model × `arms`, both domains, test split; `repair`
     (off / on / both) adds reflective repair. The study's name does not depend on it, so
@@ -73,6 +75,7 @@ def demo_study(
         {
             "name": "demo",
             "title": f"flatscore demo · embedded SmolLM2-135M · {', '.join(arms)}"
+            + ("" if compute == "fp32" else f" · {compute} compute")
             + ("" if repair == "off" else f" · repair {repair}"),
             "output": str(Path(output).resolve()),
             "models": [
@@ -82,6 +85,7 @@ def demo_study(
                     "path": None if model == "embedded" else model,
                     "arms": list(arms),
                     "sampling": {"max_tokens": DEMO_MAX_TOKENS},
+                    "compute": compute,
                 }
             ],
             "domains": list(DEMO_DOMAINS),
@@ -97,6 +101,30 @@ def demo_study(
     )
 
 
+def _compute_of(study: Study) -> str:
+    return study.models[0].compute or "fp32"
+
+
+def _check_same_compute(study: Study) -> None:
+    """A demo resumed in another compute setting would mix two kinds of numbers in one
+    arm: refused, naming both settings."""
+    recorded = study.output_dir / "study.json"
+    if not recorded.is_file():
+        return
+    try:
+        before = Study.model_validate_json(recorded.read_text(encoding="utf-8"))
+    except ValueError:
+        return  # not ours to judge: the run files decide what resumes
+    if _compute_of(before) != _compute_of(study):
+        raise InputError(
+            f"this demo was run with compute {_compute_of(before)}, "
+            f"not {_compute_of(study)}: pass --compute {_compute_of(before)} to resume it, "
+            "or --fresh to start over",
+            file=str(recorded),
+            field="compute",
+        )
+
+
 def run_demo(
     study: Study, *, fresh: bool = False, progress: bool = True, console: Console | None = None
 ) -> StudyOutcome:
@@ -107,6 +135,7 @@ def run_demo(
         shutil.rmtree(runs)
     resume = runs.exists() and any(runs.glob("*.jsonl"))
     if resume:
+        _check_same_compute(study)
         console.print(f"resuming the demo in {study.output_dir} (--fresh starts over)")
     outcome = run_study(study, resume=resume, progress=progress, console=console)
     print_outcome(outcome, console)

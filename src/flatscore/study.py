@@ -32,6 +32,7 @@ from flatscore.analysis.budget import parse_budgets
 from flatscore.domains import domain_names
 from flatscore.errors import InputError, from_validation
 from flatscore.limits import MAX_BOOTSTRAP, MAX_BUDGET, MIN_BOOTSTRAP
+from flatscore.models.base import Compute
 from flatscore.models.shared import BackendSpec
 from flatscore.runner import defaults
 from flatscore.strict import StrictModel
@@ -78,6 +79,11 @@ class ModelSpec(StrictModel):
     endpoint_concurrency: int = Field(8, ge=1)
     cache: bool = Field(True, description="openai: cache responses per arm under the output")
     threads: int = Field(1, ge=1, description="local: torch threads per worker")
+    compute: Compute | None = Field(
+        None,
+        description="embedded/local: fp32 (default) or bf16 linear layers "
+        "(faster on CPUs with AMX / AVX512-BF16; docs/backends.md)",
+    )
 
     @field_validator("arms", mode="before")
     @classmethod
@@ -123,6 +129,8 @@ class ModelSpec(StrictModel):
                 raise ValueError(f"arm {arm_name!r}: options apply to kind agent only")
             if self.kind in ("agent", "openai") and arm.quant is not None:
                 raise ValueError(f"arm {arm_name!r}: quant applies to embedded/local models only")
+        if self.kind in ("agent", "openai") and self.compute is not None:
+            raise ValueError("compute applies to embedded/local models only")
         return self
 
     def backend(self, arm: str, out_dir: Path | None = None) -> BackendSpec | None:
@@ -149,6 +157,7 @@ class ModelSpec(StrictModel):
             path=self.path or "embedded",
             quant=spec.quant or arm,
             threads=self.threads,
+            compute=self.compute or "fp32",
         )
 
 

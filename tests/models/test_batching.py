@@ -3,6 +3,7 @@ model (slow), batched = unbatched, join/leave invariance, bounded memory."""
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from typing import Any
@@ -15,6 +16,8 @@ from hypothesis import strategies as st
 from flatscore.models.base import Sampling
 from flatscore.models.batching import KVStore, SeqKV
 from flatscore.models.chat_format import render
+from flatscore.models.compute import apply_compute, bf16_is_fast
+from flatscore.models.embedded import LoadedModel
 from flatscore.models.local import LocalBackend
 from flatscore.quant.calibration import bundled
 
@@ -105,15 +108,30 @@ def same(a: Any, b: Any) -> bool:
     ]
 
 
+@pytest.fixture(scope="module", params=["fp32", "bf16"])
+def computed_model(request: pytest.FixtureRequest, loaded_model: Any) -> Any:
+    """The embedded model in each compute setting (bf16: a copy, where AMX makes it fast)."""
+    if request.param == "fp32":
+        return loaded_model
+    if not bf16_is_fast():
+        pytest.skip("bf16 compute's invariance was measured on AMX kernels; no AMX here")
+    model = copy.deepcopy(loaded_model.model)
+    apply_compute(model, "bf16")
+    return LoadedModel(
+        model=model, tokenizer=loaded_model.tokenizer, name="bf16", description="bf16"
+    )
+
+
 @pytest.mark.slow
-def test_batched_generation_equals_unbatched_exactly(loaded_model: Any) -> None:
+def test_batched_generation_equals_unbatched_exactly(computed_model: Any) -> None:
     """Two transcripts replayed one after the other vs at the same time: the same tokens
-    and the same logprobs, bit for bit (every step is padded to ≥ 16 rows)."""
+    and the same logprobs, bit for bit (fp32: every step is padded to ≥ 16 rows; bf16:
+    linears run in blocks of ≤ 32 rows)."""
     convs = bundled("heldout")[:2]
     sampling = Sampling(max_tokens=TOKENS, logprobs=True, top_logprobs=2)
-    alone = LocalBackend(loaded_model)
+    alone = LocalBackend(computed_model)
     sequential = [replay(alone, c, sampling) for c in convs]
-    together = LocalBackend(loaded_model)
+    together = LocalBackend(computed_model)
     out: dict[int, list[Any]] = {}
     threads = [
         threading.Thread(
@@ -134,14 +152,26 @@ def test_batched_generation_equals_unbatched_exactly(loaded_model: Any) -> None:
 
 
 @pytest.mark.slow
-def test_joining_and_leaving_mid_batch_does_not_change_a_sequence(loaded_model: Any) -> None:
+def test_bf16_compute_is_not_fp32(computed_model: Any, loaded_model: Any) -> None:
+    """The bf16 setting really computes otherwise (its logprobs differ from fp32's)."""
+    conv = bundled("heldout")[0]
+    sampling = Sampling(max_tokens=4, logprobs=True)
+    ours = replay(LocalBackend(computed_model), conv, sampling)
+    fp32 = replay(LocalBackend(loaded_model), conv, sampling)
+    assert all(same(a, b) for a, b in zip(ours, fp32, strict=True)) == (
+        computed_model is loaded_model
+    )
+
+
+@pytest.mark.slow
+def test_joining_and_leaving_mid_batch_does_not_change_a_sequence(computed_model: Any) -> None:
     conv = bundled("heldout")[0]
     others = bundled("heldout")[1:4]
     first = next(i for i, m in enumerate(conv.messages) if m.role == "assistant")
     long = Sampling(max_tokens=16, logprobs=True)
-    solo = LocalBackend(loaded_model).generate(conv.messages[:first], conv.tools, long)
+    solo = LocalBackend(computed_model).generate(conv.messages[:first], conv.tools, long)
 
-    backend = LocalBackend(loaded_model)
+    backend = LocalBackend(computed_model)
     result: dict[str, Any] = {}
     main = threading.Thread(
         target=lambda: result.__setitem__(

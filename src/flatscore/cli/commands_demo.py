@@ -32,6 +32,13 @@ def demo(
             help="Reflective repair: off, on, or both (every arm with and without; ~2× the time)."
         ),
     ] = "off",
+    compute: Annotated[
+        str,
+        typer.Option(
+            help="fp32, bf16 (linear layers in bf16: faster on CPUs with AMX) or auto "
+            "(bf16 where the CPU has AMX, else fp32)."
+        ),
+    ] = "auto",
     fresh: Annotated[bool, typer.Option(help="Start over instead of resuming.")] = False,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
 ) -> None:
@@ -45,6 +52,12 @@ def demo(
     arm_list = tuple(a.strip() for a in arms.split(",") if a.strip())
     if not arm_list:
         raise InputError("give at least one arm", field="--arms")
+    if compute not in ("auto", "fp32", "bf16"):
+        raise InputError(f"{compute!r}: use fp32, bf16 or auto", field="--compute")
+    if compute == "auto":
+        from flatscore.models.compute import auto_compute
+
+        compute = auto_compute()
     try:
         study = demo_study(
             out,
@@ -52,6 +65,7 @@ def demo(
             arms=arm_list,
             concurrency=concurrency,
             repair=repair,
+            compute=compute,
         )
     except ValidationError as exc:
         flag = lambda loc: "--repair" if loc and loc[0] == "repair" else "--arms"  # noqa: E731

@@ -155,6 +155,8 @@ async def run_job(job: EpisodeJob) -> Episode:
         loaded = getattr(backend, "loaded", None)  # local backends: where the weights came from
         if loaded is not None:
             metadata["weights"] = loaded.description
+        if job.agent.backend.compute != "fp32":  # fp32 episodes stay as they always were
+            metadata["compute"] = job.agent.backend.compute
     if job.agent.checkpoint is not None:
         metadata["checkpoint"] = job.agent.checkpoint
     return episode.model_copy(update={"episode_id": job.episode_id, "metadata": metadata})

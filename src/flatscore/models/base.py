@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from flatscore.episode import Message, TokenLogprob, TokenUsage
 
 ToolChoice = Literal["auto", "none", "required"] | dict[str, Any]
+Compute = Literal["fp32", "bf16"]
+"""A local model's compute setting (`flatscore.models.compute`)."""
 
 
 class Sampling(BaseModel):

@@ -1,4 +1,5 @@
-"""The local backend: a causal LM in-process with torch (fp32 compute), any precision arm.
+"""The local backend: a causal LM in-process with torch (fp32 compute, or bf16 linears:
+`flatscore.models.compute`), any precision arm.
 
 Every generation request goes to the backend's batch engine (`flatscore.models.batching`):
 concurrent requests of one arm share each forward pass (continuous batching), and each
@@ -20,6 +21,7 @@ from flatscore.episode import Message, TokenLogprob, TokenUsage, TopLogprob
 from flatscore.errors import InputError
 from flatscore.models.base import (
     Backend,
+    Compute,
     ContextWindowExceeded,
     FinishReason,
     Generation,
@@ -133,10 +135,13 @@ class LocalBackend(Backend):
         model: str = "embedded",
         arm: str = "ref",
         calibration: CalibrationSource | None = None,
+        compute: Compute = "fp32",
         **kwargs: Any,
     ) -> LocalBackend:
-        """Load `model` (see `load_model`) and apply precision arm `arm` to its weights.
-        Calibrated arms (int4-awq) use `calibration` (default: the bundled transcripts)."""
+        """Load `model` (see `load_model`), apply precision arm `arm` to its weights, then
+        the `compute` setting (`flatscore.models.compute`). Calibrated arms (int4-awq) use
+        `calibration` (default: the bundled transcripts)."""
+        from flatscore.models.compute import apply_compute
         from flatscore.models.embedded import cache_dir, load_model
         from flatscore.quant.arms import ARMS, apply_arm
         from flatscore.quant.calibration import bundled_calibration, token_sequences
@@ -149,6 +154,7 @@ class LocalBackend(Backend):
             source = calibration or bundled_calibration
             sequences = token_sequences(loaded.tokenizer, source())
         apply_arm(loaded.model, arm, sequences, awq_cache=cache_dir() / "awq")
+        apply_compute(loaded.model, compute)
         return cls(loaded, arm=arm, **kwargs)
 
     # ------------------------------------------------------------------ tokens

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
+from flatscore.models.base import Compute
 from flatscore.models.openai import OpenAIBackend, OpenAIConfig
 from flatscore.registry import Registry
 from flatscore.strict import StrictModel
@@ -37,6 +38,7 @@ class BackendSpec(StrictModel):
     endpoint_concurrency: int = Field(8, ge=1)
     cache_path: str | None = None
     threads: int = Field(1, ge=1)
+    compute: Compute = "fp32"
 
     def key(self) -> str:
         return self.model_dump_json()
@@ -101,7 +103,7 @@ def _local(spec: BackendSpec) -> Backend:
     from flatscore.models.local import LocalBackend
 
     torch.set_num_threads(spec.threads)
-    return LocalBackend.from_spec(spec.path, arm=spec.quant)
+    return LocalBackend.from_spec(spec.path, arm=spec.quant, compute=spec.compute)
 
 
 BACKENDS: Registry[Backend] = Registry("backend")

@@ -1,0 +1,80 @@
+"""The bf16 compute setting: row invariance of the blocked bf16 linear and the grouped decode
+attention's math (batched = unbatched on the real model in bf16: tests/models/test_batching.py)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from flatscore.models.batching import PACK_GQA, gqa_decode_attention
+from flatscore.models.compute import (
+    BLOCK_ROWS,
+    Bf16Linear,
+    apply_compute,
+    bf16_is_fast,
+    use_bf16_linears,
+)
+
+
+@pytest.mark.skipif(
+    not bf16_is_fast(), reason="bf16 row invariance was measured on AMX kernels; no AMX here"
+)
+@pytest.mark.parametrize(("k", "n"), [(576, 1536), (1536, 576), (576, 49152)])
+def test_a_rows_bf16_result_does_not_depend_on_the_other_rows(k: int, n: int) -> None:
+    """The model's shapes (MLP in/out, LM head): every row of a 100-row pass equals the row
+    computed alone, and equals it inside a pass of any other size."""
+    torch.manual_seed(0)
+    layer = Bf16Linear(nn.Linear(k, n, bias=False))
+    x = torch.randn(100, k)
+    with torch.inference_mode():
+        together = layer(x)
+        alone = torch.cat([layer(x[i : i + 1]) for i in range(len(x))])
+        assert torch.equal(together, alone)
+        for m in (1, 16, BLOCK_ROWS, BLOCK_ROWS + 1, 40, 64):
+            assert torch.equal(layer(x[:m]), alone[:m]), m
+
+
+def test_bf16_linear_is_the_linear_in_bf16() -> None:
+    torch.manual_seed(1)
+    linear = nn.Linear(64, 32)
+    layer = Bf16Linear(linear)
+    x = torch.randn(3, 5, 64)  # leading dimensions kept
+    out = layer(x)
+    assert out.shape == (3, 5, 32) and out.dtype == torch.float32
+    exact = nn.functional.linear(
+        x.to(torch.bfloat16).float(), linear.weight.to(torch.bfloat16).float(),
+        linear.bias.to(torch.bfloat16).float(),
+    )  # fmt: skip
+    assert torch.allclose(out, exact, rtol=1e-2, atol=1e-2)
+    assert not torch.equal(out, linear(x))  # it did round
+
+
+def test_use_bf16_linears_replaces_every_linear() -> None:
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Sequential(nn.Linear(8, 2)))
+    assert use_bf16_linears(model) == 2
+    assert not any(type(m) is nn.Linear for m in model.modules())
+    assert sum(isinstance(m, Bf16Linear) for m in model.modules()) == 2
+
+
+def test_apply_compute_fp32_changes_nothing_and_refuses_unknown() -> None:
+    model = nn.Sequential(nn.Linear(4, 4))
+    apply_compute(model, "fp32")
+    assert type(model[0]) is nn.Linear and not getattr(model, PACK_GQA, False)
+    with pytest.raises(ValueError, match="unknown compute"):
+        apply_compute(model, "fp16")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("keys", [1, 37, 700])
+def test_grouped_decode_attention_is_gqa_attention(keys: int) -> None:
+    """9 query heads on 3 KV heads (SmolLM2-135M): the same numbers as SDPA with the KV
+    heads repeated, to float rounding; output laid out as transformers' SDPA returns it."""
+    torch.manual_seed(keys)
+    q = torch.randn(1, 9, 1, 64)
+    k, v = torch.randn(1, 3, keys, 64), torch.randn(1, 3, keys, 64)
+    out = gqa_decode_attention(q, k, v, 0.125)
+    expected = nn.functional.scaled_dot_product_attention(
+        q, k.repeat_interleave(3, dim=1), v.repeat_interleave(3, dim=1), scale=0.125
+    ).transpose(1, 2)
+    assert out.shape == (1, 1, 9, 64)
+    assert torch.allclose(out, expected, atol=1e-6)
