@@ -178,17 +178,25 @@ def test_a_disconnected_client_stops_its_generation(server: str) -> None:
     assert behind < 3 * alone + 5, (alone, behind)
 
 
-def test_unknown_arm_is_one_line_and_exit_2() -> None:
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--arm", "int5"], "unknown arm 'int5'"),
+        (["--compute", "fp16"], "'fp16': use fp32 or bf16"),
+    ],
+)
+def test_unknown_arm_or_compute_is_one_line_and_exit_2(flags: list[str], words: str) -> None:
     exe = Path(sys.executable).parent / "flatscore"
     done = subprocess.run(
-        [str(exe), "serve", "--arm", "int5"],
+        [str(exe), "serve", *flags],
         capture_output=True,
         text=True,
         timeout=120,
         env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
     assert done.returncode == 2
-    assert "unknown arm 'int5'" in done.stderr and "Traceback" not in done.stderr
+    assert words in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
 
 
 def _post(server: str, messages: list[dict[str, Any]], max_tokens: int = 8) -> dict[str, Any]:

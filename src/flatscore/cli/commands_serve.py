@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from flatscore.cli.app import app, err_console
+from flatscore.errors import InputError
 
 
 @app.command()
@@ -15,6 +16,9 @@ def serve(
     port: int = typer.Option(8000, help="TCP port."),
     name: str | None = typer.Option(None, help="Model id to report (default: MODEL@ARM)."),
     threads: int | None = typer.Option(None, help="torch CPU threads (default: torch's)."),
+    compute: str = typer.Option(
+        "fp32", help="fp32, or bf16 linear layers (faster on CPUs with AMX; docs/backends.md)."
+    ),
     api_key: str | None = typer.Option(
         None,
         envvar="FLATSCORE_SERVE_API_KEY",
@@ -34,12 +38,15 @@ def serve(
     from flatscore.models.serve_guard import GuardConfig
     from flatscore.secrets import register_secret
 
+    if compute not in ("fp32", "bf16"):
+        raise InputError(f"{compute!r}: use fp32 or bf16", field="--compute")
     if threads:
         torch.set_num_threads(threads)
-    backend = LocalBackend.from_spec(model, arm)
+    backend = LocalBackend.from_spec(model, arm, compute="bf16" if compute == "bf16" else "fp32")
     served = name or f"{backend.loaded.name}@{arm}"
     err_console.print(
-        f"serving {served} ({backend.loaded.description}; arm {arm}) at http://{host}:{port}/v1"
+        f"serving {served} ({backend.loaded.description}; arm {arm}; {compute} compute) "
+        f"at http://{host}:{port}/v1"
     )
     register_secret(api_key)
     guard = GuardConfig(bind_host=host, api_key=api_key or None)
