@@ -73,3 +73,16 @@ def test_ranks_match_scipy_average_ranks_of_descending_counts(counts: dict[str, 
     expected = rankdata([-counts[n] for n in names], method="average")
     ranks = plots._ranks(counts)
     assert [ranks[n] for n in names] == list(expected)
+
+
+def test_a_ratio_that_cannot_be_drawn_says_why() -> None:
+    """A channel with no ratio (none in the reference) gets its reason, not a bare 'n/a'."""
+    svg = plots.channel_figure(
+        "n",
+        plots.GroupedBars(["unknown_tool", "other"], {"ref": [0.0, 0.0], "int4": [0.05, 0.0]}),
+        [
+            plots.Interval("unknown_tool", None, note="new: 0 → 5.0%"),
+            plots.Interval("other", None),
+        ],
+    )
+    assert "new: 0 → 5.0%" in svg and "no ratio" in svg and "n/a" not in svg

@@ -27,6 +27,7 @@ from flatscore.analysis.channels import ChannelRules
 from flatscore.analysis.result import CHANNELS, AnalysisResult, Cell, Comparison
 from flatscore.episode import Episode
 from flatscore.report import plots
+from flatscore.report.terminal import channel_change
 from flatscore.report.transcripts import browser_payload, cell_key
 from flatscore.report.verdicts import CHANNEL_WORDS, TONE, headlines, pct, pts, pval, ratio
 
@@ -175,6 +176,7 @@ def _cell_context(index: int, cell: Cell, analysis: AnalysisResult) -> dict[str,
             value=amp.ratio,
             low=amp.ci_low,
             high=amp.ci_high,
+            note=channel_change(amp) or "no failures in either arm",
         )
         for c in cell.comparisons
         for ch in shown_channels

@@ -48,6 +48,7 @@ class Interval:
     value: float | None
     low: float | None = None
     high: float | None = None
+    note: str = "no ratio"  # written in place of a point that cannot be drawn
 
 
 @dataclass(frozen=True)
@@ -197,7 +198,7 @@ def _draw_intervals(ax: Axes, items: Sequence[Interval]) -> None:
     for y, it in zip(ys, items, strict=True):
         if it not in shown:
             ax.annotate(
-                "n/a", (0.02, y), xycoords=("axes fraction", "data"), va="center", fontsize=7
+                it.note, (0.02, y), xycoords=("axes fraction", "data"), va="center", fontsize=7
             )
             continue
         assert it.value is not None
