@@ -124,23 +124,14 @@ def test_demo_compute_is_recorded_and_a_resume_must_keep_it(tmp_path: Path) -> N
     assert info.value.field == "compute" and "--compute fp32" in info.value.one_line()
 
 
-def test_demo_cli_refuses_a_bad_compute(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("flag", "value"), [("--repair", "sometimes"), ("--compute", "fp16")])
+def test_demo_cli_refuses_a_bad_mode_in_one_line(tmp_path: Path, flag: str, value: str) -> None:
     done = subprocess.run(
         [sys.executable, "-c", "from flatscore.cli import main; main()", "demo", "--out",
-         str(tmp_path), "--compute", "fp16"],
+         str(tmp_path), flag, value],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-    assert done.returncode == 2 and "--compute" in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
-
-
-def test_demo_cli_refuses_a_bad_repair_mode(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", "from flatscore.cli import main; main()", "demo", "--out",
-         str(tmp_path), "--repair", "sometimes"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 2 and "--repair" in done.stderr
+    assert done.returncode == 2 and flag in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 
 
