@@ -17,7 +17,8 @@ def demo(
     tasks: Annotated[
         int,
         typer.Option(
-            min=1, help="Test tasks per domain (default: ~25 min, large drops significant)."
+            min=1,
+            help="Test tasks per domain (default: ~17 min with AMX; large drops significant).",
         ),
     ] = 18,  # = flatscore.demo.DEMO_TASKS (kept literal: --help must not import the demo)
     arms: Annotated[
