@@ -278,12 +278,18 @@ def run_command(
 def stage_command(trials: int, study: StudyArg = STUDY) -> None:
     """Run the study with `trials` trials (resuming); the unit `run` starts and stops."""
     from flatscore.console import quiet_third_party
+    from flatscore.models.shared import clear_backends
 
     quiet_third_party()  # before the model loads: no transformers warnings or weight bars
     loaded = load_study(study)
-    run_study(
-        loaded.model_copy(update={"trials": trials}), resume=True, report=False, progress=False
-    )
+    try:
+        run_study(
+            loaded.model_copy(update={"trials": trials}), resume=True, report=False, progress=False
+        )
+    finally:
+        # Stop the engine threads before the interpreter exits: a SIGINT left them inside a
+        # torch op at exit, which aborts ("terminate called without an active exception").
+        clear_backends()
 
 
 @app.command("pack")

@@ -254,3 +254,40 @@ def test_memory_stays_bounded_with_16_in_flight(loaded_model: Any) -> None:
     # in flight: at most 16 caches of at most the longest sequence (+25% growth, min 64)
     assert engine.peak_kv_tokens <= budget + 16 * max(64, int(longest * 1.25) + 1)
     assert engine.active_tokens == 0
+
+
+def test_a_request_finishing_after_its_event_loop_closed_is_quiet() -> None:
+    """An interrupted study closes its event loop while the engine still steps its
+    requests: finishing one then must not raise in the engine thread (it did: "Event loop
+    is closed", then an abort at exit). A tiny random Llama, no weights needed."""
+    import asyncio
+
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from flatscore.models.batching import BatchEngine, Request
+
+    config = LlamaConfig(
+        vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+        num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64,
+    )  # fmt: skip
+    engine = BatchEngine(LlamaForCausalLM(config).eval(), max_batch=2)
+    release = threading.Event()
+
+    def step(_logits: torch.Tensor) -> int | None:
+        release.wait(timeout=30)
+        return None  # finished: the engine now wakes the (gone) waiter
+
+    errors: list[BaseException] = []
+    hook, threading.excepthook = threading.excepthook, lambda a: errors.append(a.exc_value)
+    try:
+        loop = asyncio.new_event_loop()
+        task = loop.create_task(engine.arun(Request(ids=[1, 2, 3], step=step)))
+        loop.run_until_complete(asyncio.sleep(0.05))  # submitted; the engine waits in `step`
+        task.cancel()
+        loop.run_until_complete(asyncio.gather(task, return_exceptions=True))
+        loop.close()
+        release.set()
+        engine.close()
+    finally:
+        threading.excepthook = hook
+    assert errors == []

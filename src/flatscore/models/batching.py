@@ -32,6 +32,7 @@ point, so a sequence's numbers do not depend on which entry happened to be found
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -425,7 +426,9 @@ class BatchEngine:
                 finished.set_result(None)
 
         def wake() -> None:
-            loop.call_soon_threadsafe(settle)
+            # A closed loop (the run was interrupted) has no waiter left to wake.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(settle)
 
         request.on_done = wake
         self.submit(request)
