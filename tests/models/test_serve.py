@@ -167,8 +167,15 @@ def test_a_disconnected_client_stops_its_generation(server: str) -> None:
         return time.perf_counter() - t0
 
     alone = timed_short()
-    count = [{"role": "user", "content": "Count from 1 to 1000, comma-separated."}]
-    long = {"model": "smol", "max_tokens": 2000, "temperature": 0, "messages": count}
+    # A prompt the model answers at length (≥ 60 tokens, measured): "Count from 1 to 1000"
+    # got a 13-token reply, done within the 2 s timeout on a quiet machine.
+    story = [
+        {
+            "role": "user",
+            "content": "Write a very long story about a dragon who learns to bake bread.",
+        }
+    ]
+    long = {"model": "smol", "max_tokens": 2000, "temperature": 0, "messages": story}
     with pytest.raises(httpx.ReadTimeout):
         httpx.post(server + "/chat/completions", json=long, timeout=2)
     behind = timed_short()
