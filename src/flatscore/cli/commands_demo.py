@@ -53,8 +53,6 @@ def demo(
     arm_list = tuple(a.strip() for a in arms.split(",") if a.strip())
     if not arm_list:
         raise InputError("give at least one arm", field="--arms")
-    if compute not in ("auto", "fp32", "bf16"):
-        raise InputError(f"{compute!r}: use fp32, bf16 or auto", field="--compute")
     if compute == "auto":
         from flatscore.models.compute import auto_compute
 
@@ -69,7 +67,13 @@ def demo(
             compute=compute,
         )
     except ValidationError as exc:
-        flag = lambda loc: "--repair" if loc and loc[0] == "repair" else "--arms"  # noqa: E731
-        raise from_validation(exc, field=flag) from None
+        raise from_validation(exc, field=_flag) from None
     check_names(study)
     run_demo(study, fresh=fresh, progress=progress, console=console)
+
+
+def _flag(loc: tuple[int | str, ...]) -> str:
+    """The demo flag behind a study validation error's location."""
+    if loc and loc[0] == "repair":
+        return "--repair"
+    return "--compute" if "compute" in loc else "--arms"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import typer
 
 from flatscore.cli.app import app, err_console
@@ -33,16 +35,17 @@ def serve(
     import torch
     import uvicorn
 
+    from flatscore.models.base import COMPUTES, Compute
     from flatscore.models.local import LocalBackend
     from flatscore.models.serve import create_app
     from flatscore.models.serve_guard import GuardConfig
     from flatscore.secrets import register_secret
 
-    if compute not in ("fp32", "bf16"):
-        raise InputError(f"{compute!r}: use fp32 or bf16", field="--compute")
+    if compute not in COMPUTES:
+        raise InputError(f"{compute!r}: use {' or '.join(COMPUTES)}", field="--compute")
     if threads:
         torch.set_num_threads(threads)
-    backend = LocalBackend.from_spec(model, arm, compute="bf16" if compute == "bf16" else "fp32")
+    backend = LocalBackend.from_spec(model, arm, compute=cast(Compute, compute))
     served = name or f"{backend.loaded.name}@{arm}"
     err_console.print(
         f"serving {served} ({backend.loaded.description}; arm {arm}; {compute} compute) "

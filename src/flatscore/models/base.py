@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,6 +19,7 @@ from flatscore.episode import Message, TokenLogprob, TokenUsage
 ToolChoice = Literal["auto", "none", "required"] | dict[str, Any]
 Compute = Literal["fp32", "bf16"]
 """A local model's compute setting (`flatscore.models.compute`)."""
+COMPUTES: tuple[Compute, ...] = get_args(Compute)
 
 
 class Sampling(BaseModel):

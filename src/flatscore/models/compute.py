@@ -18,14 +18,11 @@ most `BLOCK_ROWS` rows: a row's result does not depend on how many rows share th
 
 from __future__ import annotations
 
-from typing import get_args
-
 import torch
 from torch import nn
 
-from flatscore.models.base import Compute
+from flatscore.models.base import COMPUTES, Compute
 
-COMPUTES: tuple[Compute, ...] = get_args(Compute)
 BLOCK_ROWS = 32
 
 
