@@ -42,3 +42,14 @@ def hostile_report(
 ) -> ReportPaths:
     out: Path = tmp_path_factory.mktemp("hostile")
     return write_report(analyzed(hostile_episodes), hostile_episodes, out)
+
+
+@pytest.fixture(scope="session")
+def packed_hostile_report(
+    tmp_path_factory: pytest.TempPathFactory, hostile_episodes: list[Episode]
+) -> ReportPaths:
+    """The hostile report with its transcripts gzip-packed, as a large study's would be."""
+    out: Path = tmp_path_factory.mktemp("hostile-packed")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("flatscore.report.html.COMPRESS_ABOVE", 0)
+        return write_report(analyzed(hostile_episodes), hostile_episodes, out)

@@ -33,7 +33,7 @@ webdriver = pytest.importorskip("selenium.webdriver", reason="selenium not insta
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
-from selenium.webdriver.support.ui import Select  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 FLAGS = (
     "--headless",
@@ -69,10 +69,16 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("screenshots")
 
 
-def _open(driver: WebDriver, path: Path) -> None:
+def _open(driver: WebDriver, path: Path, transcripts: str = "ready") -> None:
+    """Load a report and wait until its transcript browser has its data (a packed payload is
+    unpacked asynchronously) or, `transcripts="failed"`, has said why it cannot."""
     driver.get(path.resolve().as_uri())
     driver.get_log("browser")  # start each page with an empty console log
     driver.refresh()
+    WebDriverWait(driver, 60).until(
+        lambda d: d.find_element(By.ID, "transcripts").get_attribute("data-state")
+    )
+    assert driver.find_element(By.ID, "transcripts").get_attribute("data-state") == transcripts
 
 
 def _errors(driver: WebDriver) -> list[dict[str, Any]]:
@@ -177,9 +183,21 @@ def test_transcript_filters_and_paired_view(
         print(f"\nscreenshot: {shots / 'paired.png'}")
 
 
+@pytest.fixture(params=["plain", "packed"])
+def any_hostile_report(request: pytest.FixtureRequest) -> ReportPaths:
+    """The hostile report with its transcripts as plain JSON and gzip-packed."""
+    name = "hostile_report" if request.param == "plain" else "packed_hostile_report"
+    paths: ReportPaths = request.getfixturevalue(name)
+    return paths
+
+
 def test_hostile_transcripts_execute_nothing(
-    driver: WebDriver, hostile_report: ReportPaths, shots: Path, capsys: pytest.CaptureFixture[str]
+    driver: WebDriver,
+    any_hostile_report: ReportPaths,
+    shots: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
+    hostile_report = any_hostile_report
     _open(driver, hostile_report.html)
     assert _pwned(driver) is None
     rows = _rows(driver)
@@ -227,6 +245,28 @@ def test_csp_blocks_markup_that_gets_in_anyway(
     driver.execute_script("document.querySelector('div[onclick]').click();")
     assert _pwned(driver) is None
     assert any("Content Security Policy" in e["message"] for e in _errors(driver))
+
+
+def test_a_browser_that_cannot_unpack_says_so(
+    driver: WebDriver, packed_hostile_report: ReportPaths
+) -> None:
+    """A packed payload in a browser without DecompressionStream: the numbers still show and
+    the transcript browser says why it is empty, without a script error."""
+    hide = driver.execute_cdp_cmd(
+        "Page.addScriptToEvaluateOnNewDocument",
+        {"source": "delete window.DecompressionStream;"},
+    )
+    try:
+        _open(driver, packed_hostile_report.html, transcripts="failed")
+        count = driver.find_element(By.ID, "fs-count").text
+        assert "not shown" in count and "DecompressionStream" in count
+        assert _rows(driver) == []
+        assert driver.find_element(By.ID, "verdicts").is_displayed()
+        assert _errors(driver) == []
+    finally:
+        driver.execute_cdp_cmd(
+            "Page.removeScriptToEvaluateOnNewDocument", {"identifier": hide["identifier"]}
+        )
 
 
 def test_detector_sees_a_script_that_runs(driver: WebDriver, tmp_path: Path) -> None:
@@ -277,6 +317,9 @@ def test_the_embedded_study_report_opens(
 ) -> None:
     paths, episodes = embedded_study_report
     _open(driver, paths.html)
+    # thousands of transcripts: packed (docs/reports.md), unpacked by the page
+    data = driver.find_element(By.ID, "fs-data")
+    assert data.get_attribute("data-encoding") == "gzip+base64"
     for section_id, _ in SECTIONS:
         assert driver.find_element(By.ID, section_id).is_displayed(), section_id
     cells = driver.find_elements(By.CSS_SELECTOR, "#verdicts article.verdict")

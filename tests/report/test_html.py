@@ -4,6 +4,7 @@ agreement between the transcript browser's channel labels and the analysis numbe
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import random
@@ -22,7 +23,7 @@ from flatscore.analysis.analyze import AnalysisOptions, analyze
 from flatscore.analysis.channels import load_rules
 from flatscore.episode import Episode, TerminationReason
 from flatscore.report import ReportPaths, write_report
-from flatscore.report.html import SECTIONS, json_for_script
+from flatscore.report.html import SECTIONS, json_for_script, transcript_data
 from flatscore.report.transcripts import MAX_TEXT, browser_payload
 
 JSON = st.recursive(
@@ -45,6 +46,42 @@ def test_embedded_json_known_answer() -> None:
     assert str(json_for_script({"a": "</script><b>&"})) == (
         '{"a":"\\u003c/script\\u003e\\u003cb\\u003e\\u0026"}'
     )
+
+
+def test_small_payloads_stay_json_and_large_ones_are_packed() -> None:
+    payload = {"episodes": [{"text": f"</script> {i} & é"} for i in range(50)]}
+    plain = str(json_for_script(payload))
+    assert transcript_data(payload, compress_above=len(plain)) == ("json", plain)
+    encoding, text = transcript_data(payload, compress_above=len(plain) - 1)
+    assert encoding == "gzip+base64"
+    assert re.fullmatch(r"[A-Za-z0-9+/]+=*", str(text))  # nothing that could end a script
+    assert gzip.decompress(base64.b64decode(str(text))).decode("ascii") == plain
+    assert json.loads(gzip.decompress(base64.b64decode(str(text)))) == payload
+    # deterministic: no time or file name in the gzip header
+    assert transcript_data(payload, compress_above=0) == (encoding, text)
+    assert base64.b64decode(str(text))[4:8] == b"\0\0\0\0"  # gzip MTIME
+
+
+def test_a_packed_report_carries_the_same_data(
+    hostile_report: ReportPaths, packed_hostile_report: ReportPaths
+) -> None:
+    html = packed_hostile_report.html.read_text("utf-8")
+    packed = re.search(
+        r'<script type="application/octet-stream" id="fs-data" data-encoding="gzip\+base64">'
+        r"(.*?)</script>",
+        html,
+        re.S,
+    )
+    assert packed is not None
+    plain = re.search(
+        r'<script type="application/json" id="fs-data">(.*?)</script>',
+        hostile_report.html.read_text("utf-8"),
+        re.S,
+    )
+    assert plain is not None
+    assert gzip.decompress(base64.b64decode(packed.group(1))).decode("ascii") == plain.group(1)
+    # the page's script is the same, so the CSP hash is too
+    assert _page_script(html) == _page_script(hostile_report.html.read_text("utf-8"))
 
 
 def _page_script(html: str) -> str:

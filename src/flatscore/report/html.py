@@ -5,7 +5,10 @@ Safety model (model-generated text is hostile by assumption):
   its labels;
 - transcripts travel as JSON inside `<script type="application/json">` with `<`, `>` and `&`
   written as `\\u003c` etc., so no text can close the script element; the page's own script
-  renders them with `textContent` only;
+  renders them with `textContent` only. A payload over `COMPRESS_ABOVE` (a study of
+  thousands of episodes) travels gzip-compressed in base64 instead, which has no `<` at all,
+  and the page unpacks it with the browser's `DecompressionStream`: the embedded study's
+  4,560 transcripts are ~30 MB of JSON, too large to commit or to open comfortably;
 - a Content-Security-Policy allows exactly the page's own script (by hash), no network, no
   other script: if escaping ever failed, injected markup still could not run.
 
@@ -15,6 +18,7 @@ Deterministic: same analysis + episodes → same bytes (no timestamp unless one 
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 from collections.abc import Iterable
@@ -79,6 +83,22 @@ def json_for_script(data: Any) -> Markup:
     for raw, escaped in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e")):
         text = text.replace(raw, escaped)
     return Markup(text)
+
+
+COMPRESS_ABOVE = 2_000_000
+"""Bytes of transcript JSON above which the page carries it gzip-compressed (see above): the
+demo's and most studies' reports stay plain JSON, readable with any tool."""
+
+
+def transcript_data(payload: Any, compress_above: int | None = None) -> tuple[str, Markup]:
+    """(encoding, text) of the transcript payload for the page's data element: `json`, or
+    `gzip+base64` when the JSON is larger than `compress_above` bytes (`COMPRESS_ABOVE` by
+    default). Deterministic: the gzip header carries no time or name."""
+    text = json_for_script(payload)
+    if len(text) <= (COMPRESS_ABOVE if compress_above is None else compress_above):
+        return "json", text
+    packed = gzip.compress(text.encode("ascii"), compresslevel=9, mtime=0)
+    return "gzip+base64", Markup(base64.b64encode(packed).decode("ascii"))
 
 
 def _num(value: float | None, digits: int = 2) -> str:
@@ -256,6 +276,7 @@ def render_html(
     episodes = list(episodes)
     cells = [_cell_context(i, cell, analysis) for i, cell in enumerate(analysis.cells)]
     payload = browser_payload(analysis, episodes, rules)
+    encoding, data_text = transcript_data(payload)
     comparisons = [(cell, c) for cell in analysis.cells for c in cell.comparisons]
     return env.get_template("report.html.j2").render(
         title=title,
@@ -269,7 +290,8 @@ def render_html(
         comparisons=comparisons,
         channel_words=CHANNEL_WORDS,
         episode_count=len(payload["episodes"]),
-        data_json=json_for_script(payload),
+        data_encoding=encoding,
+        data_text=data_text,
         script=Markup(script),
         csp=csp,
     )
