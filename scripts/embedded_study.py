@@ -16,13 +16,18 @@ every hour and resumed on another machine:
 - **Unpack** merges every chunk into the run files by episode id (a partial last line left
   by a kill is dropped; episodes already there are kept): it is idempotent and safe on a
   machine that has run episodes of its own since.
-- **Run** goes in stages of trials (trials = 1, 2, ... up to the study's): the runner's order
-  is domain by domain, so without stages a cut-short study would hold one domain only; after
-  each stage every arm and domain has the same trials. A stage is `flatscore run` on the
-  study with `trials` lowered, in a child process, stopped (SIGINT, then SIGKILL) when the
-  time is up; episode ids do not depend on `trials`, so stages resume one another and the
-  full study. When every episode is done it writes the report and copies `report.html`,
-  `summary.md` and `analysis.json` next to the archive.
+- **Run** resumes the study in a child process, its jobs in **trial-major** order (every
+  task of trial 1 in both domains, then trial 2, ...; the runner's own order is domain by
+  domain, so a study cut short would hold one domain only). Each arm starts its jobs in that
+  order within its share of the slots, so a fast arm goes on to trial t + 1 while a slow one
+  finishes trial t: no core waits for the slowest arm (stages of trials, used before
+  2026-12-01, left one idle for ~20 min at the end of each). The child is stopped (SIGINT,
+  then SIGKILL) when the time is up; episode ids do not depend on the order or on `trials`,
+  so any run resumes any other. When every episode is done it writes the report and copies
+  `report.html`, `summary.md` and `analysis.json` next to the archive.
+- **Interim** analyses the **balanced** part of the archive: the (domain, task, trial)
+  episodes every arm has, so every arm's numbers cover the same episodes and every
+  comparison pairs trial with trial.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
+    from flatscore.episode import Episode
     from flatscore.study import Study
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -206,7 +212,8 @@ def _print_status(study: Study, archive: Path) -> int:
 
 
 def _run_stage(study_path: Path, trials: int, seconds: float) -> str:
-    """One stage in a child process: `done`, `time up` or `failed (exit N)`."""
+    """The study's first `trials` trials, resumed in a child process (`stage`): `done`,
+    `time up` or `failed (exit N)`."""
     command = [sys.executable, str(Path(__file__).resolve()), "stage", str(trials)]
     child = subprocess.Popen([*command, "--study", str(study_path)])
     try:
@@ -234,23 +241,17 @@ def publish(study: Study, archive: Path) -> list[Path]:
 
 
 def run_chunk(study_path: Path, archive: Path, hours: float) -> int:
-    """Unpack, run the unfinished stages until `hours` are used, pack; the report when
-    everything is done. Returns the episodes still to run."""
+    """Unpack, run what is unfinished (trial-major) until `hours` are used, pack; the report
+    when everything is done. Returns the episodes still to run."""
     study = load_study(study_path)
     deadline = time.monotonic() + hours * 3600
     added = sum(unpack(study, archive).values())
     typer.echo(f"unpacked {added} episodes from {archive}")
-    for trials in range(1, study.trials + 1):
-        if stage_remaining(study, trials, done_ids(study, archive)) == 0:
-            continue
-        left_s = deadline - time.monotonic()
-        if left_s <= 0:
-            break
-        typer.echo(f"stage trials={trials}: running for up to {left_s / 60:.0f} min")
-        outcome = _run_stage(study_path, trials, left_s)
-        typer.echo(f"stage trials={trials}: {outcome}")
-        if outcome != "done":
-            break
+    left_s = deadline - time.monotonic()
+    if stage_remaining(study, study.trials, done_ids(study, archive)) and left_s > 0:
+        typer.echo(f"trials 1-{study.trials}, trial-major: running for up to {left_s / 60:.0f} min")
+        outcome = _run_stage(study_path, study.trials, left_s)
+        typer.echo(f"trials 1-{study.trials}: {outcome}")
     packed = sum(pack(study, archive).values())
     typer.echo(f"packed {packed} new episodes into {archive}")
     left = _print_status(study, archive)
@@ -270,21 +271,39 @@ def run_command(
     study: StudyArg = STUDY,
     archive: ArchiveArg = ARCHIVE,
 ) -> None:
-    """Unpack, resume the study stage by stage for up to HOURS, pack the new episodes."""
+    """Unpack, resume the study (trial-major) for up to HOURS, pack the new episodes."""
     run_chunk(study, archive, hours)
+
+
+def trial_major(plan: Any) -> Any:
+    """The plan with its jobs in trial-major order: (trial, then the runner's own order:
+    domain, task, arm). A stable sort, so within a trial nothing moves."""
+    plan.jobs.sort(key=lambda job: job.trial)
+    return plan
 
 
 @app.command("stage", hidden=True)
 def stage_command(trials: int, study: StudyArg = STUDY) -> None:
-    """Run the study with `trials` trials (resuming); the unit `run` starts and stops."""
+    """Resume the study's first `trials` trials in trial-major order; the unit `run` starts
+    and stops."""
+    import asyncio
+
     from flatscore.console import quiet_third_party
+    from flatscore.executors import make_executor
     from flatscore.models.shared import clear_backends
+    from flatscore.study_run import execute_plan
 
     quiet_third_party()  # before the model loads: no transformers warnings or weight bars
-    loaded = load_study(study)
+    staged = load_study(study).model_copy(update={"trials": trials})
+    plan = trial_major(plan_study(staged))
     try:
-        run_study(
-            loaded.model_copy(update={"trials": trials}), resume=True, report=False, progress=False
+        asyncio.run(
+            execute_plan(
+                plan,
+                make_executor(staged.executor, staged.concurrency),
+                resume=True,
+                progress=False,
+            )
         )
     finally:
         # Stop the engine threads before the interpreter exits: a SIGINT left them inside a
@@ -306,11 +325,19 @@ def unpack_command(study: StudyArg = STUDY, archive: ArchiveArg = ARCHIVE) -> No
     typer.echo(f"unpacked {sum(added.values())} episodes from {archive}")
 
 
+def balanced(per_run: list[list[Episode]]) -> list[Episode]:
+    """The episodes whose (domain, task, trial) every run file (arm) has: the largest part of
+    a study cut short in which every arm covers the same episodes, trial paired with trial."""
+    keys = [{(e.domain, e.task_id, e.trial) for e in run} for run in per_run]
+    common = set.intersection(*keys) if keys else set()
+    return [e for run in per_run for e in run if (e.domain, e.task_id, e.trial) in common]
+
+
 def interim(study: Study, archive: Path, out: Path) -> int:
     """The study as far as it is packed, analysed with its own analysis settings:
     `analysis.json`, `summary.md` and `tables.md` (scripts/study_tables.py) in `out`, all
-    from the archive alone, so anyone with the checkout gets the same bytes. Returns the
-    number of episodes analysed."""
+    from the archive alone, so anyone with the checkout gets the same bytes. Only the
+    balanced part (`balanced`) is analysed. Returns the number of episodes analysed."""
     import importlib.util
 
     from flatscore.analysis.analyze import analyze
@@ -319,11 +346,11 @@ def interim(study: Study, archive: Path, out: Path) -> int:
     from flatscore.report.markdown import render_summary
     from flatscore.study_run import analysis_options
 
-    episodes = [
-        Episode.model_validate_json(line)
+    per_run = [
+        [Episode.model_validate_json(line) for line in archived_lines(archive, path.stem)]
         for path in run_files(study)
-        for line in archived_lines(archive, path.stem)
     ]
+    episodes = balanced(per_run)
     result = analyze(episodes, analysis_options(study))
     spec = importlib.util.spec_from_file_location("study_tables", TABLES)
     assert spec is not None and spec.loader is not None
@@ -346,8 +373,13 @@ def interim_command(
     archive: ArchiveArg = ARCHIVE,
 ) -> None:
     """Analyse every packed episode (the study so far) with the study's analysis settings."""
-    analysed = interim(load_study(study), archive, out)
-    typer.echo(f"analysed {analysed} packed episodes: {out}/analysis.json, summary.md, tables.md")
+    loaded = load_study(study)
+    analysed = interim(loaded, archive, out)
+    packed = sum(len(archived_lines(archive, path.stem)) for path in run_files(loaded))
+    typer.echo(
+        f"analysed {analysed} of {packed} packed episodes (those every arm has): "
+        f"{out}/analysis.json, summary.md, tables.md"
+    )
 
 
 @app.command("status")

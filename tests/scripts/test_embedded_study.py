@@ -149,6 +149,11 @@ def test_interim_analyses_only_what_is_packed(tmp_path: Path) -> None:
     run_study(study, resume=True, report=False, progress=False)  # trial 2: run, not packed
     out = tmp_path / "interim"
     assert driver.interim(study, archive, out) == 18
+    # trial 2 packed for one arm only: left out, every arm's numbers cover the same episodes
+    lines = (study.output_dir / "runs" / "oracle__ref.jsonl").read_bytes().splitlines(True)
+    second = [ln for ln in lines if json.loads(ln)["trial"] == 1]
+    assert len(second) == 6
+    (archive / "oracle__ref.001.jsonl.xz").write_bytes(lzma.compress(b"".join(second)))
     result = AnalysisResult.model_validate_json((out / "analysis.json").read_text("utf-8"))
     assert result.episodes_read == 18
     assert result.settings.reference == study.analysis.reference
@@ -157,7 +162,8 @@ def test_interim_analyses_only_what_is_packed(tmp_path: Path) -> None:
     assert tables.startswith("<!-- scripts/study_tables.py: 18 episodes read -->")
     assert "#### S(K) and Gap(K)" in tables
     before = {name: (out / name).read_bytes() for name in ("analysis.json", "tables.md")}
-    driver.interim(study, archive, out)  # the same archive: the same bytes
+    # the same balanced part (the extra trial-2 chunk is left out): the same bytes
+    assert driver.interim(study, archive, out) == 18
     assert {name: (out / name).read_bytes() for name in before} == before
 
 
@@ -172,7 +178,7 @@ def test_run_in_stages_with_a_deadline_then_the_report(tmp_path: Path) -> None:
     driver.run_chunk(path, archive, hours=1 / 3600)
     ids = _ids(study.output_dir) if (study.output_dir / "runs").exists() else []
     assert len(ids) == len(set(ids))
-    # enough time: stage trials=1, then trials=2, then the report, copied next to the archive
+    # enough time: both trials, then the report, copied next to the archive
     assert driver.run_chunk(path, archive, hours=1) == 0
     ids = _ids(study.output_dir)
     assert len(ids) == len(set(ids)) == 36
@@ -184,6 +190,39 @@ def test_run_in_stages_with_a_deadline_then_the_report(tmp_path: Path) -> None:
     assert Counter(e.trial for e in read_episodes(study.output_dir / "runs" / "noop__ref.jsonl"))
     chunked = {json.loads(ln)["episode_id"] for ln in driver.archived_lines(archive, "noop__ref")}
     assert len(chunked) == 12
+
+
+def test_trial_major_order_keeps_the_runners_order_within_a_trial(tmp_path: Path) -> None:
+    study = load_study(_smoke(tmp_path))
+    jobs = plan_study(study).jobs
+    ordered = driver.trial_major(plan_study(study)).jobs
+    assert sorted(j.episode_id for j in ordered) == sorted(j.episode_id for j in jobs)
+    assert [j.trial for j in ordered] == sorted(j.trial for j in jobs)
+    assert [j.trial for j in jobs] != sorted(j.trial for j in jobs)  # domain-major before
+    for trial in (0, 1):
+        assert [j for j in ordered if j.trial == trial] == [j for j in jobs if j.trial == trial]
+
+
+def test_balanced_keeps_what_every_arm_has(tmp_path: Path) -> None:
+    study = load_study(_smoke(tmp_path))
+    run_study(study, resume=True, report=False, progress=False)
+    runs = [list(read_episodes(path)) for path in driver.run_files(study)]
+    assert [len(r) for r in runs] == [12, 12, 12]
+    assert driver.balanced(runs) == [e for r in runs for e in r]
+    lacking = next(e for e in runs[1] if e.trial == 0)
+    short = [
+        runs[0],
+        [e for e in runs[1] if e is not lacking],
+        [e for e in runs[2] if e.trial == 0],
+    ]
+    kept = driver.balanced(short)
+    assert len(kept) == 3 * 5  # trial 0 (6 per arm) less the one the second arm lacks
+    key = (lacking.domain, lacking.task_id, lacking.trial)
+    assert all((e.domain, e.task_id, e.trial) != key and e.trial == 0 for e in kept)
+    assert [e.episode_id for e in kept] == [
+        e.episode_id for run in short for e in run if e in kept
+    ]  # the order of the run files, unchanged
+    assert driver.balanced([]) == []
 
 
 def test_bad_study_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
