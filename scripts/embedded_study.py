@@ -372,7 +372,8 @@ def interim_command(
     study: StudyArg = STUDY,
     archive: ArchiveArg = ARCHIVE,
 ) -> None:
-    """Analyse every packed episode (the study so far) with the study's analysis settings."""
+    """Analyse the packed episodes every arm has (the study so far, balanced) with the
+    study's analysis settings."""
     loaded = load_study(study)
     analysed = interim(loaded, archive, out)
     packed = sum(len(archived_lines(archive, path.stem)) for path in run_files(loaded))
