@@ -317,3 +317,25 @@ def test_undecidable_reference_is_an_input_error() -> None:
 def test_one_arm_is_nothing_to_compare_not_no_damage() -> None:
     r = analyze([episode("bf16", "t0")], AnalysisOptions(bootstrap=100))
     assert r.cells[0].verdict == "nothing to compare"
+
+
+def test_spearman_interval_holds_its_point_estimate_with_rare_names() -> None:
+    """40 tasks: 8 names both arms hallucinate often (in opposite orders of frequency) and 20
+    rare names, each in one task of one arm. Many resamples miss a rare name; before the
+    bootstrap ranked only each resample's union, that name became a tied (0, 0) pair and the
+    interval, [0.40, 0.64], missed its own point estimate (0.348)."""
+    eps = []
+    for i in range(40):
+        ref = [(f"n{j}", "fail") for j in range(8) if (i * 7 + j * 3) % 10 < j + 1]
+        arm = [(f"n{j}", "fail") for j in range(8) if (i * 3 + j * 7) % 10 < 8 - j]
+        if i % 4 == 0:
+            ref.append((f"rare_ref_{i}", "fail"))
+        if i % 4 == 1:
+            arm.append((f"rare_arm_{i}", "fail"))
+        eps.append(episode("bf16", f"t{i}", 0, [*ref, ("get_user", "ok")]))
+        eps.append(episode("int4", f"t{i}", 0, [*arm, ("get_user", "ok")]))
+    c = analyze(eps, AnalysisOptions(reference="bf16", bootstrap=2000)).cells[0].comparisons[0]
+    assert c.hallucinated_names_union == 28
+    assert c.spearman_rho == pytest.approx(0.348, abs=1e-3)
+    assert c.spearman_ci_low is not None and c.spearman_ci_high is not None
+    assert c.spearman_ci_low <= c.spearman_rho <= c.spearman_ci_high

@@ -4,13 +4,15 @@ test_coverage.py)."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
-from flatscore.analysis.invariance import rowwise_spearman
+from flatscore.analysis.invariance import rowwise_spearman, spearman_rho
 from flatscore.analysis.paired_score import score_test
 from flatscore.analysis.stats import adjust_pvalues, percentile_ci, resample_counts, stable_rng
 
@@ -44,17 +46,51 @@ def test_unknown_correction_is_refused() -> None:
         adjust_pvalues([0.1], "bonferroni")
 
 
-def test_rowwise_spearman_matches_scipy() -> None:
+def test_rowwise_spearman_matches_scipy_over_each_rows_union() -> None:
     rng = np.random.default_rng(2)
     a = rng.integers(0, 5, (50, 8)).astype(float)
     b = a + rng.integers(0, 3, (50, 8))
     got = rowwise_spearman(a, b)
     for i in range(50):
-        want = spearmanr(a[i], b[i]).statistic
+        present = (a[i] != 0) | (b[i] != 0)
+        want = spearmanr(a[i][present], b[i][present]).statistic
         if np.isnan(want):
             assert np.isnan(got[i])
         else:
             assert got[i] == pytest.approx(want)
+
+
+def test_rowwise_spearman_leaves_out_names_absent_from_the_row() -> None:
+    # Reversed counts on the 3 names present: ρ = -1. Ranking the two absent names as tied
+    # (0, 0) pairs (the old bootstrap) gave +11/19 here instead: ranks [5,4,3,1.5,1.5] and
+    # [3,4,5,1.5,1.5], covariance 5.5 over variance 9.5.
+    a = np.array([[3.0, 2.0, 1.0, 0.0, 0.0]])
+    b = np.array([[1.0, 2.0, 3.0, 0.0, 0.0]])
+    assert rowwise_spearman(a, b)[0] == pytest.approx(-1.0)
+    assert spearmanr(a[0], b[0]).statistic == pytest.approx(11 / 19)
+    # Fewer than 2 names present, or constant counts: undefined.
+    assert np.isnan(rowwise_spearman(np.array([[0.0, 4.0, 0.0]]), np.array([[0.0, 1.0, 0.0]])))[0]
+    assert np.isnan(rowwise_spearman(np.array([[2.0, 2.0]]), np.array([[1.0, 3.0]])))[0]
+
+
+counts_strategy = st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6)), min_size=0, max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(counts_strategy)
+def test_rowwise_spearman_is_the_point_estimate(pairs: list[tuple[int, int]]) -> None:
+    """One bootstrap row holding the full sample's counts equals the reported ρ, zero-count
+    names and all: the interval and the point estimate have one estimand."""
+    ref = Counter({f"n{i}": r for i, (r, _) in enumerate(pairs) if r})
+    arm = Counter({f"n{i}": a for i, (_, a) in enumerate(pairs) if a})
+    point, _ = spearman_rho(ref, arm)
+    a = np.array([[float(r) for r, _ in pairs] + [0.0, 0.0]])
+    b = np.array([[float(x) for _, x in pairs] + [0.0, 0.0]])
+    row = rowwise_spearman(a, b)[0]
+    if point is None:
+        assert np.isnan(row)
+    else:
+        assert row == pytest.approx(point)
 
 
 def test_resample_counts_and_seeds() -> None:

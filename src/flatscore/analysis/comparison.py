@@ -182,10 +182,12 @@ def compare(
     rho, rho_note = spearman_rho(ref_names, arm_names)
     rho_lo = rho_hi = None
     if rho is not None and weights is not None:
+        # Resample each task's counts (not its means), so every resampled ρ has the point
+        # estimate's estimand: per-name counts over the resample's union of names.
         idx = [names.index(n) for n in union]
-        boot_rho = rowwise_spearman(
-            weights @ ref.name_means[:, idx], weights @ alt.name_means[:, idx]
-        )
+        ref_task_counts = ref.name_means[:, idx] * ref.episodes[:, None]
+        arm_task_counts = alt.name_means[:, idx] * alt.episodes[:, None]
+        boot_rho = rowwise_spearman(weights @ ref_task_counts, weights @ arm_task_counts)
         rho_lo, rho_hi = percentile_ci(boot_rho, conf)
     elif rho is not None:
         rho_note = few

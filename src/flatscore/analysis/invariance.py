@@ -40,13 +40,23 @@ def novel_fraction(ref: Counter[str], arm: Counter[str]) -> tuple[float | None, 
 
 
 def rowwise_spearman(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Spearman ρ of each row of `a` with the same row of `b` (NaN where a row is constant):
-    average ranks per row, then Pearson, as scipy.stats.spearmanr does for one pair."""
-    ra = rankdata(a, axis=1)
-    rb = rankdata(b, axis=1)
-    ra -= ra.mean(axis=1, keepdims=True)
-    rb -= rb.mean(axis=1, keepdims=True)
-    den = np.sqrt((ra * ra).sum(axis=1) * (rb * rb).sum(axis=1))
-    num = (ra * rb).sum(axis=1)
+    """Spearman ρ of each row of `a` with the same row of `b`, over the columns where the row
+    is non-zero in `a` or `b` (NaN where fewer than 2 such columns or a row is constant).
+
+    Each bootstrap row is one resample of tasks; a name that none of its tasks hallucinated is
+    not in that resample's union, just as the point estimate ranks only the union. Ranking it
+    as a tied (0, 0) pair would pull every resampled ρ towards +1 (the interval would then miss
+    its own point estimate). Average ranks per row, then Pearson, as scipy.stats.spearmanr."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    present = (a != 0) | (b != 0)
+    ra = rankdata(np.where(present, a, np.nan), axis=1, nan_policy="omit")
+    rb = rankdata(np.where(present, b, np.nan), axis=1, nan_policy="omit")
+    n = present.sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+        ra = np.where(present, ra - np.nansum(ra, axis=1, keepdims=True) / n, 0.0)
+        rb = np.where(present, rb - np.nansum(rb, axis=1, keepdims=True) / n, 0.0)
+        den = np.sqrt((ra * ra).sum(axis=1) * (rb * rb).sum(axis=1))
+        num = (ra * rb).sum(axis=1)
+        rho = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+    return np.where(n[:, 0] >= 2, rho, np.nan)
