@@ -55,6 +55,8 @@ ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "examples" / "embedded-study.yaml"
 ARCHIVE = ROOT / "docs" / "embedded-study" / "runs"
 INTERIM = ROOT / "docs" / "embedded-study" / "interim"
+REPAIR_STUDY = ROOT / "examples" / "embedded-study-repair.yaml"
+REPAIR_ARCHIVE = ROOT / "docs" / "embedded-study" / "repair" / "runs"
 TABLES = Path(__file__).resolve().parent / "study_tables.py"
 CHUNK = re.compile(r"^(?P<stem>.+)\.(?P<n>\d{3})\.jsonl\.xz$")
 STOP_GRACE_S = 60.0
@@ -381,6 +383,74 @@ def interim_command(
         f"analysed {analysed} of {packed} packed episodes (those every arm has): "
         f"{out}/analysis.json, summary.md, tables.md"
     )
+
+
+def repair_pairs(main_runs: list[list[Episode]], repair_runs: list[list[Episode]]) -> list[Episode]:
+    """The repair pass with its counterpart in the main study: for every (domain, task,
+    trial) that every repaired (model, arm) and every plain one behind them have, the repaired
+    episodes and the main study's plain episodes of the same arms (same seed, same scripted
+    user). The main study's other trials and tasks stay out: the effect is paired trial by
+    trial, not the repair pass's one trial against the main study's four."""
+    from flatscore.analysis.repair_effect import base_arm
+
+    def key(e: Episode) -> tuple[str, str, int]:
+        return (e.domain, e.task_id, e.trial)
+
+    arms = sorted({(e.model, base_arm(e.arm)) for run in repair_runs for e in run})
+    plain = [[e for run in main_runs for e in run if (e.model, e.arm) == arm] for arm in arms]
+    groups = [run for run in repair_runs if run] + plain
+    common = set.intersection(*({key(e) for e in g} for g in groups)) if groups else set()
+    return [e for g in groups for e in g if key(e) in common]
+
+
+@app.command("repair-effect")
+def repair_effect_command(
+    study: StudyArg = STUDY,
+    archive: ArchiveArg = ARCHIVE,
+    repair_study: Annotated[
+        Path, typer.Option("--repair-study", help="The repair pass's study file.")
+    ] = REPAIR_STUDY,
+    repair_archive: Annotated[
+        Path, typer.Option("--repair-archive", help="Folder of the repair pass's chunks.")
+    ] = REPAIR_ARCHIVE,
+) -> None:
+    """The repair effect and its interaction with precision, from the packed chunks alone:
+    the repair pass against the main study's same trials (`repair_pairs`), written as
+    repair-effect.json and repair-effect.md next to the repair archive."""
+    from flatscore.analysis.repair_effect import RepairOptions, markdown_table, repair_effects
+    from flatscore.episode import Episode
+
+    main, fixed = load_study(study), load_study(repair_study)
+
+    def packed(s: Study, folder: Path) -> list[list[Episode]]:
+        return [
+            [Episode.model_validate_json(line) for line in archived_lines(folder, path.stem)]
+            for path in run_files(s)
+        ]
+
+    episodes = repair_pairs(packed(main, archive), packed(fixed, repair_archive))
+    settings = main.analysis
+    options = RepairOptions(
+        reference=settings.reference,
+        count=settings.count,
+        bootstrap=settings.bootstrap,
+        seed=settings.seed,
+    )
+    result = repair_effects(episodes, options)
+    if not result.cells:
+        from flatscore.errors import InputError
+
+        raise InputError("no repaired episode has a counterpart in the main study yet")
+    out = repair_archive.parent
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "repair-effect.json").write_text(
+        result.model_dump_json(indent=2) + "\n", encoding="utf-8", newline="\n"
+    )
+    warnings = result.warnings + [w for c in result.cells for w in c.warnings]
+    table = markdown_table(result) + "".join(f"\n- warning: {w}" for w in warnings)
+    (out / "repair-effect.md").write_text(table + "\n", encoding="utf-8", newline="\n")
+    typer.echo(table)
+    typer.echo(f"{len(episodes)} episodes: {out}/repair-effect.json, repair-effect.md")
 
 
 @app.command("status")

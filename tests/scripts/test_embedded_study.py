@@ -263,3 +263,69 @@ def test_sampled_episodes_are_seeded_per_episode(tmp_path: Path) -> None:
         run_study(study_copy, report=False, progress=False)
         runs.append(study_episodes(tmp_path / name))
     assert len(runs[0]) == 1 and runs[0] == runs[1]  # the second run after the first: warm caches
+
+
+def test_repair_effect_pairs_the_repair_pass_with_the_same_trial(tmp_path: Path) -> None:
+    """A main study of 2 trials and a repair pass of trial 0 on the `slips` arm and its
+    reference: the effect uses the main study's trial 0 only, both models' `ref` kept apart,
+    and is written next to the repair archive."""
+    main_path = _smoke(tmp_path)
+    data = yaml.safe_load(main_path.read_text("utf-8"))
+    data.update(
+        {
+            "name": "smoke-repair",
+            "output": "out-repair",
+            "trials": 1,
+            "models": [m for m in data["models"] if m["name"] == "oracle"],
+            "repair": {"mode": "on", "channels": ["unknown_tool", "bad_arguments"]},
+            "analysis": {"reference": "ref+repair", "bootstrap": 1000},
+        }
+    )
+    repair_path = tmp_path / "repair.yaml"
+    repair_path.write_text(yaml.safe_dump(data), "utf-8")
+    archive, repair_archive = tmp_path / "archive", tmp_path / "repair" / "runs"
+    for path, folder in ((main_path, archive), (repair_path, repair_archive)):
+        study = load_study(path)
+        run_study(study, resume=True, report=False, progress=False)
+        driver.pack(study, folder)
+
+    main_runs = [list(read_episodes(p)) for p in driver.run_files(load_study(main_path))]
+    repair_runs = [list(read_episodes(p)) for p in driver.run_files(load_study(repair_path))]
+    pairs = driver.repair_pairs(main_runs, repair_runs)
+    assert Counter((e.model, e.arm) for e in pairs) == {
+        ("oracle", "ref"): 6,
+        ("oracle", "slips"): 6,
+        ("oracle", "ref+repair"): 6,
+        ("oracle", "slips+repair"): 6,
+    }
+    assert {e.trial for e in pairs} == {0}
+    lacking = repair_runs[1][0]  # a repaired episode one arm lacks drops its key everywhere
+    short = driver.repair_pairs(main_runs, [repair_runs[0], repair_runs[1][1:]])
+    assert len(short) == 4 * 5
+    assert all((e.domain, e.task_id) != (lacking.domain, lacking.task_id) for e in short)
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "repair-effect",
+            "--study",
+            str(main_path),
+            "--archive",
+            str(archive),
+            "--repair-study",
+            str(repair_path),
+            "--repair-archive",
+            str(repair_archive),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads((tmp_path / "repair" / "repair-effect.json").read_text("utf-8"))
+    (cell,) = [c for c in result["cells"] if c["domain"] == "retail"]
+    arms = {a["arm"]: a for a in cell["arms"]}
+    assert set(arms) == {"ref", "slips"}
+    assert arms["slips"]["interaction"] is not None
+    assert "| slips |" in (tmp_path / "repair" / "repair-effect.md").read_text("utf-8")
