@@ -17,8 +17,8 @@ every hour and resumed on another machine:
   by a kill is dropped; episodes already there are kept): it is idempotent and safe on a
   machine that has run episodes of its own since.
 - **Run** resumes the study in a child process, its jobs in **trial-major** order (every
-  task of trial 1 in both domains, then trial 2, ...; the runner's own order is domain by
-  domain, so a study cut short would hold one domain only). Each arm starts its jobs in that
+  task of trial 1 in both domains, then trial 2, ...: the study's `order: trial`; the
+  runner's default is domain by domain, so a study cut short would hold one domain only). Each arm starts its jobs in that
   order within its share of the slots, so a fast arm goes on to trial t + 1 while a slow one
   finishes trial t: no core waits for the slowest arm (stages of trials, used before
   2026-12-01, left one idle for ~20 min at the end of each). The child is stopped (SIGINT,
@@ -277,36 +277,17 @@ def run_command(
     run_chunk(study, archive, hours)
 
 
-def trial_major(plan: Any) -> Any:
-    """The plan with its jobs in trial-major order: (trial, then the runner's own order:
-    domain, task, arm). A stable sort, so within a trial nothing moves."""
-    plan.jobs.sort(key=lambda job: job.trial)
-    return plan
-
-
 @app.command("stage", hidden=True)
 def stage_command(trials: int, study: StudyArg = STUDY) -> None:
-    """Resume the study's first `trials` trials in trial-major order; the unit `run` starts
-    and stops."""
-    import asyncio
-
+    """Resume the study's first `trials` trials in trial-major order (`order: trial`); the
+    unit `run` starts and stops."""
     from flatscore.console import quiet_third_party
-    from flatscore.executors import make_executor
     from flatscore.models.shared import clear_backends
-    from flatscore.study_run import execute_plan
 
     quiet_third_party()  # before the model loads: no transformers warnings or weight bars
-    staged = load_study(study).model_copy(update={"trials": trials})
-    plan = trial_major(plan_study(staged))
+    staged = load_study(study).model_copy(update={"trials": trials, "order": "trial"})
     try:
-        asyncio.run(
-            execute_plan(
-                plan,
-                make_executor(staged.executor, staged.concurrency),
-                resume=True,
-                progress=False,
-            )
-        )
+        run_study(staged, resume=True, progress=False, report=False)
     finally:
         # Stop the engine threads before the interpreter exits: a SIGINT left them inside a
         # torch op at exit, which aborts ("terminate called without an active exception").

@@ -247,6 +247,11 @@ class Study(StrictModel):
     task_ids: list[str] | None = None
     tasks_per_domain: int | None = Field(None, ge=1, description="first N tasks of the split")
     trials: int = Field(defaults.TRIALS, ge=1)
+    order: Literal["domain", "trial"] = Field(
+        "domain",
+        description="job order: domain-major (domain, trial, task) or trial-major (trial, "
+        "domain, task), so that a long study cut short holds every domain",
+    )
     seed: int = defaults.SEED
     max_steps: int = Field(defaults.MAX_STEPS, ge=1)
     timeout_s: float | None = Field(None, gt=0)

@@ -106,8 +106,9 @@ def trial_seed(base_seed: int, trial: int) -> int:
 
 def plan_study(study: Study, run_file: Path | None = None) -> StudyPlan:
     """Every run file and every episode job of the study, in paired order: (domain, trial,
-    task), the arms interleaved. With `run_file` (the quick form) every arm appends to that
-    one file instead of `<output>/runs/<model>__<arm>.jsonl`."""
+    task), the arms interleaved, or (trial, domain, task) with `order: trial`. With
+    `run_file` (the quick form) every arm appends to that one file instead of
+    `<output>/runs/<model>__<arm>.jsonl`."""
     runs_dir = study.output_dir / RUNS_DIR
     runs: list[ArmRun] = []
     for model in study.models:
@@ -163,6 +164,8 @@ def plan_study(study: Study, run_file: Path | None = None) -> StudyPlan:
                     )
     if not jobs:
         raise InputError("the study selects no tasks (check split, task_ids)", field="task_ids")
+    if study.order == "trial":
+        jobs.sort(key=lambda job: job.trial)  # stable: within a trial, nothing moves
     return StudyPlan(runs=runs, jobs=jobs)
 
 

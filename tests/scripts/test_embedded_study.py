@@ -47,7 +47,7 @@ def test_embedded_study_file_is_the_documented_design() -> None:
         None,
         None,
     )
-    assert (study.trials, study.seed, study.repair.mode) == (4, 300, "off")
+    assert (study.trials, study.order, study.seed, study.repair.mode) == (4, "trial", 300, "off")
     assert study.user.kind == "scripted"
     assert (study.error_budget.max_errors, study.error_budget.counted) == (10, "all")
     assert study.analysis.reference == "ref"
@@ -64,6 +64,30 @@ def test_embedded_study_file_is_the_documented_design() -> None:
     first = coords["ref"]
     assert len(set(first)) == 114 * 4 * 2
     assert all(c == first for c in coords.values())  # paired: same list, same seeds, every arm
+    assert [t for _, _, t, _ in first] == sorted(t for _, _, t, _ in first)  # trial-major
+
+
+def test_repair_pass_file_is_the_documented_design() -> None:
+    """examples/embedded-study-repair.yaml: trial 0 of the main study (same seed), 57 tasks
+    per domain round-robin over the templates, ref and the 4-bit arms repaired."""
+    from flatscore.demo import stratified_task_ids
+
+    main = load_study(EXAMPLES / "embedded-study.yaml")
+    study = load_study(EXAMPLES / "embedded-study-repair.yaml")
+    (model,) = study.models
+    assert list(model.arms) == ["ref", "int4-awq", "int4"]
+    assert model.sampling == main.models[0].sampling
+    assert study.task_ids == stratified_task_ids(["retail", "telecom"], "test", 57)
+    assert (study.trials, study.seed, study.max_steps) == (1, main.seed, main.max_steps)
+    assert study.repair.mode == "on"
+    assert study.repair.channels == ["unknown_tool", "bad_arguments", "entity_not_found"]
+    assert study.output_dir != main.output_dir
+    main_jobs = {(j.arm, j.domain, j.task_id, j.trial, j.seed) for j in plan_study(main).jobs}
+    jobs = plan_study(study).jobs
+    assert len(jobs) == 3 * 114
+    assert {
+        (j.arm.removesuffix("+repair"), j.domain, j.task_id, j.trial, j.seed) for j in jobs
+    } <= (main_jobs)  # every repaired episode has its plain twin in the main study
 
 
 # --------------------------------------------------------------------------- the driver
@@ -194,8 +218,9 @@ def test_run_in_stages_with_a_deadline_then_the_report(tmp_path: Path) -> None:
 
 def test_trial_major_order_keeps_the_runners_order_within_a_trial(tmp_path: Path) -> None:
     study = load_study(_smoke(tmp_path))
+    assert study.order == "domain"
     jobs = plan_study(study).jobs
-    ordered = driver.trial_major(plan_study(study)).jobs
+    ordered = plan_study(study.model_copy(update={"order": "trial"})).jobs
     assert sorted(j.episode_id for j in ordered) == sorted(j.episode_id for j in jobs)
     assert [j.trial for j in ordered] == sorted(j.trial for j in jobs)
     assert [j.trial for j in jobs] != sorted(j.trial for j in jobs)  # domain-major before
