@@ -18,13 +18,14 @@ every hour and resumed on another machine:
   machine that has run episodes of its own since.
 - **Run** resumes the study in a child process, its jobs in **trial-major** order (every
   task of trial 1 in both domains, then trial 2, ...: the study's `order: trial`; the
-  runner's default is domain by domain, so a study cut short would hold one domain only). Each arm starts its jobs in that
-  order within its share of the slots, so a fast arm goes on to trial t + 1 while a slow one
-  finishes trial t: no core waits for the slowest arm (stages of trials, used before
-  2026-12-01, left one idle for ~20 min at the end of each). The child is stopped (SIGINT,
-  then SIGKILL) when the time is up; episode ids do not depend on the order or on `trials`,
-  so any run resumes any other. When every episode is done it writes the report and copies
-  `report.html`, `summary.md` and `analysis.json` next to the archive.
+  runner's default is domain by domain, so a study cut short would hold one domain only).
+  Each arm starts its jobs in that order within its share of the slots, so a fast arm goes
+  on to trial t + 1 while a slow one finishes trial t: no core waits for the slowest arm
+  (stages of trials, used before 2026-12-01, left one idle for ~20 min at the end of each).
+  The child is stopped (SIGINT, then SIGKILL) when the time is up; episode ids do not depend
+  on the order or on `trials`, so any run resumes any other. When every episode is done it
+  writes the report and copies `report.html`, `summary.md` and `analysis.json` next to the
+  archive.
 - **Interim** analyses the **balanced** part of the archive: the (domain, task, trial)
   episodes every arm has, so every arm's numbers cover the same episodes and every
   comparison pairs trial with trial.
