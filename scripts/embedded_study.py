@@ -317,11 +317,11 @@ def balanced(per_run: list[list[Episode]]) -> list[Episode]:
     return [e for run in per_run for e in run if (e.domain, e.task_id, e.trial) in common]
 
 
-def interim(study: Study, archive: Path, out: Path) -> int:
+def interim(study: Study, archive: Path, out: Path) -> tuple[int, int]:
     """The study as far as it is packed, analysed with its own analysis settings:
     `analysis.json`, `summary.md` and `tables.md` (scripts/study_tables.py) in `out`, all
     from the archive alone, so anyone with the checkout gets the same bytes. Only the
-    balanced part (`balanced`) is analysed. Returns the number of episodes analysed."""
+    balanced part (`balanced`) is analysed. Returns (episodes analysed, episodes packed)."""
     import importlib.util
 
     from flatscore.analysis.analyze import analyze
@@ -347,7 +347,7 @@ def interim(study: Study, archive: Path, out: Path) -> int:
         ("tables.md", tables.render(result)),
     ):
         (out / name).write_text(text, encoding="utf-8", newline="\n")
-    return len(episodes)
+    return len(episodes), sum(map(len, per_run))
 
 
 @app.command("interim")
@@ -358,9 +358,7 @@ def interim_command(
 ) -> None:
     """Analyse the packed episodes every arm has (the study so far, balanced) with the
     study's analysis settings."""
-    loaded = load_study(study)
-    analysed = interim(loaded, archive, out)
-    packed = sum(len(archived_lines(archive, path.stem)) for path in run_files(loaded))
+    analysed, packed = interim(load_study(study), archive, out)
     typer.echo(
         f"analysed {analysed} of {packed} packed episodes (those every arm has): "
         f"{out}/analysis.json, summary.md, tables.md"

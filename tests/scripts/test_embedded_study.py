@@ -172,7 +172,7 @@ def test_interim_analyses_only_what_is_packed(tmp_path: Path) -> None:
     driver.pack(study, archive)
     run_study(study, resume=True, report=False, progress=False)  # trial 2: run, not packed
     out = tmp_path / "interim"
-    assert driver.interim(study, archive, out) == 18
+    assert driver.interim(study, archive, out) == (18, 18)
     # trial 2 packed for one arm only: left out, every arm's numbers cover the same episodes
     lines = (study.output_dir / "runs" / "oracle__ref.jsonl").read_bytes().splitlines(True)
     second = [ln for ln in lines if json.loads(ln)["trial"] == 1]
@@ -187,7 +187,7 @@ def test_interim_analyses_only_what_is_packed(tmp_path: Path) -> None:
     assert "#### S(K) and Gap(K)" in tables
     before = {name: (out / name).read_bytes() for name in ("analysis.json", "tables.md")}
     # the same balanced part (the extra trial-2 chunk is left out): the same bytes
-    assert driver.interim(study, archive, out) == 18
+    assert driver.interim(study, archive, out) == (18, 24)
     assert {name: (out / name).read_bytes() for name in before} == before
 
 
