@@ -309,6 +309,16 @@ def unpack_command(study: StudyArg = STUDY, archive: ArchiveArg = ARCHIVE) -> No
     typer.echo(f"unpacked {sum(added.values())} episodes from {archive}")
 
 
+def archived_episodes(study: Study, archive: Path) -> list[list[Episode]]:
+    """The packed episodes of each of the study's run files, in the plan's order."""
+    from flatscore.episode import Episode
+
+    return [
+        [Episode.model_validate_json(line) for line in archived_lines(archive, path.stem)]
+        for path in run_files(study)
+    ]
+
+
 def balanced(per_run: list[list[Episode]]) -> list[Episode]:
     """The episodes whose (domain, task, trial) every run file (arm) has: the largest part of
     a study cut short in which every arm covers the same episodes, trial paired with trial."""
@@ -325,15 +335,11 @@ def interim(study: Study, archive: Path, out: Path) -> tuple[int, int]:
     import importlib.util
 
     from flatscore.analysis.analyze import analyze
-    from flatscore.episode import Episode
     from flatscore.report import analysis_json
     from flatscore.report.markdown import render_summary
     from flatscore.study_run import analysis_options
 
-    per_run = [
-        [Episode.model_validate_json(line) for line in archived_lines(archive, path.stem)]
-        for path in run_files(study)
-    ]
+    per_run = archived_episodes(study, archive)
     episodes = balanced(per_run)
     result = analyze(episodes, analysis_options(study))
     spec = importlib.util.spec_from_file_location("study_tables", TABLES)
@@ -373,14 +379,9 @@ def repair_pairs(main_runs: list[list[Episode]], repair_runs: list[list[Episode]
     trial, not the repair pass's one trial against the main study's four."""
     from flatscore.analysis.repair_effect import base_arm
 
-    def key(e: Episode) -> tuple[str, str, int]:
-        return (e.domain, e.task_id, e.trial)
-
     arms = sorted({(e.model, base_arm(e.arm)) for run in repair_runs for e in run})
     plain = [[e for run in main_runs for e in run if (e.model, e.arm) == arm] for arm in arms]
-    groups = [run for run in repair_runs if run] + plain
-    common = set.intersection(*({key(e) for e in g} for g in groups)) if groups else set()
-    return [e for g in groups for e in g if key(e) in common]
+    return balanced([run for run in repair_runs if run] + plain)
 
 
 @app.command("repair-effect")
@@ -398,25 +399,18 @@ def repair_effect_command(
     the repair pass against the main study's same trials (`repair_pairs`), written as
     repair-effect.json and repair-effect.md next to the repair archive."""
     from flatscore.analysis.repair_effect import RepairOptions, markdown_table, repair_effects
-    from flatscore.episode import Episode
+    from flatscore.study_run import analysis_options
 
-    main, fixed = load_study(study), load_study(repair_study)
-
-    def packed(s: Study, folder: Path) -> list[list[Episode]]:
-        return [
-            [Episode.model_validate_json(line) for line in archived_lines(folder, path.stem)]
-            for path in run_files(s)
-        ]
-
-    episodes = repair_pairs(packed(main, archive), packed(fixed, repair_archive))
-    settings = main.analysis
-    options = RepairOptions(
-        reference=settings.reference,
-        count=settings.count,
-        bootstrap=settings.bootstrap,
-        seed=settings.seed,
+    main = load_study(study)
+    episodes = repair_pairs(
+        archived_episodes(main, archive),
+        archived_episodes(load_study(repair_study), repair_archive),
     )
-    result = repair_effects(episodes, options)
+    settings = analysis_options(main)  # the main study's analysis settings, as `analyze` takes them
+    shared = set(RepairOptions.model_fields) - {"rules"}
+    result = repair_effects(
+        episodes, RepairOptions(**settings.model_dump(include=shared), rules=settings.rules)
+    )
     if not result.cells:
         from flatscore.errors import InputError
 
