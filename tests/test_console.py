@@ -19,10 +19,12 @@ from flatscore.report.terminal import verdict_lines
 CLI = "from flatscore.cli import main; main()"
 
 
-def _piped(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def _piped(
+    *args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """The real command with its output piped and no COLUMNS: what a log file gets."""
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    env["OMP_NUM_THREADS"] = "1"
+    base = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env = {**base, "OMP_NUM_THREADS": "1", **(env or {})}
     return subprocess.run(
         [sys.executable, "-c", CLI, *map(str, args)],
         capture_output=True,
@@ -69,9 +71,14 @@ warnings.warn_explicit("deprecated in v6", FutureWarning, "m.py", 1, module="tra
 warnings.warn_explicit("peft says", UserWarning, "p.py", 1, module="peft.tuners")
 warnings.warn_explicit("ours", UserWarning, "f.py", 1, module="flatscore.analysis")
 print(os.environ["HF_HUB_DISABLE_PROGRESS_BARS"], os.environ["TRANSFORMERS_VERBOSITY"])
+from tqdm.auto import tqdm  # a plain third-party bar, as transformers' GGUF loader has
+for _ in tqdm(range(3), desc="third-party bar"):
+    pass
 """
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TQDM_")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert done.stdout.split() == ["1", "error"]
+    assert "third-party bar" not in done.stderr
     assert "ours" in done.stderr
     assert "deprecated in v6" not in done.stderr and "peft says" not in done.stderr
 
@@ -79,10 +86,12 @@ print(os.environ["HF_HUB_DISABLE_PROGRESS_BARS"], os.environ["TRANSFORMERS_VERBO
 @pytest.mark.slow
 def test_a_model_command_prints_only_its_own_output(tmp_path: Path) -> None:
     """Loading the embedded model (transformers) leaks neither its FutureWarning about
-    `is_gradient_checkpointing` nor its "Loading weights" bar into the command's output."""
+    `is_gradient_checkpointing` nor its "Loading weights" bar into the command's output,
+    nor, on the first load (an empty cache), its GGUF conversion bar."""
     done = _piped(
         "run", "--agent", "embedded", "--domain", "retail", "--task", "cancel_00",
         "--max-steps", "2", "--no-progress", "--out", tmp_path / "e.jsonl",
+        env={"FLATSCORE_CACHE": str(tmp_path / "cache")},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""

@@ -9,7 +9,9 @@ third parties.
 - **Third-party noise.** transformers and its friends print deprecation warnings
   (`is_gradient_checkpointing` is deprecated ...) and tqdm bars ("Loading weights") while a
   model loads; `quiet_third_party()` turns both off before they are imported (environment
-  variables, inherited by worker processes) and after (their own switches).
+  variables, inherited by worker processes) and after (their own switches). Some bars are
+  plain tqdm, outside transformers' switch (the first load of a GGUF prints "Converting and
+  de-quantizing GGUF tensors"): `TQDM_DISABLE` turns those off, read when tqdm is imported.
 - **Width.** rich wraps at 80 columns when output is not a terminal, which breaks lines in
   the middle of a sentence (`reference arm` / `'ref'`) in logs and pipes. `make_console()`
   gives a console that never wraps prose (`soft_wrap`) and lays tables out at `PIPE_WIDTH`
@@ -46,6 +48,7 @@ def quiet_third_party() -> None:
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("TQDM_DISABLE", "1")  # flatscore's own bars are rich, not tqdm
     for category in (FutureWarning, DeprecationWarning, UserWarning):
         warnings.filterwarnings("ignore", category=category, module=_NOISY)
     for name in ("transformers", "peft", "accelerate", "huggingface_hub", "torchao"):
