@@ -89,3 +89,17 @@ def test_report_wording_has_no_question_marks_or_na_percent(tmp_path: Path) -> N
         assert "n/a%" not in text and "not computed%" not in text
         assert "[not computed" not in text and "×0.00 [0.00, 0.00]" not in text
     assert "new: 0 → " in paths.summary.read_text() + paths.html.read_text()
+
+
+def test_a_tiny_adjusted_p_reads_p_less_than() -> None:
+    """A significant gap with p < 0.001 says `adjusted p < 0.001`, not `p = < 0.001`."""
+    from flatscore.analysis.result import Comparison
+
+    analysis = analyzed(study(tasks=3, trials=1))
+    for cell in analysis.cells:
+        for c in cell.comparisons:
+            tiny: Comparison = c.model_copy(update={"significant": True, "p_adjusted": 2e-11})
+            cell.comparisons = [tiny]
+            (h,) = headlines(cell, analysis.settings.default_K)
+            assert "significant after correction (adjusted p < 0.001)." in h.sentences[0]
+            assert "= <" not in h.sentences[0]

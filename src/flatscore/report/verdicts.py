@@ -117,16 +117,12 @@ def _score_sentence(c: Comparison, k_default: int) -> str:
     )
     margin = f"±{c.tost_margin * 100:.1f}" if c.tost_margin <= 1 else f"±{c.tost_margin:.1f}"
     if c.significant:
-        tail = (
-            f"; the difference is significant after correction (adjusted p = {pval(c.p_adjusted)})."
-        )
+        tail = f"; the difference is significant after correction (adjusted {p_is(c.p_adjusted)})."
     elif c.tost_equivalent:
         tail = f"; the scores are equivalent within {margin} points (TOST)."
     else:
         test = (
-            ""
-            if c.p_adjusted is None
-            else f"not significant (adjusted p = {pval(c.p_adjusted)}) and "
+            "" if c.p_adjusted is None else f"not significant (adjusted {p_is(c.p_adjusted)}) and "
         )
         tail = (
             f"; {test}equivalence within {margin} points could not be shown "
@@ -213,6 +209,12 @@ def pval(value: float | None) -> str:
     if value is None:
         return "not computed"
     return "< 0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def p_is(value: float | None) -> str:
+    """`p = 0.012` or `p < 0.001` in a sentence (not `p = < 0.001`)."""
+    text = pval(value)
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
 
 
 def headlines(cell: Cell, k_default: int) -> list[Headline]:
