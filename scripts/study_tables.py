@@ -1,9 +1,12 @@
 """The embedded study's tables (docs/embedded-study.md) from its `analysis.json`, as markdown.
 
     python scripts/study_tables.py docs/embedded-study/analysis.json > /tmp/tables.md
+    python scripts/study_tables.py --repair docs/embedded-study/repair/repair-effect.json
 
 Every number in the page's findings, per-channel and S(K) tables comes from here, so the page
-cannot drift from the analysis: three tables, one row per (domain, arm) or per comparison.
+cannot drift from the analysis: three tables, one row per (domain, arm) or per comparison;
+with `--repair`, the repair pass's two tables from `repair-effect.json` (the effect on S(K)
+and on the repaired channels' rates, one row per (domain, arm)).
 The verdicts (reproduced / not reproduced / not applicable) are a person's reading of these
 numbers against the study's and stay in the page's prose; nothing here judges.
 
@@ -20,6 +23,7 @@ from typing import Annotated
 import typer
 
 from flatscore.analysis.outputs import Interval
+from flatscore.analysis.repair_effect import RepairArmEffect, RepairEffectResult
 from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, Comparison, GapPoint
 from flatscore.report.terminal import pct, signed, signed_ci  # `flatscore analyze`'s formats
 
@@ -191,6 +195,78 @@ def findings_table(result: AnalysisResult) -> list[str]:
     return _table(header, ["---"] * 2 + ["---:"] + ["---"] * 5, rows)
 
 
+def _repaired_channels(arm: RepairArmEffect) -> list[str]:
+    channels = (arm.repair_config or {}).get("channels") or []
+    return [str(c) for c in channels]
+
+
+def _effect_at(arm: RepairArmEffect, k: int) -> str:
+    point = next((p for p in arm.effect_by_K if k == p.K), None)
+    return "—" if point is None else signed(point.effect) + signed_ci(point.ci_low, point.ci_high)
+
+
+def repair_tables(result: RepairEffectResult) -> list[str]:
+    """The repair effect (S(K) with − without, points) per arm at K = default and 2, the
+    interaction against the reference, and the repaired channels' rates with − without."""
+    k = result.default_K
+    effects, rates = [], []
+    cells = sorted(result.cells, key=lambda c: (c.domain, c.model))
+    channels: list[str] = []
+    for cell in cells:
+        for arm in cell.arms:
+            channels += [c for c in _repaired_channels(arm) if c not in channels]
+    for cell in cells:
+        for arm in cell.arms:
+            point = next((p for p in arm.effect_by_K if k == p.K), None)
+            effects.append(
+                [
+                    cell.domain,
+                    arm.arm,
+                    ", ".join(_repaired_channels(arm)) or "—",
+                    str(arm.paired_tasks),
+                    "—" if point is None else pct(point.success_without),
+                    "—" if point is None else pct(point.success_with),
+                    _effect_at(arm, k),
+                    _effect_at(arm, 2),
+                    "—" if arm.interaction is None else interval(arm.interaction),
+                    f"{arm.repair_instructions} ({arm.episodes_repaired})",
+                ]
+            )
+            rates.append(
+                [
+                    cell.domain,
+                    arm.arm,
+                    *(
+                        interval(arm.channel_rate_effect[c])
+                        if c in arm.channel_rate_effect
+                        else "—"
+                        for c in channels
+                    ),
+                ]
+            )
+    effect_header = [
+        "domain",
+        "arm",
+        "repaired channels",
+        "tasks",
+        f"S({k}) without",
+        f"S({k}) with",
+        f"effect at K = {k}",
+        "effect at K = 2",
+        f"interaction vs ref (K = {k})",
+        "repair instructions (episodes)",
+    ]
+    return [
+        "#### Repair effect on S(K)",
+        "",
+        *_table(effect_header, ["---"] * 3 + ["---:"] * 7, effects),
+        "",
+        "#### Repaired channels' rates, with − without",
+        "",
+        *_table(["domain", "arm", *channels], ["---"] * 2 + ["---:"] * len(channels), rates),
+    ]
+
+
 def render(result: AnalysisResult) -> str:
     sections = [
         ("Findings, numbers per comparison", findings_table(result)),
@@ -205,11 +281,24 @@ def render(result: AnalysisResult) -> str:
 
 @app.command()
 def main(
-    analysis: Annotated[Path, typer.Argument(help="An analysis.json (flatscore analyze --json).")],
+    analysis: Annotated[
+        Path | None, typer.Argument(help="An analysis.json (flatscore analyze --json).")
+    ] = None,
+    repair: Annotated[
+        Path | None,
+        typer.Option("--repair", help="A repair-effect.json (embedded_study.py repair-effect)."),
+    ] = None,
 ) -> None:
-    """Print the study's findings, per-channel and S(K)/Gap(K) tables as markdown."""
-    result = AnalysisResult.model_validate_json(analysis.read_text(encoding="utf-8"))
-    typer.echo(render(result), nl=False)
+    """Print the study's findings, per-channel and S(K)/Gap(K) tables as markdown; with
+    --repair, the repair pass's tables."""
+    if analysis is None and repair is None:
+        raise typer.BadParameter("give an analysis.json, --repair repair-effect.json, or both")
+    if analysis is not None:
+        result = AnalysisResult.model_validate_json(analysis.read_text(encoding="utf-8"))
+        typer.echo(render(result), nl=False)
+    if repair is not None:
+        effect = RepairEffectResult.model_validate_json(repair.read_text(encoding="utf-8"))
+        typer.echo("\n".join(repair_tables(effect)))
 
 
 if __name__ == "__main__":

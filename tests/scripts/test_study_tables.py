@@ -9,6 +9,8 @@ from pathlib import Path
 
 from analysis_builders import episode
 from flatscore.analysis.analyze import AnalysisOptions, analyze
+from flatscore.analysis.repair_effect import RepairOptions, repair_effects
+from flatscore.episode import Episode, Message
 from script_modules import SCRIPTS, load_script
 
 SCRIPT = SCRIPTS / "study_tables.py"
@@ -87,3 +89,53 @@ def test_the_command_reads_an_analysis_json(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == tables.render(result)
+
+
+def _repaired(ep: Episode) -> Episode:
+    """`ep` as the repair middleware logs it: an instruction after every failed call."""
+    out: list[Message] = []
+    for m in ep.messages:
+        out.append(m)
+        if m.tool_result is not None and m.tool_result.error:
+            out.append(Message(role="system", content="Repair (attempt 1 of 3)", repair=True))
+    meta = {"repair": {"enabled": True, "channels": ["unknown_tool"], "attempts": 3}}
+    return ep.model_copy(update={"messages": out, "metadata": meta})
+
+
+def test_repair_tables_carry_the_known_effect_and_interaction() -> None:
+    """ref: repair changes nothing (3 of 4 tasks either way). int4: 1 of 4 without, 3 of 4
+    with repair (+50 points, interaction +50); its unknown-tool calls fall from 5 of 6 agent
+    calls to 2 of 5 (−43.3 points); 2 repair instructions in 2 episodes."""
+    ok, bad = ("get_user", "ok"), ("lookup", "unknown_tool")
+    eps = []
+    for arm in ("ref", "ref+repair"):
+        eps += [episode(arm, t, calls=[ok]) for t in ("t0", "t1", "t2")]
+        eps.append(episode(arm, "t3", success=False))
+    eps += [
+        episode("int4", "t0", calls=[bad, ok]),
+        episode("int4", "t1", calls=[bad, bad, bad], success=False),
+        episode("int4", "t2", calls=[bad], success=False),
+        episode("int4", "t3", success=False),
+    ]
+    eps += [
+        _repaired(episode("int4", "t0", calls=[bad, ok])),
+        _repaired(episode("int4", "t1", calls=[bad, ok])),
+        _repaired(episode("int4", "t2", calls=[ok])),
+        _repaired(episode("int4", "t3", success=False)),
+    ]
+    result = repair_effects(eps, RepairOptions(bootstrap=200, bootstrap_min_tasks=2))
+    text = "\n".join(tables.repair_tables(result))
+    effect = _row(text, "Repair effect", "retail", "int4")
+    assert effect[2:6] == ["unknown_tool", "4", "25.0", "75.0"]
+    assert effect[6].startswith("+50.0 [") and effect[8].startswith("+50.0 [")
+    assert effect[9] == "2 (2)"
+    assert _row(text, "Repair effect", "retail", "ref")[6].startswith("+0.0")
+    assert _row(text, "Repair effect", "retail", "ref")[8] == "—"
+    # unknown_tool calls / agent calls (one episode per task): 5 / 6 without, 2 / 5 with
+    rates = _row(text, "Repaired channels", "retail", "int4")
+    assert rates[2].startswith("-43.3 [")
+
+
+def test_the_command_reads_a_repair_effect_json(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True)
+    assert done.returncode != 0 and "--repair" in done.stderr
