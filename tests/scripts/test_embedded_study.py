@@ -69,13 +69,14 @@ def test_embedded_study_file_is_the_documented_design() -> None:
 
 def test_repair_pass_file_is_the_documented_design() -> None:
     """examples/embedded-study-repair.yaml: trial 0 of the main study (same seed), 57 tasks
-    per domain round-robin over the templates, ref and the 4-bit arms repaired."""
+    per domain round-robin over the templates; ref, the 4-bit arms and the 8-bit arms (added
+    when their channels were amplified on 114 x 4) repaired."""
     from flatscore.demo import stratified_task_ids
 
     main = load_study(EXAMPLES / "embedded-study.yaml")
     study = load_study(EXAMPLES / "embedded-study-repair.yaml")
     (model,) = study.models
-    assert list(model.arms) == ["ref", "int4-awq", "int4"]
+    assert list(model.arms) == ["ref", "int4-awq", "int4", "fp8", "int8"]
     assert model.sampling == main.models[0].sampling
     assert study.task_ids == stratified_task_ids(["retail", "telecom"], "test", 57)
     assert (study.trials, study.seed, study.max_steps) == (1, main.seed, main.max_steps)
@@ -84,7 +85,7 @@ def test_repair_pass_file_is_the_documented_design() -> None:
     assert study.output_dir != main.output_dir
     main_jobs = {(j.arm, j.domain, j.task_id, j.trial, j.seed) for j in plan_study(main).jobs}
     jobs = plan_study(study).jobs
-    assert len(jobs) == 3 * 114
+    assert len(jobs) == 5 * 114
     assert {
         (j.arm.removesuffix("+repair"), j.domain, j.task_id, j.trial, j.seed) for j in jobs
     } <= (main_jobs)  # every repaired episode has its plain twin in the main study
