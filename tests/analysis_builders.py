@@ -95,3 +95,15 @@ def episode(
         tools=ToolLists(agent=AGENT_TOOLS, user=USER_TOOLS) if tools else ToolLists(),
         **(extra_args or {}),
     )
+
+
+def repaired(ep: Episode, flag_in_metadata: bool = True) -> Episode:
+    """`ep` as the repair middleware logs it: a repair instruction after every failed call,
+    and (unless `flag_in_metadata` is off) the repair settings in its metadata."""
+    out: list[Message] = []
+    for m in ep.messages:
+        out.append(m)
+        if m.tool_result is not None and m.tool_result.error:
+            out.append(Message(role="system", content="Repair (attempt 1 of 3)", repair=True))
+    meta = {"repair": {"enabled": True, "channels": ["unknown_tool"], "attempts": 3}}
+    return ep.model_copy(update={"messages": out, "metadata": meta if flag_in_metadata else {}})

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
-from analysis_builders import episode
+from analysis_builders import episode, repaired
 from flatscore.agents.repair import REPAIR_SUFFIX as AGENT_SUFFIX
 from flatscore.analysis.paired_score import paired_difference_interval
 from flatscore.analysis.repair_effect import (
@@ -24,21 +24,10 @@ from flatscore.analysis.repair_effect import (
     markdown_table,
     repair_effects,
 )
-from flatscore.episode import Episode, Message
+from flatscore.episode import Episode
 
 OK = ("get_user", "ok")
 BAD = ("lookup", "unknown_tool")
-
-
-def repaired(ep: Episode, flag_in_metadata: bool = True) -> Episode:
-    """Insert a repair instruction after every failed call, as the middleware logs them."""
-    out: list[Message] = []
-    for m in ep.messages:
-        out.append(m)
-        if m.tool_result is not None and m.tool_result.error:
-            out.append(Message(role="system", content="Repair (attempt 1 of 3)", repair=True))
-    meta = {"repair": {"enabled": True, "channels": ["unknown_tool"], "attempts": 3}}
-    return ep.model_copy(update={"messages": out, "metadata": meta if flag_in_metadata else {}})
 
 
 def study() -> list[Episode]:

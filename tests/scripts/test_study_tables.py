@@ -7,10 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from analysis_builders import episode
+from analysis_builders import episode, repaired
 from flatscore.analysis.analyze import AnalysisOptions, analyze
 from flatscore.analysis.repair_effect import RepairOptions, repair_effects
-from flatscore.episode import Episode, Message
 from script_modules import SCRIPTS, load_script
 
 SCRIPT = SCRIPTS / "study_tables.py"
@@ -91,17 +90,6 @@ def test_the_command_reads_an_analysis_json(tmp_path: Path) -> None:
     assert done.stdout == tables.render(result)
 
 
-def _repaired(ep: Episode) -> Episode:
-    """`ep` as the repair middleware logs it: an instruction after every failed call."""
-    out: list[Message] = []
-    for m in ep.messages:
-        out.append(m)
-        if m.tool_result is not None and m.tool_result.error:
-            out.append(Message(role="system", content="Repair (attempt 1 of 3)", repair=True))
-    meta = {"repair": {"enabled": True, "channels": ["unknown_tool"], "attempts": 3}}
-    return ep.model_copy(update={"messages": out, "metadata": meta})
-
-
 def test_repair_tables_carry_the_known_effect_and_interaction() -> None:
     """ref: repair changes nothing (3 of 4 tasks either way). int4: 1 of 4 without, 3 of 4
     with repair (+50 points, interaction +50); its unknown-tool calls fall from 5 of 6 agent
@@ -118,10 +106,10 @@ def test_repair_tables_carry_the_known_effect_and_interaction() -> None:
         episode("int4", "t3", success=False),
     ]
     eps += [
-        _repaired(episode("int4", "t0", calls=[bad, ok])),
-        _repaired(episode("int4", "t1", calls=[bad, ok])),
-        _repaired(episode("int4", "t2", calls=[ok])),
-        _repaired(episode("int4", "t3", success=False)),
+        repaired(episode("int4", "t0", calls=[bad, ok])),
+        repaired(episode("int4", "t1", calls=[bad, ok])),
+        repaired(episode("int4", "t2", calls=[ok])),
+        repaired(episode("int4", "t3", success=False)),
     ]
     result = repair_effects(eps, RepairOptions(bootstrap=200, bootstrap_min_tasks=2))
     text = "\n".join(tables.repair_tables(result))
