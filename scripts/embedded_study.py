@@ -398,7 +398,8 @@ def repair_effect_command(
     """The repair effect and its interaction with precision, from the packed chunks alone:
     the repair pass against the main study's same trials (`repair_pairs`), written as
     repair-effect.json and repair-effect.md next to the repair archive."""
-    from flatscore.analysis.repair_effect import RepairOptions, markdown_table, repair_effects
+    from flatscore.analysis.analyze import repair_options
+    from flatscore.analysis.repair_effect import markdown_table, repair_effects
     from flatscore.study_run import analysis_options
 
     main = load_study(study)
@@ -406,11 +407,8 @@ def repair_effect_command(
         archived_episodes(main, archive),
         archived_episodes(load_study(repair_study), repair_archive),
     )
-    settings = analysis_options(main)  # the main study's analysis settings, as `analyze` takes them
-    shared = set(RepairOptions.model_fields) - {"rules"}
-    result = repair_effects(
-        episodes, RepairOptions(**settings.model_dump(include=shared), rules=settings.rules)
-    )
+    # the main study's analysis settings, as `analyze` takes them
+    result = repair_effects(episodes, repair_options(analysis_options(main)))
     if not result.cells:
         from flatscore.errors import InputError
 

@@ -23,7 +23,7 @@ from typing import Annotated
 import typer
 
 from flatscore.analysis.outputs import Interval
-from flatscore.analysis.repair_effect import RepairArmEffect, RepairEffectResult
+from flatscore.analysis.repair_effect import EffectPoint, RepairArmEffect, RepairEffectResult
 from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, Comparison, GapPoint
 from flatscore.report.terminal import pct, signed, signed_ci  # `flatscore analyze`'s formats
 
@@ -200,8 +200,12 @@ def _repaired_channels(arm: RepairArmEffect) -> list[str]:
     return [str(c) for c in channels]
 
 
+def _effect_point(arm: RepairArmEffect, k: int) -> EffectPoint | None:
+    return next((p for p in arm.effect_by_K if k == p.K), None)
+
+
 def _effect_at(arm: RepairArmEffect, k: int) -> str:
-    point = next((p for p in arm.effect_by_K if k == p.K), None)
+    point = _effect_point(arm, k)
     return "—" if point is None else signed(point.effect) + signed_ci(point.ci_low, point.ci_high)
 
 
@@ -217,7 +221,7 @@ def repair_tables(result: RepairEffectResult) -> list[str]:
             channels += [c for c in _repaired_channels(arm) if c not in channels]
     for cell in cells:
         for arm in cell.arms:
-            point = next((p for p in arm.effect_by_K if k == p.K), None)
+            point = _effect_point(arm, k)
             effects.append(
                 [
                     cell.domain,

@@ -30,7 +30,7 @@ from flatscore.analysis.task_matrix import task_matrix
 from flatscore.episode import Episode
 from flatscore.errors import InputError
 
-__all__ = ["VERDICT_ORDER", "AnalysisOptions", "AnalysisSettings", "analyze"]
+__all__ = ["VERDICT_ORDER", "AnalysisOptions", "AnalysisSettings", "analyze", "repair_options"]
 
 
 class AnalysisOptions(AnalysisSettings):
@@ -41,10 +41,14 @@ class AnalysisOptions(AnalysisSettings):
     rules: ChannelRules | None = None
 
 
+def repair_options(options: AnalysisOptions) -> RepairOptions:
+    """The repair-effect settings an analysis implies: every setting the two share (reference,
+    budgets, count, bootstrap, seed, confidence, the rules object) taken as it is."""
+    shared = set(RepairOptions.model_fields) - {"rules"}  # rules: an object, not dumped
+    return RepairOptions(**options.model_dump(include=shared), rules=options.rules)
+
+
 Grouped = dict[tuple[str, str], dict[str, list[EpisodeFacts]]]
-_SHARED_WITH_REPAIR = set(RepairOptions.model_fields) - {"budgets", "rules"}
-"""Settings the repair effect takes from the analysis as they are (budgets and rules are
-resolved first)."""
 
 
 def _group(
@@ -180,9 +184,7 @@ def analyze(episodes: Iterable[Episode], options: AnalysisOptions | None = None)
     repair = (
         repair_effects(
             unique,
-            RepairOptions(
-                **options.model_dump(include=_SHARED_WITH_REPAIR), budgets=budgets, rules=rules
-            ),
+            repair_options(options.model_copy(update={"budgets": budgets, "rules": rules})),
         )
         if has_repair_runs(unique)
         else None
