@@ -20,6 +20,7 @@ from flatscore.analysis.comparison import VERDICT_ORDER, compare, finalize
 from flatscore.analysis.definitions import definitions
 from flatscore.analysis.facts import EpisodeFacts, episode_facts
 from flatscore.analysis.identity import unique_episodes
+from flatscore.analysis.noise_floor import CellFloor, noise_floor
 from flatscore.analysis.precision import ReferenceUndecided, choose_reference, precision_order
 from flatscore.analysis.repair_effect import RepairOptions, has_repair_runs, repair_effects
 from flatscore.analysis.result import AnalysisResult, Cell, Comparison, Settings
@@ -255,21 +256,18 @@ def _cell(
             if len(common) >= options.bootstrap_min_tasks
             else None
         )
+        floor = CellFloor(arms[reference], common, budgets, options.count, names, weights)
+        gap_ks = sorted({min(budgets), default_k})
         for a in order:
             if a == reference or not arms[a]:
                 continue
-            comparisons.append(
-                compare(
-                    a,
-                    reference,
-                    matrices[reference],
-                    matrices[a],
-                    budgets,
-                    default_k,
-                    options,
-                    weights,
-                )
+            c = compare(
+                a, reference, matrices[reference], matrices[a], budgets, default_k, options, weights
             )
+            beside = noise_floor(
+                floor, matrices[reference], matrices[a], arms[a], gap_ks, options.confidence
+            )
+            comparisons.append(c.model_copy(update={"noise_floor": beside}))
     elif len(order) > 1:
         cell_warnings.append("no task was run by every arm: no paired comparison")
     cell: dict[str, object] = {

@@ -140,6 +140,41 @@ class ChannelAmplification(AnalysisModel):
     note: str | None = None
 
 
+class FloorStat(AnalysisModel):
+    """One diagnostic of an arm next to the reference's noise floor (docs/analysis.md, "Noise
+    floor"). `kind` level (ρ, novel share): `floor` is reference half vs reference half,
+    `arm_half` reference half vs the arm's other half (same size), `excess` their difference
+    with a paired task-bootstrap interval, `beyond_floor` when it excludes 0. `kind`
+    difference / ratio: `floor` is the mean absolute difference (ratios: exp of the mean
+    |log ratio|) between halves, `floor_full_trials` that size rescaled by 1/√2 to the full
+    trial count; no decision (`beyond_floor` null)."""
+
+    kind: Literal["level", "difference", "ratio"]
+    arm: float | None
+    """The arm against the full reference, as in the comparison."""
+    floor: float | None = None
+    floor_full_trials: float | None = None
+    arm_half: float | None = None
+    excess: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    beyond_floor: bool | None = None
+    note: str | None = None
+
+
+class NoiseFloor(AnalysisModel):
+    """Every diagnostic of one comparison next to what the reference gives against itself;
+    keys: spearman_rho, novel_fraction, failed_calls, channel.<channel>, gap.K<k> (smallest
+    and default K), recovery_difference, trajectory.<metric>."""
+
+    splits: int
+    trials_per_half: list[int] = Field(default_factory=list)
+    method: str
+    diagnostics: dict[str, FloorStat]
+    invariance: Literal["within the noise floor", "beyond the noise floor", "not decided"]
+    invariance_reason: str
+
+
 class Comparison(AnalysisModel):
     """One arm against its cell's reference, paired on the tasks both ran. `compare` fills
     everything but the study-wide part (p_holm, p_bh, p_adjusted, significant, verdict),
@@ -177,6 +212,8 @@ class Comparison(AnalysisModel):
     verdict: Verdict | None = None
     """Null only before the study-wide correction; always set in analysis.json."""
     verdict_reason: str = ""
+    noise_floor: NoiseFloor | None = None
+    """The reference against itself beside every diagnostic (null: not computed)."""
 
 
 class RiskScreen(AnalysisModel):

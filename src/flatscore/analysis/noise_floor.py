@@ -1,0 +1,353 @@
+"""The noise floor (docs/analysis.md, "Noise floor"): what the reference gives against itself.
+
+Two runs of the same model differ by chance alone, so a diagnostic such as ρ or the novel
+share says nothing about an arm until it is set against the reference compared with itself.
+With ≥ 2 trials per task the reference's trials are split into two balanced halves (every
+split, in both orientations; 4 trials give 3 distinct splits) and every diagnostic is
+computed half against half, on the cell's paired tasks.
+
+Halves hold half the trials, so half-against-half ρ is lower and the novel share higher than
+a full-size comparison would give by chance. The arm is therefore judged at the floor's own
+size: the reference's half against the arm's other half (the same trial labels, so seed
+coupling helps neither side), averaged over the same splits. The excess (arm − floor at half
+size) gets a task-bootstrap interval on the cell's resamples, paired with the floor; the arm
+is beyond the floor only when that interval excludes 0. Signed differences (Gap(K), channel
+ratios, recovery and trajectory differences) are centred on 0 (or ×1) by symmetry: their
+floor is the mean absolute difference (ratios: on the log scale) over the splits, also shown
+rescaled by 1/√2 to the full trial count (exact for independent trials). That floor is for
+reading; decisions on them stay with the comparison's own intervals, which already measure
+chance at the arm's size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Literal
+
+import numpy as np
+
+from flatscore.analysis.channels import CHANNELS
+from flatscore.analysis.facts import TRAJECTORY_METRICS, EpisodeFacts
+from flatscore.analysis.invariance import rowwise_spearman
+from flatscore.analysis.result import FloorStat, NoiseFloor
+from flatscore.analysis.stats import percentile_ci, ratio
+from flatscore.analysis.task_matrix import MALFORMED, TaskMatrix, task_matrix
+
+FLOOR_RESAMPLES = 1000
+"""The floor's intervals use the first 1,000 of the cell's bootstrap resamples (ρ is ranked
+once per split and resample; 1,000 keeps the analysis within its speed target)."""
+
+Split = tuple[tuple[int, ...], tuple[int, ...]]
+LEVEL = ("spearman_rho", "novel_fraction")
+Kind = Literal["level", "difference", "ratio"]
+Values = dict[str, np.ndarray]
+
+
+def balanced_splits(trials: Sequence[int]) -> list[Split]:
+    """Every ordered split of the distinct trial labels into halves of ⌊n/2⌋ and ⌈n/2⌉
+    trials, both orientations ([] below 2 trials). 4 trials: 6 ordered, 3 distinct."""
+    labels = sorted(set(trials))
+    out: list[Split] = []
+    if len(labels) < 2:
+        return out
+    for first in combinations(labels, len(labels) // 2):
+        rest = tuple(t for t in labels if t not in first)
+        out.append((first, rest))
+        if len(labels) % 2:
+            out.append((rest, first))
+    return out
+
+
+@dataclass(frozen=True)
+class _Sums:
+    """Task sums of one group of episodes: per-task means (… × columns), per-name call counts
+    (… × names) and the number of tasks; a leading axis when bootstrapped."""
+
+    rows: np.ndarray
+    names: np.ndarray
+    tasks: np.ndarray
+
+
+def _sums(m: TaskMatrix, mask: np.ndarray, names: np.ndarray, weights: np.ndarray | None) -> _Sums:
+    """`m`'s sums over the tasks in `mask`, names restricted to the columns `names` (the
+    union of a comparison; the others are zero on both sides and rank nowhere). Resampled
+    sums carry the name counts only: only the level diagnostics are bootstrapped."""
+    counts = (m.name_means[:, names] * m.episodes[:, None]) * mask[:, None]
+    if weights is None:
+        rows = m.means * mask[:, None]
+        return _Sums(rows.sum(axis=0)[None], counts.sum(axis=0)[None], mask.sum()[None])
+    return _Sums(np.empty((len(weights), 0)), weights @ counts, weights @ mask)  # level only
+
+
+def _named(*matrices: TaskMatrix) -> np.ndarray:
+    """Name columns any of `matrices` hallucinated."""
+    return np.flatnonzero(np.any([m.name_means.any(axis=0) for m in matrices], axis=0))
+
+
+def _level(ref: _Sums, arm: _Sums) -> dict[str, np.ndarray]:
+    """ρ and novel share of `arm` against `ref`, one value per row."""
+    a, b = ref.names, arm.names
+    total = b.sum(axis=1)
+    return {
+        "spearman_rho": rowwise_spearman(a, b),
+        "novel_fraction": ratio(np.where(a == 0, b, 0.0).sum(axis=1), total),
+    }
+
+
+def _signed(
+    ref: _Sums, arm: _Sums, cols: dict[str, int], gap_ks: Sequence[int]
+) -> dict[str, np.ndarray]:
+    """Gap(K), the all-channel and per-channel failure ratios, recovery and trajectory
+    differences of `arm` against `ref` (the comparison's definitions), one value per row."""
+
+    def rate(s: _Sums, num: str, den: str) -> np.ndarray:
+        return ratio(s.rows[:, cols[num]], s.rows[:, cols[den]])
+
+    out = {
+        f"gap.K{k}": ratio(ref.rows[:, cols[f"S{k}"]] - arm.rows[:, cols[f"S{k}"]], ref.tasks)
+        for k in gap_ks
+    }
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["failed_calls"] = rate(arm, "agent_failed", "calls") / rate(
+            ref, "agent_failed", "calls"
+        )
+        for ch in CHANNELS:
+            den = "attempts" if ch == MALFORMED else "calls"
+            out[f"channel.{ch}"] = rate(arm, ch, den) / rate(ref, ch, den)
+    out["recovery_difference"] = rate(arm, "recovered", "agent_failed") - rate(
+        ref, "recovered", "agent_failed"
+    )
+    for m in TRAJECTORY_METRICS:
+        out[f"trajectory.{m}"] = rate(arm, f"traj_{m}", "task") - rate(ref, f"traj_{m}", "task")
+    return out
+
+
+def _value(x: np.ndarray) -> float | None:
+    v = float(x[0])
+    return v if np.isfinite(v) else None
+
+
+def _mean(values: list[np.ndarray]) -> np.ndarray:
+    """Mean over splits, per row (NaN where no split gives a value)."""
+    stacked = np.stack(values)
+    finite = np.isfinite(stacked)
+    n = finite.sum(axis=0)
+    total = np.where(finite, stacked, 0.0).sum(axis=0)
+    return np.where(n > 0, total / np.maximum(n, 1), np.nan)
+
+
+class CellFloor:
+    """The reference's half matrices of one cell, built once and shared by its arms."""
+
+    def __init__(
+        self,
+        ref: Sequence[EpisodeFacts],
+        tasks: Sequence[str],
+        budgets: Sequence[int],
+        count: str,
+        names: Sequence[str],
+        weights: np.ndarray | None,
+    ) -> None:
+        self.tasks, self.budgets, self.count, self.names = tasks, budgets, count, names
+        self.splits = balanced_splits([f.trial for f in ref])
+        self.weights = None if weights is None else weights[:FLOOR_RESAMPLES]
+        self.ref = self.halves(ref)
+        self._floors: dict[tuple[Split, bytes], tuple[Values, Values | None]] = {}
+
+    def floor(
+        self, split: Split, mask: np.ndarray, cols: dict[str, int], gap_ks: Sequence[int]
+    ) -> tuple[Values, Values | None]:
+        """Reference half vs reference half on one split's tasks: every diagnostic, and the
+        level ones bootstrapped (None without resamples); cached, arms usually share it."""
+        key = (split, mask.tobytes())
+        if key not in self._floors:
+            r1, r2 = self.ref[split[0]], self.ref[split[1]]
+            names = _named(r1, r2)
+            s1, s2 = (_sums(m, mask, names, None) for m in (r1, r2))
+            boot = None
+            if self.weights is not None:
+                boot = _level(*(_sums(m, mask, names, self.weights) for m in (r1, r2)))
+            self._floors[key] = ({**_level(s1, s2), **_signed(s1, s2, cols, gap_ks)}, boot)
+        return self._floors[key]
+
+    def halves(self, facts: Sequence[EpisodeFacts]) -> dict[tuple[int, ...], TaskMatrix]:
+        """One task matrix per half that any split uses."""
+        wanted = {half for split in self.splits for half in split}
+        return {
+            half: task_matrix(
+                [f for f in facts if f.trial in half],
+                self.tasks,
+                self.budgets,
+                self.count,
+                self.names,
+            )
+            for half in wanted
+        }
+
+
+def noise_floor(
+    cell: CellFloor,
+    ref_full: TaskMatrix,
+    arm_full: TaskMatrix,
+    arm: Sequence[EpisodeFacts],
+    gap_ks: Sequence[int],
+    confidence: float,
+) -> NoiseFloor:
+    """Every diagnostic of one arm next to the reference's floor (module docstring)."""
+    cols = dict(ref_full.columns)
+    everything = np.ones(len(cell.tasks))
+    names = _named(ref_full, arm_full)
+    s_ref, s_arm = (_sums(m, everything, names, None) for m in (ref_full, arm_full))
+    full = {**_level(s_ref, s_arm), **_signed(s_ref, s_arm, cols, gap_ks)}
+    if not cell.splits:
+        return NoiseFloor(
+            splits=0,
+            method="no floor: the reference has fewer than 2 trials",
+            diagnostics={k: FloorStat(kind=_kind(k), arm=_value(v)) for k, v in full.items()},
+            invariance="not decided",
+            invariance_reason="no noise floor: the reference has fewer than 2 trials",
+        )
+    arm_halves = cell.halves(arm)
+    floor_pt: dict[str, list[np.ndarray]] = {}
+    floor_bt: dict[str, list[np.ndarray]] = {}
+    arm_pt: dict[str, list[np.ndarray]] = {}
+    arm_bt: dict[str, list[np.ndarray]] = {}
+    for first, second in cell.splits:
+        r1, r2, a2 = cell.ref[first], cell.ref[second], arm_halves[second]
+        mask = ((r1.episodes > 0) & (r2.episodes > 0) & (a2.episodes > 0)).astype(np.float64)
+        floor_pt_s, floor_bt_s = cell.floor((first, second), mask, cols, gap_ks)
+        _add(floor_pt, floor_pt_s)
+        names = _named(r1, a2)
+        _add(arm_pt, _level(*(_sums(m, mask, names, None) for m in (r1, a2))))
+        if cell.weights is not None:
+            assert floor_bt_s is not None
+            _add(floor_bt, floor_bt_s)
+            _add(arm_bt, _level(*(_sums(m, mask, names, cell.weights) for m in (r1, a2))))
+    stats: dict[str, FloorStat] = {}
+    for key, value in full.items():
+        if key in LEVEL:
+            stats[key] = _level_stat(key, value, floor_pt, arm_pt, floor_bt, arm_bt, confidence)
+        else:
+            stats[key] = _signed_stat(key, value, floor_pt[key])
+    half = len(cell.splits[0][0]), len(cell.splits[0][1])
+    distinct = len(cell.splits) // 2  # each split appears in both orientations
+    verdict, reason = _invariance(stats, cell.weights is not None)
+    return NoiseFloor(
+        splits=distinct,
+        trials_per_half=list(half),
+        method=(
+            f"reference trials split into balanced halves ({half[0]} + {half[1]} trials), "
+            f"{distinct} distinct split(s) in both orientations, averaged; the arm is compared "
+            "at the same size (reference half vs the arm's other half)"
+            + (
+                f"; excess intervals: task bootstrap, first {len(cell.weights)} of the cell's "
+                "resamples"
+                if cell.weights is not None
+                else "; too few paired tasks for a bootstrap interval"
+            )
+        ),
+        diagnostics=stats,
+        invariance=verdict,
+        invariance_reason=reason,
+    )
+
+
+def _kind(key: str) -> Kind:
+    if key in LEVEL:
+        return "level"
+    return "ratio" if key == "failed_calls" or key.startswith("channel.") else "difference"
+
+
+def _add(into: dict[str, list[np.ndarray]], values: dict[str, np.ndarray]) -> None:
+    for k, v in values.items():
+        into.setdefault(k, []).append(v)
+
+
+def _level_stat(
+    key: str,
+    value: np.ndarray,
+    floor_pt: dict[str, list[np.ndarray]],
+    arm_pt: dict[str, list[np.ndarray]],
+    floor_bt: dict[str, list[np.ndarray]],
+    arm_bt: dict[str, list[np.ndarray]],
+    confidence: float,
+) -> FloorStat:
+    floor, at_half = _value(_mean(floor_pt[key])), _value(_mean(arm_pt[key]))
+    excess = None if floor is None or at_half is None else at_half - floor
+    lo = hi = None
+    note = None
+    if excess is None:
+        note = "undefined: too few hallucinated names in a half"
+    elif floor_bt:
+        lo, hi = percentile_ci(_mean(arm_bt[key]) - _mean(floor_bt[key]), confidence)
+    else:
+        note = "too few paired tasks for an interval: not compared with the floor"
+    return FloorStat(
+        kind="level",
+        arm=_value(value),
+        floor=floor,
+        arm_half=at_half,
+        excess=excess,
+        ci_low=lo,
+        ci_high=hi,
+        beyond_floor=None if lo is None or hi is None else bool(lo > 0 or hi < 0),
+        note=note,
+    )
+
+
+def _signed_stat(key: str, value: np.ndarray, per_split: list[np.ndarray]) -> FloorStat:
+    kind = _kind(key)
+    to_scale: Callable[[np.ndarray], np.ndarray] = np.log if kind == "ratio" else np.asarray
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sizes = np.abs(to_scale(np.concatenate(per_split)))
+    sizes = sizes[np.isfinite(sizes)]
+    if sizes.size == 0:
+        return FloorStat(kind=kind, arm=_value(value), note="undefined in the reference's halves")
+    size = float(sizes.mean())
+    back = (lambda x: float(np.exp(x))) if kind == "ratio" else float
+    return FloorStat(
+        kind=kind,
+        arm=_value(value),
+        floor=back(size),
+        floor_full_trials=back(size / np.sqrt(2.0)),
+    )
+
+
+def _invariance(stats: dict[str, FloorStat], intervals: bool) -> tuple[str, str]:
+    """Invariance and novelty decided against the floor: beyond it only where the excess
+    interval excludes 0 (ρ below the floor, or novel share above it)."""
+    rho, novel = stats["spearman_rho"], stats["novel_fraction"]
+    if not intervals or (rho.beyond_floor is None and novel.beyond_floor is None):
+        return "not decided", (
+            "no interval against the floor (too few paired tasks or hallucinated names)"
+        )
+
+    def show(s: FloorStat, name: str, pct: bool) -> str:
+        f = (lambda x: f"{100 * x:.0f}%") if pct else (lambda x: f"{x:.2f}")
+        assert s.floor is not None and s.arm_half is not None
+        return (
+            f"{name} {f(s.arm_half)} vs the reference's own {f(s.floor)} at half the trials "
+            f"(excess 95% CI {f(s.ci_low or 0.0)} to {f(s.ci_high or 0.0)})"
+        )
+
+    parts = []
+    worse = []
+    if rho.beyond_floor is not None:
+        parts.append(show(rho, "ρ", False))
+        if rho.beyond_floor and (rho.ci_high or 0.0) < 0:
+            worse.append("ρ")
+    if novel.beyond_floor is not None:
+        parts.append(show(novel, "novel share", True))
+        if novel.beyond_floor and (novel.ci_low or 0.0) > 0:
+            worse.append("novel share")
+    if worse:
+        return "beyond the noise floor", (
+            "the arm's failures differ from the reference's more than the reference's differ "
+            "from its own (" + ", ".join(worse) + "): " + "; ".join(parts)
+        )
+    return "within the noise floor", (
+        "the arm's failures differ from the reference's no more than chance makes the "
+        "reference differ from itself: " + "; ".join(parts)
+    )
