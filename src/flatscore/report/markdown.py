@@ -7,11 +7,14 @@ escaped for Markdown and HTML: a renderer shows it as text, never as a link or m
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
-from flatscore.analysis.result import AnalysisResult
+from flatscore.analysis.result import AnalysisResult, Cell, FloorStat
 from flatscore.report.verdicts import headlines, pct, pts, pval, ratio
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+CODE_PHRASES = ("`flatscore power`",)
+"""Commands our own sentences quote: shown as code, not as escaped backticks."""
 
 
 def md_escape(text: str) -> str:
@@ -19,6 +22,51 @@ def md_escape(text: str) -> str:
     characters backslashed, `<`/`&` as entities (so no HTML and no autolinks)."""
     text = text.replace("&", "&amp;").replace("<", "&lt;")
     return _MD_SPECIAL.sub(r"\\\1", " ".join(text.split()))
+
+
+def md_sentence(text: str) -> str:
+    """A generated sentence: escaped like any text, except the commands it quotes."""
+    text = md_escape(text)
+    for phrase in CODE_PHRASES:
+        text = text.replace(md_escape(phrase), phrase)
+    return text
+
+
+def _floor_table(cell: Cell) -> list[str]:
+    """Each arm's diagnostics beside the reference's noise floor (docs/analysis.md)."""
+    rows = [c for c in cell.comparisons if c.noise_floor is not None and c.noise_floor.splits]
+    if not rows:
+        return []
+    k = min(p.K for p in rows[0].gap)
+    out = [
+        "",
+        f"Noise floor: {md_escape(cell.reference)} against itself (its trials split in halves). "
+        "ρ and novel share: the arm (full), the arm at the floor's size, the floor; the others: "
+        "the arm, and ± the typical reference-vs-reference difference at the full trial count.",
+        "",
+        f"| arm vs ref | ρ: arm · half · floor | novel: arm · half · floor | names "
+        f"| failed calls × (floor) | Gap(K={k}) (floor ±) | recovery Δ (floor ±) |",
+        "|---|---:|---:|:---|---:|---:|---:|",
+    ]
+    for c in rows:
+        assert c.noise_floor is not None
+        d = c.noise_floor.diagnostics
+
+        def level(s: FloorStat, show: Callable[[float | None], str]) -> str:
+            return f"{show(s.arm)} · {show(s.arm_half)} · {show(s.floor)}"
+
+        def rho(x: float | None) -> str:
+            return "—" if x is None else f"{x:.2f}"
+
+        fc, gap, rec = d["failed_calls"], d[f"gap.K{k}"], d["recovery_difference"]
+        out.append(
+            f"| {md_escape(c.arm)} vs {md_escape(c.reference)} | {level(d['spearman_rho'], rho)} "
+            f"| {level(d['novel_fraction'], pct)} | {c.noise_floor.invariance} "
+            f"| {ratio(fc.arm)} ({ratio(fc.floor_full_trials)}) "
+            f"| {pts(gap.arm)} (±{pts(gap.floor_full_trials)}) "
+            f"| {pts(rec.arm)} (±{pts(rec.floor_full_trials)}) |"
+        )
+    return out
 
 
 def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None) -> str:
@@ -44,7 +92,7 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
         ]
         for h in headlines(cell, s.default_K):
             lines.append(f"- **{md_escape(h.arm)} vs {md_escape(h.reference)}: {h.verdict}.**")
-            lines += [f"  {md_escape(sentence)}" for sentence in h.sentences]
+            lines += [f"  {md_sentence(sentence)}" for sentence in h.sentences]
         lines += [
             "",
             f"Risk screen ({md_escape(cell.reference)} alone): **{cell.risk_screen.verdict}** — "
@@ -91,6 +139,7 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
                     f"| {pval(c.p_value)} | {pval(c.p_holm)} "
                     f"| {'yes' if c.tost_equivalent else 'no'} |"
                 )
+            lines += _floor_table(cell)
         lines.append("")
     lines += [
         "Gaps are in percentage points (reference − arm), task-weighted, with paired score "

@@ -49,6 +49,24 @@ ADVICE: dict[str, str] = {
     ),
     "nothing to compare": "Only one arm was run: there is nothing to compare it with.",
 }
+AMPLIFIED_FLAT_BUDGET = (
+    "The headline score hides extra failed tool calls (each costs turns, tokens and tool "
+    "traffic), though success at small budgets is not significantly lower in this study."
+)
+"""The "flat score, amplified failures" advice when only channels, not the gap, grew: the
+small-budget sentence needs Gap(K_small) − Gap(K_default) significantly above 0."""
+
+
+def gap_grows(c: Comparison) -> bool:
+    """Gap(K_small) exceeds Gap(K_default) by a significant margin (the growth interval)."""
+    return c.gap_growth.ci_low is not None and c.gap_growth.ci_low > 0
+
+
+def advice(c: Comparison) -> str:
+    """The deployment advice for the verdict; the small-budget claim only where it holds."""
+    if c.verdict == "flat score, amplified failures" and not gap_grows(c):
+        return AMPLIFIED_FLAT_BUDGET
+    return ADVICE.get(c.verdict or "", "")
 
 
 @dataclass(frozen=True)
@@ -174,18 +192,45 @@ def _failure_sentence(cell: Cell, c: Comparison) -> str:
             f"{CHANNEL_WORDS.get(ch, ch)} (new: 0 → {rates[ch]})" for ch in new
         )
         text += "."
-    if c.spearman_rho is not None and c.novel_fraction is not None:
-        same = c.spearman_rho >= 0.8 and c.novel_fraction <= 0.1
-        text += (
-            " It hallucinates the reference's own tool names, more often"
-            if same
-            else " Its hallucinated tool names only partly match the reference's"
+    names = _names_sentence(c)
+    return f"{text} {names}" if names else text
+
+
+def _rho(value: float | None) -> str:
+    return "not defined" if value is None else f"{value:.2f}"
+
+
+def _names_sentence(c: Comparison) -> str | None:
+    """Are the arm's hallucinated names the reference's? Decided only against the noise
+    floor (the reference's halves against each other), never on ρ alone."""
+    if c.spearman_rho is None and c.novel_fraction is None:
+        return None
+    rho = (
+        "ρ not defined" if c.spearman_rho is None else f"rank correlation ρ = {c.spearman_rho:.2f}"
+    )
+    novel = pct(c.novel_fraction)
+    numbers = f"{rho}; {novel} of its hallucinated calls use a name the reference never produced"
+    nf = c.noise_floor
+    if nf is None or nf.invariance == "not decided":
+        return (
+            f"Its hallucinated tool names: {numbers}; no noise floor to judge them against "
+            "(it needs ≥ 2 trials per task and enough paired tasks)."
         )
-        text += (
-            f" (rank correlation ρ = {c.spearman_rho:.2f}; {pct(c.novel_fraction)} of its "
-            "hallucinated calls use a name the reference never produced)."
+    fr, fn = nf.diagnostics["spearman_rho"], nf.diagnostics["novel_fraction"]
+    floor = (
+        f"the reference against itself, at half the trials: ρ = {_rho(fr.floor)}, "
+        f"{pct(fn.floor)} novel; the arm at the same size: ρ = {_rho(fr.arm_half)}, "
+        f"{pct(fn.arm_half)} novel"
+    )
+    if nf.invariance == "beyond the noise floor":
+        return (
+            "Its hallucinated tool names differ from the reference's more than the "
+            f"reference's own runs differ from each other ({numbers}; {floor})."
         )
-    return text
+    return (
+        "Its hallucinated tool names differ from the reference's no more than the "
+        f"reference's own runs differ from each other ({numbers}; {floor})."
+    )
 
 
 def _budget_sentence(c: Comparison) -> str | None:
@@ -198,10 +243,14 @@ def _budget_sentence(c: Comparison) -> str | None:
         f"({ci_pts(small.ci_low, small.ci_high)})"
     )
     if amp.value is not None:
-        text += f", {amp.value:.1f}× the gap at K = {amp.k_default}."
-    else:
-        text += "."
-    return text
+        text += f", {amp.value:.1f}× the gap at K = {amp.k_default}"
+    floor = c.noise_floor.diagnostics.get(f"gap.K{amp.k_small}") if c.noise_floor else None
+    if floor is not None and floor.floor_full_trials is not None:
+        text += (
+            f"; the reference against itself differs by {pts(floor.floor_full_trials)} points "
+            "at this budget (its noise floor)"
+        )
+    return text + "."
 
 
 def pval(value: float | None) -> str:
@@ -225,7 +274,7 @@ def headlines(cell: Cell, k_default: int) -> list[Headline]:
         budget = _budget_sentence(c)
         if budget:
             sentences.append(budget)
-        sentences.append(ADVICE.get(c.verdict or "", ""))
+        sentences.append(advice(c))
         out.append(
             Headline(
                 cell=f"{cell.model} · {cell.domain}",

@@ -1,0 +1,160 @@
+"""Every generated sentence is checked against the numbers it cites.
+
+Headlines are generated for many analyses — real (the embedded study's committed
+analysis.json; an analysis of its committed runs; the τ²-bench fixture files) and synthetic
+(seeded random studies over every verdict) — and each claim a sentence makes is asserted to
+hold on the comparison it describes. A claim no rule knows about fails the test, so a new
+sentence needs its condition here."""
+
+from __future__ import annotations
+
+import lzma
+import zlib
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analysis_builders import episode
+from flatscore.analysis.analyze import AnalysisOptions, analyze
+from flatscore.analysis.result import AnalysisResult, Comparison
+from flatscore.episode import Episode
+from flatscore.formats import load_runs
+from flatscore.report.markdown import render_summary
+from flatscore.report.verdicts import gap_grows, headlines
+
+ROOT = Path(__file__).parents[2]
+OPTS = AnalysisOptions(bootstrap=200, seed=0)
+
+
+def _hi_within(c: Comparison) -> bool:
+    hi = c.gap_default.ci_high
+    return hi is not None and hi <= c.tost_margin
+
+
+def _floor(c: Comparison, verdict: str) -> bool:
+    return c.noise_floor is not None and c.noise_floor.invariance == verdict
+
+
+CLAIMS: dict[str, Callable[[Comparison], bool]] = {
+    "hides the damage": gap_grows,
+    "lower success shown at small budgets": gap_grows,
+    "not significantly lower in this study": lambda c: not gap_grows(c),
+    "equivalent within": lambda c: c.tost_equivalent,
+    "could not be shown": lambda c: not c.tost_equivalent,
+    "significant after correction": lambda c: c.significant,
+    "The final score itself drops": lambda c: c.significant and (c.gap_default.gap or 0) > 0,
+    "No channel is significantly amplified": lambda c: not c.amplified_channels,
+    "The largest amplified channel": lambda c: bool(c.amplified_channels),
+    "Too few tasks to test channel amplification": lambda c: all(
+        a.ci_low is None for a in c.channel_amplification.values()
+    ),
+    "rules out a drop beyond the equivalence margin": _hi_within,
+    "still allows a drop beyond the equivalence margin": lambda c: not _hi_within(c),
+    "differ from the reference's more than": lambda c: _floor(c, "beyond the noise floor"),
+    "differ from the reference's no more than": lambda c: _floor(c, "within the noise floor"),
+    "no noise floor to judge them against": lambda c: (
+        c.noise_floor is None or c.noise_floor.invariance == "not decided"
+    ),
+    "the gap at K": lambda c: c.gap_amplification.value is not None,
+    "its noise floor": lambda c: c.noise_floor is not None and c.noise_floor.splits > 0,
+    "New in the arm": lambda c: any(
+        a.count_ref == 0 < a.count_arm for a in c.channel_amplification.values()
+    ),
+}
+"""Phrase in a sentence → the condition the comparison must meet for it to be said."""
+
+
+def check(analysis: AnalysisResult) -> Counter[str]:
+    """Assert every claim of every headline; return how often each claim was made."""
+    said: Counter[str] = Counter()
+    for cell in analysis.cells:
+        by_arm = {c.arm: c for c in cell.comparisons}
+        for h in headlines(cell, analysis.settings.default_K):
+            c = by_arm[h.arm]
+            text = " ".join(h.sentences)
+            for phrase, holds in CLAIMS.items():
+                if phrase in text:
+                    said[phrase] += 1
+                    assert holds(c), f"{cell.domain} {c.arm}: {phrase!r} said, not true: {text}"
+            amp = c.gap_amplification
+            if amp.value is not None:
+                assert f"{amp.value:.1f}× the gap at K = {amp.k_default}" in text
+    summary = render_summary(analysis)
+    assert "\\`" not in summary, "escaped backticks in summary.md"
+    return said
+
+
+def test_the_embedded_studys_committed_analysis() -> None:
+    """The published analysis: int8's "hides the damage … at small budgets" (Gap(0) = 0.0)
+    is gone."""
+    path = ROOT / "docs" / "embedded-study" / "analysis.json"
+    said = check(AnalysisResult.model_validate_json(path.read_text()))
+    assert said["The largest amplified channel"] and said["not significantly lower in this study"]
+
+
+def _embedded(arms: tuple[str, ...], every: int) -> list[Episode]:
+    """The embedded study's committed episodes of `arms`, every `every`-th task (fast)."""
+    runs = ROOT / "docs" / "embedded-study" / "runs"
+    out = []
+    for arm in arms:
+        for chunk in sorted(runs.glob(f"smollm2-135m__{arm}.*.jsonl.xz")):
+            for line in lzma.decompress(chunk.read_bytes()).decode().splitlines():
+                ep = Episode.model_validate_json(line)
+                if zlib.crc32(ep.task_id.encode()) % every == 0:
+                    out.append(ep)
+    return out
+
+
+def test_an_analysis_of_the_embedded_runs_with_its_noise_floor() -> None:
+    eps = _embedded(("ref", "int8", "int4"), 3)
+    assert len({e.task_id for e in eps}) >= 30
+    said = check(analyze(eps, OPTS))
+    assert said["its noise floor"]
+
+
+@pytest.mark.parametrize("name", ["v0.2", "v1.0"])
+def test_the_tau2_fixture_files(name: str) -> None:
+    files = sorted((ROOT / "tests" / "fixtures" / "tau2" / name).glob("*.json"))
+    eps = []
+    for f in files:
+        try:
+            eps += list(load_runs([f]))
+        except Exception:  # the fixtures include deliberately broken files
+            continue
+    assert eps
+    # every file as the reference, and a copy of it as the arm (the files hold one arm each)
+    ref = [e.model_copy(update={"arm": "ref"}) for e in eps]
+    copy = [e.model_copy(update={"arm": "copy", "episode_id": e.episode_id + "c"}) for e in eps]
+    check(analyze(ref + copy, OPTS.model_copy(update={"dedupe": True, "reference": "ref"})))
+
+
+def _random_study(seed: int) -> list[Episode]:
+    """Reference and three arms on random tasks: a copy-like arm, one with more failed calls
+    (lower success at small budgets), one with lower success; sizes vary with the seed."""
+    rng = np.random.default_rng(seed)
+    tasks, trials = int(rng.choice([8, 30, 60])), int(rng.choice([1, 2, 4]))
+    arms = {"ref": (0.6, 0.5), "same": (0.6, 0.5), "fails": (0.6, 1.5), "drops": (0.35, 0.6)}
+    names = ["foo", "bar", "baz", "toggle_airplane_mode"]
+    eps = []
+    for arm, (p_success, fail_rate) in arms.items():
+        for t in range(tasks):
+            for k in range(trials):
+                calls: list[tuple[str, str | None]] = [("get_user", "ok")]
+                calls += [(str(rng.choice(names)), "fail") for _ in range(rng.poisson(fail_rate))]
+                calls += [("get_order", "ok")]
+                eps.append(episode(arm, f"t{t}", k, calls, success=bool(rng.random() < p_success)))
+    return eps
+
+
+def test_synthetic_studies_over_every_verdict() -> None:
+    verdicts: Counter[str] = Counter()
+    said: Counter[str] = Counter()
+    for seed in range(12):
+        analysis = analyze(_random_study(seed), OPTS.model_copy(update={"reference": "ref"}))
+        said += check(analysis)
+        verdicts.update(c.verdict for cell in analysis.cells for c in cell.comparisons)
+    assert set(verdicts) >= {"visible damage", "inconclusive", "no damage detected"}, verdicts
+    assert said["hides the damage"] and said["could not be shown"], said
