@@ -21,6 +21,7 @@ from report_episodes import PAYLOADS, Step, analyzed, episode, study
 
 from flatscore.analysis.analyze import AnalysisOptions, analyze
 from flatscore.analysis.channels import load_rules
+from flatscore.analysis.result import AnalysisResult
 from flatscore.episode import Episode, TerminationReason
 from flatscore.report import ReportPaths, write_report
 from flatscore.report.html import SECTIONS, json_for_script, transcript_data
@@ -290,3 +291,16 @@ def test_report_states_where_the_weights_came_from(
     assert "a Q4_1 GGUF &lt;b&gt;x&lt;/b&gt;. Precision arms quantize" in html
     plain = write_report(analyzed(study_episodes), study_episodes, tmp_path / "p")
     assert 'class="weights"' not in plain.html.read_text("utf-8")
+
+
+def test_each_cell_shows_its_diagnostics_against_the_noise_floor(
+    study_report: ReportPaths,
+) -> None:
+    """One floor figure per cell (the fixture has 2 trials: one split), with the verdict."""
+    html = study_report.html.read_text("utf-8")
+    analysis = AnalysisResult.model_validate_json(study_report.analysis.read_text("utf-8"))
+    assert html.count('data-plot="floor"') == len(analysis.cells)
+    for cell in analysis.cells:
+        for c in cell.comparisons:
+            assert c.noise_floor is not None and c.noise_floor.splits == 1
+            assert f"{c.arm}: {c.noise_floor.invariance}." in html

@@ -32,6 +32,14 @@ def _all_figures(plot_id: str) -> list[str]:
             f"r{plot_id}", {"a": 3, "b": 1}, {"a": 9, "c": 2}, "bf16", "int4", 0.5, 0.18
         ),
         plots.passk_figure(f"p{plot_id}", BANDS),
+        plots.floor_figure(
+            f"f{plot_id}",
+            [
+                plots.FloorPanel("ρ", ["int4"], [-0.5], [-0.7], [-0.2], floor=-0.3),
+                plots.FloorPanel("failed ×", ["int4"], [2.0], band=(0.9, 1.1), log=True),
+                plots.FloorPanel("Gap", ["int4"], [None], band=(-1.0, 1.0)),
+            ],
+        ),
     ]
 
 
@@ -86,3 +94,29 @@ def test_a_ratio_that_cannot_be_drawn_says_why() -> None:
         ],
     )
     assert "new: 0 → 5.0%" in svg and "no ratio" in svg and "n/a" not in svg
+
+
+def _line_styles(svg: str) -> list[tuple[str, str]]:
+    """(dash pattern, marker id) of each data line with markers in an SVG (clipped to the
+    axes: the tick marks and the legend's samples are not)."""
+    root = ET.fromstring(svg)
+    out = []
+    for g in root.iter():
+        if g.get("id", "").startswith("plot-") and "line2d" in g.get("id", ""):
+            path = next((p for p in g.iter() if p.tag.endswith("path")), None)
+            use = next((u for u in g.iter() if u.tag.endswith("use")), None)
+            if path is not None and use is not None and path.get("clip-path"):  # data, not ticks
+                style = path.get("style", "")
+                dash = re.search(r"stroke-dasharray: ([^;]+)", style)
+                href = use.get("{http://www.w3.org/1999/xlink}href") or use.get("href") or ""
+                out.append((dash.group(1) if dash else "solid", href))
+    return out
+
+
+def test_coinciding_lines_stay_visible() -> None:
+    """An arm identical to the reference (the demo's int8 on retail) must not hide it: each
+    line has its own dash pattern and marker shape."""
+    same = [plots.Band(name, [0, 1, 2], [0.5, 0.6, 0.6]) for name in ("ref", "int8", "int4")]
+    styles = _line_styles(plots.budget_figure("same", same, [], 2, 0))
+    assert len(styles) == 3
+    assert len({d for d, _ in styles}) == 3 and len({m for _, m in styles}) == 3, styles

@@ -161,6 +161,58 @@ def _arm_band(cell: Cell, index: int) -> plots.Band:
     )
 
 
+def _floor_panels(cell: Cell) -> list[plots.FloorPanel]:
+    """ρ and novel share at the floor's size (interval = floor + the excess CI), the
+    failed-call ratio and Gap(K_small) against ± the reference-vs-reference floor."""
+    cs = [c for c in cell.comparisons if c.noise_floor is not None and c.noise_floor.splits]
+    if not cs:
+        return []
+    arms = [c.arm for c in cs]
+    d = [c.noise_floor.diagnostics for c in cs if c.noise_floor is not None]
+    k = cs[0].gap_amplification.k_small
+    panels = []
+    for key, title, scale in (
+        ("spearman_rho", "ρ (half the trials)", 1.0),
+        ("novel_fraction", "novel share, % (half)", 100.0),
+    ):
+        floor = d[0][key].floor
+
+        def shift(x: float | None, f: float | None = floor, s: float = scale) -> float | None:
+            return None if x is None or f is None else s * (f + x)
+
+        panels.append(
+            plots.FloorPanel(
+                title=title,
+                arms=arms,
+                values=[shift(x[key].arm_half, 0.0) for x in d],
+                low=[shift(x[key].ci_low) for x in d],
+                high=[shift(x[key].ci_high) for x in d],
+                floor=None if floor is None else scale * floor,
+            )
+        )
+    fc = d[0]["failed_calls"].floor_full_trials
+    panels.append(
+        plots.FloorPanel(
+            title="failed calls, arm ÷ ref",
+            arms=arms,
+            values=[x["failed_calls"].arm for x in d],
+            band=None if fc is None else (1 / fc, fc),
+            log=True,
+        )
+    )
+    gaps = [x.get(f"gap.K{k}") for x in d]
+    g = gaps[0].floor_full_trials if gaps[0] is not None else None
+    panels.append(
+        plots.FloorPanel(
+            title=f"Gap(K={k}), points",
+            arms=arms,
+            values=[None if x is None or x.arm is None else 100 * x.arm for x in gaps],
+            band=None if g is None else (-100 * g, 100 * g),
+        )
+    )
+    return panels
+
+
 def _ordered_arms(cell: Cell) -> list[int]:
     """Arm indices, reference first (it gets the first colour in every plot)."""
     ref = [i for i, a in enumerate(cell.arms) if a.arm == cell.reference]
@@ -218,6 +270,8 @@ def _cell_context(index: int, cell: Cell, analysis: AnalysisResult) -> dict[str,
                 c.novel_fraction,
             )
         )
+    panels = _floor_panels(cell)
+    floor_svg = plots.floor_figure(f"floor-{index}", panels) if panels else None
     passk_svg = plots.passk_figure(
         f"passk-{index}",
         [plots.Band(label=a.arm, x=list(range(1, len(a.pass_k) + 1)), y=a.pass_k) for a in arms],
@@ -240,6 +294,7 @@ def _cell_context(index: int, cell: Cell, analysis: AnalysisResult) -> dict[str,
         "channels_svg": Markup(channels_svg),
         "rank_svgs": [Markup(s) for s in rank_svgs],
         "passk_svg": Markup(passk_svg),
+        "floor_svg": Markup(floor_svg) if floor_svg else None,
         "max_k": max((len(a.pass_k) for a in arms), default=0),
     }
 

@@ -105,10 +105,27 @@ def _colour(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+DASHES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1)), (0, (1, 2)), (0, (6, 2)), (0, (2, 1)))
+"""Per series: lines that coincide (an arm identical to the reference) stay visible — the
+later one is dashed over the earlier and each has its own marker."""
+
+
 def _draw_bands(ax: Axes, bands: Sequence[Band], colour_offset: int = 0) -> None:
     for i, band in enumerate(bands):
         colour = _colour(i + colour_offset)
-        ax.plot(band.x, _pts(band.y), marker="o", ms=3, lw=1.6, color=colour, label=band.label)
+        j = (i + colour_offset) % len(MARKERS)
+        ax.plot(
+            band.x,
+            _pts(band.y),
+            marker=MARKERS[j],
+            ms=4 if j else 5,
+            mfc="none" if j else colour,
+            ls=DASHES[j],
+            lw=1.6,
+            color=colour,
+            label=band.label,
+        )
         if band.low is not None and band.high is not None:
             ax.fill_between(band.x, _pts(band.low), _pts(band.high), color=colour, alpha=0.15, lw=0)
 
@@ -300,6 +317,56 @@ def passk_figure(plot_id: str, curves: Sequence[Band]) -> str:
             ax.set_xticks(list(curves[0].x))
         if curves:
             ax.legend(fontsize=8)
+        return _to_svg(fig, plot_id)
+
+
+@dataclass(frozen=True)
+class FloorPanel:
+    """One diagnostic of every arm against the reference's noise floor: `values` per arm
+    with optional intervals, the floor as a line and/or a shaded band (same units)."""
+
+    title: str
+    arms: Sequence[str]
+    values: Sequence[float | None]
+    low: Sequence[float | None] | None = None
+    high: Sequence[float | None] | None = None
+    floor: float | None = None
+    band: tuple[float, float] | None = None
+    log: bool = False
+
+
+def floor_figure(plot_id: str, panels: Sequence[FloorPanel]) -> str:
+    """Each arm's diagnostics (points) against the reference compared with itself (grey
+    line or band): inside the grey, chance alone could have produced it."""
+    with _style(plot_id):
+        fig = Figure(figsize=(2.4 * max(len(panels), 1) + 0.4, 2.9), layout="constrained")
+        axes = fig.subplots(1, max(len(panels), 1), squeeze=False)[0]
+        for ax, p in zip(axes, panels, strict=False):
+            xs = list(range(len(p.arms)))
+            if p.band is not None:
+                ax.axhspan(*p.band, color="#bbbbbb", alpha=0.45, lw=0, label="floor")
+            if p.floor is not None:
+                ax.axhline(p.floor, color="#555555", lw=1.0, ls="--", label="floor")
+            for x, v in zip(xs, p.values, strict=True):
+                if v is None or not math.isfinite(v):
+                    ax.annotate("n/a", (x, 0.5), xycoords=("data", "axes fraction"), ha="center")
+            if p.low is not None and p.high is not None:
+                for x, lo, hi in zip(xs, p.low, p.high, strict=True):
+                    if lo is not None and hi is not None:
+                        ax.plot([x, x], [lo, hi], color="#333333", lw=1.4)
+            ys = [math.nan if v is None else v for v in p.values]
+            ax.plot(xs, ys, "o", color=PALETTE[4], ms=5, ls="none")
+            ax.set_xticks(xs, [_short(a, 12) for a in p.arms], rotation=30, ha="right")
+            ax.set_xlim(-0.6, len(xs) - 0.4)
+            if p.log and all(v is None or v > 0 for v in ys if math.isfinite(v)):
+                ax.set_yscale("log")
+                ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+                ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"×{v:g}"))
+                ax.yaxis.set_minor_formatter(NullFormatter())
+            ax.set_title(p.title, loc="left", fontsize=8)
+        if not panels:
+            axes[0].annotate("no noise floor", (0.5, 0.5), xycoords="axes fraction", ha="center")
+            axes[0].set_axis_off()
         return _to_svg(fig, plot_id)
 
 
