@@ -182,3 +182,71 @@ def test_empty_selection_is_an_input_error(tmp_path: Path) -> None:
     study = load_study(smoke_file(tmp_path, task_ids=["nope"]))
     with pytest.raises(InputError, match="selects no tasks"):
         plan_study(study)
+
+
+def test_a_negative_control_replicates_the_reference_and_comes_out_clean(
+    tmp_path: Path,
+) -> None:
+    """`control_of: ref` runs the reference's own agent (the oracle with random slips) under
+    another seed base; analysed as an arm and labelled a control, it shows no damage and
+    its name diagnostics sit inside the reference's noise floor. (With the paired score
+    interval, 30 tasks cannot show equivalence within ±7.5 points, so the verdict may be
+    "inconclusive" — never a damage verdict.)"""
+    path = smoke_file(
+        tmp_path,
+        models=[
+            {
+                "name": "oracle",
+                "kind": "agent",
+                "agent": "oracle",
+                "arms": {
+                    "ref": {"options": {"slip_rate": 0.3}},
+                    "ref-control": {"control_of": "ref"},
+                },
+            }
+        ],
+        domains=["retail"],
+        tasks_per_domain=30,  # the bootstrap's minimum: intervals against the floor
+        trials=2,
+    )
+    study = load_study(path)
+    plan = plan_study(study)
+    seeds = {(j.arm, j.trial): j.seed for j in plan.jobs}
+    assert seeds[("ref", 1)] == study.seed + 1 and seeds[("ref-control", 1)] == study.seed + 10_001
+    control = next(r for r in plan.runs if r.arm == "ref-control")
+    assert control.recipe.options == {"slip_rate": 0.3} and control.recipe.control_of == "ref"
+    outcome = run_study(study, progress=False)
+    assert outcome.analysis is not None
+    (cell,) = outcome.analysis.cells
+    assert cell.reference == "ref"
+    by_arm = {c.arm: c for c in cell.comparisons}
+    c = by_arm["ref-control"]
+    assert c.control_of == "ref"
+    assert c.verdict in ("no damage detected", "inconclusive"), c.verdict_reason
+    assert not c.significant and not c.amplified_channels
+    assert c.gap_growth.ci_low is None or c.gap_growth.ci_low <= 0
+    assert c.noise_floor is not None and c.noise_floor.invariance == "within the noise floor"
+    summary = (tmp_path / "out" / "summary.md").read_text("utf-8")
+    assert "(negative control (a replicate of ref with another seed base))" in summary
+    episodes = list(read_episodes(tmp_path / "out" / "runs" / "oracle__ref-control.jsonl"))
+    assert {e.metadata["control_of"] for e in episodes} == {"ref"}
+
+
+@pytest.mark.parametrize(
+    ("arms", "message"),
+    [
+        ({"ref": {}, "c": {"control_of": "nope"}}, "control_of must name another"),
+        ({"ref": {}, "c": {"control_of": "c"}}, "control_of must name another"),
+        ({"ref": {}, "c": {"control_of": "ref", "options": {"slip_rate": 1}}}, "as it is"),
+        ({"ref": {"seed_base": 5}}, "seed_base applies to control arms only"),
+    ],
+)
+def test_bad_control_arms_are_one_line_errors(
+    tmp_path: Path, arms: dict[str, object], message: str
+) -> None:
+    path = smoke_file(
+        tmp_path, models=[{"name": "o", "kind": "agent", "agent": "oracle", "arms": arms}]
+    )
+    with pytest.raises(InputError) as err:
+        load_study(path)
+    assert message in err.value.message and "models.0" in str(err.value)

@@ -61,6 +61,18 @@ class ArmSpec(StrictModel):
     api_key_env: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
     checkpoint: str | None = None
+    control_of: str | None = Field(
+        None,
+        description="negative control: a replicate of this other arm (its weights, endpoint "
+        "or options) run with another seed base, analysed as an arm and labelled a control",
+    )
+    seed_base: int | None = Field(
+        None, description="control arms: the seed of trial 0 (default: the study's + 10,000)"
+    )
+
+
+CONTROL_SEED_OFFSET = 10_000
+"""A control arm's default seed base: the study's seed + 10,000 (trial seeds never meet)."""
 
 
 class ModelSpec(StrictModel):
@@ -129,13 +141,36 @@ class ModelSpec(StrictModel):
                 raise ValueError(f"arm {arm_name!r}: options apply to kind agent only")
             if self.kind in ("agent", "openai") and arm.quant is not None:
                 raise ValueError(f"arm {arm_name!r}: quant applies to embedded/local models only")
+        for arm_name, arm in self.arms.items():
+            if arm.seed_base is not None and arm.control_of is None:
+                raise ValueError(f"arm {arm_name!r}: seed_base applies to control arms only")
+            if arm.control_of is None:
+                continue
+            target = self.arms.get(arm.control_of)
+            if target is None or arm.control_of == arm_name or target.control_of is not None:
+                raise ValueError(
+                    f"arm {arm_name!r}: control_of must name another, non-control arm of "
+                    f"this model (got {arm.control_of!r})"
+                )
+            own = [f for f in ("quant", "url", "served_model", "checkpoint") if getattr(arm, f)]
+            if own or arm.options:
+                raise ValueError(
+                    f"arm {arm_name!r}: a control replicates {arm.control_of!r} as it is; "
+                    f"remove {', '.join(own or ['options'])}"
+                )
         if self.kind in ("agent", "openai") and self.compute is not None:
             raise ValueError("compute applies to embedded/local models only")
         return self
 
+    def played_by(self, arm: str) -> str:
+        """The arm whose weights, endpoint or options play `arm` (itself, or the arm a
+        control replicates)."""
+        return self.arms[arm].control_of or arm
+
     def backend(self, arm: str, out_dir: Path | None = None) -> BackendSpec | None:
-        """The backend of one arm (None for kind `agent`)."""
-        spec = self.arms[arm]
+        """The backend of one arm (None for kind `agent`); a control arm gets the backend of
+        the arm it replicates (its own response cache, so it never replays that arm's)."""
+        spec = self.arms[self.played_by(arm)]
         if self.kind == "agent":
             return None
         if self.kind == "openai":
@@ -155,7 +190,7 @@ class ModelSpec(StrictModel):
         return BackendSpec(
             kind=self.kind,
             path=self.path or "embedded",
-            quant=spec.quant or arm,
+            quant=spec.quant or self.played_by(arm),
             threads=self.threads,
             compute=self.compute or "fp32",
         )
@@ -340,6 +375,8 @@ def check_names(study: Study, file: str | None = None) -> None:
             from flatscore.quant.arms import ARMS  # imports torch (the `local` extra)
 
             for arm_name, arm in model.arms.items():
+                if arm.control_of is not None:
+                    continue  # it runs the arm it replicates, checked as that arm
                 quant = arm.quant or arm_name
                 if quant not in ARMS:
                     where = "quant" if arm.quant else "(name)"

@@ -49,7 +49,7 @@ from flatscore.report import ReportPaths
 from flatscore.report.rebuild import rebuild
 from flatscore.report.verdicts import headlines
 from flatscore.store import EpisodeWriter, RunCounts, finished_episode_ids
-from flatscore.study import Study
+from flatscore.study import CONTROL_SEED_OFFSET, Study
 
 RUNS_DIR = "runs"
 
@@ -62,6 +62,8 @@ class ArmRun:
     arm: str
     path: Path
     recipe: AgentRecipe
+    seed: int
+    """Seed of trial 0: the study's, or a control arm's own seed base."""
 
 
 @dataclass(frozen=True)
@@ -115,10 +117,11 @@ def plan_study(study: Study, run_file: Path | None = None) -> StudyPlan:
         for arm_name, arm in model.arms.items():
             for repaired in study.repair.levels():
                 label = repair_arm_label(arm_name) if repaired else arm_name
+                played = model.arms[model.played_by(arm_name)]
                 recipe = AgentRecipe(
                     label=model.name,
                     agent=model.agent,
-                    options=arm.options,
+                    options=played.options,
                     backend=model.backend(arm_name, study.output_dir),
                     sampling=model.sampling,
                     repair=RepairRecipe(
@@ -126,10 +129,16 @@ def plan_study(study: Study, run_file: Path | None = None) -> StudyPlan:
                     )
                     if repaired
                     else None,
-                    checkpoint=arm.checkpoint,
+                    checkpoint=played.checkpoint,
+                    control_of=arm.control_of,
                 )
                 path = run_file or runs_dir / f"{_safe(model.name)}__{_safe(label)}.jsonl"
-                runs.append(ArmRun(model.name, label, path, recipe))
+                seed = study.seed
+                if arm.control_of is not None:
+                    seed = (
+                        arm.seed_base if arm.seed_base is not None else seed + CONTROL_SEED_OFFSET
+                    )
+                runs.append(ArmRun(model.name, label, path, recipe, seed))
     paths = [r.path for r in runs]
     if run_file is None and len(set(paths)) != len(paths):
         raise InputError("two arms map to the same run file name; rename one", field="models")
@@ -154,7 +163,7 @@ def plan_study(study: Study, run_file: Path | None = None) -> StudyPlan:
                             domain=domain_name,
                             task_id=task.id,
                             trial=trial,
-                            seed=trial_seed(study.seed, trial),
+                            seed=trial_seed(run.seed, trial),
                             max_steps=study.max_steps,
                             error_budget=budget,
                             timeout_s=study.timeout_s,
@@ -304,7 +313,10 @@ def print_verdicts(
             highlight=False,
         )
         for h in headlines(cell, analysis.settings.default_K):
-            console.print(styled(f"  {h.arm} vs {h.reference}: {h.verdict}"), highlight=False)
+            label = f" ({h.label})" if h.label else ""
+            console.print(
+                styled(f"  {h.arm} vs {h.reference}: {h.verdict}{label}"), highlight=False
+            )
             if sentences and h.sentences:
                 console.print(styled((f"    {h.sentences[0]}", "dim")), highlight=False)
     console.print(styled(f"report: {paths.html}"), highlight=False, soft_wrap=True)

@@ -38,6 +38,7 @@ def _all_figures(plot_id: str) -> list[str]:
                 plots.FloorPanel("ρ", ["int4"], [-0.5], [-0.7], [-0.2], floor=-0.3),
                 plots.FloorPanel("failed ×", ["int4"], [2.0], band=(0.9, 1.1), log=True),
                 plots.FloorPanel("Gap", ["int4"], [None], band=(-1.0, 1.0)),
+                plots.FloorPanel("none ×", ["int4"], [None], log=True),  # nothing to log-scale
             ],
         ),
     ]

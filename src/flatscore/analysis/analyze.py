@@ -53,14 +53,19 @@ Grouped = dict[tuple[str, str], dict[str, list[EpisodeFacts]]]
 
 
 def _group(
-    episodes: Iterable[Episode], rules: ChannelRules
+    episodes: Iterable[Episode], rules: ChannelRules, controls: dict[tuple[str, str], str]
 ) -> tuple[Grouped, dict[tuple[str, str, str], int], int, Counter[str]]:
+    """Episodes by cell and arm; `controls` collects (model, arm) → the arm a negative
+    control replicates (its episodes say so in `metadata.control_of`)."""
     cells: Grouped = defaultdict(lambda: defaultdict(list))
     infra: Counter[tuple[str, str, str]] = Counter()
     tau2: Counter[str] = Counter()
     read = 0
     for ep in episodes:
         read += 1
+        control = ep.metadata.get("control_of")
+        if isinstance(control, str):
+            controls[(ep.model, ep.arm)] = control
         tau2["inferred_errors"] += int(ep.metadata.get("tau2_inferred_errors", 0) or 0)
         tau2["trial_from_order"] += bool(ep.metadata.get("tau2_trial_from_file_order"))
         if ep.is_infrastructure_error:
@@ -116,7 +121,8 @@ def analyze(episodes: Iterable[Episode], options: AnalysisOptions | None = None)
     options = options or AnalysisOptions()
     rules = options.rules or load_rules()
     unique, warnings = unique_episodes(((None, ep) for ep in episodes), options.dedupe)
-    grouped, infra, read, tau2 = _group(unique, rules)
+    controls: dict[tuple[str, str], str] = {}
+    grouped, infra, read, tau2 = _group(unique, rules, controls)
     if read == 0:
         raise InputError("no episodes in the input")
     if options.reference is not None and not any(options.reference in a for a in grouped.values()):
@@ -148,7 +154,7 @@ def analyze(episodes: Iterable[Episode], options: AnalysisOptions | None = None)
     drafts: list[tuple[dict[str, object], list[Comparison]]] = []
     for model, domain in sorted(grouped):
         cell, comparisons = _cell(
-            model, domain, grouped[(model, domain)], infra, budgets, default_k, options
+            model, domain, grouped[(model, domain)], infra, budgets, default_k, options, controls
         )
         drafts.append((cell, comparisons))
 
@@ -217,15 +223,18 @@ def _cell(
     budgets: list[int],
     default_k: int,
     options: AnalysisOptions,
+    controls: dict[tuple[str, str], str],
 ) -> tuple[dict[str, object], list[Comparison]]:
-    """One cell's arms and (not yet corrected) comparisons."""
+    """One cell's arms and (not yet corrected) comparisons. A negative control is never
+    chosen as the reference."""
     cell_warnings: list[str] = []
     named = options.reference
     if named is not None and named not in arms:
         cell_warnings.append(f"reference {named!r} not in this cell; deciding from the arm names")
         named = None
     try:
-        reference, reason = choose_reference(arms, named)
+        candidates = [a for a in arms if (model, a) not in controls] or list(arms)
+        reference, reason = choose_reference(candidates, named)
     except ReferenceUndecided as exc:
         raise InputError(
             f"{model} / {domain}: {exc}; name it with --reference", field="--reference"
@@ -267,7 +276,8 @@ def _cell(
             beside = noise_floor(
                 floor, matrices[reference], matrices[a], arms[a], gap_ks, options.confidence
             )
-            comparisons.append(c.model_copy(update={"noise_floor": beside}))
+            control = controls.get((model, a))
+            comparisons.append(c.model_copy(update={"noise_floor": beside, "control_of": control}))
     elif len(order) > 1:
         cell_warnings.append("no task was run by every arm: no paired comparison")
     cell: dict[str, object] = {

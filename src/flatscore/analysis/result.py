@@ -214,6 +214,9 @@ class Comparison(AnalysisModel):
     verdict_reason: str = ""
     noise_floor: NoiseFloor | None = None
     """The reference against itself beside every diagnostic (null: not computed)."""
+    control_of: str | None = None
+    """Set when this arm is a negative control: a replicate of that arm with another seed
+    base (a study file's `control_of`); it should come out "no damage detected"."""
 
 
 class RiskScreen(AnalysisModel):

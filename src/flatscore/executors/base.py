@@ -53,6 +53,8 @@ class AgentRecipe(BaseModel):
     sampling: SamplingSpec = Field(default_factory=SamplingSpec)
     repair: RepairRecipe | None = None
     checkpoint: str | None = None
+    control_of: str | None = None
+    """A negative control: the arm this one replicates (recorded in episode metadata)."""
 
 
 class EpisodeJob(BaseModel):
@@ -159,6 +161,8 @@ async def run_job(job: EpisodeJob) -> Episode:
             metadata["compute"] = job.agent.backend.compute
     if job.agent.checkpoint is not None:
         metadata["checkpoint"] = job.agent.checkpoint
+    if job.agent.control_of is not None:
+        metadata["control_of"] = job.agent.control_of
     return episode.model_copy(update={"episode_id": job.episode_id, "metadata": metadata})
 
 

@@ -91,7 +91,10 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
             "",
         ]
         for h in headlines(cell, s.default_K):
-            lines.append(f"- **{md_escape(h.arm)} vs {md_escape(h.reference)}: {h.verdict}.**")
+            label = f" ({md_escape(h.label)})" if h.label else ""
+            lines.append(
+                f"- **{md_escape(h.arm)} vs {md_escape(h.reference)}: {h.verdict}.**{label}"
+            )
             lines += [f"  {md_sentence(sentence)}" for sentence in h.sentences]
         lines += [
             "",

@@ -358,7 +358,8 @@ def floor_figure(plot_id: str, panels: Sequence[FloorPanel]) -> str:
             ax.plot(xs, ys, "o", color=PALETTE[4], ms=5, ls="none")
             ax.set_xticks(xs, [_short(a, 12) for a in p.arms], rotation=30, ha="right")
             ax.set_xlim(-0.6, len(xs) - 0.4)
-            if p.log and all(v is None or v > 0 for v in ys if math.isfinite(v)):
+            finite = [v for v in ys if math.isfinite(v)]
+            if p.log and finite and all(v > 0 for v in finite):
                 ax.set_yscale("log")
                 ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
                 ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"×{v:g}"))

@@ -79,6 +79,8 @@ class Headline:
     verdict: str
     tone: str
     sentences: list[str]
+    label: str = ""
+    """"negative control (a replicate of ARM with another seed base)" for a control arm."""
 
 
 def pts(value: float | None, digits: int = 1) -> str:
@@ -283,6 +285,11 @@ def headlines(cell: Cell, k_default: int) -> list[Headline]:
                 verdict=c.verdict or "",
                 tone=TONE.get(c.verdict or "", "warn"),
                 sentences=[s for s in sentences if s],
+                label=(
+                    f"negative control (a replicate of {c.control_of} with another seed base)"
+                    if c.control_of
+                    else ""
+                ),
             )
         )
     return out
