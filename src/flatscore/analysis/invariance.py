@@ -50,12 +50,14 @@ def rowwise_spearman(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     present = (a != 0) | (b != 0)
-    ra = rankdata(np.where(present, a, np.nan), axis=1, nan_policy="omit")
-    rb = rankdata(np.where(present, b, np.nan), axis=1, nan_policy="omit")
+    # Absent columns ranked below everything (−inf) shift every present rank by the same
+    # count, which centring removes: the same ranks as omitting them, on the fast path.
+    ra = rankdata(np.where(present, a, -np.inf), axis=1)
+    rb = rankdata(np.where(present, b, -np.inf), axis=1)
     n = present.sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
-        ra = np.where(present, ra - np.nansum(ra, axis=1, keepdims=True) / n, 0.0)
-        rb = np.where(present, rb - np.nansum(rb, axis=1, keepdims=True) / n, 0.0)
+        ra = np.where(present, ra - np.where(present, ra, 0.0).sum(axis=1, keepdims=True) / n, 0.0)
+        rb = np.where(present, rb - np.where(present, rb, 0.0).sum(axis=1, keepdims=True) / n, 0.0)
         den = np.sqrt((ra * ra).sum(axis=1) * (rb * rb).sum(axis=1))
         num = (ra * rb).sum(axis=1)
         rho = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)

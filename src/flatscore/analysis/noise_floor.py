@@ -173,18 +173,27 @@ class CellFloor:
         return self._floors[key]
 
     def halves(self, facts: Sequence[EpisodeFacts]) -> dict[tuple[int, ...], TaskMatrix]:
-        """One task matrix per half that any split uses."""
-        wanted = {half for split in self.splits for half in split}
-        return {
-            half: task_matrix(
-                [f for f in facts if f.trial in half],
-                self.tasks,
-                self.budgets,
-                self.count,
-                self.names,
+        """One task matrix per half that any split uses, pooled from one matrix per trial
+        (each episode is read once, whatever the number of splits)."""
+        per_trial = {
+            t: task_matrix(
+                [f for f in facts if f.trial == t], self.tasks, self.budgets, self.count, self.names
             )
-            for half in wanted
+            for t in {t for split in self.splits for half in split for t in half}
         }
+        wanted = {half for split in self.splits for half in split}
+        return {half: _pool([per_trial[t] for t in half]) for half in wanted}
+
+
+def _pool(parts: Sequence[TaskMatrix]) -> TaskMatrix:
+    """The task matrix of the union of disjoint episode groups (per-task means re-weighted
+    by each group's episode count)."""
+    episodes = np.sum([m.episodes for m in parts], axis=0)
+    scale = np.where(episodes > 0, 1.0 / np.maximum(episodes, 1.0), 0.0)[:, None]
+    means = np.sum([m.means * m.episodes[:, None] for m in parts], axis=0) * scale
+    names = np.sum([m.name_means * m.episodes[:, None] for m in parts], axis=0) * scale
+    first = parts[0]
+    return TaskMatrix(first.tasks, first.columns, means, first.names, names, episodes)
 
 
 def noise_floor(
