@@ -72,7 +72,8 @@ def test_reference_arm_numbers(result: AnalysisResult) -> None:
     assert ref.pass_k == pytest.approx([(1 + 0.5 + 1) / 3, 2 / 3])
     assert ref.agent_tool_calls == 11
     assert ref.failed_agent_calls == 5
-    expected = dict(unknown_tool=3, role_confusion=0, invented=3, bad_arguments=0,
+    expected = dict(unknown_tool=3, role_confusion=0, near_miss=0, invented=3, not_a_name=0,
+                    bad_arguments=0,
                     entity_not_found=1, precondition=1, other=0, malformed_output=0)  # fmt: skip
     assert {k: v.count for k, v in ref.channels.items()} == expected
     for k, n in expected.items():

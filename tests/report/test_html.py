@@ -257,7 +257,7 @@ def test_imported_tau2_logs_get_their_channels_in_the_browser() -> None:
     calls = [c for m in payload["episodes"][0]["messages"] for c in m.get("calls", [])]
     by_name = {c["name"]: c for c in calls}
     assert by_name["get_user"]["status"] == "error"
-    assert by_name["get_user"]["channel"] == "invented"
+    assert by_name["get_user"]["channel"] == "near_miss"  # mock has get_users
     assert [c["channel"] for c in calls if c["status"] == "error"][1] == "bad_arguments"
     assert all(c["channel"] is None for c in calls if c["status"] == "ok")
 

@@ -23,8 +23,11 @@ def definitions(
         "numerator / Σ per-task mean denominator (channel rates, recovery). Every task counts "
         "once whatever its number of trials. Counts are plain sums.",
         "channels": "A failed agent call's channel, first match wins: the recorded error_kind; "
-        "unknown_tool if the name is not one of the agent's tools (role_confusion if it is one "
-        "of the user's tools, else invented); bad_arguments if the arguments did not parse; "
+        "unknown_tool if the name is not one of the agent's tools (split by the name rules, "
+        "first match wins: role_confusion if it is one of the user's tools; near_miss if a "
+        "plural/case/separator variant or within a small edit distance of an agent tool; "
+        "invented if identifier-shaped; else not_a_name: text or arguments in the name "
+        "slot); bad_arguments if the arguments did not parse; "
         "else the error-text rules (per domain, then defaults); else other. malformed_output = "
         "assistant outputs that could not be parsed into a call or message.",
         "channel_rate": "Failed agent calls in the channel / all agent tool calls. "

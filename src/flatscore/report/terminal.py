@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from flatscore.analysis.channels import LEAF_CHANNELS
 from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, ChannelAmplification
 
 VERDICT_STYLE = {
@@ -19,8 +20,7 @@ VERDICT_STYLE = {
     "no damage detected": "bold green",
     "nothing to compare": "dim",
 }
-SHOWN_CHANNELS = ("role_confusion", "invented", "bad_arguments", "entity_not_found",
-                  "precondition", "other", "malformed_output")  # fmt: skip
+SHOWN_CHANNELS = LEAF_CHANNELS
 
 
 def pct(x: float | None, digits: int = 1) -> str:

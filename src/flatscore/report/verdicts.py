@@ -14,7 +14,9 @@ from flatscore.analysis.result import ArmStats, Cell, Comparison, GapPoint
 CHANNEL_WORDS: dict[str, str] = {
     "unknown_tool": "calling tools that do not exist",
     "role_confusion": "calling the user's tools instead of its own (role confusion)",
+    "near_miss": "calling misspelt variants of its own tools (near misses)",
     "invented": "calling invented tool names",
+    "not_a_name": "typing text or argument values where a tool name goes",
     "bad_arguments": "sending malformed or invalid arguments",
     "entity_not_found": "asking for records that do not exist",
     "precondition": "attempting actions a domain rule refuses",
