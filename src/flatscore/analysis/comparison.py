@@ -15,7 +15,7 @@ from typing import Literal
 
 import numpy as np
 
-from flatscore.analysis.channels import CHANNELS
+from flatscore.analysis.channels import CHANNELS, LEAF_CHANNELS
 from flatscore.analysis.facts import TRAJECTORY_METRICS
 from flatscore.analysis.invariance import novel_fraction, rowwise_spearman, spearman_rho
 from flatscore.analysis.paired_score import (
@@ -24,16 +24,19 @@ from flatscore.analysis.paired_score import (
     score_test,
     score_tost,
 )
+from flatscore.analysis.rate_ratio import METHOD as RATIO_METHOD
+from flatscore.analysis.rate_ratio import rate_ratio_test
 from flatscore.analysis.result import (
     ChannelAmplification,
+    ChannelFamily,
     Comparison,
     GapAmplification,
     GapPoint,
     Interval,
     Verdict,
 )
-from flatscore.analysis.settings import AnalysisSettings
-from flatscore.analysis.stats import percentile_ci, ratio
+from flatscore.analysis.settings import AnalysisSettings, Correction
+from flatscore.analysis.stats import adjust_pvalues, percentile_ci, ratio
 from flatscore.analysis.task_matrix import MALFORMED, TaskMatrix
 
 VERDICT_ORDER: tuple[Verdict, ...] = (
@@ -67,6 +70,106 @@ def _boot_interval(
 
 def _finite(x: float | None) -> float | None:
     return float(x) if x is not None and np.isfinite(x) else None
+
+
+MALFORMED_DEN = "attempts"
+
+
+def channel_ratio(
+    ref: TaskMatrix, alt: TaskMatrix, num: str, den: str, conf: float, few: str | None
+) -> ChannelAmplification:
+    """rate_arm / rate_ref of one channel (or of all failed calls) on the paired tasks, with
+    the task-clustered interval and uncorrected p (`rate_ratio`); none below the cell's
+    minimum task count (`few` says so). `amplified` is decided study-wide (`correct_channels`)."""
+    r_ref, r_arm = ref.rate(num, den), alt.rate(num, den)
+    c_ref = round(float((ref.column(num) * ref.episodes).sum()))
+    c_arm = round(float((alt.column(num) * alt.episodes).sum()))
+    point = r_arm / r_ref if r_ref and r_arm is not None else None
+    lo = hi = p = None
+    note = None
+    if point is None:
+        note = (
+            f"new in the arm: the reference never failed this way, the arm did {c_arm} time(s)"
+            if c_ref == 0 and c_arm > 0
+            else "no failures in this channel in either arm"
+            if c_ref == 0
+            else "no agent tool calls"
+        )
+    elif few is not None:
+        note = few
+    elif point > 0:
+        t = rate_ratio_test(
+            alt.column(num), alt.column(den), ref.column(num), ref.column(den), conf
+        )
+        lo, hi, p = (_finite(float(v)) for v in (t.ci_low, t.ci_high, t.p_value))
+        if p is None:
+            note = "all of an arm's failures in this channel are in one task: no test"
+    else:
+        note = "the arm never failed this way: no test of an increase"
+    return ChannelAmplification(
+        ratio=point,
+        ci_low=lo,
+        ci_high=hi,
+        count_ratio=c_arm / c_ref if c_ref else None,
+        count_arm=c_arm,
+        count_ref=c_ref,
+        rate_arm=_finite(r_arm),
+        rate_ref=_finite(r_ref),
+        amplified=False,
+        note=note,
+        p_value=p,
+    )
+
+
+def correct_channels(
+    comparisons: list[tuple[str, Comparison]], correction: Correction, alpha: float
+) -> tuple[list[Comparison], ChannelFamily | None]:
+    """Every channel ratio of the study corrected as one family (Holm, or BH when the study's
+    correction says so), the all-channel ratios as another; `amplified` = ratio > 1 and
+    adjusted p < alpha. `comparisons` pairs each comparison with its cell's 'model / domain'."""
+    tested = {
+        (i, ch): a.p_value
+        for i, (_, c) in enumerate(comparisons)
+        for ch, a in c.channel_amplification.items()
+        if a.p_value is not None
+    }
+    totals = {
+        i: c.failed_calls.p_value
+        for i, (_, c) in enumerate(comparisons)
+        if c.failed_calls is not None and c.failed_calls.p_value is not None
+    }
+    members = list(tested)
+    by_member = dict(zip(members, adjust_pvalues(list(tested.values()), correction), strict=True))
+    by_total = dict(zip(totals, adjust_pvalues(list(totals.values()), correction), strict=True))
+
+    def decided(a: ChannelAmplification, p_adj: float | None) -> ChannelAmplification:
+        up = p_adj is not None and p_adj < alpha and a.ratio is not None and a.ratio > 1
+        return a.model_copy(update={"p_adjusted": p_adj, "amplified": up})
+
+    out = []
+    for i, (_, c) in enumerate(comparisons):
+        amp = {ch: decided(a, by_member.get((i, ch))) for ch, a in c.channel_amplification.items()}
+        total = decided(c.failed_calls, by_total.get(i)) if c.failed_calls else None
+        out.append(
+            c.model_copy(
+                update={
+                    "channel_amplification": amp,
+                    "amplified_channels": [ch for ch, a in amp.items() if a.amplified],
+                    "failed_calls": total,
+                }
+            )
+        )
+    if not members and not totals:
+        return out, None
+    family = ChannelFamily(
+        correction=correction,
+        test=RATIO_METHOD,
+        alpha=alpha,
+        size=len(members),
+        members=[f"{comparisons[i][0]} / {comparisons[i][1].arm}: {ch}" for i, ch in members],
+        failed_calls_size=len(totals),
+    )
+    return out, family
 
 
 def compare(
@@ -136,42 +239,11 @@ def compare(
     def rate(v: np.ndarray, num: str, den: str) -> np.ndarray:
         return ratio(v[..., cols[num]], v[..., cols[den]])
 
-    channel_amp: dict[str, ChannelAmplification] = {}
-    for ch in CHANNELS:
-        den = "attempts" if ch == MALFORMED else "calls"
-        r_ref, r_arm = float(rate(R, ch, den)), float(rate(A, ch, den))
-        c_ref = round(float((ref.column(ch) * ref.episodes).sum()))
-        c_arm = round(float((alt.column(ch) * alt.episodes).sum()))
-        point = r_arm / r_ref if np.isfinite(r_ref) and r_ref > 0 and np.isfinite(r_arm) else None
-        lo = hi = None
-        if point is not None and BR is not None and BA is not None:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                boot = rate(BA, ch, den) / rate(BR, ch, den)
-            lo, hi = percentile_ci(boot, conf)
-        note = None
-        if point is None:
-            note = (
-                f"new in the arm: the reference never failed this way, the arm did {c_arm} time(s)"
-                if c_ref == 0 and c_arm > 0
-                else "no failures in this channel in either arm"
-                if c_ref == 0
-                else "no agent tool calls"
-            )
-        elif few is not None:
-            note = few
-        channel_amp[ch] = ChannelAmplification(
-            ratio=point,
-            ci_low=lo,
-            ci_high=hi,
-            count_ratio=c_arm / c_ref if c_ref else None,
-            count_arm=c_arm,
-            count_ref=c_ref,
-            rate_arm=_finite(r_arm),
-            rate_ref=_finite(r_ref),
-            amplified=lo is not None and lo > 1.0,
-            note=note,
-        )
-    amplified = [ch for ch, c in channel_amp.items() if c.amplified]
+    channel_amp = {
+        ch: channel_ratio(ref, alt, ch, MALFORMED_DEN if ch == MALFORMED else "calls", conf, few)
+        for ch in CHANNELS
+    }
+    failed_calls = channel_ratio(ref, alt, "agent_failed", "calls", conf, few)
 
     names = list(ref.names)
     ref_counts = (ref.name_means * ref.episodes[:, None]).sum(axis=0)
@@ -231,7 +303,8 @@ def compare(
         gap_amplification=amp,
         gap_growth=growth,
         channel_amplification=channel_amp,
-        amplified_channels=amplified,
+        amplified_channels=[],
+        failed_calls=failed_calls,
         spearman_rho=rho,
         spearman_ci_low=rho_lo,
         spearman_ci_high=rho_hi,
@@ -252,7 +325,75 @@ def compare(
     )
 
 
-def verdict(c: Comparison, significant: bool, margin: float) -> tuple[Verdict, str]:
+def times(a: ChannelAmplification) -> str:
+    """'×1.27 [1.08, 1.49]' (the interval left out when there is none)."""
+    text = f"×{a.ratio:.2f}" if a.ratio is not None else "no ratio"
+    if a.ci_low is not None and a.ci_high is not None:
+        text += f" [{a.ci_low:.2f}, {a.ci_high:.2f}]"
+    return text
+
+
+def _adj(a: ChannelAmplification) -> str:
+    return f"adjusted p = {a.p_adjusted:.2g}" if a.p_adjusted is not None else "no test"
+
+
+def _changed(a: ChannelAmplification, alpha: float) -> bool:
+    return a.p_adjusted is not None and a.p_adjusted < alpha
+
+
+def channel_shift(c: Comparison, alpha: float) -> str | None:
+    """'failures moved between channels: …' when some leaf channel changed significantly
+    (corrected, either direction) while all failed calls together did not rise; None
+    otherwise. Each side lists its significant channels, or else its largest point move
+    marked not significant."""
+    total = c.failed_calls
+    if total is None or total.amplified:
+        return None
+    amp = {ch: amp for ch, amp in c.channel_amplification.items() if ch in LEAF_CHANNELS}
+    moved = {ch for ch, a in amp.items() if _changed(a, alpha)}
+    if not moved:
+        return None
+
+    def side(up: bool) -> str:
+        chs = [
+            ch
+            for ch, a in amp.items()
+            if a.ratio is not None and a.ratio != 1 and (a.ratio > 1) == up and a.p_value
+        ]
+        sig = [ch for ch in chs if ch in moved]
+        if sig:
+            return ", ".join(f"{ch} {times(amp[ch])} ({_adj(amp[ch])})" for ch in sig)
+        if not chs:
+            return "none"
+        most = max(chs, key=lambda ch: abs(amp[ch].count_arm - amp[ch].count_ref))
+        return f"{most} {times(amp[most])} (not significant, {_adj(amp[most])})"
+
+    return (
+        f"failures moved between channels: up {side(True)}; down {side(False)}; "
+        f"all failed calls {times(total)} ({_adj(total)}), not more in total"
+    )
+
+
+def channel_reasons(c: Comparison) -> list[str]:
+    """The failure findings that make a flat score 'amplified failures': more failed calls
+    overall, and each amplified channel (corrected test)."""
+    reasons = []
+    if c.failed_calls is not None and c.failed_calls.amplified:
+        reasons.append(
+            f"more failed calls overall: ×{times(c.failed_calls)[1:]} ({_adj(c.failed_calls)})"
+        )
+    if c.amplified_channels:
+        amp = c.channel_amplification
+        reasons.append(
+            "amplified channel(s): "
+            + ", ".join(f"{ch} {times(amp[ch])} ({_adj(amp[ch])})" for ch in c.amplified_channels)
+        )
+    return reasons
+
+
+def verdict(
+    c: Comparison, significant: bool, margin: float, alpha: float = 0.05
+) -> tuple[Verdict, str]:
     """The comparison's verdict and the numbers that decided it (in points)."""
     gap = c.gap_default.gap or 0.0
     p_text = f"adjusted p = {c.p_adjusted:.3g}" if c.p_adjusted is not None else "no test"
@@ -282,24 +423,24 @@ def verdict(c: Comparison, significant: bool, margin: float) -> tuple[Verdict, s
         if significant
         else f"not significant ({ci_text}, {p_text}); {tost}"
     )
-    reasons = []
-    if c.amplified_channels:
-        reasons.append("amplified channel(s): " + ", ".join(c.amplified_channels))
+    reasons = channel_reasons(c)
+    shift = channel_shift(c, alpha)
     g = c.gap_growth
     if g.ci_low is not None and g.ci_low > 0 and g.value is not None:
         reasons.append(f"gap grows at K={c.gap_amplification.k_small} ({points(g.value)})")
+    tail = f"; {shift}" if shift else ""
     if reasons:
         return "flat score, amplified failures", (
-            f"success difference {points(gap)} {significance}; " + "; ".join(reasons)
+            f"success difference {points(gap)} {significance}; " + "; ".join(reasons) + tail
         )
     if not significant and hi is not None and hi > margin:
         return "inconclusive", (
             f"success difference {points(gap)}, {significance}: the interval still allows a "
-            f"drop beyond ±{m_text}, too few tasks to tell"
+            f"drop beyond ±{m_text}, too few tasks to tell{tail}"
         )
     return "no damage detected", (
         f"success difference {points(gap)} {significance}; no channel amplified, "
-        "no gap growth at small K"
+        f"no gap growth at small K{tail}"
     )
 
 
@@ -316,5 +457,5 @@ def finalize(
     done = c.model_copy(
         update={"p_holm": p_holm, "p_bh": p_bh, "p_adjusted": p_adj, "significant": significant}
     )
-    v, why = verdict(done, significant, settings.tost_margin)
+    v, why = verdict(done, significant, settings.tost_margin, settings.alpha)
     return done.model_copy(update={"verdict": v, "verdict_reason": why})

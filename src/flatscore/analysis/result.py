@@ -126,7 +126,9 @@ class GapAmplification(AnalysisModel):
 
 
 class ChannelAmplification(AnalysisModel):
-    """rate_arm / rate_ref with a 95% CI (bootstrap of summed counts over summed calls)."""
+    """rate_arm / rate_ref with a 95% CI and a test (task-clustered log rate ratio,
+    `rate_ratio.METHOD`); `amplified` = ratio above 1 and the multiplicity-corrected p below
+    alpha (the family is `AnalysisResult.channel_family`)."""
 
     ratio: float | None
     ci_low: float | None
@@ -138,6 +140,28 @@ class ChannelAmplification(AnalysisModel):
     rate_ref: float | None
     amplified: bool
     note: str | None = None
+    p_value: float | None = None
+    """Two-sided, uncorrected; null where there is no test (see `note`)."""
+    p_adjusted: float | None = None
+    """Corrected over the family (`channel_family`); null before the study-wide step."""
+
+
+class ChannelFamily(AnalysisModel):
+    """Which comparisons channel amplification is corrected over, and how."""
+
+    correction: Correction
+    test: str
+    alpha: float
+    size: int
+    members: list[str]
+    """'model / domain / arm: channel' for every tested channel ratio of the study."""
+    failed_calls_size: int
+    """The all-channel failed-call ratios (one per comparison) form their own family."""
+    note: str = (
+        "every channel of CHANNELS (unknown_tool and its four parts included) of every arm "
+        "against its cell's reference, where both arms failed in it and the cell has enough "
+        "paired tasks; amplified = ratio > 1 and adjusted p < alpha"
+    )
 
 
 class Comparison(AnalysisModel):
@@ -155,6 +179,9 @@ class Comparison(AnalysisModel):
     gap_growth: Interval
     channel_amplification: dict[str, ChannelAmplification]
     amplified_channels: list[str]
+    failed_calls: ChannelAmplification | None = None
+    """All failed agent calls (every channel but malformed_output) / agent tool calls, arm
+    over reference: is there more failure at all?"""
     spearman_rho: float | None
     spearman_ci_low: float | None
     spearman_ci_high: float | None
@@ -235,3 +262,5 @@ class AnalysisResult(AnalysisModel):
     """Repair effect per cell and arm; present when the episodes include repair runs."""
     margins: MarginsResult | None = None
     """Logit-margin analysis (`flatscore margins`), attached with `analyze --margins`."""
+    channel_family: ChannelFamily | None = None
+    """The multiplicity family of channel amplification; null when nothing was tested."""
