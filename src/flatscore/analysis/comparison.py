@@ -11,7 +11,7 @@ intervals are null with a note, and nothing is called amplified.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -121,6 +121,15 @@ def channel_ratio(
     )
 
 
+def decide(
+    ratios: list[float], p_values: list[float], correction: Correction, alpha: float
+) -> tuple[list[float], list[bool]]:
+    """One family's adjusted p-values and amplification decisions: amplified = an increase
+    (ratio > 1) whose corrected two-sided p is below alpha."""
+    adjusted = adjust_pvalues(p_values, correction)
+    return adjusted, [r > 1 and p < alpha for r, p in zip(ratios, adjusted, strict=True)]
+
+
 def correct_channels(
     comparisons: list[tuple[str, Comparison]], correction: Correction, alpha: float
 ) -> tuple[list[Comparison], ChannelFamily | None]:
@@ -128,28 +137,32 @@ def correct_channels(
     correction says so), the all-channel ratios as another; `amplified` = ratio > 1 and
     adjusted p < alpha. `comparisons` pairs each comparison with its cell's 'model / domain'."""
     tested = {
-        (i, ch): a.p_value
+        (i, ch): a
         for i, (_, c) in enumerate(comparisons)
         for ch, a in c.channel_amplification.items()
         if a.p_value is not None
     }
     totals = {
-        i: c.failed_calls.p_value
+        i: c.failed_calls
         for i, (_, c) in enumerate(comparisons)
         if c.failed_calls is not None and c.failed_calls.p_value is not None
     }
-    members = list(tested)
-    by_member = dict(zip(members, adjust_pvalues(list(tested.values()), correction), strict=True))
-    by_total = dict(zip(totals, adjust_pvalues(list(totals.values()), correction), strict=True))
 
-    def decided(a: ChannelAmplification, p_adj: float | None) -> ChannelAmplification:
-        up = p_adj is not None and p_adj < alpha and a.ratio is not None and a.ratio > 1
-        return a.model_copy(update={"p_adjusted": p_adj, "amplified": up})
+    def corrected(group: dict[Any, ChannelAmplification]) -> dict[Any, ChannelAmplification]:
+        ratios = [a.ratio or 0.0 for a in group.values()]
+        adjusted, up = decide(ratios, [a.p_value or 0.0 for a in group.values()], correction, alpha)
+        return {
+            key: a.model_copy(update={"p_adjusted": p, "amplified": u})
+            for (key, a), p, u in zip(group.items(), adjusted, up, strict=True)
+        }
+
+    members = list(tested)
+    by_member, by_total = corrected(tested), corrected(totals)
 
     out = []
     for i, (_, c) in enumerate(comparisons):
-        amp = {ch: decided(a, by_member.get((i, ch))) for ch, a in c.channel_amplification.items()}
-        total = decided(c.failed_calls, by_total.get(i)) if c.failed_calls else None
+        amp = {ch: by_member.get((i, ch), a) for ch, a in c.channel_amplification.items()}
+        total = by_total.get(i, c.failed_calls)
         out.append(
             c.model_copy(
                 update={
