@@ -340,3 +340,66 @@ def test_spearman_interval_holds_its_point_estimate_with_rare_names() -> None:
     assert c.spearman_rho == pytest.approx(0.348, abs=1e-3)
     assert c.spearman_ci_low is not None and c.spearman_ci_high is not None
     assert c.spearman_ci_low <= c.spearman_rho <= c.spearman_ci_high
+
+
+def moved_study() -> list:
+    """60 tasks; the arm trades entity_not_found for bad_arguments (2 → 1 and 1 → 2 per
+    episode on most tasks) with the same number of failed calls: failures moved, no more
+    failure in total."""
+    eps = []
+    for t in range(60):
+        k = 1 + t % 3  # task heterogeneity
+        ok = [("get_user", "ok")] * k
+        ref = [("get_user", "bad_arguments")] * 1 + [("get_order", "entity_not_found")] * 2
+        arm = [("get_user", "bad_arguments")] * 2 + [("get_order", "entity_not_found")] * 1
+        if t % 5 == 0:
+            arm = ref  # some tasks unchanged: the ratio has a spread, the test a finite SE
+        eps.append(episode("bf16", f"t{t}", 0, ref + ok))
+        eps.append(episode("int8", f"t{t}", 0, arm + ok))
+    return eps
+
+
+def test_failures_moved_between_channels_in_words() -> None:
+    r = analyze(moved_study(), AnalysisOptions(bootstrap=200))
+    c = r.cells[0].comparisons[0]
+    assert c.failed_calls is not None and c.failed_calls.ratio == pytest.approx(1.0)
+    assert not c.failed_calls.amplified
+    assert c.amplified_channels == ["bad_arguments"]
+    assert c.channel_amplification["entity_not_found"].p_adjusted < 0.05
+    assert c.verdict == "flat score, amplified failures"
+    assert "failures moved between channels: up bad_arguments ×1.80" in c.verdict_reason
+    assert "down entity_not_found ×0.60" in c.verdict_reason
+    assert "all failed calls ×1.00" in c.verdict_reason and "not more in total" in c.verdict_reason
+    # The family is stated: every tested channel ratio of the study, corrected by Holm.
+    fam = r.channel_family
+    assert fam is not None and fam.correction == "holm" and fam.failed_calls_size == 1
+    assert fam.members == [
+        "m / retail / int8: bad_arguments",
+        "m / retail / int8: entity_not_found",
+    ]
+    assert fam.size == 2
+
+
+def test_channel_correction_is_holm_over_the_study() -> None:
+    """Known answer: the corrected p of each channel is Holm's (statsmodels) over the
+    family, and `amplified` follows the corrected p, not the raw one."""
+    from statsmodels.stats.multitest import multipletests
+
+    from flatscore.analysis.comparison import correct_channels
+
+    c = analyze(moved_study(), AnalysisOptions(bootstrap=200)).cells[0].comparisons[0]
+    raw = {"bad_arguments": 0.02, "entity_not_found": 0.04, "unknown_tool": 0.03}
+    amp = {
+        ch: a.model_copy(update={"p_value": raw.get(ch), "ratio": 1.5 if ch in raw else a.ratio})
+        for ch, a in c.channel_amplification.items()
+    }
+    c2 = c.model_copy(update={"channel_amplification": amp, "arm": "int4"})
+    done, fam = correct_channels([("m / retail", c), ("m / retail", c2)], "holm", 0.05)
+    ps = [a.p_value for d in done for a in d.channel_amplification.values() if a.p_value]
+    expected = multipletests(ps, method="holm")[1]
+    got = [a.p_adjusted for d in done for a in d.channel_amplification.values() if a.p_value]
+    assert got == pytest.approx(list(expected))
+    assert fam is not None and fam.size == 5
+    # raw 0.02 < 0.05, but Holm over 5 gives 0.02 × 3 = 0.06: not amplified.
+    assert done[1].channel_amplification["bad_arguments"].p_adjusted == pytest.approx(0.06)
+    assert done[1].amplified_channels == []
