@@ -8,7 +8,7 @@ referred to Student's t with n − 1 degrees of freedom. Why: a percentile boots
 5,000 resamples cannot resolve the p ≈ 0.05 / 31 Holm needs over a study's channel
 comparisons; between the two analytic choices, simulation (114 tasks × 4 trials,
 gamma-distributed per-task failure propensity) put the jackknife's size at α = 0.05 at
-3.7–5.7% across reference rates 0.3–20%, the delta method's at 5.0–6.5% (more anti-
+3.7–5.7% across reference rates 0.5–20%, the delta method's at 5.0–6.5% (more anti-
 conservative still with stronger heterogeneity). When one task holds all of an arm's failures
 in a channel, leaving it out makes the ratio 0 or infinite: there is then no test (NaN).
 """

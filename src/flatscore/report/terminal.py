@@ -114,9 +114,10 @@ def channels_table(cell: Cell) -> Table:
     table = Table(
         title=Text(f"{cell.model} / {cell.domain}: failure channels"),
         caption="rate % (count) = failed agent calls in the channel / agent tool calls, "
-        "task-weighted; ×ratio [95% CI] = rate_arm / rate_ref on the paired tasks, * = CI "
-        "above 1 (amplified; no CI with fewer paired tasks than the bootstrap needs); new = a "
-        "channel the reference never failed in.",
+        "task-weighted; ×ratio [95% CI] = rate_arm / rate_ref on the paired tasks, * = "
+        "amplified (ratio > 1, p corrected over the study's channel comparisons < 0.05; no CI "
+        "or test with fewer paired tasks than the minimum); new = a channel the reference "
+        "never failed in; all failed = every failed agent call.",
         caption_justify="left",
     )
     table.add_column("channel")
@@ -134,6 +135,14 @@ def channels_table(cell: Cell) -> Table:
                 text += f"\n{change}"
             row.append(Text(text))
         table.add_row(*row)
+    total: list[Text] = [Text("all failed")]
+    for arm in cell.arms:
+        rate = arm.failed_agent_calls / arm.agent_tool_calls if arm.agent_tool_calls else None
+        text = f"{pct(rate)} ({arm.failed_agent_calls})"
+        fc = next((c.failed_calls for c in cell.comparisons if c.arm == arm.arm), None)
+        change = channel_change(fc) if fc is not None else ""
+        total.append(Text(text + (f"\n{change}" if change else "")))
+    table.add_row(*total)
     return table
 
 

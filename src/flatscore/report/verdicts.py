@@ -142,6 +142,13 @@ def _failure_sentence(cell: Cell, c: Comparison) -> str:
         f"Failed tool calls: {pts(rate_arm)} per 100 agent calls against {pts(rate_ref)} "
         f"({n_arm} vs {n_ref} calls)."
     )
+    total = c.failed_calls
+    if total is not None and total.ratio is not None and total.ci_low is not None:
+        text += (
+            f" All failed calls together: {ratio(total.ratio)} "
+            f"({ci_ratio(total.ci_low, total.ci_high)}, adjusted {p_is(total.p_adjusted)})"
+            + (": more failure overall." if total.amplified else ", not significantly more.")
+        )
     leaves = [ch for ch in c.amplified_channels if ch != "unknown_tool"] or c.amplified_channels
     if leaves:
         worst = max(
@@ -157,7 +164,7 @@ def _failure_sentence(cell: Cell, c: Comparison) -> str:
             text += (
                 f" The largest amplified channel is {CHANNEL_WORDS.get(worst, worst)}: "
                 f"{pct(amp.rate_arm)} of calls vs {pct(amp.rate_ref)} ({ratio(amp.ratio)}, "
-                f"{ci_ratio(amp.ci_low, amp.ci_high)})."
+                f"{ci_ratio(amp.ci_low, amp.ci_high)}, adjusted {p_is(amp.p_adjusted)})."
             )
     elif c.paired_tasks and all(
         a.ci_low is None for a in c.channel_amplification.values() if a.ratio is not None
