@@ -223,7 +223,7 @@ def test_embedded_study_names() -> None:
 
 def test_bundled_name_rules_are_the_defaults() -> None:
     """A user rules file without `names` gets exactly the bundled split."""
-    assert RULES.names == NameRules()
+    assert RULES.names.model_dump() == NameRules().model_dump()
 
 
 def test_user_name_rules(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 from rapidfuzz.distance import DamerauLevenshtein
 
 from flatscore.episode import Episode, ToolCall, ToolResult
@@ -83,6 +83,7 @@ class NameRules(BaseModel):
     )
 
     _check = field_validator("strip", "separators", "near_miss_shape")(_regex)
+    _memo: dict[tuple[str, frozenset[str], frozenset[str]], str] = PrivateAttr(default_factory=dict)
 
     @field_validator("identifier")
     @classmethod
@@ -100,7 +101,14 @@ class NameRules(BaseModel):
         return s[:-1] if s.endswith("s") and len(s) > 1 else s
 
     def split(self, name: str, agent_tools: frozenset[str], user_tools: frozenset[str]) -> str:
-        """Which part of `unknown_tool` a name not among the agent's tools belongs to."""
+        """Which part of `unknown_tool` a name not among the agent's tools belongs to
+        (memoised: a study repeats its few hundred names thousands of times)."""
+        key = (name, agent_tools, user_tools)
+        if key not in self._memo:
+            self._memo[key] = self._split(name, agent_tools, user_tools)
+        return self._memo[key]
+
+    def _split(self, name: str, agent_tools: frozenset[str], user_tools: frozenset[str]) -> str:
         if name in user_tools:
             return "role_confusion"
         bare = self.bare(name)
