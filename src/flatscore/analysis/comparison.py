@@ -309,7 +309,11 @@ def compare(
         paired_tasks=n_tasks,
         interval_method=(
             "success differences: paired score interval (Tango) on per-task success rates; "
-            + (few or f"other intervals: task bootstrap, {settings.bootstrap} resamples")
+            + (
+                few
+                or "channel ratios: task-clustered log rate ratio (jackknife, t); other "
+                f"intervals: task bootstrap, {settings.bootstrap} resamples"
+            )
         ),
         gap=gaps,
         gap_default=g_default,
