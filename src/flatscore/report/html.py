@@ -201,6 +201,18 @@ def _cell_context(index: int, cell: Cell, analysis: AnalysisResult) -> dict[str,
         for c in cell.comparisons
         for ch in shown_channels
         if (amp := c.channel_amplification.get(ch)) is not None
+    ] + [  # is there more failure at all? (the all-channel ratio, after the channels)
+        plots.Interval(
+            label=f"all failed calls ({c.arm})"
+            if len(cell.comparisons) > 1
+            else "all failed calls",
+            value=c.failed_calls.ratio,
+            low=c.failed_calls.ci_low,
+            high=c.failed_calls.ci_high,
+            note=channel_change(c.failed_calls) or "no failed calls in either arm",
+        )
+        for c in cell.comparisons
+        if c.failed_calls is not None
     ]
     channels_svg = plots.channel_figure(f"channels-{index}", rates, intervals)
     ref_arm = next((a for a in arms if a.arm == cell.reference), arms[0] if arms else None)
