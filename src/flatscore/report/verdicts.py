@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from flatscore.analysis.comparison import channel_shift
 from flatscore.analysis.result import ArmStats, Cell, Comparison, GapPoint
+
+ALPHA = 0.05
+"""The analysis's default alpha: which channel changes the shift sentence calls significant."""
 
 CHANNEL_WORDS: dict[str, str] = {
     "unknown_tool": "calling tools that do not exist",
@@ -166,12 +170,18 @@ def _failure_sentence(cell: Cell, c: Comparison) -> str:
                 f"{pct(amp.rate_arm)} of calls vs {pct(amp.rate_ref)} ({ratio(amp.ratio)}, "
                 f"{ci_ratio(amp.ci_low, amp.ci_high)}, adjusted {p_is(amp.p_adjusted)})."
             )
+        shift = channel_shift(c, ALPHA)
+        if shift:
+            text += f" {shift[0].upper()}{shift[1:]}."
     elif c.paired_tasks and all(
         a.ci_low is None for a in c.channel_amplification.values() if a.ratio is not None
     ):
         text += " Too few tasks to test channel amplification."
     else:
         text += " No channel is significantly amplified."
+        shift = channel_shift(c, ALPHA)
+        if shift:
+            text += f" {shift[0].upper()}{shift[1:]}."
     new = [
         ch
         for ch, a in c.channel_amplification.items()
