@@ -380,9 +380,11 @@ def test_failures_moved_between_channels_in_words() -> None:
     assert fam.size == 2
 
 
-def test_channel_correction_is_holm_over_the_study() -> None:
-    """Known answer: the corrected p of each channel is Holm's (statsmodels) over the
-    family, and `amplified` follows the corrected p, not the raw one."""
+@pytest.mark.parametrize(("correction", "method"), [("holm", "holm"), ("bh", "fdr_bh")])
+def test_channel_correction_over_the_study(correction: str, method: str) -> None:
+    """Known answer: the corrected p of each channel is Holm's (or BH's, as the study's
+    correction says; statsmodels) over the family, and `amplified` follows the corrected p,
+    not the raw one."""
     from statsmodels.stats.multitest import multipletests
 
     from flatscore.analysis.comparison import correct_channels
@@ -394,12 +396,17 @@ def test_channel_correction_is_holm_over_the_study() -> None:
         for ch, a in c.channel_amplification.items()
     }
     c2 = c.model_copy(update={"channel_amplification": amp, "arm": "int4"})
-    done, fam = correct_channels([("m / retail", c), ("m / retail", c2)], "holm", 0.05)
+    done, fam = correct_channels([("m / retail", c), ("m / retail", c2)], correction, 0.05)  # type: ignore[arg-type]
     ps = [a.p_value for d in done for a in d.channel_amplification.values() if a.p_value]
-    expected = multipletests(ps, method="holm")[1]
+    expected = multipletests(ps, method=method)[1]
     got = [a.p_adjusted for d in done for a in d.channel_amplification.values() if a.p_value]
     assert got == pytest.approx(list(expected))
     assert fam is not None and fam.size == 5
-    # raw 0.02 < 0.05, but Holm over 5 gives 0.02 × 3 = 0.06: not amplified.
-    assert done[1].channel_amplification["bad_arguments"].p_adjusted == pytest.approx(0.06)
-    assert done[1].amplified_channels == []
+    # raw 0.02 < 0.05, but Holm over 5 gives 0.02 × 3 = 0.06: not amplified; BH gives
+    # 0.02 × 5 / 3 = 0.033 (and 0.04, 0.04 for the others): all three amplified.
+    bad = done[1].channel_amplification["bad_arguments"]
+    assert bad.p_adjusted == pytest.approx(0.06 if correction == "holm" else 0.1 / 3)
+    assert done[1].amplified_channels == (
+        [] if correction == "holm" else ["unknown_tool", "bad_arguments", "entity_not_found"]
+    )
+    assert fam.correction == correction
