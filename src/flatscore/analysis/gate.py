@@ -33,7 +33,7 @@ GateVerdict = Literal["pass", "damage", "inconclusive"]
 EXIT_CODES: dict[GateVerdict, int] = {"pass": 0, "damage": 3, "inconclusive": 4}
 """Exit codes of `flatscore gate` (2 is bad input and 1 a file-system error, as everywhere)."""
 SEVERITY: tuple[GateVerdict, ...] = ("damage", "inconclusive", "pass")
-SIZE_FACTORS = (1.5, 2, 3, 4, 6, 8, 12, 16)
+SIZE_FACTORS = (1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 TRIAL_COUNTS = (2, 3, 4, 6, 8, 12, 16)
 TARGET_POWER = 0.8
 
