@@ -23,13 +23,13 @@ def run(
     lookups: int = 1,
     fail_every: int = 4,
 ) -> list[Episode]:
-    """`tasks` tasks of `lookups` + 1 successful calls: every 4th task has one failed
-    unknown-tool call (`fail_every`), every 5th fails; with `extra_unknown` every episode adds a failed
-    call to an invented tool; the first `failing` tasks fail outright."""
+    """`tasks` tasks of `lookups` + 1 successful calls: every `fail_every`-th task has one
+    failed unknown-tool call (0: none), every 5th fails; with `extra_unknown` every episode
+    adds a failed call to an invented tool; the first `failing` tasks fail outright."""
     out = []
     for t in range(tasks):
         calls: list = [("get_user", "ok")] * lookups
-        if t % fail_every == 0:
+        if fail_every and t % fail_every == 0:
             calls.append(("foo", "fail"))
         if extra_unknown:
             calls.append(("bar", "fail"))
@@ -55,6 +55,17 @@ def test_an_amplified_channel_is_damage_even_with_an_equal_score() -> None:
     assert "unknown_tool" in cell.amplified_channels
     assert all(b.equivalent for b in cell.budgets)  # the score alone would have passed
     assert "amplified channel(s): unknown_tool" in cell.reason
+
+
+def test_a_channel_new_in_the_candidate_keeps_it_from_passing() -> None:
+    """The reference never fails a call, the candidate often does: no ratio exists, so
+    nothing is 'amplified', but the gate does not pass it."""
+    result = gate(run("bf16", 80, fail_every=0), run("int4", 80, extra_unknown=True), FAST)
+    (cell,) = result.cells
+    assert (
+        cell.amplified_channels == [] and cell.new_channels["unknown_tool"] == 100
+    )  # 80 "bar" + 20 "foo"
+    assert result.verdict == "inconclusive" and "new in the candidate" in cell.reason
 
 
 def test_channels_option_says_which_channels_block() -> None:

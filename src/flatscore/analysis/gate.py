@@ -7,7 +7,8 @@ analysis' default-K statistics are taken there), and the amplified channels. Per
 
 - **damage**: a significant success drop at either budget, or an amplified channel;
 - **pass**: equivalent within the margin (TOST) at both budgets, the channels tested (enough
-  paired tasks for their intervals) and none amplified;
+  paired tasks for their intervals), none amplified and none new (a channel the reference
+  never failed in has no ratio, so the analysis cannot call it amplified);
 - **inconclusive**: anything else; the power analysis (`analysis.power`) then says how many
   tasks (or trials) would detect a drop as large as the margin.
 
@@ -85,6 +86,9 @@ class GateCell(AnalysisModel):
     paired_tasks: int
     budgets: list[BudgetCheck]
     amplified_channels: list[str]
+    new_channels: dict[str, int] = Field(default_factory=dict)
+    """Channels the reference never failed in and the candidate did (failed calls): the
+    analysis has no ratio for them, so they keep a cell from passing."""
     channels_tested: bool
     verdict: GateVerdict
     reason: str
@@ -229,7 +233,12 @@ def _more_data(ref: ArmStats, paired: int, k: int, o: GateOptions) -> MoreData:
 
 
 def _decide(
-    checks: list[BudgetCheck], amplified: list[str], tested: bool, paired: int, minimum: int
+    checks: list[BudgetCheck],
+    amplified: list[str],
+    new: dict[str, int],
+    tested: bool,
+    paired: int,
+    minimum: int,
 ) -> tuple[GateVerdict, str]:
     drops = [c for c in checks if c.significant and (c.gap or 0) > 0]
     if drops or amplified:
@@ -241,7 +250,7 @@ def _decide(
         if amplified:
             parts.append("amplified channel(s): " + ", ".join(amplified))
         return "damage", "; ".join(parts)
-    if all(c.equivalent for c in checks) and tested:
+    if all(c.equivalent for c in checks) and tested and not new:
         ks = " and ".join(f"K = {c.K}" for c in checks)
         return "pass", f"equivalent within the margin (TOST) at {ks}; no channel amplified"
     parts = [
@@ -249,6 +258,11 @@ def _decide(
         for c in checks
         if not c.equivalent
     ]
+    if new:
+        parts.append(
+            "channel(s) new in the candidate, with no ratio to test: "
+            + ", ".join(f"{ch} ({n} failed calls, none in the reference)" for ch, n in new.items())
+        )
     if not tested:
         parts.append(
             f"channels not tested: {paired} paired task(s), their intervals need ≥ {minimum}"
@@ -294,8 +308,13 @@ def gate(
         tight_comp = next(c for c in tight_cell.comparisons if c.arm == cand_arm)
         checks = [_check(comp), _check(tight_comp)]
         amplified = [ch for ch in comp.amplified_channels if o.channels is None or ch in o.channels]
+        new = {
+            ch: a.count_arm
+            for ch, a in comp.channel_amplification.items()
+            if a.count_ref == 0 and a.count_arm > 0 and (o.channels is None or ch in o.channels)
+        }
         tested = comp.paired_tasks >= minimum
-        verdict, reason = _decide(checks, amplified, tested, comp.paired_tasks, minimum)
+        verdict, reason = _decide(checks, amplified, new, tested, comp.paired_tasks, minimum)
         more = None
         if verdict == "inconclusive":
             ref_stats = next(a for a in cell.arms if a.arm == ref_arm)
@@ -310,6 +329,7 @@ def gate(
                 paired_tasks=comp.paired_tasks,
                 budgets=checks,
                 amplified_channels=amplified,
+                new_channels=new,
                 channels_tested=tested,
                 verdict=verdict,
                 reason=reason,
