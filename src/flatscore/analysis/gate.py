@@ -243,7 +243,7 @@ def _decide(
     drops = [c for c in checks if c.significant and (c.gap or 0) > 0]
     if drops or amplified:
         parts = [
-            f"significant success drop at K = {c.K}: {_pts(c.gap)} points "
+            f"significant success drop at K = {c.K}: {100 * (c.gap or 0):.1f} points "
             f"(95% CI {_pts(c.ci_low)} to {_pts(c.ci_high)}, adjusted p = {c.p_adjusted:.3g})"
             for c in drops
         ]
