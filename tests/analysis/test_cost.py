@@ -161,3 +161,30 @@ def test_old_episodes_without_cost_fields_still_load_and_give_what_they_recorded
     assert c.timing_source == "none"
     assert c.turn_latency_p50_s is not None and c.turn_latency_p50_s > 0
     assert c.prompt_tokens_per_episode is not None and c.prompt_tokens_per_episode > 0
+
+
+def test_a_smoke_study_writes_the_cost_section_with_its_prices(tmp_path: Path) -> None:
+    """`flatscore run examples/smoke.yaml` (smaller, one arm priced per hour): analysis.json
+    has a cost row per (model, domain, arm), priced where the study file priced it, and
+    summary.md a line per arm."""
+    import yaml
+
+    from flatscore.study import load_study
+    from flatscore.study_run import run_study
+
+    data = yaml.safe_load((ARCHIVE.parents[2] / "examples" / "smoke.yaml").read_text("utf-8"))
+    data.update(output="out", tasks_per_domain=2, trials=1)
+    data["models"][0]["arms"]["slips"]["price"] = {"per_hour": 3.6, "currency": "EUR"}
+    path = tmp_path / "smoke.yaml"
+    path.write_text(yaml.safe_dump(data), "utf-8")
+    outcome = run_study(load_study(path), progress=False)
+    assert outcome.report is not None
+    result = json.loads(outcome.report.analysis.read_text("utf-8"))
+    rows = {(r["model"], r["domain"], r["arm"]): r for r in result["cost"]["arms"]}
+    assert len(rows) == 6  # oracle ref/slips and noop ref, in two domains
+    slips = rows[("oracle", "retail", "slips")]
+    assert slips["currency"] == "EUR" and slips["money_per_1k_episodes"] is not None
+    assert slips["money_per_1k_episodes"] == pytest.approx(slips["machine_s_per_episode"])
+    assert rows[("oracle", "retail", "ref")]["money_per_1k_episodes"] is None
+    summary = outcome.report.summary.read_text("utf-8")
+    assert "## Cost per arm" in summary and "**slips**" in summary
