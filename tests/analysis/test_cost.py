@@ -98,6 +98,20 @@ def test_arm_cost_known_answer() -> None:
     assert c.currency == "USD"
 
 
+def test_an_llm_users_tokens_are_not_the_agents() -> None:
+    ep = timed("a", "t1", 0, 10.0, [1.0, 2.0])
+    user = Message(role="user", content="hm", usage=TokenUsage(prompt_tokens=5000))
+    ep = ep.model_copy(
+        update={
+            "messages": [*ep.messages, user],
+            "usage": ep.usage + TokenUsage(prompt_tokens=5000),  # as the runner sums it
+        }
+    )
+    c = arm_cost("m", "retail", "a", [ep], [1.0], Price(per_1m_prompt_tokens=1e6))
+    assert c.prompt_tokens_per_episode == 200  # the agent's two turns only
+    assert c.money_per_success == pytest.approx(200.0)
+
+
 def test_machine_seconds_share_the_machine_between_episodes_in_flight() -> None:
     eps = [timed("a", "t1", 0, 10.0, [1.0]), timed("b", "t1", 0, 10.0, [1.0])]
     summary = cost_summary(eps, {"b": Price(per_hour=3600.0)})

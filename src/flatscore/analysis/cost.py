@@ -17,7 +17,7 @@ import numpy as np
 
 from flatscore.analysis.result import ArmCost, CostSummary
 from flatscore.analysis.settings import Price
-from flatscore.episode import Episode
+from flatscore.episode import Episode, TokenUsage
 
 LOAD_RATIO_WARNING = 1.25
 """Arms whose mean episodes-in-flight differ by more than this factor ran under different
@@ -73,8 +73,12 @@ HOW = {
     ),
     "turn_latency_p50_s": "median client-side latency of one agent turn (request to reply)",
     "turn_latency_p95_s": "95th percentile (linear interpolation) of the same",
-    "prompt_tokens_per_episode": "mean Episode.usage.prompt_tokens (as the backend counted)",
-    "completion_tokens_per_episode": "mean Episode.usage.completion_tokens",
+    "prompt_tokens_per_episode": (
+        "mean prompt tokens of the agent's turns per episode, as the backend or endpoint "
+        "counted them (an LLM user's tokens are not included; imports without per-turn "
+        "usage: Episode.usage)"
+    ),
+    "completion_tokens_per_episode": "the same for completion tokens",
     "wall_s_per_episode": "mean Episode.timing.duration_s (episodes in flight overlap)",
     "wall_s_per_success": "Σ duration_s over all episodes / successful episodes",
     "episodes_in_flight": (
@@ -144,16 +148,24 @@ def _per(total: float | None, n: int) -> float | None:
     return total / n if total is not None and n else None
 
 
+def agent_usage(ep: Episode) -> TokenUsage:
+    """The agent's tokens: its turns' usage (an LLM user simulator's turns carry their own,
+    and Episode.usage sums both); Episode.usage when no turn recorded any (imports)."""
+    turns = [m.usage for m in ep.messages if m.role == "assistant" and m.usage is not None]
+    return sum(turns, TokenUsage()) if turns else ep.usage
+
+
 def price_for(prices: dict[str, Price], model: str, arm: str) -> Price | None:
     return prices.get(f"{model}/{arm}") or prices.get(arm)
 
 
 def _money(ep: Episode, machine_s: float | None, price: Price) -> float | None:
     parts: list[float] = []
+    usage = agent_usage(ep)
     if price.per_1m_prompt_tokens is not None:
-        parts.append(ep.usage.prompt_tokens * price.per_1m_prompt_tokens / 1e6)
+        parts.append(usage.prompt_tokens * price.per_1m_prompt_tokens / 1e6)
     if price.per_1m_completion_tokens is not None:
-        parts.append(ep.usage.completion_tokens * price.per_1m_completion_tokens / 1e6)
+        parts.append(usage.completion_tokens * price.per_1m_completion_tokens / 1e6)
     if price.per_hour is not None:
         if machine_s is None:
             return None
@@ -209,7 +221,8 @@ def arm_cost(
         ]
         money = sum(x for x in each if x is not None) if all(x is not None for x in each) else None
     n = len(episodes)
-    has_usage = any(ep.usage.prompt_tokens or ep.usage.completion_tokens for ep in episodes)
+    usages = [agent_usage(ep) for ep in episodes]
+    has_usage = any(u.prompt_tokens or u.completion_tokens for u in usages)
     known_flight = [f for f in flight if f is not None]
     return ArmCost(
         model=model,
@@ -228,10 +241,8 @@ def arm_cost(
         agent_turns=len(latencies),
         turn_latency_p50_s=float(np.percentile(latencies, 50)) if latencies else None,
         turn_latency_p95_s=float(np.percentile(latencies, 95)) if latencies else None,
-        prompt_tokens_per_episode=_mean([ep.usage.prompt_tokens for ep in episodes])
-        if has_usage
-        else None,
-        completion_tokens_per_episode=_mean([ep.usage.completion_tokens for ep in episodes])
+        prompt_tokens_per_episode=_mean([u.prompt_tokens for u in usages]) if has_usage else None,
+        completion_tokens_per_episode=_mean([u.completion_tokens for u in usages])
         if has_usage
         else None,
         wall_s_per_episode=_mean(durations),
