@@ -149,7 +149,7 @@ def test_hostile_text_appears_only_escaped(hostile_report: ReportPaths) -> None:
     names = [tag for tag, _ in parser.tags]
     assert names.count("script") == 2  # the data block and the page's own script
     assert not {"img", "iframe", "object", "embed", "b", "textarea"} & set(names)
-    assert names.count("svg") == 4  # the plots of the one cell, nothing injected
+    assert names.count("svg") == 5  # the one cell's plots and the cost figure, nothing else
     for tag, attrs in parser.tags:
         assert not [a for a in attrs if a.startswith("on")], (tag, attrs)
         if tag == "a":

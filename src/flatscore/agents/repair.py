@@ -38,7 +38,7 @@ from flatscore.analysis.channels import (
     load_rules,
 )
 from flatscore.domains import domain_names, get_domain
-from flatscore.episode import Message, ToolCall, ToolResult
+from flatscore.episode import Message, Serving, ToolCall, ToolResult
 
 if TYPE_CHECKING:
     from flatscore.domains.framework import Task
@@ -223,6 +223,9 @@ class RepairAgent(Agent):
         """Instructions given since the last call, for the transcript (runner hook)."""
         out, self._pending = self._pending, []
         return out + self.inner.take_injected()
+
+    def serving(self) -> Serving | None:
+        return self.inner.serving()
 
     def episode_metadata(self) -> dict[str, Any]:
         """`{"repair": ...}` for `Episode.metadata`: config and counts (runner hook)."""

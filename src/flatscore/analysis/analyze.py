@@ -17,6 +17,7 @@ from flatscore.analysis.arm_stats import arm_stats
 from flatscore.analysis.budget import FALLBACK_DEFAULT_K, recorded_max_errors
 from flatscore.analysis.channels import ChannelRules, load_rules
 from flatscore.analysis.comparison import VERDICT_ORDER, compare, correct_channels, finalize
+from flatscore.analysis.cost import cost_summary
 from flatscore.analysis.definitions import definitions
 from flatscore.analysis.facts import EpisodeFacts, episode_facts
 from flatscore.analysis.identity import unique_episodes
@@ -178,7 +179,8 @@ def analyze(episodes: Iterable[Episode], options: AnalysisOptions | None = None)
 
     sources: Counter[str] = Counter(f.tool_list_source for f in all_facts)
     settings = Settings(
-        **options.model_dump(exclude={"rules", "budgets"}),
+        **options.model_dump(exclude={"rules", "budgets", "prices"}),
+        prices=options.prices,
         budgets=budgets,
         default_K=default_k,
         default_K_source=k_source,
@@ -211,6 +213,7 @@ def analyze(episodes: Iterable[Episode], options: AnalysisOptions | None = None)
         warnings=warnings,
         repair=repair,
         channel_family=channel_family,
+        cost=cost_summary(unique, options.prices),
     )
 
 

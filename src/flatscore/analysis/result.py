@@ -230,6 +230,54 @@ class Cell(AnalysisModel):
     warnings: list[str] = Field(default_factory=list)
 
 
+class ArmCost(AnalysisModel):
+    """What one arm of one cell cost to run (every episode counts, infrastructure errors
+    included: they were paid for). Units and methods are in `CostSummary.units` / `.how`;
+    a figure that was not recorded is null."""
+
+    model: str
+    domain: str
+    arm: str
+    episodes: int
+    successes: int
+    parameters: int | None = None
+    weight_bytes: int | None = None
+    bits_per_parameter: float | None = None
+    resident_weight_bytes: int | None = None
+    peak_rss_bytes: int | None = None
+    prefill_tokens_per_s: float | None = None
+    decode_tokens_per_s: float | None = None
+    timing_source: str | None = None
+    agent_turns: int = 0
+    turn_latency_p50_s: float | None = None
+    turn_latency_p95_s: float | None = None
+    prompt_tokens_per_episode: float | None = None
+    completion_tokens_per_episode: float | None = None
+    wall_s_per_episode: float | None = None
+    wall_s_per_success: float | None = None
+    episodes_in_flight: float | None = None
+    machine_s_per_episode: float | None = None
+    machine_s_per_success: float | None = None
+    money_per_1k_episodes: float | None = None
+    money_per_success: float | None = None
+    currency: str | None = None
+
+
+class CostSummary(AnalysisModel):
+    """analysis.json's `cost` section: one row per (model, domain, arm), with each figure's
+    unit and how it was measured, and warnings about load that make arms hard to compare."""
+
+    arms: list[ArmCost]
+    units: dict[str, str]
+    how: dict[str, str]
+    warnings: list[str] = Field(default_factory=list)
+
+    def row(self, model: str, domain: str, arm: str) -> ArmCost | None:
+        return next(
+            (c for c in self.arms if (c.model, c.domain, c.arm) == (model, domain, arm)), None
+        )
+
+
 class Settings(AnalysisSettings):
     """What the numbers were computed with (the chosen `AnalysisSettings` plus what the data
     decided): rerunning with these gives the same bytes."""
@@ -264,3 +312,5 @@ class AnalysisResult(AnalysisModel):
     """Logit-margin analysis (`flatscore margins`), attached with `analyze --margins`."""
     channel_family: ChannelFamily | None = None
     """The multiplicity family of channel amplification; null when nothing was tested."""
+    cost: CostSummary | None = None
+    """What each arm cost to run (docs/analysis.md, "Cost")."""

@@ -21,6 +21,16 @@ collapses to [0, 0] without discordant tasks); such intervals are left out (null
 note) and success differences use the score interval, which holds at every size."""
 
 
+class Price(AnalysisModel):
+    """What running an arm costs: per 1M prompt / completion tokens (an API's price list)
+    and/or per machine-hour (a rented GPU), in `currency`. Any part may be left out."""
+
+    per_1m_prompt_tokens: float | None = Field(None, ge=0, allow_inf_nan=False)
+    per_1m_completion_tokens: float | None = Field(None, ge=0, allow_inf_nan=False)
+    per_hour: float | None = Field(None, ge=0, allow_inf_nan=False)
+    currency: str = "USD"
+
+
 class AnalysisSettings(AnalysisModel):
     """What a person chooses; fractions throughout."""
 
@@ -36,6 +46,9 @@ class AnalysisSettings(AnalysisModel):
     alpha: float = 0.05
     risk_threshold: float = DEFAULT_RISK_THRESHOLD
     dedupe: bool = False
+    prices: dict[str, Price] = Field(
+        default_factory=dict, description="by arm name, or 'model/arm' (the study file's)"
+    )
 
     @classmethod
     def from_points(cls, **values: Any) -> AnalysisSettings:

@@ -49,7 +49,11 @@ SECTIONS: tuple[tuple[str, str], ...] = (
 )
 """The sections every report has; `repair` and `margins` are added when the analysis has them."""
 
-OPTIONAL_SECTIONS: dict[str, str] = {"repair": "Repair effect", "margins": "Logit margins"}
+OPTIONAL_SECTIONS: dict[str, str] = {
+    "repair": "Repair effect",
+    "margins": "Logit margins",
+    "cost": "Cost",
+}
 
 
 def _sections(analysis: AnalysisResult) -> list[tuple[str, str]]:
@@ -73,6 +77,11 @@ def _optional_figures(analysis: AnalysisResult) -> dict[str, Any]:
     if analysis.margins is not None:
         out["margins_svg"] = Markup(flip_curve_figure("margins", analysis.margins))
         out["margins_table"] = margins_result.markdown_table(analysis.margins)
+    if analysis.cost is not None:
+        from flatscore.report.cost_figures import cost_figure, cost_table
+
+        out["cost_svg"] = Markup(cost_figure("cost", analysis))
+        out["cost_table"] = cost_table(analysis)
     return out
 
 

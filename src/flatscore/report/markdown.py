@@ -92,6 +92,11 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
                     f"| {'yes' if c.tost_equivalent else 'no'} |"
                 )
         lines.append("")
+    if analysis.cost is not None:
+        from flatscore.report.cost_figures import cost_lines
+
+        lines += ["## Cost per arm", "", *cost_lines(analysis)]
+        lines += [f"- warning: {md_escape(w)}" for w in analysis.cost.warnings] + [""]
     lines += [
         "Gaps are in percentage points (reference − arm), task-weighted, with paired score "
         "intervals. Full report: `report.html`; "
