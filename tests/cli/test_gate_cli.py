@@ -166,4 +166,6 @@ def test_the_embedded_study_int4_awq_is_damage_in_both_domains(
     for cell in cells.values():
         assert cell["verdict"] == "damage" and cell["paired_tasks"] == 114
         assert all(b["significant"] and b["gap"] > 0.25 for b in cell["budgets"])
-        assert "unknown_tool" in cell["amplified_channels"]
+        # Holm over the study's channel family: retail int4-awq's unknown_tool (×1.69) does not
+        # survive correction, its bad_arguments and entity_not_found do.
+        assert "bad_arguments" in cell["amplified_channels"]
