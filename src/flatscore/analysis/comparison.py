@@ -1,11 +1,12 @@
 """One arm against its cell's reference, and the verdict (docs/analysis.md, "Definitions" and
 "Statistical choices").
 
-Success differences (Gap(K), gap growth) get the paired score interval at every study size;
-the paired test and TOST use the same statistic. Statistics with no small-sample interval
-(channel ratios, Spearman ρ, trajectory and recovery differences) get a task-bootstrap
-interval only when the cell has at least `bootstrap_min_tasks` paired tasks; below that their
-intervals are null with a note, and nothing is called amplified.
+Success differences (Gap(K), gap growth) get the paired success-difference interval
+(`paired_score`: t on per-task differences, the score interval with few discordant tasks) at
+every study size; the paired test and TOST use the same statistic. Statistics with no
+small-sample interval (channel ratios, Spearman ρ, trajectory and recovery differences) get a
+task-bootstrap interval only when the cell has at least `bootstrap_min_tasks` paired tasks;
+below that their intervals are null with a note, and nothing is called amplified.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from flatscore.analysis.channels import CHANNELS
 from flatscore.analysis.facts import TRAJECTORY_METRICS
 from flatscore.analysis.invariance import novel_fraction, rowwise_spearman, spearman_rho
 from flatscore.analysis.paired_score import (
+    METHOD,
+    TEST,
     paired_difference_interval,
-    score_interval,
-    score_test,
-    score_tost,
+    paired_interval,
+    paired_test,
+    paired_tost,
 )
 from flatscore.analysis.result import (
     ChannelAmplification,
@@ -93,7 +96,7 @@ def compare(
 
     gaps: list[GapPoint] = []
     all_d = np.stack([diff(k) for k in budgets])  # (budgets × tasks): one vectorised interval
-    los, his = score_interval(all_d, conf)
+    los, his = paired_interval(all_d, conf)
     for j, k in enumerate(budgets):
         d = all_d[j]
         lo: float | None = float(los[j])
@@ -194,8 +197,8 @@ def compare(
     novel, novel_names = novel_fraction(ref_names, arm_names)
 
     d_default = diff(default_k)
-    p_value = float(score_test(d_default))
-    tost_p, equivalent = score_tost(d_default, settings.tost_margin, settings.alpha)
+    p_value = float(paired_test(d_default))
+    tost_p, equivalent = paired_tost(d_default, settings.tost_margin, settings.alpha)
 
     def boot_diff(num: str, den: str) -> np.ndarray | None:
         if BR is None or BA is None:
@@ -223,7 +226,8 @@ def compare(
         reference=reference,
         paired_tasks=n_tasks,
         interval_method=(
-            "success differences: paired score interval (Tango) on per-task success rates; "
+            METHOD
+            + "; "
             + (few or f"other intervals: task bootstrap, {settings.bootstrap} resamples")
         ),
         gap=gaps,
@@ -242,7 +246,7 @@ def compare(
         success_difference=Interval(
             value=g_default.gap, ci_low=g_default.ci_low, ci_high=g_default.ci_high
         ),
-        test="paired score test (McNemar) on per-task success rates",
+        test=TEST,
         p_value=p_value,
         tost_equivalent=bool(equivalent),
         tost_p=float(tost_p),
