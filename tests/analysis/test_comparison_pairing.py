@@ -45,3 +45,18 @@ def test_the_bootstrap_pairs_the_arms_on_one_task_draw() -> None:
     unpaired_width = float(np.subtract(*np.quantile(unpaired, [0.975, 0.025])))
     assert unpaired_width > 10
     assert paired_width < 0.01 * unpaired_width
+
+
+def test_verdict_reasons_format_p_like_the_headlines() -> None:
+    """One p-value format everywhere: `adjusted p < 0.001`, never `adjusted p = 1.4e-18`."""
+    from flatscore.report.verdicts import pval
+
+    eps = []
+    for t in range(60):
+        eps.append(episode("bf16", f"t{t}", 0, [("get_user", "ok")], success=True))
+        eps.append(episode("int4", f"t{t}", 0, [("get_user", "ok")], success=t % 4 == 0))
+    c = analyze(eps, AnalysisOptions(bootstrap=200)).cells[0].comparisons[0]
+    assert c.verdict == "visible damage" and c.p_adjusted is not None
+    assert pval(c.p_adjusted) == "< 0.001"
+    assert "adjusted p < 0.001" in (c.verdict_reason or "")
+    assert "e-" not in (c.verdict_reason or "")

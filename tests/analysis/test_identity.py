@@ -21,7 +21,7 @@ def test_two_models_with_the_same_arm_name_are_not_duplicates() -> None:
 
 def test_the_same_episode_twice_is_a_duplicate() -> None:
     a = episode("bf16", "t1", 0, model="qwen")
-    with pytest.raises(InputError, match="duplicate episode .* model qwen"):
+    with pytest.raises(InputError, match=r"duplicate episode .* model qwen"):
         unique_episodes([("a.jsonl", a), ("b.jsonl", a)])
     kept, warnings = unique_episodes([("a.jsonl", a), ("b.jsonl", a)], dedupe=True)
     assert kept == [a] and "1 duplicate" in warnings[0]

@@ -36,7 +36,7 @@ from flatscore.analysis.result import (
     Verdict,
 )
 from flatscore.analysis.settings import AnalysisSettings
-from flatscore.analysis.stats import percentile_ci, ratio
+from flatscore.analysis.stats import p_is, percentile_ci, ratio
 from flatscore.analysis.task_matrix import MALFORMED, TaskMatrix
 
 VERDICT_ORDER: tuple[Verdict, ...] = (
@@ -259,7 +259,7 @@ def compare(
 def verdict(c: Comparison, significant: bool, margin: float) -> tuple[Verdict, str]:
     """The comparison's verdict and the numbers that decided it (in points)."""
     gap = c.gap_default.gap or 0.0
-    p_text = f"adjusted p = {c.p_adjusted:.3g}" if c.p_adjusted is not None else "no test"
+    p_text = p_is(c.p_adjusted, "adjusted p") if c.p_adjusted is not None else "no test"
     lo, hi = c.gap_default.ci_low, c.gap_default.ci_high
     ci_text = (
         f"95% CI {100 * lo:+.1f} to {100 * hi:+.1f} points"
@@ -279,7 +279,7 @@ def verdict(c: Comparison, significant: bool, margin: float) -> tuple[Verdict, s
     tost = (
         f"equivalent within ±{m_text} (TOST)"
         if c.tost_equivalent
-        else f"equivalence within ±{m_text} not shown (TOST p = {c.tost_p:.3g})"
+        else f"equivalence within ±{m_text} not shown (TOST {p_is(c.tost_p)})"
     )
     significance = (
         f"a significant gain ({ci_text}, {p_text})"
