@@ -105,7 +105,13 @@ def sign_flip_bounds(
 
 
 def condition(
-    rng: np.random.Generator, pairing: str, s: float, trials: int, tasks: int, gap: float
+    rng: np.random.Generator,
+    pairing: str,
+    s: float,
+    trials: int,
+    tasks: int,
+    gap: float,
+    compare_old: bool = False,
 ) -> Row:
     d = simulate(rng, tasks, trials, gap, s, COUPLINGS[pairing])
     lo, hi = paired_interval(d)
@@ -130,10 +136,15 @@ def condition(
         row["exact_width"] = float(np.mean(np.nan_to_num(ehi - elo)))
         row["exact_coverage"] = float(np.mean((elo <= gap + 1e-12) & (gap - 1e-12 <= ehi)))
         row["width_same_studies"] = float(np.mean((hi - lo)[:EXACT_STUDIES]))
+    if tasks < 30 or compare_old:  # the interval this one replaced
         old_lo, old_hi = score_interval(d, continuity=0.5)
         row["old_width"] = float(np.mean(old_hi - old_lo))
+        row["old_coverage"] = float(np.mean((old_lo <= gap + 1e-12) & (gap - 1e-12 <= old_hi)))
     if tasks == 114 and trials == 4 and gap in (0.0, MARGIN):
         row["equivalent"] = float(np.mean(paired_tost(d, MARGIN)[1]))
+        if compare_old:
+            old_lo, old_hi = score_interval(d, 0.90, continuity=0.5)
+            row["old_equivalent"] = float(np.mean((old_lo > -MARGIN) & (old_hi < MARGIN)))
         se = sigma / np.sqrt(tasks)
         reach = MARGIN - norm.ppf(0.95) * se  # the true-variance TOST: |mean| < reach
         row["oracle_equivalent"] = (
@@ -144,10 +155,10 @@ def condition(
     return row
 
 
-def coverage_table(seed: int = 2026) -> list[Row]:
+def coverage_table(seed: int = 2026, compare_old: bool = False) -> list[Row]:
     rng = np.random.default_rng(seed)
     return [
-        condition(rng, pairing, s, trials, tasks, gap)
+        condition(rng, pairing, s, trials, tasks, gap, compare_old)
         for pairing in COUPLINGS
         for s in PROFILES
         for trials in TRIALS
@@ -231,7 +242,49 @@ def markdown(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def summary(rows: list[Row]) -> str:
+    """One line per setting (pairing, s, trials, tasks) over the five gaps: the table in
+    docs/analysis.md (with `compare_old`, the old interval's numbers beside)."""
+    lines = [
+        "| pairing | s | trials | tasks | coverage (5 gaps) | width, points | × true-σ width "
+        "| discordant tasks | old: coverage | old: width |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    keys = sorted(
+        {(r["pairing"], r["success"], r["trials"], r["tasks"]) for r in rows},
+        key=lambda k: (list(COUPLINGS).index(str(k[0])), k[1], k[2], k[3]),
+    )
+    for key in keys:
+        group = [r for r in rows if (r["pairing"], r["success"], r["trials"], r["tasks"]) == key]
+
+        def span(field: str, scale: float = 100.0, fmt: str = ".1f", g: list[Row] = group) -> str:
+            values = [scale * float(r[field]) for r in g if field in r]
+            values = [v for v in values if not np.isnan(v)]
+            if not values:
+                return "—"
+            return f"{min(values):{fmt}}–{max(values):{fmt}}"
+
+        lines.append(
+            f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {span('coverage')}% "
+            f"| {span('width')} | {span('width_ratio', 1.0, '.2f')} "
+            f"| {span('discordant', 1.0)} | {span('old_coverage')}% | {span('old_width')} |"
+        )
+    lines += ["", "| TOST ±7.5 at 114 × 4 | s | true gap | equivalent | true-σ TOST | old |"]
+    lines.append("|---|---:|---:|---:|---:|---:|")
+    for r in rows:
+        if "equivalent" in r:
+            old = f"{100 * float(r['old_equivalent']):.1f}%" if "old_equivalent" in r else "—"
+            lines.append(
+                f"| {r['pairing']} | {r['success']} | {100 * float(r['gap']):g} "
+                f"| {100 * float(r['equivalent']):.1f}% "
+                f"| {100 * float(r['oracle_equivalent']):.1f}% | {old} |"
+            )
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
-    table = coverage_table()
-    print(markdown(table))
+    import sys
+
+    table = coverage_table(compare_old=True)
+    print(markdown(table) if "--full" in sys.argv else summary(table))
     print("\nbounds broken:", failures(table) or "none")
