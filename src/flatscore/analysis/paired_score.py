@@ -10,8 +10,8 @@ interval and TOST always agree):
 - **t on per-task differences** (the paired, clustered interval of Miller 2024) when at least
   `DISCORDANT_MIN` tasks are discordant (d ≠ 0) and the differences are not all equal: mean ±
   t(n − 1) · sd / √n. It uses the variance the data show, so with several trials per task it
-  is as narrow as the true-variance interval (≤ 1.04× from 30 tasks up in the coverage
-  simulation, tests/analysis/test_coverage.py).
+  is as narrow as the true-variance interval (≤ 1.04× from 30 tasks up with ≥ 12 discordant
+  tasks, in the coverage simulation, tests/analysis/test_coverage.py).
 - **Tango's (1998) score interval** on the discordant counts otherwise. With few discordant
   tasks a CLT interval under-covers (Bowyer, Aitchison & Ivanova 2025: 30 tasks × 1 trial
   with rare discordance, 87.5% for t), and with none it collapses to [0, 0]; the score
