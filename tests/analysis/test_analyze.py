@@ -143,7 +143,7 @@ def test_comparison_numbers(result: AnalysisResult) -> None:
     assert c.novel_names == ["baz", "toggle_airplane_mode"]
     # Per-task differences at K = 9 are [0.5, -0.5, 0]: b = c = 0.5, the score statistic is
     # 0 and p = 1; the Gap interval is the score interval, never [0, 0].
-    assert c.test.startswith("paired score test")
+    assert c.test.startswith("paired t-test")
     assert c.p_value == pytest.approx(1.0)
     assert c.gap_default.ci_low is not None and c.gap_default.ci_low < 0 < c.gap_default.ci_high
     assert c.p_holm == pytest.approx(c.p_value)  # one comparison: Holm changes nothing
@@ -170,7 +170,7 @@ def test_verdict_flat_score_when_failures_amplified() -> None:
         )
     r = analyze(eps, AnalysisOptions(bootstrap=500, budgets=[0, 1, 2]))
     c = r.cells[0].comparisons[0]
-    assert c.test.startswith("paired score test") and c.p_value == 1.0
+    assert c.test.startswith("paired t-test") and c.p_value == 1.0
     assert c.tost_equivalent
     assert c.amplified_channels == ["unknown_tool", "invented"]
     assert c.gap[1].gap == pytest.approx(45 / 60)  # S_ref(1) = 45/60, S_arm(1) = 0
@@ -239,8 +239,9 @@ def test_malformed_output_rate_is_per_attempted_call() -> None:
 
 
 def test_a_big_but_untestable_drop_is_inconclusive_not_no_damage() -> None:
-    """4 tasks, reference 4/4, arm 1/4: b = 3, c = 0, score test p = 2·Φ(−2.5/√3) = 0.149,
-    not significant; a 75-point drop is far outside the ±7.5 margin → inconclusive."""
+    """4 tasks, reference 4/4, arm 1/4: b = 3, c = 0 (fewer than 6 discordant tasks: the score
+    statistic), score test p = 2·Φ(−3/√3) = 0.083, not significant; a 75-point drop is far
+    outside the ±7.5 margin → inconclusive."""
     eps = []
     for t in range(4):
         eps.append(episode("bf16", f"t{t}", 0, [("get_user", "ok")], success=True))
@@ -248,30 +249,31 @@ def test_a_big_but_untestable_drop_is_inconclusive_not_no_damage() -> None:
         eps.append(episode("int8", f"t{t}", 0, [("get_user", "ok")], success=True))
     r = analyze(eps, AnalysisOptions(bootstrap=200))
     by_arm = {c.arm: c for c in r.cells[0].comparisons}
-    assert by_arm["int4"].p_value == pytest.approx(2 * norm.sf(2.5 / math.sqrt(3)))
+    assert by_arm["int4"].p_value == pytest.approx(2 * norm.sf(3 / math.sqrt(3)))
     assert not by_arm["int4"].significant
     assert by_arm["int4"].verdict == "inconclusive"
     assert "too few tasks" in by_arm["int4"].verdict_reason
     # The CI and the test agree: p > 0.05, so the interval includes 0.
     assert by_arm["int4"].gap_default.ci_low < 0 < by_arm["int4"].gap_default.ci_high
     # int8: 4/4 vs 4/4 — no difference, but 4 tasks cannot show equivalence within ±7.5:
-    # not TOST-equivalent, the interval reaches ±60 points → inconclusive, not "no damage".
+    # not TOST-equivalent, the interval reaches ±49 points (z²/(4 + z²)) → inconclusive.
     i8 = by_arm["int8"]
-    assert not i8.tost_equivalent and i8.gap_default.ci_high == pytest.approx(0.60, abs=0.01)
+    assert not i8.tost_equivalent and i8.gap_default.ci_high == pytest.approx(0.49, abs=0.01)
     assert i8.verdict == "inconclusive"
     assert "[0.0, 0.0]" not in i8.verdict_reason
     assert r.cells[0].verdict == "inconclusive"
 
 
 def test_a_6_of_6_drop_on_6_tasks_is_visible_damage() -> None:
-    """Reference 6/6, arm 0/6: score p = 2·Φ(−5.5/√6) = 0.025 (exact McNemar: 0.031); the
-    CI excludes 0, and the verdict agrees with it."""
+    """Reference 6/6, arm 0/6: six equal differences (no spread for a t), so the score
+    statistic: p = 2·Φ(−6/√6) = 0.014 (exact McNemar: 0.031); the CI excludes 0, and the
+    verdict agrees with it."""
     eps = []
     for t in range(6):
         eps.append(episode("bf16", f"t{t}", 0, [("get_user", "ok")], success=True))
         eps.append(episode("int4", f"t{t}", 0, [("get_user", "ok")], success=False))
     c = analyze(eps, AnalysisOptions(bootstrap=200)).cells[0].comparisons[0]
-    assert c.p_value == pytest.approx(2 * norm.sf(5.5 / math.sqrt(6)))
+    assert c.p_value == pytest.approx(2 * norm.sf(6 / math.sqrt(6)))
     assert c.gap_default.ci_low > 0 and c.verdict == "visible damage"
     assert "+100.0 points" in c.verdict_reason and "+100.0%" not in c.verdict_reason
 

@@ -1,11 +1,12 @@
 """One arm against its cell's reference, and the verdict (docs/analysis.md, "Definitions" and
 "Statistical choices").
 
-Success differences (Gap(K), gap growth) get the paired score interval at every study size;
-the paired test and TOST use the same statistic. Statistics with no small-sample interval
-(channel ratios, Spearman ρ, trajectory and recovery differences) get a task-bootstrap
-interval only when the cell has at least `bootstrap_min_tasks` paired tasks; below that their
-intervals are null with a note, and nothing is called amplified.
+Success differences (Gap(K), gap growth) get the paired success-difference interval
+(`paired_score`: t on per-task differences, the score interval with few discordant tasks) at
+every study size; the paired test and TOST use the same statistic. Statistics with no
+small-sample interval (channel ratios, Spearman ρ, trajectory and recovery differences) get a
+task-bootstrap interval only when the cell has at least `bootstrap_min_tasks` paired tasks;
+below that their intervals are null with a note, and nothing is called amplified.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from flatscore.analysis.channels import CHANNELS, LEAF_CHANNELS
 from flatscore.analysis.facts import TRAJECTORY_METRICS
 from flatscore.analysis.invariance import novel_fraction, rowwise_spearman, spearman_rho
 from flatscore.analysis.paired_score import (
+    METHOD,
+    TEST,
     paired_difference_interval,
-    score_interval,
-    score_test,
-    score_tost,
+    paired_interval,
+    paired_test,
+    paired_tost,
 )
 from flatscore.analysis.rate_ratio import METHOD as RATIO_METHOD
 from flatscore.analysis.rate_ratio import rate_ratio_test
@@ -36,7 +39,7 @@ from flatscore.analysis.result import (
     Verdict,
 )
 from flatscore.analysis.settings import AnalysisSettings, Correction
-from flatscore.analysis.stats import adjust_pvalues, percentile_ci, ratio
+from flatscore.analysis.stats import adjust_pvalues, p_is, percentile_ci, ratio
 from flatscore.analysis.task_matrix import MALFORMED, TaskMatrix
 
 VERDICT_ORDER: tuple[Verdict, ...] = (
@@ -209,7 +212,7 @@ def compare(
 
     gaps: list[GapPoint] = []
     all_d = np.stack([diff(k) for k in budgets])  # (budgets × tasks): one vectorised interval
-    los, his = score_interval(all_d, conf)
+    los, his = paired_interval(all_d, conf)
     for j, k in enumerate(budgets):
         d = all_d[j]
         lo: float | None = float(los[j])
@@ -279,8 +282,8 @@ def compare(
     novel, novel_names = novel_fraction(ref_names, arm_names)
 
     d_default = diff(default_k)
-    p_value = float(score_test(d_default))
-    tost_p, equivalent = score_tost(d_default, settings.tost_margin, settings.alpha)
+    p_value = float(paired_test(d_default))
+    tost_p, equivalent = paired_tost(d_default, settings.tost_margin, settings.alpha)
 
     def boot_diff(num: str, den: str) -> np.ndarray | None:
         if BR is None or BA is None:
@@ -308,7 +311,8 @@ def compare(
         reference=reference,
         paired_tasks=n_tasks,
         interval_method=(
-            "success differences: paired score interval (Tango) on per-task success rates; "
+            METHOD
+            + "; "
             + (
                 few
                 or "channel ratios: task-clustered log rate ratio (jackknife, t); other "
@@ -332,7 +336,7 @@ def compare(
         success_difference=Interval(
             value=g_default.gap, ci_low=g_default.ci_low, ci_high=g_default.ci_high
         ),
-        test="paired score test (McNemar) on per-task success rates",
+        test=TEST,
         p_value=p_value,
         tost_equivalent=bool(equivalent),
         tost_p=float(tost_p),
@@ -351,7 +355,7 @@ def times(a: ChannelAmplification) -> str:
 
 
 def _adj(a: ChannelAmplification) -> str:
-    return f"adjusted p = {a.p_adjusted:.2g}" if a.p_adjusted is not None else "no test"
+    return p_is(a.p_adjusted, "adjusted p") if a.p_adjusted is not None else "no test"
 
 
 def _changed(a: ChannelAmplification, alpha: float) -> bool:
@@ -413,7 +417,7 @@ def verdict(
 ) -> tuple[Verdict, str]:
     """The comparison's verdict and the numbers that decided it (in points)."""
     gap = c.gap_default.gap or 0.0
-    p_text = f"adjusted p = {c.p_adjusted:.3g}" if c.p_adjusted is not None else "no test"
+    p_text = p_is(c.p_adjusted, "adjusted p") if c.p_adjusted is not None else "no test"
     lo, hi = c.gap_default.ci_low, c.gap_default.ci_high
     ci_text = (
         f"95% CI {100 * lo:+.1f} to {100 * hi:+.1f} points"
@@ -422,8 +426,13 @@ def verdict(
     )
     m_text = points(margin, signed=False)
     if significant and gap > 0:
+        small = (
+            f"; small: within the ±{points(margin, signed=False)} equivalence margin (TOST)"
+            if c.tost_equivalent
+            else ""
+        )
         return "visible damage", (
-            f"significant success drop at default K: {points(gap)} ({ci_text}, {p_text})"
+            f"significant success drop at default K: {points(gap)} ({ci_text}, {p_text}){small}"
         )
     if not significant and gap > margin:
         return "inconclusive", (
@@ -433,7 +442,7 @@ def verdict(
     tost = (
         f"equivalent within ±{m_text} (TOST)"
         if c.tost_equivalent
-        else f"equivalence within ±{m_text} not shown (TOST p = {c.tost_p:.3g})"
+        else f"equivalence within ±{m_text} not shown (TOST {p_is(c.tost_p)})"
     )
     significance = (
         f"a significant gain ({ci_text}, {p_text})"

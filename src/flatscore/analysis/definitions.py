@@ -39,11 +39,12 @@ def definitions(
         "recomputable from logs recorded with budget M (marked recomputable: false).",
         "default_K": f"K = {default_k}: the recorded budget (max_errors − 1), else 9.",
         "gap": "Gap(K) = S_ref(K) − S_arm(K) on the tasks both arms ran (paired, "
-        "task-weighted), with a 95% paired score interval (Tango) on the per-task differences: "
-        "valid at every study size, never collapsing to [0, 0].",
+        "task-weighted), with a 95% paired interval on the per-task differences: t (n − 1 "
+        "df) with ≥ 6 discordant tasks, else Tango's score interval; calibrated at every study "
+        "size by simulation, never collapsing to [0, 0].",
         "gap_amplification": "Gap(K_small) / Gap(K_default), K_small = the smallest K asked; "
         "null when Gap(K_default) = 0.",
-        "gap_growth": "Gap(K_small) − Gap(K_default) with a 95% paired score interval: the "
+        "gap_growth": "Gap(K_small) − Gap(K_default) with the same 95% paired interval: the "
         "hidden gap reappearing as the budget tightens.",
         "channel_amplification": "rate_arm / rate_ref (and count_arm / count_ref) on the "
         "paired tasks, with a 95% CI and a two-sided test on the log ratio of summed per-task "
@@ -72,14 +73,14 @@ def definitions(
         f"the cell has ≥ {min_tasks} paired tasks; below that these CIs are null with a note "
         "(a percentile bootstrap over few tasks collapses); channel ratios get no interval or test "
         "there either, and nothing is called amplified.",
-        "paired_test": "Two-sided paired score test (McNemar's, on the per-task success "
-        "differences at default K; fractional discordant counts with several trials): the "
-        "statistic whose inversion is the Gap interval, so p < 0.05 iff the CI excludes 0.",
+        "paired_test": "Two-sided paired test of the per-task success differences at default "
+        "K (t-test, or McNemar's score test with < 6 discordant tasks): the statistic whose "
+        "inversion is the Gap interval, so p < 0.05 iff the CI excludes 0.",
         "correction": f"{corr} adjustment across all comparisons of the study "
         "(p_holm is always Holm; p_bh always BH; p_adjusted follows the chosen correction).",
         "tost": f"TOST equivalence within ±{margin:g} (fraction) at default K: two one-sided "
-        "paired score tests on the same statistic as the Gap interval; equivalent when both "
-        "reject at 5% (⇔ the 90% score interval lies inside the margin).",
+        "paired tests on the same statistic as the Gap interval; equivalent when both "
+        "reject at 5% (⇔ the 90% interval lies inside the margin).",
         "risk_screen": "From the reference arm alone: at risk when some channel rate is ≥ the "
         "threshold (an established failure channel), low risk otherwise.",
         "verdict": "visible damage: significant (adjusted p < 0.05) success drop at default K. "

@@ -27,6 +27,7 @@ from flatscore.analysis.channels import CHANNELS
 from flatscore.analysis.outputs import AnalysisModel
 from flatscore.analysis.power import power_analysis
 from flatscore.analysis.result import AnalysisResult, ArmStats, Comparison
+from flatscore.analysis.stats import p_is
 from flatscore.episode import Episode, ErrorBudget
 from flatscore.errors import InputError
 
@@ -244,7 +245,7 @@ def _decide(
     if drops or amplified:
         parts = [
             f"significant success drop at K = {c.K}: {100 * (c.gap or 0):.1f} points "
-            f"(95% CI {_pts(c.ci_low)} to {_pts(c.ci_high)}, adjusted p = {c.p_adjusted:.3g})"
+            f"(95% CI {_pts(c.ci_low)} to {_pts(c.ci_high)}, {p_is(c.p_adjusted, 'adjusted p')})"
             for c in drops
         ]
         if amplified:
@@ -254,7 +255,7 @@ def _decide(
         ks = " and ".join(f"K = {c.K}" for c in checks)
         return "pass", f"equivalent within the margin (TOST) at {ks}; no channel amplified"
     parts = [
-        f"equivalence not shown at K = {c.K} ({_pts(c.gap)} points, TOST p = {c.tost_p:.3g})"
+        f"equivalence not shown at K = {c.K} ({_pts(c.gap)} points, {p_is(c.tost_p, 'TOST p')})"
         for c in checks
         if not c.equivalent
     ]

@@ -290,8 +290,9 @@ class Settings(AnalysisSettings):
     precision_order: list[str]
     weighting: str = WEIGHTING
     success_interval: str = (
-        "paired score interval (Tango) on per-task success rates, at every study size; the "
-        "paired test and TOST use the same statistic"
+        "paired t-interval on per-task success differences (Tango's score interval with fewer "
+        "than 6 discordant tasks), at every study size; the paired test and TOST use the same "
+        "statistic"
     )
 
 

@@ -18,7 +18,8 @@ DEFAULT_RISK_THRESHOLD = 0.02
 BOOTSTRAP_MIN_TASKS = 30
 """Below this many paired tasks a percentile task bootstrap does not keep its coverage (it
 collapses to [0, 0] without discordant tasks); such intervals are left out (null, with a
-note) and success differences use the score interval, which holds at every size."""
+note) and success differences use the paired interval (paired_score), which holds at every
+size."""
 
 
 class Price(AnalysisModel):

@@ -29,7 +29,7 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
         "",
         f"{analysis.episodes_read} episodes read ({analysis.infrastructure_errors} infrastructure "
         f"errors excluded) · default error budget K = {s.default_K} · task-weighted · success "
-        f"CIs: paired score interval; other CIs: {s.bootstrap} task-bootstrap resamples "
+        f"CIs: paired interval; other CIs: {s.bootstrap} task-bootstrap resamples "
         f"(≥ {s.bootstrap_min_tasks} paired tasks), seed {s.seed} · flatscore "
         f"{analysis.flatscore_version}"
         + (f" · generated {md_escape(generated_at)}" if generated_at else ""),

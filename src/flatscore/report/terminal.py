@@ -150,9 +150,9 @@ def comparisons_table(cell: Cell, k_small: int, k_default: int) -> Table:
     table = Table(
         title=Text(f"{cell.model} / {cell.domain}: each arm vs {cell.reference}"),
         caption="Gap(K) = S_ref(K) − S_arm(K), points, paired on tasks and task-weighted, "
-        "[95% paired score interval]; ρ = Spearman of per-name hallucination counts over the "
+        "[95% paired interval]; ρ = Spearman of per-name hallucination counts over the "
         "union of names; novel = % of the arm's hallucinated calls with names the reference "
-        "never produced; p = paired score test of success at default K, p_adj corrected "
+        "never produced; p = paired test of success at default K, p_adj corrected "
         "across the study; TOST = equivalent within the margin.",
         caption_justify="left",
     )
@@ -189,7 +189,7 @@ def render(result: AnalysisResult, console: Console) -> None:
             f"infrastructure errors excluded; counted errors: {s.count}; default K = "
             f"{s.default_K} ({s.default_K_source}); {s.bootstrap} bootstrap resamples, seed "
             f"{s.seed}; {s.correction} correction; TOST margin ±{100 * s.tost_margin:g} points; "
-            "task-weighted; success CIs: paired score interval, other CIs: task bootstrap with "
+            "task-weighted; success CIs: paired interval, other CIs: task bootstrap with "
             f"≥ {s.bootstrap_min_tasks} paired tasks",
             style="dim",
         ),

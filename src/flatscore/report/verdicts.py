@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from flatscore.analysis.comparison import channel_shift
 from flatscore.analysis.result import ArmStats, Cell, Comparison, GapPoint
+from flatscore.analysis.stats import format_p, p_is
 
 ALPHA = 0.05
 """The analysis's default alpha: which channel changes the shift sentence calls significant."""
@@ -224,16 +225,8 @@ def _budget_sentence(c: Comparison) -> str | None:
 
 
 def pval(value: float | None) -> str:
-    """A p-value as people read it."""
-    if value is None:
-        return "not computed"
-    return "< 0.001" if value < 0.001 else f"{value:.3f}"
-
-
-def p_is(value: float | None) -> str:
-    """`p = 0.012` or `p < 0.001` in a sentence (not `p = < 0.001`)."""
-    text = pval(value)
-    return f"p {text}" if text.startswith("<") else f"p = {text}"
+    """A p-value as people read it (the verdict reasons' format: `stats.format_p`)."""
+    return format_p(value)
 
 
 def headlines(cell: Cell, k_default: int) -> list[Headline]:
