@@ -22,6 +22,7 @@ from typing import Annotated
 
 import typer
 
+from flatscore.analysis.channels import UNKNOWN_TOOL_LEAVES
 from flatscore.analysis.outputs import Interval
 from flatscore.analysis.repair_effect import EffectPoint, RepairArmEffect, RepairEffectResult
 from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, Comparison, GapPoint
@@ -74,11 +75,10 @@ def channel_table(result: AnalysisResult) -> list[str]:
         k = result.settings.default_K
         for arm in cell.arms:
             unknown = arm.channels.get("unknown_tool")
-            role = arm.channels.get("role_confusion")
-            invented = arm.channels.get("invented")
+            leaves = [arm.channels.get(ch) for ch in UNKNOWN_TOOL_LEAVES]
             split = (
-                f" ({role.count} / {invented.count})"
-                if unknown and unknown.count and role and invented
+                " (" + " / ".join(str(leaf.count) for leaf in leaves if leaf) + ")"
+                if unknown and unknown.count and all(leaves)
                 else ""
             )
             rows.append(
@@ -99,7 +99,7 @@ def channel_table(result: AnalysisResult) -> list[str]:
         "episodes",
         f"S({result.settings.default_K}) %",
         "agent calls",
-        "unknown_tool % (n) (role conf. / invented)",
+        "unknown_tool % (n) (role conf. / near miss / invented / not a name)",
         *(f"{name} % (n)" for name in CHANNEL_COLUMNS),
         "malformed turns",
     ]

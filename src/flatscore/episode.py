@@ -74,6 +74,19 @@ class TokenUsage(StrictModel):
         )
 
 
+class TurnTiming(StrictModel):
+    """Where one generated turn's time went, as the backend (or the endpoint) measured it.
+
+    `prefill_s` runs from the request to the first generated token (it includes any wait for
+    a batch slot), `decode_s` from there to the last token; `encoded_tokens` are the prompt
+    tokens actually run through the model (a prefix-cache hit is not re-encoded)."""
+
+    prefill_s: float | None = Field(None, ge=0, allow_inf_nan=False)
+    decode_s: float | None = Field(None, ge=0, allow_inf_nan=False)
+    encoded_tokens: int | None = Field(None, ge=0)
+    source: Literal["backend", "endpoint"] = "backend"
+
+
 class ToolCall(StrictModel):
     """A function call. `arguments` is the parsed JSON object, or the raw string when the
     model's argument text could not be parsed (kept verbatim so analysis can classify it)."""
@@ -118,6 +131,7 @@ class Message(StrictModel):
     logprobs: list[TokenLogprob] | None = None
     usage: TokenUsage | None = None
     latency_s: float | None = None
+    timing: TurnTiming | None = None
 
     @model_validator(mode="after")
     def _tool_result_only_on_tool_role(self) -> Message:
@@ -158,6 +172,26 @@ class Timing(StrictModel):
     duration_s: float | None = None
 
 
+class Serving(StrictModel):
+    """What serving the agent's model took, read by the backend when the episode ended (None
+    for endpoint arms: their server's memory is not visible from here).
+
+    `weight_bytes` / `bits_per_parameter` are the arm's format as a checkpoint would store it
+    (scales included); `resident_weight_bytes` is what the parameters occupy in this process
+    (fake-quantized arms keep the compute dtype); `peak_rss_bytes` is the serving process's
+    peak resident memory so far, shared by every arm that process served."""
+
+    backend: str
+    parameters: int | None = Field(None, ge=0)
+    weight_bytes: int | None = Field(None, ge=0)
+    bits_per_parameter: float | None = Field(None, ge=0, allow_inf_nan=False)
+    weight_format: str | None = None
+    resident_weight_bytes: int | None = Field(None, ge=0)
+    peak_rss_bytes: int | None = Field(None, ge=0)
+    pid: int | None = None
+    arms_in_process: int | None = Field(None, ge=0)
+
+
 class Source(StrictModel):
     """Where an imported episode came from."""
 
@@ -194,6 +228,7 @@ class Episode(StrictModel):
     tools: ToolLists = Field(default_factory=ToolLists)
     timing: Timing = Field(default_factory=Timing)
     usage: TokenUsage = Field(default_factory=TokenUsage)
+    serving: Serving | None = None
     source: Source | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 

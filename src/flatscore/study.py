@@ -29,6 +29,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from flatscore.agents.base import agent_names, make_agent
 from flatscore.agents.repair import RepairConfig
 from flatscore.analysis.budget import parse_budgets
+from flatscore.analysis.settings import Price
 from flatscore.domains import domain_names
 from flatscore.errors import InputError, from_validation
 from flatscore.limits import MAX_BOOTSTRAP, MAX_BUDGET, MIN_BOOTSTRAP
@@ -61,6 +62,9 @@ class ArmSpec(StrictModel):
     api_key_env: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
     checkpoint: str | None = None
+    price: Price | None = Field(
+        None, description="per 1M prompt/completion tokens and/or per machine-hour (cost)"
+    )
     control_of: str | None = Field(
         None,
         description="negative control: a replicate of this other arm (its weights, endpoint "

@@ -187,8 +187,14 @@ def analysis_options(study: Study) -> AnalysisOptions:
         rules_path = Path(a.channel_rules).expanduser()
         if not rules_path.is_absolute():
             rules_path = (study.base_dir / rules_path).resolve()
+    prices = {
+        f"{m.name}/{name}": arm.price
+        for m in study.models
+        for name, arm in m.arms.items()
+        if arm.price is not None
+    }
     settings = AnalysisSettings.from_points(
-        budgets=budgets, **a.model_dump(exclude={"budgets", "channel_rules"})
+        budgets=budgets, prices=prices, **a.model_dump(exclude={"budgets", "channel_rules"})
     )
     return AnalysisOptions(**settings.model_dump(), rules=load_rules(rules_path))
 

@@ -72,7 +72,8 @@ def test_reference_arm_numbers(result: AnalysisResult) -> None:
     assert ref.pass_k == pytest.approx([(1 + 0.5 + 1) / 3, 2 / 3])
     assert ref.agent_tool_calls == 11
     assert ref.failed_agent_calls == 5
-    expected = dict(unknown_tool=3, role_confusion=0, invented=3, bad_arguments=0,
+    expected = dict(unknown_tool=3, role_confusion=0, near_miss=0, invented=3, not_a_name=0,
+                    bad_arguments=0,
                     entity_not_found=1, precondition=1, other=0, malformed_output=0)  # fmt: skip
     assert {k: v.count for k, v in ref.channels.items()} == expected
     for k, n in expected.items():
@@ -142,7 +143,7 @@ def test_comparison_numbers(result: AnalysisResult) -> None:
     assert c.novel_names == ["baz", "toggle_airplane_mode"]
     # Per-task differences at K = 9 are [0.5, -0.5, 0]: b = c = 0.5, the score statistic is
     # 0 and p = 1; the Gap interval is the score interval, never [0, 0].
-    assert c.test.startswith("paired score test")
+    assert c.test.startswith("paired t-test")
     assert c.p_value == pytest.approx(1.0)
     assert c.gap_default.ci_low is not None and c.gap_default.ci_low < 0 < c.gap_default.ci_high
     assert c.p_holm == pytest.approx(c.p_value)  # one comparison: Holm changes nothing
@@ -169,7 +170,7 @@ def test_verdict_flat_score_when_failures_amplified() -> None:
         )
     r = analyze(eps, AnalysisOptions(bootstrap=500, budgets=[0, 1, 2]))
     c = r.cells[0].comparisons[0]
-    assert c.test.startswith("paired score test") and c.p_value == 1.0
+    assert c.test.startswith("paired t-test") and c.p_value == 1.0
     assert c.tost_equivalent
     assert c.amplified_channels == ["unknown_tool", "invented"]
     assert c.gap[1].gap == pytest.approx(45 / 60)  # S_ref(1) = 45/60, S_arm(1) = 0
@@ -238,8 +239,9 @@ def test_malformed_output_rate_is_per_attempted_call() -> None:
 
 
 def test_a_big_but_untestable_drop_is_inconclusive_not_no_damage() -> None:
-    """4 tasks, reference 4/4, arm 1/4: b = 3, c = 0, score test p = 2·Φ(−2.5/√3) = 0.149,
-    not significant; a 75-point drop is far outside the ±7.5 margin → inconclusive."""
+    """4 tasks, reference 4/4, arm 1/4: b = 3, c = 0 (fewer than 6 discordant tasks: the score
+    statistic), score test p = 2·Φ(−3/√3) = 0.083, not significant; a 75-point drop is far
+    outside the ±7.5 margin → inconclusive."""
     eps = []
     for t in range(4):
         eps.append(episode("bf16", f"t{t}", 0, [("get_user", "ok")], success=True))
@@ -247,30 +249,31 @@ def test_a_big_but_untestable_drop_is_inconclusive_not_no_damage() -> None:
         eps.append(episode("int8", f"t{t}", 0, [("get_user", "ok")], success=True))
     r = analyze(eps, AnalysisOptions(bootstrap=200))
     by_arm = {c.arm: c for c in r.cells[0].comparisons}
-    assert by_arm["int4"].p_value == pytest.approx(2 * norm.sf(2.5 / math.sqrt(3)))
+    assert by_arm["int4"].p_value == pytest.approx(2 * norm.sf(3 / math.sqrt(3)))
     assert not by_arm["int4"].significant
     assert by_arm["int4"].verdict == "inconclusive"
     assert "too few tasks" in by_arm["int4"].verdict_reason
     # The CI and the test agree: p > 0.05, so the interval includes 0.
     assert by_arm["int4"].gap_default.ci_low < 0 < by_arm["int4"].gap_default.ci_high
     # int8: 4/4 vs 4/4 — no difference, but 4 tasks cannot show equivalence within ±7.5:
-    # not TOST-equivalent, the interval reaches ±60 points → inconclusive, not "no damage".
+    # not TOST-equivalent, the interval reaches ±49 points (z²/(4 + z²)) → inconclusive.
     i8 = by_arm["int8"]
-    assert not i8.tost_equivalent and i8.gap_default.ci_high == pytest.approx(0.60, abs=0.01)
+    assert not i8.tost_equivalent and i8.gap_default.ci_high == pytest.approx(0.49, abs=0.01)
     assert i8.verdict == "inconclusive"
     assert "[0.0, 0.0]" not in i8.verdict_reason
     assert r.cells[0].verdict == "inconclusive"
 
 
 def test_a_6_of_6_drop_on_6_tasks_is_visible_damage() -> None:
-    """Reference 6/6, arm 0/6: score p = 2·Φ(−5.5/√6) = 0.025 (exact McNemar: 0.031); the
-    CI excludes 0, and the verdict agrees with it."""
+    """Reference 6/6, arm 0/6: six equal differences (no spread for a t), so the score
+    statistic: p = 2·Φ(−6/√6) = 0.014 (exact McNemar: 0.031); the CI excludes 0, and the
+    verdict agrees with it."""
     eps = []
     for t in range(6):
         eps.append(episode("bf16", f"t{t}", 0, [("get_user", "ok")], success=True))
         eps.append(episode("int4", f"t{t}", 0, [("get_user", "ok")], success=False))
     c = analyze(eps, AnalysisOptions(bootstrap=200)).cells[0].comparisons[0]
-    assert c.p_value == pytest.approx(2 * norm.sf(5.5 / math.sqrt(6)))
+    assert c.p_value == pytest.approx(2 * norm.sf(6 / math.sqrt(6)))
     assert c.gap_default.ci_low > 0 and c.verdict == "visible damage"
     assert "+100.0 points" in c.verdict_reason and "+100.0%" not in c.verdict_reason
 
@@ -339,3 +342,73 @@ def test_spearman_interval_holds_its_point_estimate_with_rare_names() -> None:
     assert c.spearman_rho == pytest.approx(0.348, abs=1e-3)
     assert c.spearman_ci_low is not None and c.spearman_ci_high is not None
     assert c.spearman_ci_low <= c.spearman_rho <= c.spearman_ci_high
+
+
+def moved_study() -> list:
+    """60 tasks; the arm trades entity_not_found for bad_arguments (2 → 1 and 1 → 2 per
+    episode on most tasks) with the same number of failed calls: failures moved, no more
+    failure in total."""
+    eps = []
+    for t in range(60):
+        k = 1 + t % 3  # task heterogeneity
+        ok = [("get_user", "ok")] * k
+        ref = [("get_user", "bad_arguments")] * 1 + [("get_order", "entity_not_found")] * 2
+        arm = [("get_user", "bad_arguments")] * 2 + [("get_order", "entity_not_found")] * 1
+        if t % 5 == 0:
+            arm = ref  # some tasks unchanged: the ratio has a spread, the test a finite SE
+        eps.append(episode("bf16", f"t{t}", 0, ref + ok))
+        eps.append(episode("int8", f"t{t}", 0, arm + ok))
+    return eps
+
+
+def test_failures_moved_between_channels_in_words() -> None:
+    r = analyze(moved_study(), AnalysisOptions(bootstrap=200))
+    c = r.cells[0].comparisons[0]
+    assert c.failed_calls is not None and c.failed_calls.ratio == pytest.approx(1.0)
+    assert not c.failed_calls.amplified
+    assert c.amplified_channels == ["bad_arguments"]
+    assert c.channel_amplification["entity_not_found"].p_adjusted < 0.05
+    assert c.verdict == "flat score, amplified failures"
+    assert "failures moved between channels: up bad_arguments ×1.80" in c.verdict_reason
+    assert "down entity_not_found ×0.60" in c.verdict_reason
+    assert "all failed calls ×1.00" in c.verdict_reason and "not more in total" in c.verdict_reason
+    # The family is stated: every tested channel ratio of the study, corrected by Holm.
+    fam = r.channel_family
+    assert fam is not None and fam.correction == "holm" and fam.failed_calls_size == 1
+    assert fam.members == [
+        "m / retail / int8: bad_arguments",
+        "m / retail / int8: entity_not_found",
+    ]
+    assert fam.size == 2
+
+
+@pytest.mark.parametrize(("correction", "method"), [("holm", "holm"), ("bh", "fdr_bh")])
+def test_channel_correction_over_the_study(correction: str, method: str) -> None:
+    """Known answer: the corrected p of each channel is Holm's (or BH's, as the study's
+    correction says; statsmodels) over the family, and `amplified` follows the corrected p,
+    not the raw one."""
+    from statsmodels.stats.multitest import multipletests
+
+    from flatscore.analysis.comparison import correct_channels
+
+    c = analyze(moved_study(), AnalysisOptions(bootstrap=200)).cells[0].comparisons[0]
+    raw = {"bad_arguments": 0.02, "entity_not_found": 0.04, "unknown_tool": 0.03}
+    amp = {
+        ch: a.model_copy(update={"p_value": raw.get(ch), "ratio": 1.5 if ch in raw else a.ratio})
+        for ch, a in c.channel_amplification.items()
+    }
+    c2 = c.model_copy(update={"channel_amplification": amp, "arm": "int4"})
+    done, fam = correct_channels([("m / retail", c), ("m / retail", c2)], correction, 0.05)  # type: ignore[arg-type]
+    ps = [a.p_value for d in done for a in d.channel_amplification.values() if a.p_value]
+    expected = multipletests(ps, method=method)[1]
+    got = [a.p_adjusted for d in done for a in d.channel_amplification.values() if a.p_value]
+    assert got == pytest.approx(list(expected))
+    assert fam is not None and fam.size == 5
+    # raw 0.02 < 0.05, but Holm over 5 gives 0.02 × 3 = 0.06: not amplified; BH gives
+    # 0.02 × 5 / 3 = 0.033 (and 0.04, 0.04 for the others): all three amplified.
+    bad = done[1].channel_amplification["bad_arguments"]
+    assert bad.p_adjusted == pytest.approx(0.06 if correction == "holm" else 0.1 / 3)
+    assert done[1].amplified_channels == (
+        [] if correction == "holm" else ["unknown_tool", "bad_arguments", "entity_not_found"]
+    )
+    assert fam.correction == correction

@@ -32,7 +32,7 @@ def test_all_arms_six_of_six_is_not_equivalence() -> None:
         for c in cell.comparisons:
             assert not c.tost_equivalent
             g = c.gap_default
-            assert g.ci_low == pytest.approx(-0.48, abs=0.01) and g.ci_high > 0.47
+            assert g.ci_low == pytest.approx(-0.39, abs=0.01) and g.ci_high > 0.38
             assert "equivalent within" not in c.verdict_reason
             assert "not shown" in c.verdict_reason
 
@@ -64,7 +64,9 @@ def test_demo_sized_terminal_output_reads_as_numbers(capsys: pytest.CaptureFixtu
 def test_the_demo_size_makes_todays_large_drops_significant() -> None:
     """The demo is sized so that drops as large as the 9-task demo's (retail ref 4/9 vs
     int4 and int4-awq 0/9; telecom ref 7/9 vs int4 1/9) survive Holm across its six
-    comparisons, with every failing task a discordant pair. At 9 tasks they did not."""
+    comparisons, with every failing task a discordant pair. At 9 tasks the retail ones did not
+    (4 discordant tasks: the score statistic, Holm p 0.27); telecom int4's 6 of 9 discordant
+    tasks are enough for the t statistic there."""
     from flatscore.demo import DEMO_TASKS
 
     def p_holm(tasks: int) -> dict[tuple[str, str], float]:
@@ -94,4 +96,5 @@ def test_the_demo_size_makes_todays_large_drops_significant() -> None:
     assert all(at_demo[k] < 0.05 for k in large), at_demo
     assert at_demo[("retail", "int8")] > 0.05  # no drop, nothing claimed
     before = p_holm(9)
-    assert all(before[k] > 0.05 for k in large), before
+    assert all(before[k] > 0.05 for k in large[:2]), before
+    assert before[("telecom", "int4")] < 0.05, before

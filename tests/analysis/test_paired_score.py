@@ -1,4 +1,5 @@
-"""Known answers for the paired score interval, test and TOST."""
+"""Known answers for the success-difference interval, paired test and TOST (t on per-task
+differences, Tango's score interval with few discordant tasks)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
-from scipy.stats import norm
+from scipy.stats import norm, ttest_1samp
+from scipy.stats import t as student_t
 
 from flatscore.analysis.paired_score import (
+    DISCORDANT_MIN,
     discordance,
+    paired_interval,
+    paired_test,
+    paired_tost,
     score_interval,
     score_test,
     score_tost,
     score_z,
+    uses_t,
     wilson_interval,
 )
 
@@ -24,20 +31,50 @@ def _d(b: int, c: int, n: int) -> np.ndarray:
 
 
 def zero_bound(n: int, confidence: float = 0.95) -> float:
-    """b = c = 0: Z(Δ) = −(nΔ − ½) / sqrt(nΔ(1 − Δ)) = −z, the larger root of
-    (n² + z²n)Δ² − (n + z²n)Δ + ¼ = 0."""
+    """b = c = 0: Z(Δ) = −nΔ / sqrt(nΔ(1 − Δ)) = −z, i.e. Δ = z² / (n + z²) (the Wilson
+    bound for 0 of n)."""
     z2 = norm.ppf(0.5 + confidence / 2) ** 2
-    a, b = n * n + z2 * n, n + z2 * n
-    return float((b + np.sqrt(b * b - a)) / (2 * a))
+    return float(z2 / (n + z2))
 
 
 def test_no_discordant_task_has_the_closed_form_bound() -> None:
-    """No discordant task: ±0.60 with 4 tasks, ±0.48 with 6 — never [0, 0]."""
+    """No discordant task: ±49 points with 4 tasks, ±39 with 6 — never [0, 0]."""
     for n in (4, 6, 30, 114):
-        lo, hi = score_interval(np.zeros(n), 0.95)
-        assert hi == pytest.approx(zero_bound(n), abs=1e-9)
-        assert lo == pytest.approx(-hi, abs=1e-9)
-    assert zero_bound(4) == pytest.approx(0.604, abs=1e-3)
+        for interval in (score_interval, paired_interval):
+            lo, hi = interval(np.zeros(n), 0.95)
+            assert hi == pytest.approx(zero_bound(n), abs=1e-9)
+            assert lo == pytest.approx(-hi, abs=1e-9)
+    assert zero_bound(4) == pytest.approx(0.490, abs=1e-3)
+
+
+def test_t_statistic_with_enough_discordant_tasks() -> None:
+    """Six or more discordant tasks with some spread: the one-sample t on per-task
+    differences (scipy's ttest_1samp and t interval); TOST = two one-sided t-tests."""
+    d = np.array([1, 1, 0.5, 0.25, 0, 0, 0.75, -0.25, 0, 0])
+    assert bool(uses_t(d))
+    n, se = d.size, d.std(ddof=1) / np.sqrt(d.size)
+    assert float(paired_test(d)) == pytest.approx(ttest_1samp(d, 0.0).pvalue)
+    lo, hi = paired_interval(d, 0.95)
+    want = student_t.interval(0.95, n - 1, loc=d.mean(), scale=se)
+    assert (float(lo), float(hi)) == pytest.approx(want)
+    p, _ = paired_tost(d, 0.3)
+    p_low = ttest_1samp(d, -0.3, alternative="greater").pvalue
+    p_high = ttest_1samp(d, 0.3, alternative="less").pvalue
+    assert float(p) == pytest.approx(max(p_low, p_high))
+
+
+def test_few_discordant_or_equal_differences_use_the_score_statistic() -> None:
+    """Five discordant tasks, or differences all equal (no spread to estimate), are the
+    score interval's: a t-interval would be [1, 1] for six tasks at 1.0."""
+    few = _d(DISCORDANT_MIN - 1, 0, 40)
+    equal = np.ones(DISCORDANT_MIN)
+    for d in (few, equal):
+        assert not bool(uses_t(d))
+        assert np.allclose(paired_interval(d), score_interval(d))
+        assert float(paired_test(d)) == float(score_test(d))
+        assert np.allclose(paired_tost(d, 0.075)[0], score_tost(d, 0.075)[0])
+    lo, hi = paired_interval(equal)
+    assert hi == 1.0 and 0.0 < lo < 1.0  # six of six: a drop, bounded well below 1
 
 
 def test_restricted_mle_matches_a_numerical_maximum() -> None:
@@ -55,14 +92,14 @@ def test_restricted_mle_matches_a_numerical_maximum() -> None:
         p21 = minimize_scalar(nll, bounds=(lo, hi), method="bounded", options={"xatol": 1e-12}).x
         var = n * (2 * p21 + delta * (1 - delta))
         raw = b - c - n * delta
-        want = np.sign(raw) * max(abs(raw) - 0.5, 0) / np.sqrt(var)
+        want = raw / np.sqrt(var)
         got = score_z(discordance(_d(b, c, n)), delta)
         assert float(got) == pytest.approx(want, rel=1e-5)
 
 
-def test_score_test_is_mcnemar_with_half_a_step_of_continuity_correction() -> None:
+def test_score_test_is_mcnemar() -> None:
     p = score_test(_d(7, 2, 40))
-    assert float(p) == pytest.approx(2 * norm.sf(4.5 / np.sqrt(9)))
+    assert float(p) == pytest.approx(2 * norm.sf(5 / np.sqrt(9)))
     assert float(score_test(np.zeros(5))) == 1.0
 
 
@@ -70,14 +107,14 @@ def test_score_test_is_mcnemar_with_half_a_step_of_continuity_correction() -> No
 @given(st.lists(st.sampled_from([-1.0, -0.5, 0.0, 0.25, 0.5, 1.0]), min_size=2, max_size=40))
 def test_interval_test_and_tost_agree(d: list[float]) -> None:
     """The interval excludes 0 iff p < 0.05; TOST is equivalent iff the 90% interval is inside
-    the margin; the estimate is inside the interval."""
+    the margin; the estimate is inside the interval (whichever statistic the data select)."""
     x = np.array(d)
-    lo, hi = score_interval(x, 0.95)
-    p = float(score_test(x))
+    lo, hi = paired_interval(x, 0.95)
+    p = float(paired_test(x))
     if abs(p - 0.05) > 1e-6:
         assert (lo > 0 or hi < 0) == (p < 0.05)
-    lo90, hi90 = score_interval(x, 0.90)
-    tost_p, eq = score_tost(x, 0.075)
+    lo90, hi90 = paired_interval(x, 0.90)
+    tost_p, eq = paired_tost(x, 0.075)
     if abs(float(tost_p) - 0.05) > 1e-6:
         assert bool(eq) == (lo90 > -0.075 and hi90 < 0.075)
     assert lo - 1e-9 <= x.mean() <= hi + 1e-9
@@ -87,12 +124,12 @@ def test_tost_refuses_an_arm_better_than_the_margin() -> None:
     """An arm 10 points *better* than the reference is not equivalent within ±7.5 — the
     margin is two-sided (a test with only 0 and +0.1 differences cannot see a missing abs)."""
     better = -_d(100, 0, 1000)  # arm solves 100 more tasks of 1,000
-    p, eq = score_tost(better, 0.075)
+    p, eq = paired_tost(better, 0.075)
     assert not bool(eq) and float(p) > 0.5
     worse = _d(100, 0, 1000)
-    assert not bool(score_tost(worse, 0.075)[1])
+    assert not bool(paired_tost(worse, 0.075)[1])
     same = _d(10, 10, 1000)
-    assert bool(score_tost(same, 0.075)[1])
+    assert bool(paired_tost(same, 0.075)[1])
 
 
 def test_wilson_interval() -> None:

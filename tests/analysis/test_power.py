@@ -22,7 +22,7 @@ def test_power_grows_with_amplification_and_size() -> None:
             0.6, 0.1, m, tasks=tasks, trials=1, calls=10, k=2, simulations=300, alpha=0.05, rng=rng
         )
 
-    assert pw(1.0, 114) <= 0.06  # no amplification: about alpha (McNemar is conservative)
+    assert pw(1.0, 114) <= 0.06  # no amplification: about alpha / 2 (a drop, one side)
     assert pw(3.0, 114) > pw(1.5, 114)
     assert pw(1.5, 400) > pw(1.5, 50)
 
@@ -39,7 +39,7 @@ def test_power_analysis_finds_a_detectable_gap() -> None:
     small = power_analysis(0.6, {"unknown_tool": 0.1}, tasks=20, k=2, simulations=200)
     assert small.detectable_gap is None or small.detectable_gap >= r.detectable_gap
     r4 = power_analysis(0.6, {"unknown_tool": 0.1}, tasks=30, trials=3, k=2, simulations=60, grid=6)
-    assert r4.rows  # several trials: the Wilcoxon path runs
+    assert r4.rows  # several trials
 
 
 def test_power_rejects_bad_inputs() -> None:
@@ -47,3 +47,19 @@ def test_power_rejects_bad_inputs() -> None:
         power_analysis(1.5, {"x": 0.1}, tasks=10)
     with pytest.raises(ValueError):
         power_analysis(0.5, {"x": 0.0}, tasks=10)
+
+
+def test_power_uses_the_test_analyze_uses() -> None:
+    """`flatscore power` sizes a study for the paired test `flatscore analyze` applies (one
+    statistic, so a study sized here is not judged by another test there)."""
+    import numpy as np
+
+    from flatscore.analysis import comparison, power
+    from flatscore.analysis.paired_score import paired_test
+
+    assert power.paired_test is comparison.paired_test is paired_test
+    rng = np.random.default_rng(5)
+    null = simulated_power(
+        0.6, 0.1, 1.0, tasks=114, trials=4, calls=10, k=2, simulations=400, alpha=0.05, rng=rng
+    )
+    assert null <= 0.045  # one-sided share of a two-sided 5% test, plus noise

@@ -79,8 +79,8 @@ def test_hand_computed_effects(result: RepairEffectResult) -> None:
     ref, q = cell.arms
     assert (ref.arm, q.arm) == ("bf16", "int4")
     # reference: identical with and without repair
-    # (no difference on 4 tasks: the score interval is ±60 points, not [0, 0])
-    assert ref.effect.value == 0 and ref.effect.ci_high == pytest.approx(0.604, abs=1e-3)
+    # (no difference on 4 tasks: the score interval is ±49 points, z²/(4 + z²), not [0, 0])
+    assert ref.effect.value == 0 and ref.effect.ci_high == pytest.approx(0.490, abs=1e-3)
     assert ref.effect.ci_low == pytest.approx(-ref.effect.ci_high)
     assert ref.interaction is None and ref.p_value == 1.0
     # int4: S(9) 1/4 → 3/4
@@ -94,9 +94,9 @@ def test_hand_computed_effects(result: RepairEffectResult) -> None:
     assert q.channel_rate_effect["invented"].value == pytest.approx(2 / 5 - 5 / 6)
     assert q.channel_rate_effect["bad_arguments"].value == 0
     assert q.interaction is not None and q.interaction.value == 0.5
-    # score test: 2 discordant tasks, both in favour of repair → Z = (2 − ½)/√2
-    assert q.test.startswith("paired score test")
-    assert q.p_value == pytest.approx(2 * norm.sf(1.5 / np.sqrt(2)))
+    # 2 discordant tasks (fewer than 6: the score test), both in favour of repair → Z = 2/√2
+    assert q.test.startswith("paired test (t, or McNemar's score)")
+    assert q.p_value == pytest.approx(2 * norm.sf(2 / np.sqrt(2)))
     assert q.repair_instructions == 2 and q.episodes_repaired == 2
     assert q.repair_config == {"channels": ["unknown_tool"], "attempts": 3}
     assert ref.repair_instructions == 0 and ref.repair_config is None
@@ -106,7 +106,7 @@ def test_hand_computed_effects(result: RepairEffectResult) -> None:
 def test_intervals_are_score_intervals_and_no_bootstrap_on_4_tasks(
     result: RepairEffectResult,
 ) -> None:
-    """Success effects use the paired score interval on per-task differences; with 4 tasks
+    """Success effects use the paired interval on per-task differences; with 4 tasks
     the channel-rate effects get no bootstrap interval, and a warning says so."""
     q = result.cells[0].arms[1]
     lo, hi = paired_difference_interval(np.array([0, 1, 1, 0.0]))

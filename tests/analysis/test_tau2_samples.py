@@ -28,7 +28,8 @@ def test_ok_file() -> None:
     assert (arm.episodes, arm.tasks, arm.trials_min) == (2, 1, 2)
     assert arm.success_rate == 1.0 and arm.pass_k == [1.0, 1.0]
     assert arm.agent_tool_calls == 8 and arm.failed_agent_calls == 4
-    assert arm.channels["invented"].count == 2  # get_user is not a mock-domain tool
+    # get_user is not a mock-domain tool, but the plural get_users is: a near miss.
+    assert arm.channels["near_miss"].count == 2 and arm.channels["invented"].count == 0
     assert arm.channels["bad_arguments"].count == 2  # "missing 1 required positional argument"
     assert arm.channels["unknown_tool"].rate == pytest.approx(2 / 8)
     # Two failures per episode: S(0) = S(1) = 0, S(2..9) = 1 (max_errors 10 → default K 9).

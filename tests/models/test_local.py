@@ -139,3 +139,26 @@ def test_transcript_marks_agent_tokens(backend: LocalBackend) -> None:
     assert {tr.message_index[i] for i in agent} == {2}
     logits = backend.teacher_force(tr.ids, agent)
     assert logits.shape == (len(agent), backend.model.config.vocab_size)
+
+
+@pytest.mark.slow
+def test_each_turn_records_its_prefill_and_decode_and_the_arm_its_footprint(
+    backend: LocalBackend,
+) -> None:
+    """Cost recording (docs/analysis.md, "Cost"): the split adds up to the latency, the
+    second turn of a growing conversation re-encodes only its new tokens, and the reference
+    arm's format bytes are its resident fp32 bytes (4 bytes a parameter)."""
+    first, second = episode(backend, turns=2, tokens=8)[:2]
+    for gen in (first, second):
+        t = gen.message.timing
+        assert t is not None and t.source == "backend"
+        assert t.prefill_s is not None and t.decode_s is not None and t.decode_s > 0
+        assert abs(t.prefill_s + t.decode_s - gen.latency_s) < 0.05
+        assert t.encoded_tokens == gen.usage.prompt_tokens - gen.cached_tokens
+    assert second.message.timing is not None and second.message.timing.encoded_tokens is not None
+    assert second.message.timing.encoded_tokens < second.usage.prompt_tokens
+    serving = backend.serving()
+    assert serving.parameters is not None and serving.parameters > 100_000_000
+    assert serving.weight_bytes == serving.resident_weight_bytes == 4 * serving.parameters
+    assert serving.bits_per_parameter == 32.0
+    assert serving.peak_rss_bytes is not None and serving.peak_rss_bytes > serving.weight_bytes

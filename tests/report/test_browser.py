@@ -106,6 +106,20 @@ def _pwned(driver: WebDriver) -> object:
     )
 
 
+def _assert_cost_figure(driver: WebDriver, cells: int) -> None:
+    """The Cost section: its quality-against-cost figure (one panel per cell) is drawn and
+    its table has a row per arm of each cell."""
+    section = driver.find_element(By.ID, "cost")
+    assert section.is_displayed()
+    svg = driver.find_element(By.CSS_SELECTOR, "#cost-figure > svg")
+    assert svg.size["width"] > 300 and svg.size["height"] > 150
+    panels = svg.find_elements(By.CSS_SELECTOR, "g[id*='axes_']")
+    assert len(panels) == cells
+    assert "cost per successful episode" in svg.text
+    table = section.find_element(By.CSS_SELECTOR, "pre.table").text
+    assert table.startswith("| model · domain | arm |") and "machine s/success" in table
+
+
 def test_sections_plots_and_no_console_errors(
     driver: WebDriver, study_report: ReportPaths, shots: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -129,6 +143,7 @@ def test_sections_plots_and_no_console_errors(
     assert "inconclusive" in verdicts[0].text and "too few tasks" in verdicts[0].text
     assert "At the default budget" in verdicts[0].text
     assert len(_rows(driver)) == 48
+    _assert_cost_figure(driver, cells=2)
     assert _errors(driver) == []
     _screenshot(driver, shots / "report.png", capsys)
 
@@ -348,5 +363,6 @@ def test_the_embedded_study_report_opens(
     assert rows and {r.find_elements(By.TAG_NAME, "td")[1].text for r in rows} == {"int4"}
     rows[0].click()
     assert driver.find_elements(By.CSS_SELECTOR, "#fs-transcript .msg")
+    _assert_cost_figure(driver, cells=len(cells))
     assert _errors(driver) == []
     _screenshot(driver, shots / "embedded-study.png", capsys)

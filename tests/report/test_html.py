@@ -150,7 +150,7 @@ def test_hostile_text_appears_only_escaped(hostile_report: ReportPaths) -> None:
     names = [tag for tag, _ in parser.tags]
     assert names.count("script") == 2  # the data block and the page's own script
     assert not {"img", "iframe", "object", "embed", "b", "textarea"} & set(names)
-    assert names.count("svg") == 4  # the plots of the one cell, nothing injected
+    assert names.count("svg") == 5  # the one cell's plots and the cost figure, nothing else
     for tag, attrs in parser.tags:
         assert not [a for a in attrs if a.startswith("on")], (tag, attrs)
         if tag == "a":
@@ -258,7 +258,7 @@ def test_imported_tau2_logs_get_their_channels_in_the_browser() -> None:
     calls = [c for m in payload["episodes"][0]["messages"] for c in m.get("calls", [])]
     by_name = {c["name"]: c for c in calls}
     assert by_name["get_user"]["status"] == "error"
-    assert by_name["get_user"]["channel"] == "invented"
+    assert by_name["get_user"]["channel"] == "near_miss"  # mock has get_users
     assert [c["channel"] for c in calls if c["status"] == "error"][1] == "bad_arguments"
     assert all(c["channel"] is None for c in calls if c["status"] == "ok")
 

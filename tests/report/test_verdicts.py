@@ -103,3 +103,26 @@ def test_a_tiny_adjusted_p_reads_p_less_than() -> None:
             (h,) = headlines(cell, analysis.settings.default_K)
             assert "significant after correction (adjusted p < 0.001)." in h.sentences[0]
             assert "= <" not in h.sentences[0]
+
+
+def test_failures_that_moved_are_said_in_the_summary() -> None:
+    """The same words as the verdict: a channel up and one down while all failed calls stay
+    level (60 tasks: bad_arguments 1 → 2, entity_not_found 2 → 1 per episode on most)."""
+    from analysis_builders import episode
+    from flatscore.analysis.analyze import AnalysisOptions, analyze
+
+    eps = []
+    for t in range(60):
+        ref = [("get_user", "bad_arguments"), *[("get_order", "entity_not_found")] * 2]
+        arm = [*[("get_user", "bad_arguments")] * 2, ("get_order", "entity_not_found")]
+        ok = [("get_user", "ok")] * (1 + t % 3)
+        moved = ref if t % 5 == 0 else arm  # some tasks unchanged: a finite SE
+        eps += [episode("bf16", f"t{t}", 0, ref + ok), episode("int8", f"t{t}", 0, moved + ok)]
+    analysis = analyze(eps, AnalysisOptions(bootstrap=200))
+    (h,) = headlines(analysis.cells[0], analysis.settings.default_K)
+    failures = h.sentences[1]
+    assert "All failed calls together: ×1.00" in failures and "not significantly more" in failures
+    assert "Failures moved between channels: up bad_arguments ×1.80" in failures
+    assert "down entity_not_found ×0.60" in failures
+    reason = analysis.cells[0].comparisons[0].verdict_reason
+    assert failures.split("Failures moved")[1].rstrip(".") in reason

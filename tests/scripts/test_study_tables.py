@@ -60,9 +60,9 @@ def test_tables_carry_the_known_rates_success_and_gaps() -> None:
     assert text.startswith("<!-- scripts/study_tables.py: 8 episodes read -->")
     # per-channel: ref 4 of 16 agent calls unknown (25%); q4 8 of 12 (66.7%), all invented
     ref = _row(text, "Per-channel", "ref", "retail")
-    assert ref[2:6] == ["4", "100.0", "16", "25.0 (4) (0 / 4)"]
+    assert ref[2:6] == ["4", "100.0", "16", "25.0 (4) (0 / 0 / 4 / 0)"]
     q4 = _row(text, "Per-channel", "q4", "retail")
-    assert q4[2:6] == ["4", "50.0", "12", "66.7 (8) (0 / 8)"]
+    assert q4[2:6] == ["4", "50.0", "12", "66.7 (8) (0 / 0 / 8 / 0)"]
     # S(K): q4's successes need 3 failed calls, so S(0) = S(2) = 0, S(5) = S(9) = 50%
     budget = _row(text, "S(K)", "retail", "q4")
     assert budget[2:6] == ["0.0", "0.0", "50.0", "50.0"]

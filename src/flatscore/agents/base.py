@@ -31,7 +31,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flatscore.episode import Message
+from flatscore.episode import Message, Serving
 from flatscore.registry import Registry
 
 if TYPE_CHECKING:
@@ -61,6 +61,11 @@ class Agent(ABC):
     def episode_metadata(self) -> dict[str, Any]:
         """Extra `Episode.metadata` entries, read once the episode ends."""
         return {}
+
+    def serving(self) -> Serving | None:
+        """What serving the agent's model takes (`Episode.serving`), read once the episode
+        ends; None when there is no model or it runs elsewhere."""
+        return None
 
 
 AgentFactory = Callable[..., Agent]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from flatscore.agents.base import Agent, ToolSchema
-from flatscore.episode import Message
+from flatscore.episode import Message, Serving
 from flatscore.models.base import Backend, Sampling
 from flatscore.models.shared import BackendSpec, clear_backends, get_backend
 
@@ -53,6 +53,9 @@ class ModelAgent(Agent):
         reset = getattr(self.backend, "reset", None)
         if callable(reset):
             reset()
+
+    def serving(self) -> Serving | None:
+        return self.backend.serving()
 
     def sampling_for_turn(self) -> Sampling:
         if self.sampling.greedy:

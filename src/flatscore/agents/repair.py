@@ -7,8 +7,8 @@ amplified a failure channel (mostly hallucinated tool names). Semantics:
 - **Trigger**: the agent's last batch of tool calls (the tool results at the end of its
   view) contains a failed call whose channel (`flatscore.analysis.channels`, the same
   classification the analysis uses) is in `channels` (default `unknown_tool`, which covers
-  `role_confusion` and `invented`). With `malformed_output` in `channels`, an unparseable
-  agent turn also triggers, on the agent's next turn.
+  `role_confusion`, `near_miss`, `invented` and `not_a_name`). With `malformed_output` in
+  `channels`, an unparseable agent turn also triggers, on the agent's next turn.
 - **Attempts**: one instruction per agent turn; consecutive failing turns form one failure
   chain, repaired at most `attempts` times (default 3). The chain ends when a turn no longer
   fails in the channels (a successful call, or a text turn); the next failure starts anew.
@@ -32,23 +32,26 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from flatscore.agents.base import Agent, ToolSchema
 from flatscore.analysis.channels import (
     LEAF_CHANNELS,
+    UNKNOWN_TOOL_LEAVES,
     ChannelRules,
     classify_failed_call,
     load_rules,
 )
 from flatscore.domains import domain_names, get_domain
-from flatscore.episode import Message, ToolCall, ToolResult
+from flatscore.episode import Message, Serving, ToolCall, ToolResult
 
 if TYPE_CHECKING:
     from flatscore.domains.framework import Task
 
 REPAIR_CHANNELS: tuple[str, ...] = ("unknown_tool", *LEAF_CHANNELS)
-"""Channels repair can trigger on; `unknown_tool` stands for `role_confusion` + `invented`."""
+"""Channels repair can trigger on; `unknown_tool` stands for all of UNKNOWN_TOOL_LEAVES."""
 
 _HINTS = {
     "role_confusion": "that name is not one of your tools (it is a tool the customer uses on "
     "their own device: ask them to do it instead, or call one of your tools)",
+    "near_miss": "that name is not one of your tools: check its exact spelling",
     "invented": "that name is not one of your tools",
+    "not_a_name": "that is not a tool name: put values in the arguments, not the name",
     "bad_arguments": "the arguments do not match the tool's parameters",
     "entity_not_found": "the record you named does not exist: check the identifier",
     "precondition": "the call broke a policy rule: check the rule named in the error",
@@ -79,7 +82,7 @@ class RepairConfig(BaseModel):
         """Whether a leaf channel is one repair triggers on."""
         if channel in self.channels:
             return True
-        return channel in ("role_confusion", "invented") and "unknown_tool" in self.channels
+        return channel in UNKNOWN_TOOL_LEAVES and "unknown_tool" in self.channels
 
 
 def parse_channels(text: str) -> list[str]:
@@ -220,6 +223,9 @@ class RepairAgent(Agent):
         """Instructions given since the last call, for the transcript (runner hook)."""
         out, self._pending = self._pending, []
         return out + self.inner.take_injected()
+
+    def serving(self) -> Serving | None:
+        return self.inner.serving()
 
     def episode_metadata(self) -> dict[str, Any]:
         """`{"repair": ...}` for `Episode.metadata`: config and counts (runner hook)."""

@@ -16,7 +16,8 @@ import flatscore
 from flatscore.analysis.arm_stats import arm_stats
 from flatscore.analysis.budget import FALLBACK_DEFAULT_K, recorded_max_errors
 from flatscore.analysis.channels import ChannelRules, load_rules
-from flatscore.analysis.comparison import VERDICT_ORDER, compare, finalize
+from flatscore.analysis.comparison import VERDICT_ORDER, compare, correct_channels, finalize
+from flatscore.analysis.cost import cost_summary
 from flatscore.analysis.definitions import definitions
 from flatscore.analysis.facts import EpisodeFacts, episode_facts
 from flatscore.analysis.identity import unique_episodes
@@ -158,6 +159,11 @@ def analyze(episodes: Iterable[Episode], options: AnalysisOptions | None = None)
         )
         drafts.append((cell, comparisons))
 
+    # Channel amplification: one multiplicity family over the whole study.
+    keyed = [(f"{cell['model']} / {cell['domain']}", c) for cell, cs in drafts for c in cs]
+    corrected, channel_family = correct_channels(keyed, options.correction, options.alpha)
+    it = iter(corrected)
+    drafts = [(cell, [next(it) for _ in cs]) for cell, cs in drafts]
     tested = [c for _, cs in drafts for c in cs if c.p_value is not None]
     raw = [c.p_value for c in tested if c.p_value is not None]
     holm = dict(zip(map(id, tested), adjust_pvalues(raw, "holm"), strict=True))
@@ -180,7 +186,8 @@ def analyze(episodes: Iterable[Episode], options: AnalysisOptions | None = None)
 
     sources: Counter[str] = Counter(f.tool_list_source for f in all_facts)
     settings = Settings(
-        **options.model_dump(exclude={"rules", "budgets"}),
+        **options.model_dump(exclude={"rules", "budgets", "prices"}),
+        prices=options.prices,
         budgets=budgets,
         default_K=default_k,
         default_K_source=k_source,
@@ -212,6 +219,8 @@ def analyze(episodes: Iterable[Episode], options: AnalysisOptions | None = None)
         cells=cells,
         warnings=warnings,
         repair=repair,
+        channel_family=channel_family,
+        cost=cost_summary(unique, options.prices),
     )
 
 

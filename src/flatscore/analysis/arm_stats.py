@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from flatscore.analysis.budget import recorded_max_errors
-from flatscore.analysis.channels import CHANNELS, LEAF_CHANNELS
+from flatscore.analysis.channels import CHANNELS, LEAF_CHANNELS, UNKNOWN_TOOL_LEAVES
 from flatscore.analysis.facts import EpisodeFacts
 from flatscore.analysis.paired_score import wilson_interval
 from flatscore.analysis.passk import pass_hat_k
@@ -33,7 +33,7 @@ def arm_stats(
     trials = [len(per_task[t]) for t in tasks]
     m = task_matrix(facts, tasks, budgets, count)
     leaf = {ch: sum(f.channels[ch] for f in facts) for ch in LEAF_CHANNELS}
-    counts = {**leaf, "unknown_tool": leaf["role_confusion"] + leaf["invented"]}
+    counts = {**leaf, "unknown_tool": sum(leaf[ch] for ch in UNKNOWN_TOOL_LEAVES)}
     recorded = recorded_max_errors(facts)
     hallucinated: Counter[str] = Counter()
     for f in facts:

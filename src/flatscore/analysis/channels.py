@@ -3,8 +3,9 @@
 Order: the channel the environment recorded (`tool_result.error_kind`), then the name test
 (a name that is not one of the agent's tools is `unknown_tool`), then unparseable arguments
 (`bad_arguments`), then the error-text rules from YAML (per domain, then defaults), else
-`other`. `unknown_tool` is finally split by the user's tool list into `role_confusion` and
-`invented`. The patterns live in data (`channel_rules.yaml`), not in code.
+`other`. `unknown_tool` is finally split by the name rules (`NameRules`, first match wins):
+`role_confusion` (a user tool), `near_miss` (a variant of an agent tool), `invented` (an
+identifier), else `not_a_name`. The patterns live in data (`channel_rules.yaml`), not in code.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from rapidfuzz.distance import DamerauLevenshtein
 
 from flatscore.episode import Episode, ToolCall, ToolResult
 from flatscore.errors import InputError
@@ -26,21 +28,30 @@ BaseChannel = Literal["unknown_tool", "bad_arguments", "entity_not_found", "prec
 BASE_CHANNELS: frozenset[str] = frozenset(
     {"unknown_tool", "bad_arguments", "entity_not_found", "precondition", "other"}
 )
+UNKNOWN_TOOL_LEAVES: tuple[str, ...] = ("role_confusion", "near_miss", "invented", "not_a_name")
+"""The parts of `unknown_tool`, in precedence order (docs/analysis.md, "Definitions")."""
 LEAF_CHANNELS: tuple[str, ...] = (
-    "role_confusion",
-    "invented",
+    *UNKNOWN_TOOL_LEAVES,
     "bad_arguments",
     "entity_not_found",
     "precondition",
     "other",
     "malformed_output",
 )
-"""Channels every failure lands in exactly once (`unknown_tool` is the sum of the first two)."""
+"""Channels every failure lands in exactly once (`unknown_tool` is the sum of the first four)."""
 
 CHANNELS: tuple[str, ...] = ("unknown_tool", *LEAF_CHANNELS)
-"""Every channel reported, in display order. `unknown_tool` = `role_confusion` + `invented`."""
+"""Every channel reported, in display order. `unknown_tool` = the sum of UNKNOWN_TOOL_LEAVES."""
 
 BUILTIN_RULES = "builtin:flatscore/analysis/channel_rules.yaml"
+
+
+def _regex(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"not a valid regex: {exc}") from None
+    return value
 
 
 class ChannelRule(BaseModel):
@@ -49,23 +60,84 @@ class ChannelRule(BaseModel):
     channel: BaseChannel
     pattern: str
 
-    @field_validator("pattern")
+    _compiles = field_validator("pattern")(_regex)
+
+
+class NameRules(BaseModel):
+    """How a name that is not one of the agent's tools is split (first match wins):
+    `role_confusion` (one of the user's tools), `near_miss` (a `near_miss_shape` name whose
+    normalised form equals an agent tool's, or is within `near_miss_distance` edits of one at
+    least `near_miss_min_length` long), `invented` (matches an `identifier` pattern once
+    `strip` is removed), else `not_a_name`. Normalised: `strip` removed, camelCase humps and
+    `separators` turned into `_`, lowercased, one trailing `s` and `_` dropped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    strip: str = r"^\s+|\(\s*\)?\s*$|\s+$"
+    separators: str = r"[\s.\-]+"
+    near_miss_shape: str = r"^[A-Za-z][A-Za-z0-9_.\- ]*$"
+    near_miss_distance: int = Field(2, ge=0)
+    near_miss_min_length: int = Field(6, ge=1)
+    identifier: list[str] = Field(
+        default_factory=lambda: [r"^[a-z][a-z0-9]*([_.][a-z0-9]+|[A-Z][a-z0-9]*)*_?$"]
+    )
+
+    _check = field_validator("strip", "separators", "near_miss_shape")(_regex)
+    _memo: dict[tuple[str, frozenset[str], frozenset[str]], str] = PrivateAttr(default_factory=dict)
+
+    @field_validator("identifier")
     @classmethod
-    def _compiles(cls, value: str) -> str:
-        try:
-            re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"not a valid regex: {exc}") from None
-        return value
+    def _identifiers(cls, value: list[str]) -> list[str]:
+        return [_regex(v) for v in value]
+
+    def bare(self, name: str) -> str:
+        """The name without surrounding space and a trailing call `()`."""
+        return re.sub(self.strip, "", name)
+
+    def normalise(self, name: str) -> str:
+        """The form variants compare in: `Change-Plans` and `changePlans` → `change_plan`."""
+        s = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", self.bare(name))
+        s = re.sub(self.separators, "_", s).lower().rstrip("_")
+        return s[:-1] if s.endswith("s") and len(s) > 1 else s
+
+    def split(self, name: str, agent_tools: frozenset[str], user_tools: frozenset[str]) -> str:
+        """Which part of `unknown_tool` a name not among the agent's tools belongs to
+        (memoised: a study repeats its few hundred names thousands of times)."""
+        key = (name, agent_tools, user_tools)
+        if key not in self._memo:
+            self._memo[key] = self._split(name, agent_tools, user_tools)
+        return self._memo[key]
+
+    def _split(self, name: str, agent_tools: frozenset[str], user_tools: frozenset[str]) -> str:
+        if name in user_tools:
+            return "role_confusion"
+        bare = self.bare(name)
+        if re.match(self.near_miss_shape, bare):
+            norm = self.normalise(name)
+            for tool in agent_tools:
+                target = self.normalise(tool)
+                if norm == target or (
+                    len(tool) >= self.near_miss_min_length
+                    and DamerauLevenshtein.distance(
+                        norm, target, score_cutoff=self.near_miss_distance
+                    )
+                    <= self.near_miss_distance
+                ):
+                    return "near_miss"
+        if any(re.match(p, bare) for p in self.identifier):
+            return "invented"
+        return "not_a_name"
 
 
 class ChannelRules(BaseModel):
-    """Error-text rules: a domain's own list first, then `defaults`."""
+    """Error-text rules (a domain's own list first, then `defaults`) and the name rules that
+    split `unknown_tool`."""
 
     model_config = ConfigDict(extra="forbid")
 
     version: int = 1
     defaults: list[ChannelRule] = Field(default_factory=list)
+    names: NameRules = Field(default_factory=NameRules)
     domains: dict[str, list[ChannelRule]] = Field(default_factory=dict)
     source: str = BUILTIN_RULES
 
@@ -140,10 +212,12 @@ def classify_failed_call(
 ) -> str:
     """The leaf channel (one of LEAF_CHANNELS except malformed_output) of a failed agent call."""
     kind = result.error_kind
-    if kind in ("role_confusion", "invented"):
+    if kind == "role_confusion":
         return kind
     base: str
-    if kind in BASE_CHANNELS:
+    if kind in UNKNOWN_TOOL_LEAVES:
+        base = "unknown_tool"
+    elif kind in BASE_CHANNELS:
         base = kind
     elif agent_tools and call.name not in agent_tools:
         base = "unknown_tool"
@@ -152,5 +226,5 @@ def classify_failed_call(
     else:
         base = rules.match(domain, result.text) or "other"
     if base == "unknown_tool":
-        return "role_confusion" if call.name in user_tools else "invented"
+        return rules.names.split(call.name, agent_tools, user_tools)
     return base

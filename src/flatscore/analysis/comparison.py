@@ -1,39 +1,45 @@
 """One arm against its cell's reference, and the verdict (docs/analysis.md, "Definitions" and
 "Statistical choices").
 
-Success differences (Gap(K), gap growth) get the paired score interval at every study size;
-the paired test and TOST use the same statistic. Statistics with no small-sample interval
-(channel ratios, Spearman ρ, trajectory and recovery differences) get a task-bootstrap
-interval only when the cell has at least `bootstrap_min_tasks` paired tasks; below that their
-intervals are null with a note, and nothing is called amplified.
+Success differences (Gap(K), gap growth) get the paired success-difference interval
+(`paired_score`: t on per-task differences, the score interval with few discordant tasks) at
+every study size; the paired test and TOST use the same statistic. Statistics with no
+small-sample interval (channel ratios, Spearman ρ, trajectory and recovery differences) get a
+task-bootstrap interval only when the cell has at least `bootstrap_min_tasks` paired tasks;
+below that their intervals are null with a note, and nothing is called amplified.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
-from flatscore.analysis.channels import CHANNELS
+from flatscore.analysis.channels import CHANNELS, LEAF_CHANNELS
 from flatscore.analysis.facts import TRAJECTORY_METRICS
 from flatscore.analysis.invariance import novel_fraction, rowwise_spearman, spearman_rho
 from flatscore.analysis.paired_score import (
+    METHOD,
+    TEST,
     paired_difference_interval,
-    score_interval,
-    score_test,
-    score_tost,
+    paired_interval,
+    paired_test,
+    paired_tost,
 )
+from flatscore.analysis.rate_ratio import METHOD as RATIO_METHOD
+from flatscore.analysis.rate_ratio import rate_ratio_test
 from flatscore.analysis.result import (
     ChannelAmplification,
+    ChannelFamily,
     Comparison,
     GapAmplification,
     GapPoint,
     Interval,
     Verdict,
 )
-from flatscore.analysis.settings import AnalysisSettings
-from flatscore.analysis.stats import percentile_ci, ratio
+from flatscore.analysis.settings import AnalysisSettings, Correction
+from flatscore.analysis.stats import adjust_pvalues, p_is, percentile_ci, ratio
 from flatscore.analysis.task_matrix import MALFORMED, TaskMatrix
 
 VERDICT_ORDER: tuple[Verdict, ...] = (
@@ -69,6 +75,119 @@ def _finite(x: float | None) -> float | None:
     return float(x) if x is not None and np.isfinite(x) else None
 
 
+MALFORMED_DEN = "attempts"
+
+
+def channel_ratio(
+    ref: TaskMatrix, alt: TaskMatrix, num: str, den: str, conf: float, few: str | None
+) -> ChannelAmplification:
+    """rate_arm / rate_ref of one channel (or of all failed calls) on the paired tasks, with
+    the task-clustered interval and uncorrected p (`rate_ratio`); none below the cell's
+    minimum task count (`few` says so). `amplified` is decided study-wide (`correct_channels`)."""
+    r_ref, r_arm = ref.rate(num, den), alt.rate(num, den)
+    c_ref = round(float((ref.column(num) * ref.episodes).sum()))
+    c_arm = round(float((alt.column(num) * alt.episodes).sum()))
+    point = r_arm / r_ref if r_ref and r_arm is not None else None
+    lo = hi = p = None
+    note = None
+    if point is None:
+        note = (
+            f"new in the arm: the reference never failed this way, the arm did {c_arm} time(s)"
+            if c_ref == 0 and c_arm > 0
+            else "no failures in this channel in either arm"
+            if c_ref == 0
+            else "no agent tool calls"
+        )
+    elif few is not None:
+        note = few
+    elif point > 0:
+        t = rate_ratio_test(
+            alt.column(num), alt.column(den), ref.column(num), ref.column(den), conf
+        )
+        lo, hi, p = (_finite(float(v)) for v in (t.ci_low, t.ci_high, t.p_value))
+        if p is None:
+            note = "all of an arm's failures in this channel are in one task: no test"
+    else:
+        note = "the arm never failed this way: no test of an increase"
+    return ChannelAmplification(
+        ratio=point,
+        ci_low=lo,
+        ci_high=hi,
+        count_ratio=c_arm / c_ref if c_ref else None,
+        count_arm=c_arm,
+        count_ref=c_ref,
+        rate_arm=_finite(r_arm),
+        rate_ref=_finite(r_ref),
+        amplified=False,
+        note=note,
+        p_value=p,
+    )
+
+
+def decide(
+    ratios: list[float], p_values: list[float], correction: Correction, alpha: float
+) -> tuple[list[float], list[bool]]:
+    """One family's adjusted p-values and amplification decisions: amplified = an increase
+    (ratio > 1) whose corrected two-sided p is below alpha."""
+    adjusted = adjust_pvalues(p_values, correction)
+    return adjusted, [r > 1 and p < alpha for r, p in zip(ratios, adjusted, strict=True)]
+
+
+def correct_channels(
+    comparisons: list[tuple[str, Comparison]], correction: Correction, alpha: float
+) -> tuple[list[Comparison], ChannelFamily | None]:
+    """Every channel ratio of the study corrected as one family (Holm, or BH when the study's
+    correction says so), the all-channel ratios as another; `amplified` = ratio > 1 and
+    adjusted p < alpha. `comparisons` pairs each comparison with its cell's 'model / domain'."""
+    tested = {
+        (i, ch): a
+        for i, (_, c) in enumerate(comparisons)
+        for ch, a in c.channel_amplification.items()
+        if a.p_value is not None
+    }
+    totals = {
+        i: c.failed_calls
+        for i, (_, c) in enumerate(comparisons)
+        if c.failed_calls is not None and c.failed_calls.p_value is not None
+    }
+
+    def corrected(group: dict[Any, ChannelAmplification]) -> dict[Any, ChannelAmplification]:
+        ratios = [a.ratio or 0.0 for a in group.values()]
+        adjusted, up = decide(ratios, [a.p_value or 0.0 for a in group.values()], correction, alpha)
+        return {
+            key: a.model_copy(update={"p_adjusted": p, "amplified": u})
+            for (key, a), p, u in zip(group.items(), adjusted, up, strict=True)
+        }
+
+    members = list(tested)
+    by_member, by_total = corrected(tested), corrected(totals)
+
+    out = []
+    for i, (_, c) in enumerate(comparisons):
+        amp = {ch: by_member.get((i, ch), a) for ch, a in c.channel_amplification.items()}
+        total = by_total.get(i, c.failed_calls)
+        out.append(
+            c.model_copy(
+                update={
+                    "channel_amplification": amp,
+                    "amplified_channels": [ch for ch, a in amp.items() if a.amplified],
+                    "failed_calls": total,
+                }
+            )
+        )
+    if not members and not totals:
+        return out, None
+    family = ChannelFamily(
+        correction=correction,
+        test=RATIO_METHOD,
+        alpha=alpha,
+        size=len(members),
+        members=[f"{comparisons[i][0]} / {comparisons[i][1].arm}: {ch}" for i, ch in members],
+        failed_calls_size=len(totals),
+    )
+    return out, family
+
+
 def compare(
     arm: str,
     reference: str,
@@ -93,7 +212,7 @@ def compare(
 
     gaps: list[GapPoint] = []
     all_d = np.stack([diff(k) for k in budgets])  # (budgets × tasks): one vectorised interval
-    los, his = score_interval(all_d, conf)
+    los, his = paired_interval(all_d, conf)
     for j, k in enumerate(budgets):
         d = all_d[j]
         lo: float | None = float(los[j])
@@ -136,42 +255,11 @@ def compare(
     def rate(v: np.ndarray, num: str, den: str) -> np.ndarray:
         return ratio(v[..., cols[num]], v[..., cols[den]])
 
-    channel_amp: dict[str, ChannelAmplification] = {}
-    for ch in CHANNELS:
-        den = "attempts" if ch == MALFORMED else "calls"
-        r_ref, r_arm = float(rate(R, ch, den)), float(rate(A, ch, den))
-        c_ref = round(float((ref.column(ch) * ref.episodes).sum()))
-        c_arm = round(float((alt.column(ch) * alt.episodes).sum()))
-        point = r_arm / r_ref if np.isfinite(r_ref) and r_ref > 0 and np.isfinite(r_arm) else None
-        lo = hi = None
-        if point is not None and BR is not None and BA is not None:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                boot = rate(BA, ch, den) / rate(BR, ch, den)
-            lo, hi = percentile_ci(boot, conf)
-        note = None
-        if point is None:
-            note = (
-                f"new in the arm: the reference never failed this way, the arm did {c_arm} time(s)"
-                if c_ref == 0 and c_arm > 0
-                else "no failures in this channel in either arm"
-                if c_ref == 0
-                else "no agent tool calls"
-            )
-        elif few is not None:
-            note = few
-        channel_amp[ch] = ChannelAmplification(
-            ratio=point,
-            ci_low=lo,
-            ci_high=hi,
-            count_ratio=c_arm / c_ref if c_ref else None,
-            count_arm=c_arm,
-            count_ref=c_ref,
-            rate_arm=_finite(r_arm),
-            rate_ref=_finite(r_ref),
-            amplified=lo is not None and lo > 1.0,
-            note=note,
-        )
-    amplified = [ch for ch, c in channel_amp.items() if c.amplified]
+    channel_amp = {
+        ch: channel_ratio(ref, alt, ch, MALFORMED_DEN if ch == MALFORMED else "calls", conf, few)
+        for ch in CHANNELS
+    }
+    failed_calls = channel_ratio(ref, alt, "agent_failed", "calls", conf, few)
 
     names = list(ref.names)
     ref_counts = (ref.name_means * ref.episodes[:, None]).sum(axis=0)
@@ -194,8 +282,8 @@ def compare(
     novel, novel_names = novel_fraction(ref_names, arm_names)
 
     d_default = diff(default_k)
-    p_value = float(score_test(d_default))
-    tost_p, equivalent = score_tost(d_default, settings.tost_margin, settings.alpha)
+    p_value = float(paired_test(d_default))
+    tost_p, equivalent = paired_tost(d_default, settings.tost_margin, settings.alpha)
 
     def boot_diff(num: str, den: str) -> np.ndarray | None:
         if BR is None or BA is None:
@@ -223,15 +311,21 @@ def compare(
         reference=reference,
         paired_tasks=n_tasks,
         interval_method=(
-            "success differences: paired score interval (Tango) on per-task success rates; "
-            + (few or f"other intervals: task bootstrap, {settings.bootstrap} resamples")
+            METHOD
+            + "; "
+            + (
+                few
+                or "channel ratios: task-clustered log rate ratio (jackknife, t); other "
+                f"intervals: task bootstrap, {settings.bootstrap} resamples"
+            )
         ),
         gap=gaps,
         gap_default=g_default,
         gap_amplification=amp,
         gap_growth=growth,
         channel_amplification=channel_amp,
-        amplified_channels=amplified,
+        amplified_channels=[],
+        failed_calls=failed_calls,
         spearman_rho=rho,
         spearman_ci_low=rho_lo,
         spearman_ci_high=rho_hi,
@@ -242,7 +336,7 @@ def compare(
         success_difference=Interval(
             value=g_default.gap, ci_low=g_default.ci_low, ci_high=g_default.ci_high
         ),
-        test="paired score test (McNemar) on per-task success rates",
+        test=TEST,
         p_value=p_value,
         tost_equivalent=bool(equivalent),
         tost_p=float(tost_p),
@@ -252,10 +346,78 @@ def compare(
     )
 
 
-def verdict(c: Comparison, significant: bool, margin: float) -> tuple[Verdict, str]:
+def times(a: ChannelAmplification) -> str:
+    """'×1.27 [1.08, 1.49]' (the interval left out when there is none)."""
+    text = f"×{a.ratio:.2f}" if a.ratio is not None else "no ratio"
+    if a.ci_low is not None and a.ci_high is not None:
+        text += f" [{a.ci_low:.2f}, {a.ci_high:.2f}]"
+    return text
+
+
+def _adj(a: ChannelAmplification) -> str:
+    return p_is(a.p_adjusted, "adjusted p") if a.p_adjusted is not None else "no test"
+
+
+def _changed(a: ChannelAmplification, alpha: float) -> bool:
+    return a.p_adjusted is not None and a.p_adjusted < alpha
+
+
+def channel_shift(c: Comparison, alpha: float) -> str | None:
+    """'failures moved between channels: …' when some leaf channel changed significantly
+    (corrected, either direction) while all failed calls together did not rise; None
+    otherwise. Each side lists its significant channels, or else its largest point move
+    marked not significant."""
+    total = c.failed_calls
+    if total is None or total.amplified:
+        return None
+    amp = {ch: amp for ch, amp in c.channel_amplification.items() if ch in LEAF_CHANNELS}
+    moved = {ch for ch, a in amp.items() if _changed(a, alpha)}
+    if not moved:
+        return None
+
+    def side(up: bool) -> str:
+        chs = [
+            ch
+            for ch, a in amp.items()
+            if a.ratio is not None and a.ratio != 1 and (a.ratio > 1) == up and a.p_value
+        ]
+        sig = [ch for ch in chs if ch in moved]
+        if sig:
+            return ", ".join(f"{ch} {times(amp[ch])} ({_adj(amp[ch])})" for ch in sig)
+        if not chs:
+            return "none"
+        most = max(chs, key=lambda ch: abs(amp[ch].count_arm - amp[ch].count_ref))
+        return f"{most} {times(amp[most])} (not significant, {_adj(amp[most])})"
+
+    return (
+        f"failures moved between channels: up {side(True)}; down {side(False)}; "
+        f"all failed calls {times(total)} ({_adj(total)}), not more in total"
+    )
+
+
+def channel_reasons(c: Comparison) -> list[str]:
+    """The failure findings that make a flat score 'amplified failures': more failed calls
+    overall, and each amplified channel (corrected test)."""
+    reasons = []
+    if c.failed_calls is not None and c.failed_calls.amplified:
+        reasons.append(
+            f"more failed calls overall: ×{times(c.failed_calls)[1:]} ({_adj(c.failed_calls)})"
+        )
+    if c.amplified_channels:
+        amp = c.channel_amplification
+        reasons.append(
+            "amplified channel(s): "
+            + ", ".join(f"{ch} {times(amp[ch])} ({_adj(amp[ch])})" for ch in c.amplified_channels)
+        )
+    return reasons
+
+
+def verdict(
+    c: Comparison, significant: bool, margin: float, alpha: float = 0.05
+) -> tuple[Verdict, str]:
     """The comparison's verdict and the numbers that decided it (in points)."""
     gap = c.gap_default.gap or 0.0
-    p_text = f"adjusted p = {c.p_adjusted:.3g}" if c.p_adjusted is not None else "no test"
+    p_text = p_is(c.p_adjusted, "adjusted p") if c.p_adjusted is not None else "no test"
     lo, hi = c.gap_default.ci_low, c.gap_default.ci_high
     ci_text = (
         f"95% CI {100 * lo:+.1f} to {100 * hi:+.1f} points"
@@ -264,8 +426,13 @@ def verdict(c: Comparison, significant: bool, margin: float) -> tuple[Verdict, s
     )
     m_text = points(margin, signed=False)
     if significant and gap > 0:
+        small = (
+            f"; small: within the ±{points(margin, signed=False)} equivalence margin (TOST)"
+            if c.tost_equivalent
+            else ""
+        )
         return "visible damage", (
-            f"significant success drop at default K: {points(gap)} ({ci_text}, {p_text})"
+            f"significant success drop at default K: {points(gap)} ({ci_text}, {p_text}){small}"
         )
     if not significant and gap > margin:
         return "inconclusive", (
@@ -275,31 +442,31 @@ def verdict(c: Comparison, significant: bool, margin: float) -> tuple[Verdict, s
     tost = (
         f"equivalent within ±{m_text} (TOST)"
         if c.tost_equivalent
-        else f"equivalence within ±{m_text} not shown (TOST p = {c.tost_p:.3g})"
+        else f"equivalence within ±{m_text} not shown (TOST {p_is(c.tost_p)})"
     )
     significance = (
         f"a significant gain ({ci_text}, {p_text})"
         if significant
         else f"not significant ({ci_text}, {p_text}); {tost}"
     )
-    reasons = []
-    if c.amplified_channels:
-        reasons.append("amplified channel(s): " + ", ".join(c.amplified_channels))
+    reasons = channel_reasons(c)
+    shift = channel_shift(c, alpha)
     g = c.gap_growth
     if g.ci_low is not None and g.ci_low > 0 and g.value is not None:
         reasons.append(f"gap grows at K={c.gap_amplification.k_small} ({points(g.value)})")
+    tail = f"; {shift}" if shift else ""
     if reasons:
         return "flat score, amplified failures", (
-            f"success difference {points(gap)} {significance}; " + "; ".join(reasons)
+            f"success difference {points(gap)} {significance}; " + "; ".join(reasons) + tail
         )
     if not significant and hi is not None and hi > margin:
         return "inconclusive", (
             f"success difference {points(gap)}, {significance}: the interval still allows a "
-            f"drop beyond ±{m_text}, too few tasks to tell"
+            f"drop beyond ±{m_text}, too few tasks to tell{tail}"
         )
     return "no damage detected", (
         f"success difference {points(gap)} {significance}; no channel amplified, "
-        "no gap growth at small K"
+        f"no gap growth at small K{tail}"
     )
 
 
@@ -316,5 +483,5 @@ def finalize(
     done = c.model_copy(
         update={"p_holm": p_holm, "p_bh": p_bh, "p_adjusted": p_adj, "significant": significant}
     )
-    v, why = verdict(done, significant, settings.tost_margin)
+    v, why = verdict(done, significant, settings.tost_margin, settings.alpha)
     return done.model_copy(update={"verdict": v, "verdict_reason": why})

@@ -23,8 +23,11 @@ def definitions(
         "numerator / Σ per-task mean denominator (channel rates, recovery). Every task counts "
         "once whatever its number of trials. Counts are plain sums.",
         "channels": "A failed agent call's channel, first match wins: the recorded error_kind; "
-        "unknown_tool if the name is not one of the agent's tools (role_confusion if it is one "
-        "of the user's tools, else invented); bad_arguments if the arguments did not parse; "
+        "unknown_tool if the name is not one of the agent's tools (split by the name rules, "
+        "first match wins: role_confusion if it is one of the user's tools; near_miss if a "
+        "plural/case/separator variant or within a small edit distance of an agent tool; "
+        "invented if identifier-shaped; else not_a_name: text or arguments in the name "
+        "slot); bad_arguments if the arguments did not parse; "
         "else the error-text rules (per domain, then defaults); else other. malformed_output = "
         "assistant outputs that could not be parsed into a call or message.",
         "channel_rate": "Failed agent calls in the channel / all agent tool calls. "
@@ -36,15 +39,20 @@ def definitions(
         "recomputable from logs recorded with budget M (marked recomputable: false).",
         "default_K": f"K = {default_k}: the recorded budget (max_errors − 1), else 9.",
         "gap": "Gap(K) = S_ref(K) − S_arm(K) on the tasks both arms ran (paired, "
-        "task-weighted), with a 95% paired score interval (Tango) on the per-task differences: "
-        "valid at every study size, never collapsing to [0, 0].",
+        "task-weighted), with a 95% paired interval on the per-task differences: t (n − 1 "
+        "df) with ≥ 6 discordant tasks, else Tango's score interval; calibrated at every study "
+        "size by simulation, never collapsing to [0, 0].",
         "gap_amplification": "Gap(K_small) / Gap(K_default), K_small = the smallest K asked; "
         "null when Gap(K_default) = 0.",
-        "gap_growth": "Gap(K_small) − Gap(K_default) with a 95% paired score interval: the "
+        "gap_growth": "Gap(K_small) − Gap(K_default) with the same 95% paired interval: the "
         "hidden gap reappearing as the budget tightens.",
-        "channel_amplification": "rate_arm / rate_ref (and count_arm / count_ref); the CI "
-        "bootstraps the ratio of summed channel counts over summed agent calls. Amplified = "
-        "the CI's lower bound is above 1. Null when the reference rate is 0.",
+        "channel_amplification": "rate_arm / rate_ref (and count_arm / count_ref) on the "
+        "paired tasks, with a 95% CI and a two-sided test on the log ratio of summed per-task "
+        "failures over summed per-task calls (leave-one-task-out jackknife SE, Student t, "
+        "n − 1 df). p_adjusted corrects p over the study's channel comparisons "
+        f"(channel_family, {corr}). Amplified = ratio > 1 and p_adjusted < 0.05. Null when "
+        "the reference rate is 0. failed_calls: the same for all failed agent calls (is there "
+        "more failure at all?), corrected over the study's comparisons.",
         "spearman_rho": "Spearman rank correlation of per-name hallucination counts "
         "(unknown_tool calls) over the union of names of both arms, zeros included; CI by the "
         "task bootstrap.",
@@ -59,27 +67,30 @@ def definitions(
         "per-episode mean on common tasks, with a bootstrap CI.",
         "pass_k": "pass^k (τ²): per task C(successes, k) / C(trials, k), averaged over tasks, "
         "k = 1..min trials; index 0 = pass^1.",
-        "bootstrap": f"Channel ratios, Spearman ρ, trajectory and recovery differences: 95% "
+        "bootstrap": f"Spearman ρ, trajectory and recovery differences: 95% "
         f"percentile CIs from a task-level cluster bootstrap, {n_boot} resamples, paired across "
         "arms (the same resampled tasks for every arm of a cell), seeded per cell — only when "
         f"the cell has ≥ {min_tasks} paired tasks; below that these CIs are null with a note "
-        "(a percentile bootstrap over few tasks collapses), and nothing is called amplified.",
-        "paired_test": "Two-sided paired score test (McNemar's, on the per-task success "
-        "differences at default K; fractional discordant counts with several trials): the "
-        "statistic whose inversion is the Gap interval, so p < 0.05 iff the CI excludes 0.",
+        "(a percentile bootstrap over few tasks collapses); channel ratios get no interval or test "
+        "there either, and nothing is called amplified.",
+        "paired_test": "Two-sided paired test of the per-task success differences at default "
+        "K (t-test, or McNemar's score test with < 6 discordant tasks): the statistic whose "
+        "inversion is the Gap interval, so p < 0.05 iff the CI excludes 0.",
         "correction": f"{corr} adjustment across all comparisons of the study "
         "(p_holm is always Holm; p_bh always BH; p_adjusted follows the chosen correction).",
         "tost": f"TOST equivalence within ±{margin:g} (fraction) at default K: two one-sided "
-        "paired score tests on the same statistic as the Gap interval; equivalent when both "
-        "reject at 5% (⇔ the 90% score interval lies inside the margin).",
+        "paired tests on the same statistic as the Gap interval; equivalent when both "
+        "reject at 5% (⇔ the 90% interval lies inside the margin).",
         "risk_screen": "From the reference arm alone: at risk when some channel rate is ≥ the "
         "threshold (an established failure channel), low risk otherwise.",
         "verdict": "visible damage: significant (adjusted p < 0.05) success drop at default K. "
         "inconclusive: not significant, but the observed success drop at default K is larger "
         "than the TOST margin (the study is too small to tell). "
         "flat score, amplified failures: not significant and within the margin at default K, "
-        "but some channel amplified (CI above 1) or the gap grows at small K (gap_growth CI "
-        "above 0). inconclusive also when not significant and the Gap CI's upper end is beyond "
+        "but more failed calls overall or some channel amplified (corrected test) or the gap "
+        "grows at small K (gap_growth CI above 0); the reason says when failures moved "
+        "between channels without a rise in all failed calls. inconclusive also when not "
+        "significant and the Gap CI's upper end is beyond "
         "the margin (the study cannot rule out a drop that size). no damage detected: none of "
         "these. nothing to compare: a cell with one arm. A cell takes its worst comparison's "
         "verdict (visible damage > flat score, amplified failures > inconclusive > no damage "

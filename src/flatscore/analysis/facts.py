@@ -9,7 +9,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from flatscore.analysis.channels import LEAF_CHANNELS, ChannelRules, episode_classifier
+from flatscore.analysis.channels import (
+    LEAF_CHANNELS,
+    UNKNOWN_TOOL_LEAVES,
+    ChannelRules,
+    episode_classifier,
+)
 from flatscore.episode import Episode
 
 TRAJECTORY_METRICS: tuple[str, ...] = ("agent_turns", "agent_tool_calls", "messages")
@@ -75,7 +80,7 @@ def episode_facts(episode: Episode, rules: ChannelRules) -> EpisodeFacts:
             if result.error:
                 channel = classify(call, result)
                 channels[channel] += 1
-                if channel in ("role_confusion", "invented"):
+                if channel in UNKNOWN_TOOL_LEAVES:
                     hallucinated[call.name] += 1
     channels["malformed_output"] = malformed
 

@@ -1,25 +1,30 @@
-"""The paired score interval and tests for task-level success differences (docs/analysis.md,
-"Statistical choices").
+"""The success-difference interval, paired test and TOST on per-task differences (docs/
+analysis.md, "Statistical choices").
 
 Per task i the difference d_i = rate_ref,i − rate_arm,i lies in [−1, 1] (with one trial per
-arm it is −1, 0 or 1). Its positive and negative parts summed over tasks, b = Σ max(d, 0) and
-c = Σ max(−d, 0), are the discordant counts of the paired 2×2 table (fractional with several
-trials). The interval is Tango's (1998) score interval for a difference of paired
-proportions: the set of Δ whose score statistic
+arm it is −1, 0 or 1); the estimate is their task-weighted mean. Tasks are the clusters and
+trials are nested in them, so the per-task differences are the independent units.
 
-    Z(Δ) = (b − c − nΔ ∓ ½) / sqrt(n (2 p̂₂₁(Δ) + Δ(1 − Δ)))
+Two statistics, chosen per study by the data alone (never by the confidence level, so test,
+interval and TOST always agree):
+- **t on per-task differences** (the paired, clustered interval of Miller 2024) when at least
+  `DISCORDANT_MIN` tasks are discordant (d ≠ 0) and the differences are not all equal: mean ±
+  t(n − 1) · sd / √n. It uses the variance the data show, so with several trials per task it
+  is as narrow as the true-variance interval (≤ 1.04× from 30 tasks up with ≥ 12 discordant
+  tasks, in the coverage simulation, tests/analysis/test_coverage.py).
+- **Tango's (1998) score interval** on the discordant counts otherwise. With few discordant
+  tasks a CLT interval under-covers (Bowyer, Aitchison & Ivanova 2025: 30 tasks × 1 trial
+  with rare discordance, 87.5% for t), and with none it collapses to [0, 0]; the score
+  interval does neither. Here b = Σ max(d, 0) and c = Σ max(−d, 0) (fractional with trials)
+  and the interval is every Δ whose statistic Z(Δ) = (b − c − nΔ) / sqrt(n (2 p̂₂₁(Δ) +
+  Δ(1 − Δ))) (p̂₂₁ the restricted maximum-likelihood estimate) stays within ±z. It bounds a
+  task's variance by a binary one's: conservative with trials, which matters little here,
+  since it is only used when the data have few discordant tasks.
 
-(p̂₂₁ the restricted maximum-likelihood estimate; ½ a continuity correction, `CONTINUITY`)
-stays within ±z. Unlike a percentile
-bootstrap it does not collapse to [0, 0] when no task is discordant, and its coverage holds at
-every study size (4 to 114 tasks, with and without trials: tests/analysis/test_coverage.py).
-With several trials the fractional counts make it conservative: a task's difference is
-bounded in [−1, 1], so its variance is at most that of a discordant/concordant task.
-
-The paired test (Z(0): McNemar's score test) and TOST (Z(±margin), one-sided) are the same
-statistic, so an interval that excludes 0 always comes with p < alpha, and "equivalent"
-means exactly that the (1 − 2·alpha) interval lies inside ±margin. Everything is vectorised
-over leading axes (the coverage simulation evaluates thousands of studies at once).
+The paired test (Δ = 0) and TOST (±margin, one-sided) use the chosen statistic, so an
+interval that excludes 0 always comes with p < alpha, and "equivalent" means exactly that the
+(1 − 2·alpha) interval lies inside ±margin. Everything is vectorised over leading axes (the
+coverage simulation evaluates thousands of studies at once).
 """
 
 from __future__ import annotations
@@ -28,12 +33,26 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 _BISECTIONS = 45  # the bracket [−1, 1] shrinks to < 1e-13
-CONTINUITY = 0.5
-"""Half a lattice step of b − c (one task moves it by 1): without it the interval inherits
-the Wilson interval's coverage dips (92.8% at 114 tasks and a 10-point gap in one seed of the
-coverage simulation); with it, coverage stays ≥ 93% at every size tested."""
+CONTINUITY = 0.0
+"""Continuity correction of b − c in the score statistic. Half a step (0.5) was needed when
+the score interval was used at every size (coverage dips at 114 tasks without it); used only
+for studies with few discordant tasks, it over-covers (99.5–100% at 30 tasks), so it is off."""
+DISCORDANT_MIN = 6
+"""Discordant tasks (d ≠ 0) from which the t statistic is used: with 6 or more, coverage is
+≥ 93% in every simulated condition; the score interval below that (chosen by simulation among
+4, 6, 8 and 12, see docs/analysis.md)."""
+METHOD = (
+    "success differences: paired t-interval on per-task differences (tasks are clusters, "
+    f"trials averaged within a task, task-weighted), or Tango's score interval when fewer than "
+    f"{DISCORDANT_MIN} tasks are discordant or all differences are equal"
+)
+TEST = (
+    "paired t-test on per-task success differences (McNemar's score test when fewer than "
+    f"{DISCORDANT_MIN} tasks are discordant); TOST on the same statistic"
+)
 
 
 @dataclass(frozen=True)
@@ -57,7 +76,9 @@ def discordance(differences: np.ndarray) -> Discordance:
     )
 
 
-def score_z(dis: Discordance, delta: np.ndarray | float) -> np.ndarray:
+def score_z(
+    dis: Discordance, delta: np.ndarray | float, continuity: float = CONTINUITY
+) -> np.ndarray:
     """Tango's score statistic at Δ = delta (decreasing in Δ; ±inf where its variance is 0)."""
     b, c, n = dis.b, dis.c, float(dis.n)
     delta = np.asarray(delta, dtype=np.float64)
@@ -67,7 +88,7 @@ def score_z(dis: Discordance, delta: np.ndarray | float) -> np.ndarray:
     p21 = (-bb + np.sqrt(np.maximum(bb * bb - 4.0 * a * cc, 0.0))) / (2.0 * a)
     var = n * (2.0 * p21 + delta * (1.0 - delta))
     raw = b - c - n * delta
-    num = np.sign(raw) * np.maximum(np.abs(raw) - CONTINUITY, 0.0)
+    num = np.sign(raw) * np.maximum(np.abs(raw) - continuity, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         z = num / np.sqrt(var)
         edge = np.where(num == 0, 0.0, np.sign(num) * np.inf)
@@ -75,7 +96,7 @@ def score_z(dis: Discordance, delta: np.ndarray | float) -> np.ndarray:
 
 
 def score_interval(
-    differences: np.ndarray, confidence: float = 0.95
+    differences: np.ndarray, confidence: float = 0.95, continuity: float = CONTINUITY
 ) -> tuple[np.ndarray, np.ndarray]:
     """Two-sided score interval for the mean per-task difference (bisection on Z(Δ))."""
     dis = discordance(differences)
@@ -83,14 +104,14 @@ def score_interval(
     est = dis.estimate
     lo_out, lo_in = np.full_like(est, -1.0), est.copy()  # Z(lo_out) > q ≥ Z(lo_in)
     hi_in, hi_out = est.copy(), np.full_like(est, 1.0)
-    lo_ok = score_z(dis, -1.0) <= q  # the interval reaches −1
-    hi_ok = score_z(dis, 1.0) >= -q
+    lo_ok = score_z(dis, -1.0, continuity) <= q  # the interval reaches −1
+    hi_ok = score_z(dis, 1.0, continuity) >= -q
     for _ in range(_BISECTIONS):
         mid = (lo_out + lo_in) / 2.0
-        inside = score_z(dis, mid) <= q
+        inside = score_z(dis, mid, continuity) <= q
         lo_in, lo_out = np.where(inside, mid, lo_in), np.where(inside, lo_out, mid)
         mid = (hi_in + hi_out) / 2.0
-        inside = score_z(dis, mid) >= -q
+        inside = score_z(dis, mid, continuity) >= -q
         hi_in, hi_out = np.where(inside, mid, hi_in), np.where(inside, hi_out, mid)
     return np.where(lo_ok, -1.0, lo_in), np.where(hi_ok, 1.0, hi_in)
 
@@ -115,6 +136,55 @@ def score_tost(
     return p, p < alpha
 
 
+def uses_t(differences: np.ndarray) -> np.ndarray:
+    """Where (per study) the t statistic is used: ≥ DISCORDANT_MIN discordant tasks and a
+    nonzero spread of the differences."""
+    d = np.asarray(differences, dtype=np.float64)
+    return ((d != 0).sum(axis=-1) >= DISCORDANT_MIN) & (d.std(axis=-1) > 0)
+
+
+def _t_parts(d: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Mean, standard error (1 where the other statistic is used) and degrees of freedom."""
+    n = d.shape[-1]
+    se = d.std(axis=-1, ddof=1) / np.sqrt(n) if n > 1 else np.zeros(d.shape[:-1])
+    return d.mean(axis=-1), np.where(se > 0, se, 1.0), max(n - 1, 1)
+
+
+def paired_interval(
+    differences: np.ndarray, confidence: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]:
+    """Two-sided interval for the mean per-task difference (t where `uses_t`, else score)."""
+    d = np.asarray(differences, dtype=np.float64)
+    mean, se, df = _t_parts(d)
+    half = float(student_t.ppf(0.5 + confidence / 2.0, df)) * se
+    s_lo, s_hi = score_interval(d, confidence)
+    use = uses_t(d)
+    lo = np.where(use, np.clip(mean - half, -1.0, 1.0), s_lo)
+    hi = np.where(use, np.clip(mean + half, -1.0, 1.0), s_hi)
+    return lo, hi
+
+
+def paired_test(differences: np.ndarray) -> np.ndarray:
+    """Two-sided p-value of Δ = 0 on the statistic `paired_interval` uses."""
+    d = np.asarray(differences, dtype=np.float64)
+    mean, se, df = _t_parts(d)
+    return np.where(uses_t(d), 2.0 * student_t.sf(np.abs(mean) / se, df), score_test(d))
+
+
+def paired_tost(
+    differences: np.ndarray, margin: float, alpha: float = 0.05
+) -> tuple[np.ndarray, np.ndarray]:
+    """TOST within ±margin on the same statistic: p = the larger one-sided p-value, equivalent
+    when p < alpha (⇔ the 1 − 2·alpha `paired_interval` lies inside ±margin)."""
+    d = np.asarray(differences, dtype=np.float64)
+    mean, se, df = _t_parts(d)
+    t_p = np.maximum(
+        student_t.sf((mean + margin) / se, df), student_t.cdf((mean - margin) / se, df)
+    )
+    p = np.where(uses_t(d), t_p, score_tost(d, margin, alpha)[0])
+    return p, p < alpha
+
+
 def paired_difference_interval(
     differences: np.ndarray, confidence: float = 0.95
 ) -> tuple[float | None, float | None]:
@@ -122,7 +192,7 @@ def paired_difference_interval(
     d = np.asarray(differences, dtype=np.float64)
     if d.size == 0:
         return None, None
-    lo, hi = score_interval(d, confidence)
+    lo, hi = paired_interval(d, confidence)
     return float(lo), float(hi)
 
 

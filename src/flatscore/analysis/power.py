@@ -8,8 +8,9 @@ Simulation model (the study's "flat score, amplified failures" picture):
   r = Σ rates in the reference and min(1, m·r) in the quantized arm (m = amplification);
 - an episode succeeds at budget K when it is solved and has ≤ K failed calls.
 For each m on a grid (then bisected near the crossing), `simulations` studies are drawn and
-tested with the same paired score test `flatscore analyze` uses; power = share of studies
-with p < alpha and the arm below the reference. The answer is the true
+tested with the paired test `flatscore analyze` uses (`paired_score.paired_test`, with one
+trial or several); power = share of studies with p < alpha and the arm below the reference.
+The answer is the true
 Gap(K) = success · (P(Bin(calls, r) ≤ K) − P(Bin(calls, m·r) ≤ K))
 at the smallest m whose power reaches the target.
 """
@@ -20,7 +21,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 from scipy.stats import binom
 
-from flatscore.analysis.paired_score import score_test
+from flatscore.analysis.paired_score import paired_test
 
 TASK_CONCENTRATION = 4.0
 
@@ -79,16 +80,8 @@ def simulated_power(
     arm_rate = min(1.0, multiplier * rate)
     ref = (rng.random(shape) < q) & (rng.binomial(calls, rate, shape) <= k)
     arm = (rng.random(shape) < q) & (rng.binomial(calls, arm_rate, shape) <= k)
-    if trials == 1:
-        d = ref[..., 0].astype(np.int64) - arm[..., 0].astype(np.int64)
-        b, c = (d > 0).sum(axis=1), (d < 0).sum(axis=1)
-        n = b + c
-        p = np.where(
-            n > 0, np.minimum(1.0, 2 * binom.cdf(np.minimum(b, c), np.maximum(n, 1), 0.5)), 1.0
-        )
-        return float(np.mean((p < alpha) & (b > c)))
     d = ref.mean(axis=2) - arm.mean(axis=2)  # per-task differences, one row per study
-    hits = (score_test(d) < alpha) & (d.sum(axis=1) > 0)
+    hits = (paired_test(d) < alpha) & (d.sum(axis=1) > 0)
     return float(hits.mean())
 
 

@@ -11,8 +11,9 @@ precision × repair interaction, with paired task-bootstrap CIs.
   much more repair helps the quantized arm than the reference.
 - Everything is task-weighted, from the shared task matrix (`flatscore.analysis.task_matrix`),
   on the tasks every group of the cell ran. Success effects and the interaction get the
-  paired score interval (`flatscore.analysis.paired_score`) at every size; channel-rate
-  effects a task bootstrap (one resample matrix per cell) when the cell has enough tasks.
+  paired success-difference interval (`flatscore.analysis.paired_score`) at every size;
+  channel-rate effects a task bootstrap (one resample matrix per cell) when the cell has
+  enough tasks.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from flatscore.analysis.budget import FALLBACK_DEFAULT_K
 from flatscore.analysis.channels import CHANNELS, LEAF_CHANNELS, ChannelRules, load_rules
 from flatscore.analysis.facts import EpisodeFacts, episode_facts
 from flatscore.analysis.outputs import AnalysisModel, CountMode, Interval
-from flatscore.analysis.paired_score import paired_difference_interval, score_test
+from flatscore.analysis.paired_score import paired_difference_interval, paired_test
 from flatscore.analysis.precision import ReferenceUndecided, choose_reference, precision_order
 from flatscore.analysis.stats import percentile_ci, ratio, resample_counts, stable_rng
 from flatscore.analysis.task_matrix import MALFORMED, TaskMatrix, task_matrix
@@ -44,10 +45,10 @@ DEFINITIONS = {
     "on tasks (positive: repair helps the arm more than the reference)",
     "channel_rate_effect": "channel rate with repair − without (rate = failed agent calls in "
     "the channel / agent tool calls)",
-    "ci": "success effects and the interaction: 95% paired score interval (Tango) on per-task "
-    "differences; channel-rate effects: 95% percentile interval of a task-level cluster "
+    "ci": "success effects and the interaction: 95% paired interval (t, or Tango's score) on "
+    "per-task differences; channel-rate effects: 95% percentile interval of a task-level cluster "
     "bootstrap (one resample matrix per cell), only with enough paired tasks",
-    "test": "paired score test (McNemar) on per-task success at the default K, with vs "
+    "test": "paired test (t, or McNemar's score) on per-task success at the default K, with vs "
     "without repair",
 }
 
@@ -127,7 +128,7 @@ def has_repair_runs(episodes: Iterable[Episode]) -> bool:
 
 
 def _score(d: np.ndarray, confidence: float) -> Interval:
-    """Mean per-task difference d ∈ [−1, 1] with its paired score interval."""
+    """Mean per-task difference d ∈ [−1, 1] with its paired interval."""
     lo, hi = paired_difference_interval(d, confidence)
     return Interval(value=float(d.mean()), ci_low=lo, ci_high=hi)
 
@@ -274,8 +275,8 @@ def repair_effects(
                     effect=_score(effect_d(a, default_k), options.confidence),
                     effect_by_K=by_k,
                     channel_rate_effect=channels,
-                    test="paired score test (McNemar) on per-task success",
-                    p_value=float(score_test(effect_d(a, default_k))),
+                    test="paired test (t, or McNemar's score) on per-task success",
+                    p_value=float(paired_test(effect_d(a, default_k))),
                     interaction=interaction,
                 )
             )

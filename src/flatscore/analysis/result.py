@@ -126,7 +126,9 @@ class GapAmplification(AnalysisModel):
 
 
 class ChannelAmplification(AnalysisModel):
-    """rate_arm / rate_ref with a 95% CI (bootstrap of summed counts over summed calls)."""
+    """rate_arm / rate_ref with a 95% CI and a test (task-clustered log rate ratio,
+    `rate_ratio.METHOD`); `amplified` = ratio above 1 and the multiplicity-corrected p below
+    alpha (the family is `AnalysisResult.channel_family`)."""
 
     ratio: float | None
     ci_low: float | None
@@ -138,6 +140,28 @@ class ChannelAmplification(AnalysisModel):
     rate_ref: float | None
     amplified: bool
     note: str | None = None
+    p_value: float | None = None
+    """Two-sided, uncorrected; null where there is no test (see `note`)."""
+    p_adjusted: float | None = None
+    """Corrected over the family (`channel_family`); null before the study-wide step."""
+
+
+class ChannelFamily(AnalysisModel):
+    """Which comparisons channel amplification is corrected over, and how."""
+
+    correction: Correction
+    test: str
+    alpha: float
+    size: int
+    members: list[str]
+    """'model / domain / arm: channel' for every tested channel ratio of the study."""
+    failed_calls_size: int
+    """The all-channel failed-call ratios (one per comparison) form their own family."""
+    note: str = (
+        "every channel of CHANNELS (unknown_tool and its four parts included) of every arm "
+        "against its cell's reference, where both arms failed in it and the cell has enough "
+        "paired tasks; amplified = ratio > 1 and adjusted p < alpha"
+    )
 
 
 class FloorStat(AnalysisModel):
@@ -190,6 +214,9 @@ class Comparison(AnalysisModel):
     gap_growth: Interval
     channel_amplification: dict[str, ChannelAmplification]
     amplified_channels: list[str]
+    failed_calls: ChannelAmplification | None = None
+    """All failed agent calls (every channel but malformed_output) / agent tool calls, arm
+    over reference: is there more failure at all?"""
     spearman_rho: float | None
     spearman_ci_low: float | None
     spearman_ci_high: float | None
@@ -243,6 +270,54 @@ class Cell(AnalysisModel):
     warnings: list[str] = Field(default_factory=list)
 
 
+class ArmCost(AnalysisModel):
+    """What one arm of one cell cost to run (every episode counts, infrastructure errors
+    included: they were paid for). Units and methods are in `CostSummary.units` / `.how`;
+    a figure that was not recorded is null."""
+
+    model: str
+    domain: str
+    arm: str
+    episodes: int
+    successes: int
+    parameters: int | None = None
+    weight_bytes: int | None = None
+    bits_per_parameter: float | None = None
+    resident_weight_bytes: int | None = None
+    peak_rss_bytes: int | None = None
+    prefill_tokens_per_s: float | None = None
+    decode_tokens_per_s: float | None = None
+    timing_source: str | None = None
+    agent_turns: int = 0
+    turn_latency_p50_s: float | None = None
+    turn_latency_p95_s: float | None = None
+    prompt_tokens_per_episode: float | None = None
+    completion_tokens_per_episode: float | None = None
+    wall_s_per_episode: float | None = None
+    wall_s_per_success: float | None = None
+    episodes_in_flight: float | None = None
+    machine_s_per_episode: float | None = None
+    machine_s_per_success: float | None = None
+    money_per_1k_episodes: float | None = None
+    money_per_success: float | None = None
+    currency: str | None = None
+
+
+class CostSummary(AnalysisModel):
+    """analysis.json's `cost` section: one row per (model, domain, arm), with each figure's
+    unit and how it was measured, and warnings about load that make arms hard to compare."""
+
+    arms: list[ArmCost]
+    units: dict[str, str]
+    how: dict[str, str]
+    warnings: list[str] = Field(default_factory=list)
+
+    def row(self, model: str, domain: str, arm: str) -> ArmCost | None:
+        return next(
+            (c for c in self.arms if (c.model, c.domain, c.arm) == (model, domain, arm)), None
+        )
+
+
 class Settings(AnalysisSettings):
     """What the numbers were computed with (the chosen `AnalysisSettings` plus what the data
     decided): rerunning with these gives the same bytes."""
@@ -255,8 +330,9 @@ class Settings(AnalysisSettings):
     precision_order: list[str]
     weighting: str = WEIGHTING
     success_interval: str = (
-        "paired score interval (Tango) on per-task success rates, at every study size; the "
-        "paired test and TOST use the same statistic"
+        "paired t-interval on per-task success differences (Tango's score interval with fewer "
+        "than 6 discordant tasks), at every study size; the paired test and TOST use the same "
+        "statistic"
     )
 
 
@@ -275,3 +351,7 @@ class AnalysisResult(AnalysisModel):
     """Repair effect per cell and arm; present when the episodes include repair runs."""
     margins: MarginsResult | None = None
     """Logit-margin analysis (`flatscore margins`), attached with `analyze --margins`."""
+    channel_family: ChannelFamily | None = None
+    """The multiplicity family of channel amplification; null when nothing was tested."""
+    cost: CostSummary | None = None
+    """What each arm cost to run (docs/analysis.md, "Cost")."""

@@ -18,7 +18,18 @@ DEFAULT_RISK_THRESHOLD = 0.02
 BOOTSTRAP_MIN_TASKS = 30
 """Below this many paired tasks a percentile task bootstrap does not keep its coverage (it
 collapses to [0, 0] without discordant tasks); such intervals are left out (null, with a
-note) and success differences use the score interval, which holds at every size."""
+note) and success differences use the paired interval (paired_score), which holds at every
+size."""
+
+
+class Price(AnalysisModel):
+    """What running an arm costs: per 1M prompt / completion tokens (an API's price list)
+    and/or per machine-hour (a rented GPU), in `currency`. Any part may be left out."""
+
+    per_1m_prompt_tokens: float | None = Field(None, ge=0, allow_inf_nan=False)
+    per_1m_completion_tokens: float | None = Field(None, ge=0, allow_inf_nan=False)
+    per_hour: float | None = Field(None, ge=0, allow_inf_nan=False)
+    currency: str = "USD"
 
 
 class AnalysisSettings(AnalysisModel):
@@ -36,6 +47,9 @@ class AnalysisSettings(AnalysisModel):
     alpha: float = 0.05
     risk_threshold: float = DEFAULT_RISK_THRESHOLD
     dedupe: bool = False
+    prices: dict[str, Price] = Field(
+        default_factory=dict, description="by arm name, or 'model/arm' (the study file's)"
+    )
 
     @classmethod
     def from_points(cls, **values: Any) -> AnalysisSettings:

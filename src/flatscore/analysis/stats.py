@@ -53,6 +53,20 @@ def percentile_ci(
     return (float(lo) if np.isfinite(lo) else None, float(hi) if np.isfinite(hi) else None)
 
 
+def format_p(value: float | None) -> str:
+    """A p-value as people read it, in one format for verdict reasons and report sentences:
+    `< 0.001` below 0.001, else three decimals ('not computed' for None)."""
+    if value is None:
+        return "not computed"
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def p_is(value: float | None, name: str = "p") -> str:
+    """`p = 0.012` or `p < 0.001` in a sentence (not `p = < 0.001`)."""
+    text = format_p(value)
+    return f"{name} {text}" if text.startswith("<") else f"{name} = {text}"
+
+
 def holm(pvalues: Sequence[float]) -> list[float]:
     """Holm step-down adjusted p-values: p_(i) × (m − i + 1), made monotone, capped at 1.
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from flatscore.analysis.budget import success_within_budgets
-from flatscore.analysis.channels import CHANNELS, LEAF_CHANNELS
+from flatscore.analysis.channels import CHANNELS, LEAF_CHANNELS, UNKNOWN_TOOL_LEAVES
 from flatscore.analysis.facts import TRAJECTORY_METRICS, EpisodeFacts
 
 MALFORMED = "malformed_output"
@@ -77,7 +77,7 @@ def _per_episode(
     row[cols["succeeded_with_failure"]] = f.agent_failed > 0 and f.succeeded
     for ch in LEAF_CHANNELS:
         row[cols[ch]] = f.channels[ch]
-    row[cols["unknown_tool"]] = f.channels["role_confusion"] + f.channels["invented"]
+    row[cols["unknown_tool"]] = sum(f.channels[ch] for ch in UNKNOWN_TOOL_LEAVES)
     row[cols["traj_agent_turns"]] = f.agent_turns
     row[cols["traj_agent_tool_calls"]] = f.agent_calls
     row[cols["traj_messages"]] = f.messages

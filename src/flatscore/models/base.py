@@ -14,7 +14,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from flatscore.episode import Message, TokenLogprob, TokenUsage
+from flatscore.episode import Message, Serving, TokenLogprob, TokenUsage
 
 ToolChoice = Literal["auto", "none", "required"] | dict[str, Any]
 Compute = Literal["fp32", "bf16"]
@@ -106,6 +106,11 @@ class Backend(ABC):
         self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
     ) -> Generation:
         return await asyncio.to_thread(self.generate, messages, tools, sampling)
+
+    def serving(self) -> Serving | None:
+        """What serving this model takes in memory, when this process can see it (local
+        backends); None for endpoints."""
+        return None
 
     def close(self) -> None:  # noqa: B027  optional hook
         """Release connections or memory; the default has nothing to release."""

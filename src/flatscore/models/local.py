@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from flatscore.episode import Message, TokenLogprob, TokenUsage, TopLogprob
+from flatscore.episode import Message, Serving, TokenLogprob, TokenUsage, TopLogprob, TurnTiming
 from flatscore.errors import InputError
 from flatscore.models.base import (
     Backend,
@@ -30,6 +30,7 @@ from flatscore.models.base import (
 from flatscore.models.batching import BatchEngine, Request, common_prefix
 from flatscore.models.chat_format import forced_prefix, parse_assistant, render
 from flatscore.models.embedded import LoadedModel
+from flatscore.models.footprint import Footprint
 from flatscore.quant.calibration import CalibrationSource
 
 MIN_SHARED_PREFIX = 32  # shorter system turns are not worth a cache entry of their own
@@ -66,12 +67,15 @@ class _Decoding:
         self.logprobs: list[TokenLogprob] = []
         self.finish: FinishReason = "length"
         self.text = ""
+        self.first_token_at: float | None = None  # the end of prefill, for TurnTiming
 
     def step(self, logits: Any) -> int | None:
         from flatscore.models.cancel import GenerationCancelled
 
         if self.cancelled is not None and self.cancelled.is_set():
             raise GenerationCancelled()
+        if self.first_token_at is None:
+            self.first_token_at = time.perf_counter()
         b, sampling = self.backend, self.sampling
         token = b._pick(logits, sampling, self.generator)
         if token in b.stop_ids:
@@ -120,6 +124,7 @@ class LocalBackend(Backend):
             self.model, max_batch=max_batch, store_tokens=cache_tokens, reuse=reuse_kv
         )
         self._prefix_lengths: dict[str, list[int]] = {}
+        self._footprint: Footprint | None = None
         self.stop_ids = {
             i
             for i in (
@@ -173,6 +178,26 @@ class LocalBackend(Backend):
 
     def close(self) -> None:
         self.engine.close()
+
+    def serving(self) -> Serving:
+        """The arm's weight footprint (computed once) and the process's peak memory now."""
+        from flatscore.models.footprint import peak_rss_bytes, process_id, weight_footprint
+        from flatscore.models.shared import loaded_backend_count
+
+        if self._footprint is None:
+            self._footprint = weight_footprint(self.model, self.arm)
+        f = self._footprint
+        return Serving(
+            backend=self.name,
+            parameters=f.parameters,
+            weight_bytes=f.weight_bytes,
+            bits_per_parameter=round(f.bits_per_parameter, 4),
+            weight_format=self.arm,
+            resident_weight_bytes=f.resident_weight_bytes,
+            peak_rss_bytes=peak_rss_bytes(),
+            pid=process_id(),
+            arms_in_process=loaded_backend_count(),
+        )
 
     def _shared_prefix(self, messages: list[Message], tools: list[dict[str, Any]]) -> list[int]:
         """The tokens of the system turn (policy + tool listing): every episode of a domain
@@ -246,9 +271,16 @@ class LocalBackend(Backend):
         finish = d.finish
         if message.tool_calls and finish == "stop":
             finish = "tool_calls"
-        latency = time.perf_counter() - start
+        end = time.perf_counter()
+        latency = end - start
         usage = TokenUsage(prompt_tokens=len(request.ids), completion_tokens=len(d.out))
-        message = message.model_copy(update={"usage": usage, "latency_s": latency})
+        first = d.first_token_at if d.first_token_at is not None else end
+        timing = TurnTiming(
+            prefill_s=first - start, decode_s=end - first, encoded_tokens=request.encoded
+        )
+        message = message.model_copy(
+            update={"usage": usage, "latency_s": latency, "timing": timing}
+        )
         return Generation(
             message=message,
             raw_text=raw,

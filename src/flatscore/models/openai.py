@@ -29,7 +29,12 @@ from flatscore.episode import Message, TokenUsage
 from flatscore.models.base import Backend, BackendError, ContextWindowExceeded, Generation, Sampling
 from flatscore.models.cache import ResponseCache
 from flatscore.models.chat_format import render_call
-from flatscore.models.wire import calls_from_wire, logprobs_from_wire, message_to_wire
+from flatscore.models.wire import (
+    calls_from_wire,
+    endpoint_timing,
+    logprobs_from_wire,
+    message_to_wire,
+)
 from flatscore.secrets import register_secret
 from flatscore.strict import StrictModel
 
@@ -174,6 +179,7 @@ class OpenAIBackend(Backend):
             malformed=malformed,
             usage=usage,
             latency_s=latency_s,
+            timing=endpoint_timing(body.get("timings")),
         )
         finish = choice.get("finish_reason")
         return Generation(

@@ -115,3 +115,9 @@ BACKENDS.register("local", _local)
 
 def _load_backend(spec: BackendSpec) -> Backend:
     return BACKENDS.make(spec.kind, spec=spec)
+
+
+def loaded_backend_count() -> int:
+    """How many backends this process holds (they share its memory and CPU)."""
+    with _BACKENDS_LOCK:
+        return len(_BACKENDS)

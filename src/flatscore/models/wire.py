@@ -9,7 +9,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from flatscore.episode import Message, Requestor, TokenLogprob, ToolCall, ToolResult, TopLogprob
+from flatscore.episode import (
+    Message,
+    Requestor,
+    TokenLogprob,
+    ToolCall,
+    ToolResult,
+    TopLogprob,
+    TurnTiming,
+)
 
 
 def _arguments_text(call: ToolCall) -> str:
@@ -130,3 +138,27 @@ def logprobs_to_wire(logprobs: list[TokenLogprob]) -> dict[str, Any]:
             for t in logprobs
         ]
     }
+
+
+def endpoint_timing(timings: object) -> TurnTiming | None:
+    """The server's own prefill/decode timing when it reports one (llama.cpp's `timings`:
+    `prompt_n`, `prompt_ms`, `predicted_ms`); vLLM and OpenAI report none (None)."""
+    if not isinstance(timings, dict):
+        return None
+
+    def number(key: str) -> float | None:
+        v = timings.get(key)
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            return None
+        return float(v) if 0 <= v < float("inf") else None
+
+    prompt_ms, predicted_ms = number("prompt_ms"), number("predicted_ms")
+    prompt_n = number("prompt_n")
+    if prompt_ms is None and predicted_ms is None:
+        return None
+    return TurnTiming(
+        prefill_s=None if prompt_ms is None else prompt_ms / 1000,
+        decode_s=None if predicted_ms is None else predicted_ms / 1000,
+        encoded_tokens=None if prompt_n is None else int(prompt_n),
+        source="endpoint",
+    )

@@ -49,7 +49,11 @@ SECTIONS: tuple[tuple[str, str], ...] = (
 )
 """The sections every report has; `repair` and `margins` are added when the analysis has them."""
 
-OPTIONAL_SECTIONS: dict[str, str] = {"repair": "Repair effect", "margins": "Logit margins"}
+OPTIONAL_SECTIONS: dict[str, str] = {
+    "repair": "Repair effect",
+    "margins": "Logit margins",
+    "cost": "Cost",
+}
 
 
 def _sections(analysis: AnalysisResult) -> list[tuple[str, str]]:
@@ -73,6 +77,11 @@ def _optional_figures(analysis: AnalysisResult) -> dict[str, Any]:
     if analysis.margins is not None:
         out["margins_svg"] = Markup(flip_curve_figure("margins", analysis.margins))
         out["margins_table"] = margins_result.markdown_table(analysis.margins)
+    if analysis.cost is not None:
+        from flatscore.report.cost_figures import cost_figure, cost_table
+
+        out["cost_svg"] = Markup(cost_figure("cost", analysis))
+        out["cost_table"] = cost_table(analysis)
     return out
 
 
@@ -253,6 +262,18 @@ def _cell_context(index: int, cell: Cell, analysis: AnalysisResult) -> dict[str,
         for c in cell.comparisons
         for ch in shown_channels
         if (amp := c.channel_amplification.get(ch)) is not None
+    ] + [  # is there more failure at all? (the all-channel ratio, after the channels)
+        plots.Interval(
+            label=f"all failed calls ({c.arm})"
+            if len(cell.comparisons) > 1
+            else "all failed calls",
+            value=c.failed_calls.ratio,
+            low=c.failed_calls.ci_low,
+            high=c.failed_calls.ci_high,
+            note=channel_change(c.failed_calls) or "no failed calls in either arm",
+        )
+        for c in cell.comparisons
+        if c.failed_calls is not None
     ]
     channels_svg = plots.channel_figure(f"channels-{index}", rates, intervals)
     ref_arm = next((a for a in arms if a.arm == cell.reference), arms[0] if arms else None)

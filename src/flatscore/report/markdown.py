@@ -77,7 +77,7 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
         "",
         f"{analysis.episodes_read} episodes read ({analysis.infrastructure_errors} infrastructure "
         f"errors excluded) · default error budget K = {s.default_K} · task-weighted · success "
-        f"CIs: paired score interval; other CIs: {s.bootstrap} task-bootstrap resamples "
+        f"CIs: paired interval; other CIs: {s.bootstrap} task-bootstrap resamples "
         f"(≥ {s.bootstrap_min_tasks} paired tasks), seed {s.seed} · flatscore "
         f"{analysis.flatscore_version}"
         + (f" · generated {md_escape(generated_at)}" if generated_at else ""),
@@ -144,6 +144,11 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
                 )
             lines += _floor_table(cell)
         lines.append("")
+    if analysis.cost is not None:
+        from flatscore.report.cost_figures import cost_lines
+
+        lines += ["## Cost per arm", "", *cost_lines(analysis)]
+        lines += [f"- warning: {md_escape(w)}" for w in analysis.cost.warnings] + [""]
     lines += [
         "Gaps are in percentage points (reference − arm), task-weighted, with paired score "
         "intervals. Full report: `report.html`; "

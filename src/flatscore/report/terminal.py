@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from flatscore.analysis.channels import LEAF_CHANNELS
 from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, ChannelAmplification
 
 VERDICT_STYLE = {
@@ -19,8 +20,7 @@ VERDICT_STYLE = {
     "no damage detected": "bold green",
     "nothing to compare": "dim",
 }
-SHOWN_CHANNELS = ("role_confusion", "invented", "bad_arguments", "entity_not_found",
-                  "precondition", "other", "malformed_output")  # fmt: skip
+SHOWN_CHANNELS = LEAF_CHANNELS
 
 
 def pct(x: float | None, digits: int = 1) -> str:
@@ -114,9 +114,10 @@ def channels_table(cell: Cell) -> Table:
     table = Table(
         title=Text(f"{cell.model} / {cell.domain}: failure channels"),
         caption="rate % (count) = failed agent calls in the channel / agent tool calls, "
-        "task-weighted; ×ratio [95% CI] = rate_arm / rate_ref on the paired tasks, * = CI "
-        "above 1 (amplified; no CI with fewer paired tasks than the bootstrap needs); new = a "
-        "channel the reference never failed in.",
+        "task-weighted; ×ratio [95% CI] = rate_arm / rate_ref on the paired tasks, * = "
+        "amplified (ratio > 1, p corrected over the study's channel comparisons < 0.05; no CI "
+        "or test with fewer paired tasks than the minimum); new = a channel the reference "
+        "never failed in; all failed = every failed agent call.",
         caption_justify="left",
     )
     table.add_column("channel")
@@ -134,6 +135,14 @@ def channels_table(cell: Cell) -> Table:
                 text += f"\n{change}"
             row.append(Text(text))
         table.add_row(*row)
+    total: list[Text] = [Text("all failed")]
+    for arm in cell.arms:
+        rate = arm.failed_agent_calls / arm.agent_tool_calls if arm.agent_tool_calls else None
+        text = f"{pct(rate)} ({arm.failed_agent_calls})"
+        fc = next((c.failed_calls for c in cell.comparisons if c.arm == arm.arm), None)
+        change = channel_change(fc) if fc is not None else ""
+        total.append(Text(text + (f"\n{change}" if change else "")))
+    table.add_row(*total)
     return table
 
 
@@ -141,9 +150,9 @@ def comparisons_table(cell: Cell, k_small: int, k_default: int) -> Table:
     table = Table(
         title=Text(f"{cell.model} / {cell.domain}: each arm vs {cell.reference}"),
         caption="Gap(K) = S_ref(K) − S_arm(K), points, paired on tasks and task-weighted, "
-        "[95% paired score interval]; ρ = Spearman of per-name hallucination counts over the "
+        "[95% paired interval]; ρ = Spearman of per-name hallucination counts over the "
         "union of names; novel = % of the arm's hallucinated calls with names the reference "
-        "never produced; p = paired score test of success at default K, p_adj corrected "
+        "never produced; p = paired test of success at default K, p_adj corrected "
         "across the study; TOST = equivalent within the margin.",
         caption_justify="left",
     )
@@ -180,7 +189,7 @@ def render(result: AnalysisResult, console: Console) -> None:
             f"infrastructure errors excluded; counted errors: {s.count}; default K = "
             f"{s.default_K} ({s.default_K_source}); {s.bootstrap} bootstrap resamples, seed "
             f"{s.seed}; {s.correction} correction; TOST margin ±{100 * s.tost_margin:g} points; "
-            "task-weighted; success CIs: paired score interval, other CIs: task bootstrap with "
+            "task-weighted; success CIs: paired interval, other CIs: task bootstrap with "
             f"≥ {s.bootstrap_min_tasks} paired tasks",
             style="dim",
         ),

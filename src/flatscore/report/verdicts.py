@@ -9,12 +9,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from flatscore.analysis.comparison import channel_shift
 from flatscore.analysis.result import ArmStats, Cell, Comparison, GapPoint
+from flatscore.analysis.stats import format_p, p_is
+
+ALPHA = 0.05
+"""The analysis's default alpha: which channel changes the shift sentence calls significant."""
 
 CHANNEL_WORDS: dict[str, str] = {
     "unknown_tool": "calling tools that do not exist",
     "role_confusion": "calling the user's tools instead of its own (role confusion)",
+    "near_miss": "calling misspelt variants of its own tools (near misses)",
     "invented": "calling invented tool names",
+    "not_a_name": "typing text or argument values where a tool name goes",
     "bad_arguments": "sending malformed or invalid arguments",
     "entity_not_found": "asking for records that do not exist",
     "precondition": "attempting actions a domain rule refuses",
@@ -160,6 +167,13 @@ def _failure_sentence(cell: Cell, c: Comparison) -> str:
         f"Failed tool calls: {pts(rate_arm)} per 100 agent calls against {pts(rate_ref)} "
         f"({n_arm} vs {n_ref} calls)."
     )
+    total = c.failed_calls
+    if total is not None and total.ratio is not None and total.ci_low is not None:
+        text += (
+            f" All failed calls together: {ratio(total.ratio)} "
+            f"({ci_ratio(total.ci_low, total.ci_high)}, adjusted {p_is(total.p_adjusted)})"
+            + (": more failure overall." if total.amplified else ", not significantly more.")
+        )
     leaves = [ch for ch in c.amplified_channels if ch != "unknown_tool"] or c.amplified_channels
     if leaves:
         worst = max(
@@ -175,14 +189,20 @@ def _failure_sentence(cell: Cell, c: Comparison) -> str:
             text += (
                 f" The largest amplified channel is {CHANNEL_WORDS.get(worst, worst)}: "
                 f"{pct(amp.rate_arm)} of calls vs {pct(amp.rate_ref)} ({ratio(amp.ratio)}, "
-                f"{ci_ratio(amp.ci_low, amp.ci_high)})."
+                f"{ci_ratio(amp.ci_low, amp.ci_high)}, adjusted {p_is(amp.p_adjusted)})."
             )
+        shift = channel_shift(c, ALPHA)
+        if shift:
+            text += f" {shift[0].upper()}{shift[1:]}."
     elif c.paired_tasks and all(
         a.ci_low is None for a in c.channel_amplification.values() if a.ratio is not None
     ):
         text += " Too few tasks to test channel amplification."
     else:
         text += " No channel is significantly amplified."
+        shift = channel_shift(c, ALPHA)
+        if shift:
+            text += f" {shift[0].upper()}{shift[1:]}."
     new = [
         ch
         for ch, a in c.channel_amplification.items()
@@ -256,16 +276,8 @@ def _budget_sentence(c: Comparison) -> str | None:
 
 
 def pval(value: float | None) -> str:
-    """A p-value as people read it."""
-    if value is None:
-        return "not computed"
-    return "< 0.001" if value < 0.001 else f"{value:.3f}"
-
-
-def p_is(value: float | None) -> str:
-    """`p = 0.012` or `p < 0.001` in a sentence (not `p = < 0.001`)."""
-    text = pval(value)
-    return f"p {text}" if text.startswith("<") else f"p = {text}"
+    """A p-value as people read it (the verdict reasons' format: `stats.format_p`)."""
+    return format_p(value)
 
 
 def headlines(cell: Cell, k_default: int) -> list[Headline]:

@@ -220,6 +220,7 @@ async def run_episode(spec: EpisodeSpec, agent: Agent, user: User) -> Episode:
         tools=spec.domain.tool_lists(),
         timing=Timing(started_at=started_at, ended_at=_now(), duration_s=time.perf_counter() - t0),
         usage=usage,
+        serving=agent.serving(),
         metadata={
             "user": user.name,
             "template": spec.task.template,

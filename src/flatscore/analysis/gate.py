@@ -1,0 +1,373 @@
+"""`flatscore gate`: may the candidate replace the reference? (docs/gate.md)
+
+The gate decides nothing on its own statistics. It runs the analysis (`analyze`) on the two
+runs and reads each cell's `Comparison`: the paired test and TOST at the default budget, the
+same at a tight budget (a second analysis whose recorded budget is the tight one, so the
+analysis' default-K statistics are taken there), and the amplified channels. Per cell:
+
+- **damage**: a significant success drop at either budget, or an amplified channel;
+- **pass**: equivalent within the margin (TOST) at both budgets, the channels tested (enough
+  paired tasks for their intervals), none amplified and none new (a channel the reference
+  never failed in has no ratio, so the analysis cannot call it amplified);
+- **inconclusive**: anything else; the power analysis (`analysis.power`) then says how many
+  tasks (or trials) would detect a drop as large as the margin.
+
+The gate's verdict is the worst cell's: damage > inconclusive > pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import Field
+
+from flatscore.analysis.analyze import AnalysisOptions, analyze
+from flatscore.analysis.channels import CHANNELS
+from flatscore.analysis.outputs import AnalysisModel
+from flatscore.analysis.power import power_analysis
+from flatscore.analysis.result import AnalysisResult, ArmStats, Comparison
+from flatscore.analysis.stats import p_is
+from flatscore.episode import Episode, ErrorBudget
+from flatscore.errors import InputError
+
+GateVerdict = Literal["pass", "damage", "inconclusive"]
+EXIT_CODES: dict[GateVerdict, int] = {"pass": 0, "damage": 3, "inconclusive": 4}
+"""Exit codes of `flatscore gate` (2 is bad input and 1 a file-system error, as everywhere)."""
+SEVERITY: tuple[GateVerdict, ...] = ("damage", "inconclusive", "pass")
+SIZE_FACTORS = (1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+TRIAL_COUNTS = (2, 3, 4, 6, 8, 12, 16)
+TARGET_POWER = 0.8
+
+
+class GateOptions(AnalysisModel):
+    """What the gate checks. `tost_margin` is a fraction (0.075 = 7.5 points); `default_k`
+    None takes the analysis' default (recorded max_errors − 1); `channels` None: every
+    channel."""
+
+    tost_margin: float = Field(0.075, gt=0, lt=1)
+    tight_k: int = Field(2, ge=0)
+    default_k: int | None = Field(None, ge=0)
+    channels: list[str] | None = None
+    bootstrap: int = 5000
+    seed: int = 0
+    count: Literal["all", "agent"] = "all"
+    simulations: int = Field(300, ge=50)
+
+
+class BudgetCheck(AnalysisModel):
+    """The comparison's success statistics at one budget K."""
+
+    K: int
+    gap: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_adjusted: float | None
+    significant: bool
+    tost_p: float | None
+    equivalent: bool
+
+
+class MoreData(AnalysisModel):
+    """What the power analysis says would decide an inconclusive cell: the smallest number
+    of tasks (at the same trials) and of trials (at the same tasks) at which a drop of the
+    margin's size at budget `K` is detected with 80% power (null: not within 16×)."""
+
+    K: int
+    tasks: int | None
+    trials: int | None
+    note: str
+
+
+class GateCell(AnalysisModel):
+    model: str
+    domain: str
+    reference: str
+    candidate: str
+    paired_tasks: int
+    budgets: list[BudgetCheck]
+    amplified_channels: list[str]
+    new_channels: dict[str, int] = Field(default_factory=dict)
+    """Channels the reference never failed in and the candidate did (failed calls): the
+    analysis has no ratio for them, so they keep a cell from passing."""
+    channels_tested: bool
+    verdict: GateVerdict
+    reason: str
+    more_data: MoreData | None = None
+
+
+class GateResult(AnalysisModel):
+    verdict: GateVerdict
+    exit_code: int
+    summary: str
+    cells: list[GateCell]
+    options: GateOptions
+    warnings: list[str] = Field(default_factory=list)
+
+
+def _one_arm(episodes: Sequence[Episode], arm: str | None, role: str) -> str:
+    arms = sorted({ep.arm for ep in episodes})
+    if arm is not None:
+        if arm not in arms:
+            raise InputError(f"no arm {arm!r} in the {role} input (arms: {arms})", field=role)
+        return arm
+    if len(arms) != 1:
+        raise InputError(
+            f"the {role} input holds {len(arms)} arms ({arms}); name one with --{role}-arm",
+            field=role,
+        )
+    return arms[0]
+
+
+def prepare(
+    reference: Sequence[Episode],
+    candidate: Sequence[Episode],
+    reference_arm: str | None = None,
+    candidate_arm: str | None = None,
+) -> tuple[list[Episode], str, str]:
+    """The two runs as one study: one arm each, one model name (the reference's), the
+    candidate renamed when both arms have the same name."""
+    ref_arm = _one_arm(reference, reference_arm, "reference")
+    cand_arm = _one_arm(candidate, candidate_arm, "candidate")
+    refs = [ep for ep in reference if ep.arm == ref_arm]
+    cands = [ep for ep in candidate if ep.arm == cand_arm]
+    models = sorted({ep.model for ep in refs})
+    if len(models) != 1:
+        raise InputError(
+            f"the reference input holds {len(models)} models ({models}): gate one at a time",
+            field="reference",
+        )
+    label = cand_arm if cand_arm != ref_arm else f"{cand_arm} (candidate)"
+    renamed = [
+        ep.model_copy(update={"model": models[0], "arm": label, "episode_id": f"c:{ep.episode_id}"})
+        for ep in cands
+    ]
+    return refs + renamed, ref_arm, label
+
+
+def _with_budget(episodes: list[Episode], k: int) -> list[Episode]:
+    """The episodes as if recorded with max_errors = k + 1 (the analysis' default K is then
+    k). Only for k below the recorded budget: S(k) stays recomputable from the logs."""
+    out = []
+    for ep in episodes:
+        recorded = ep.error_budget.max_errors
+        if recorded is not None and k + 1 > recorded:
+            raise InputError(
+                f"budget K = {k} is not recomputable: episodes stopped at max_errors = "
+                f"{recorded} (use K ≤ {recorded - 1})",
+                field="--tight-budget/--default-budget",
+            )
+        budget = ErrorBudget(max_errors=k + 1, counted=ep.error_budget.counted)
+        out.append(ep.model_copy(update={"error_budget": budget}))
+    return out
+
+
+def _analysis(
+    episodes: list[Episode], reference: str, k: int | None, o: GateOptions
+) -> AnalysisResult:
+    eps = _with_budget(episodes, k) if k is not None else episodes
+    options = AnalysisOptions(
+        reference=reference,
+        budgets=[k] if k is not None else None,
+        count=o.count,
+        tost_margin=o.tost_margin,
+        bootstrap=o.bootstrap,
+        seed=o.seed,
+    )
+    return analyze(eps, options)
+
+
+def _check(c: Comparison) -> BudgetCheck:
+    g = c.gap_default
+    return BudgetCheck(
+        K=g.K,
+        gap=g.gap,
+        ci_low=g.ci_low,
+        ci_high=g.ci_high,
+        p_adjusted=c.p_adjusted,
+        significant=c.significant,
+        tost_p=c.tost_p,
+        equivalent=c.tost_equivalent,
+    )
+
+
+def _pts(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:+.1f}"
+
+
+def _more_data(ref: ArmStats, paired: int, k: int, o: GateOptions) -> MoreData:
+    """Smallest study that detects a drop of the margin's size at K with 80% power."""
+    success = ref.success_rate
+    rates = {ch: s.rate for ch, s in ref.channels.items() if s.rate}
+    calls = max(1, round(ref.trajectory.agent_tool_calls.mean or 1))
+    trials = max(1, ref.trials_min)
+
+    def detects(tasks: int, n_trials: int) -> bool:
+        r = power_analysis(
+            success or 0.0, rates, tasks=tasks, trials=n_trials, k=k, calls=calls,
+            simulations=o.simulations, seed=o.seed, target_power=TARGET_POWER,
+        )  # fmt: skip
+        return r.detectable_gap is not None and r.detectable_gap <= o.tost_margin
+
+    try:
+        sizes = (round(f * paired) for f in SIZE_FACTORS)
+        tasks = next((n for n in sizes if detects(n, trials)), None)
+        more_trials = next((t for t in TRIAL_COUNTS if t > trials and detects(paired, t)), None)
+    except ValueError as exc:
+        return MoreData(K=k, tasks=None, trials=None, note=f"power analysis not applicable: {exc}")
+    margin = f"{100 * o.tost_margin:.1f} points"
+    note = (
+        f"a drop of {margin} at K = {k} is detected with {TARGET_POWER:.0%} power at "
+        + " or ".join(
+            x
+            for x in (
+                f"{tasks} tasks × {trials} trial(s)" if tasks else "",
+                f"{paired} tasks × {more_trials} trials" if more_trials else "",
+            )
+            if x
+        )
+        if tasks or more_trials
+        else f"even {SIZE_FACTORS[-1]:g}× the tasks would not detect a drop of {margin} at "
+        f"K = {k} with {TARGET_POWER:.0%} power (power simulation: docs/analysis.md)"
+    )
+    return MoreData(K=k, tasks=tasks, trials=more_trials, note=note)
+
+
+def _decide(
+    checks: list[BudgetCheck],
+    amplified: list[str],
+    new: dict[str, int],
+    tested: bool,
+    paired: int,
+    minimum: int,
+) -> tuple[GateVerdict, str]:
+    drops = [c for c in checks if c.significant and (c.gap or 0) > 0]
+    if drops or amplified:
+        parts = [
+            f"significant success drop at K = {c.K}: {100 * (c.gap or 0):.1f} points "
+            f"(95% CI {_pts(c.ci_low)} to {_pts(c.ci_high)}, {p_is(c.p_adjusted, 'adjusted p')})"
+            for c in drops
+        ]
+        if amplified:
+            parts.append("amplified channel(s): " + ", ".join(amplified))
+        return "damage", "; ".join(parts)
+    if all(c.equivalent for c in checks) and tested and not new:
+        ks = " and ".join(f"K = {c.K}" for c in checks)
+        return "pass", f"equivalent within the margin (TOST) at {ks}; no channel amplified"
+    parts = [
+        f"equivalence not shown at K = {c.K} ({_pts(c.gap)} points, {p_is(c.tost_p, 'TOST p')})"
+        for c in checks
+        if not c.equivalent
+    ]
+    if new:
+        parts.append(
+            "channel(s) new in the candidate, with no ratio to test: "
+            + ", ".join(f"{ch} ({n} failed calls, none in the reference)" for ch, n in new.items())
+        )
+    if not tested:
+        parts.append(
+            f"channels not tested: {paired} paired task(s), their intervals need ≥ {minimum}"
+        )
+    return "inconclusive", "; ".join(parts)
+
+
+def gate(
+    reference: Sequence[Episode],
+    candidate: Sequence[Episode],
+    options: GateOptions | None = None,
+    reference_arm: str | None = None,
+    candidate_arm: str | None = None,
+) -> GateResult:
+    """The gate's verdict on `candidate` replacing `reference` (see the module docstring)."""
+    o = options or GateOptions()
+    unknown = sorted(set(o.channels or []) - set(CHANNELS))
+    if unknown:
+        raise InputError(
+            f"unknown channel(s) {unknown}; known: {list(CHANNELS)}", field="--channels"
+        )
+    episodes, ref_arm, cand_arm = prepare(reference, candidate, reference_arm, candidate_arm)
+    base = _analysis(episodes, ref_arm, o.default_k, o)
+    k_default = base.settings.default_K
+    if o.tight_k >= k_default:
+        raise InputError(
+            f"the tight budget K = {o.tight_k} must be below the default K = {k_default}",
+            field="--tight-budget",
+        )
+    tight = _analysis(episodes, ref_arm, o.tight_k, o)
+    minimum = base.settings.bootstrap_min_tasks
+    cells: list[GateCell] = []
+    for cell in base.cells:
+        comp = next((c for c in cell.comparisons if c.arm == cand_arm), None)
+        if comp is None:
+            raise InputError(
+                f"{cell.model} / {cell.domain}: no paired comparison of {cand_arm!r} with "
+                f"{ref_arm!r} ({'; '.join(cell.warnings) or 'no common task'})",
+                field="candidate",
+            )
+        key = (cell.model, cell.domain)
+        tight_cell = next(c for c in tight.cells if (c.model, c.domain) == key)
+        tight_comp = next(c for c in tight_cell.comparisons if c.arm == cand_arm)
+        checks = [_check(comp), _check(tight_comp)]
+        amplified = [ch for ch in comp.amplified_channels if o.channels is None or ch in o.channels]
+        new = {
+            ch: a.count_arm
+            for ch, a in comp.channel_amplification.items()
+            if a.count_ref == 0 and a.count_arm > 0 and (o.channels is None or ch in o.channels)
+        }
+        tested = comp.paired_tasks >= minimum
+        verdict, reason = _decide(checks, amplified, new, tested, comp.paired_tasks, minimum)
+        more = None
+        if verdict == "inconclusive":
+            ref_stats = next(a for a in cell.arms if a.arm == ref_arm)
+            undecided = [c.K for c in checks if not c.equivalent]
+            more = _more_data(ref_stats, comp.paired_tasks, min(undecided or [o.tight_k]), o)
+        cells.append(
+            GateCell(
+                model=cell.model,
+                domain=cell.domain,
+                reference=ref_arm,
+                candidate=cand_arm,
+                paired_tasks=comp.paired_tasks,
+                budgets=checks,
+                amplified_channels=amplified,
+                new_channels=new,
+                channels_tested=tested,
+                verdict=verdict,
+                reason=reason,
+                more_data=more,
+            )
+        )
+    overall = min((c.verdict for c in cells), key=SEVERITY.index)
+    result = GateResult(
+        verdict=overall,
+        exit_code=EXIT_CODES[overall],
+        summary="",
+        cells=cells,
+        options=o,
+        warnings=[*base.warnings, *(w for c in base.cells for w in c.warnings)],
+    )
+    return result.model_copy(update={"summary": paragraph(result)})
+
+
+def paragraph(result: GateResult) -> str:
+    """One readable paragraph: the verdict, then each cell's reason."""
+    head = {
+        "pass": "PASS: the candidate may replace the reference.",
+        "damage": "DAMAGE: the candidate may not replace the reference.",
+        "inconclusive": "INCONCLUSIVE: the data cannot decide yet.",
+    }[result.verdict]
+    o = result.options
+    parts = [
+        head,
+        f"(margin ±{100 * o.tost_margin:.1f} points, budgets K = "
+        f"{', '.join(str(b.K) for b in result.cells[0].budgets) if result.cells else '-'})",
+    ]
+    for c in result.cells:
+        text = (
+            f"{c.domain}: {c.candidate} vs {c.reference} on {c.paired_tasks} tasks — "
+            f"{c.verdict}: {c.reason}"
+        )
+        if c.more_data is not None:
+            text += f"; {c.more_data.note}"
+        parts.append(text + ".")
+    return " ".join(parts)

@@ -1,0 +1,91 @@
+"""`flatscore gate REFERENCE CANDIDATE`: may the candidate replace the reference? (docs/gate.md)
+
+Exit codes: 0 pass, 3 damage found, 4 inconclusive; 2 bad input and 1 a file-system error,
+as in every command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from flatscore.cli.app import app, console
+from flatscore.cli.options import Bootstrap, BootstrapSeed
+from flatscore.errors import InputError
+
+
+def _load(path: Path) -> list:  # list[Episode]; typed loosely to keep imports lazy
+    from flatscore.formats import load_runs
+    from flatscore.report.rebuild import expand_inputs
+
+    return list(load_runs(expand_inputs([path])))
+
+
+@app.command()
+def gate(
+    reference: Annotated[
+        Path, typer.Argument(help="The reference's runs: a JSONL run, a run folder, τ² results.")
+    ],
+    candidate: Annotated[Path, typer.Argument(help="The candidate's runs (same kinds).")],
+    reference_arm: Annotated[
+        str | None, typer.Option(help="The reference's arm, when its input holds several.")
+    ] = None,
+    candidate_arm: Annotated[
+        str | None, typer.Option(help="The candidate's arm, when its input holds several.")
+    ] = None,
+    margin: Annotated[float, typer.Option(help="Equivalence margin (TOST), in points.")] = 7.5,
+    tight_budget: Annotated[
+        int, typer.Option(help="The tight error budget K checked besides the default.")
+    ] = 2,
+    default_budget: Annotated[
+        int | None,
+        typer.Option(help="The default budget K (default: recorded max_errors − 1, τ²'s 9)."),
+    ] = None,
+    channels: Annotated[
+        str | None,
+        typer.Option(
+            help="Channels that block when amplified, e.g. unknown_tool,bad_arguments "
+            "(default: every channel)."
+        ),
+    ] = None,
+    count: Annotated[str, typer.Option(help="Errors counted for S(K): all or agent.")] = "all",
+    bootstrap: Bootstrap = 5000,
+    seed: BootstrapSeed = 0,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the verdict as JSON (for machines).")
+    ] = False,
+) -> None:
+    """May the candidate replace the reference? Exit 0 pass, 3 damage, 4 inconclusive."""
+    from pydantic import ValidationError
+
+    from flatscore.analysis.gate import GateOptions
+    from flatscore.analysis.gate import gate as run_gate
+    from flatscore.errors import from_validation
+
+    if not 0 < margin < 100:
+        raise InputError(f"expected a margin in (0, 100) points, got {margin}", field="--margin")
+    if count not in ("all", "agent"):
+        raise InputError(f"expected all or agent, got {count!r}", field="--count")
+    chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
+    try:
+        options = GateOptions(
+            tost_margin=margin / 100,
+            tight_k=tight_budget,
+            default_k=default_budget,
+            channels=chosen,
+            bootstrap=bootstrap,
+            seed=seed,
+            count=count,
+        )
+    except ValidationError as exc:
+        raise from_validation(exc, prefix="--") from None
+    with console.status("reading both runs, analysing at both budgets…"):
+        result = run_gate(_load(reference), _load(candidate), options, reference_arm, candidate_arm)
+    if json_out:
+        typer.echo(result.model_dump_json(indent=2))
+    else:
+        console.print(result.summary)
+        for w in result.warnings:
+            console.print(f"warning: {w}", style="yellow")
+    raise typer.Exit(result.exit_code)

@@ -1,0 +1,119 @@
+"""`flatscore gate`'s decision (flatscore.analysis.gate) on synthetic runs built for each
+exit path: pass, damage (a channel, a success drop), inconclusive, and bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from analysis_builders import episode
+from flatscore.analysis.gate import EXIT_CODES, GateOptions, gate
+from flatscore.episode import Episode
+from flatscore.errors import InputError
+
+FAST = GateOptions(bootstrap=300, simulations=100)
+
+
+def run(
+    arm: str,
+    tasks: int,
+    *,
+    extra_unknown: bool = False,
+    failing: int = 0,
+    trials: int = 1,
+    lookups: int = 1,
+    fail_every: int = 4,
+) -> list[Episode]:
+    """`tasks` tasks of `lookups` + 1 successful calls: every `fail_every`-th task has one
+    failed unknown-tool call (0: none), every 5th fails; with `extra_unknown` every episode
+    adds a failed call to an invented tool; the first `failing` tasks fail outright."""
+    out = []
+    for t in range(tasks):
+        calls: list = [("get_user", "ok")] * lookups
+        if fail_every and t % fail_every == 0:
+            calls.append(("foo", "fail"))
+        if extra_unknown:
+            calls.append(("bar", "fail"))
+        calls.append(("get_order", "ok"))
+        ok = t % 5 != 0 and t >= failing
+        out += [episode(arm, f"t{t:03d}", k, calls, success=ok) for k in range(trials)]
+    return out
+
+
+def test_equal_runs_pass() -> None:
+    result = gate(run("bf16", 80), run("int8", 80), FAST)
+    assert result.verdict == "pass" and result.exit_code == EXIT_CODES["pass"] == 0
+    (cell,) = result.cells
+    assert [b.K for b in cell.budgets] == [9, 2]
+    assert all(b.equivalent for b in cell.budgets) and cell.channels_tested
+    assert result.summary.startswith("PASS")
+
+
+def test_an_amplified_channel_is_damage_even_with_an_equal_score() -> None:
+    result = gate(run("bf16", 80), run("int4", 80, extra_unknown=True), FAST)
+    assert result.verdict == "damage" and result.exit_code == 3
+    (cell,) = result.cells
+    assert "unknown_tool" in cell.amplified_channels
+    assert all(b.equivalent for b in cell.budgets)  # the score alone would have passed
+    assert "amplified channel(s): unknown_tool" in cell.reason
+
+
+def test_a_channel_new_in_the_candidate_keeps_it_from_passing() -> None:
+    """The reference never fails a call, the candidate often does: no ratio exists, so
+    nothing is 'amplified', but the gate does not pass it."""
+    result = gate(run("bf16", 80, fail_every=0), run("int4", 80, extra_unknown=True), FAST)
+    (cell,) = result.cells
+    assert (
+        cell.amplified_channels == [] and cell.new_channels["unknown_tool"] == 100
+    )  # 80 "bar" + 20 "foo"
+    assert result.verdict == "inconclusive" and "new in the candidate" in cell.reason
+
+
+def test_channels_option_says_which_channels_block() -> None:
+    options = FAST.model_copy(update={"channels": ["bad_arguments"]})
+    result = gate(run("bf16", 80), run("int4", 80, extra_unknown=True), options)
+    assert result.verdict == "pass" and result.cells[0].amplified_channels == []
+
+
+def test_a_significant_success_drop_is_damage() -> None:
+    result = gate(run("bf16", 80), run("int4", 80, failing=30), FAST)
+    assert result.verdict == "damage"
+    (cell,) = result.cells
+    assert all(b.significant and (b.gap or 0) > 0.2 for b in cell.budgets)
+    assert "significant success drop at K = 9" in cell.reason
+
+
+def test_a_small_study_is_inconclusive_and_says_how_many_tasks_would_decide() -> None:
+    """The power simulation needs episodes that can exceed the tight budget: 8 calls, one of
+    them failed (a 7.5-point drop at K = 2 then needs a few hundred tasks)."""
+    small = {"trials": 2, "lookups": 6, "fail_every": 1}
+    result = gate(run("bf16", 12, **small), run("int8", 12, **small), FAST)
+    assert result.verdict == "inconclusive" and result.exit_code == 4
+    (cell,) = result.cells
+    assert not cell.channels_tested and "channels not tested" in cell.reason
+    more = cell.more_data
+    assert more is not None and more.K == 2
+    assert more.tasks is not None and more.tasks > 12, more.note
+    assert str(more.tasks) in result.summary
+
+
+def test_the_same_arm_name_on_both_sides_is_told_apart() -> None:
+    result = gate(run("bf16", 80), run("bf16", 80), FAST)
+    assert result.cells[0].candidate == "bf16 (candidate)" and result.verdict == "pass"
+
+
+@pytest.mark.parametrize(
+    ("options", "arms", "message"),
+    [
+        (FAST, {}, "holds 2 arms"),
+        (FAST.model_copy(update={"tight_k": 9}), {"reference_arm": "bf16"}, "must be below"),
+        (FAST.model_copy(update={"channels": ["nope"]}), {}, "unknown channel"),
+        (FAST, {"reference_arm": "fp4"}, "no arm 'fp4'"),
+        (FAST.model_copy(update={"default_k": 10}), {"reference_arm": "bf16"}, "recomputable"),
+    ],
+)
+def test_bad_requests_are_one_input_error(
+    options: GateOptions, arms: dict[str, str], message: str
+) -> None:
+    both = run("bf16", 10) + run("int8", 10)
+    with pytest.raises(InputError, match=message):
+        gate(both, run("int4", 10), options, **arms)
