@@ -189,9 +189,9 @@ def test_a_negative_control_replicates_the_reference_and_comes_out_clean(
 ) -> None:
     """`control_of: ref` runs the reference's own agent (the oracle with random slips) under
     another seed base; analysed as an arm and labelled a control, it shows no damage and
-    its name diagnostics sit inside the reference's noise floor. (With the paired score
-    interval, 30 tasks cannot show equivalence within ±7.5 points, so the verdict may be
-    "inconclusive" — never a damage verdict.)"""
+    its name diagnostics sit inside the reference's noise floor. (30 tasks × 2 trials do not
+    show equivalence within ±7.5 points — TOST p = 0.059 here — so the verdict may be
+    "inconclusive": never a damage verdict.)"""
     path = smoke_file(
         tmp_path,
         models=[
