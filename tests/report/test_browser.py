@@ -131,9 +131,9 @@ def test_sections_plots_and_no_console_errors(
         fig.get_attribute("data-plot")
         for fig in driver.find_elements(By.CSS_SELECTOR, "figure.plot")
     }
-    assert kinds == {"budget", "channels", "rank", "passk"}
+    assert kinds == {"budget", "channels", "rank", "passk", "floor"}
     svgs = driver.find_elements(By.CSS_SELECTOR, "figure.plot > svg")
-    assert len(svgs) == 2 * 4  # two cells, four figures each
+    assert len(svgs) == 2 * 5  # two cells, five figures each (the noise floor's included)
     for svg in svgs:
         size = svg.size
         assert size["width"] > 200 and size["height"] > 150
@@ -243,7 +243,7 @@ def test_hostile_transcripts_execute_nothing(
             svgs: document.querySelectorAll('svg').length,
         }"""
     )
-    assert counts == {"scripts": 2, "imgs": 0, "handlers": 0, "links": 0, "svgs": 4}
+    assert counts == {"scripts": 2, "imgs": 0, "handlers": 0, "links": 0, "svgs": 5}
     assert _errors(driver) == []
     _screenshot(driver, shots / "hostile.png", capsys)
 
@@ -339,7 +339,7 @@ def test_the_embedded_study_report_opens(
         assert driver.find_element(By.ID, section_id).is_displayed(), section_id
     cells = driver.find_elements(By.CSS_SELECTOR, "#verdicts article.verdict")
     assert 1 <= len(cells) <= 2  # retail, then telecom as the study reaches it
-    # per cell: S(K), channels, pass^k, and one rank plot per arm compared with ref (an arm
+    # per cell: S(K), channels, the noise floor, pass^k, and one rank plot per arm compared with ref (an arm
     # that has not reached a domain yet has no plot there)
     figures = [
         (f.get_attribute("data-cell"), f.get_attribute("data-plot"))
@@ -349,7 +349,12 @@ def test_the_embedded_study_report_opens(
     assert len(keys) == len(cells)
     for key in keys:
         kinds = [kind for cell, kind in figures if cell == key]
-        assert sorted(k for k in kinds if k != "rank") == ["budget", "channels", "passk"], key
+        assert sorted(k for k in kinds if k != "rank") == [
+            "budget",
+            "channels",
+            "floor",
+            "passk",
+        ], key
         assert 1 <= kinds.count("rank") <= len(STUDY_ARMS) - 1, key
     for svg in driver.find_elements(By.CSS_SELECTOR, "figure.plot > svg"):
         assert svg.size["width"] > 200 and svg.size["height"] > 150
