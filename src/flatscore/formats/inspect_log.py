@@ -57,7 +57,9 @@ FORMAT_JSON = "inspect-json"
 DEFAULT_STUDY = "inspect"
 USER_ROLE = "user"
 """The model role whose calls are the simulated user's (their tools are the user's tools)."""
-BASE_CHANNELS = frozenset({"unknown_tool", "bad_arguments", "entity_not_found", "precondition", "other"})
+BASE_CHANNELS = frozenset(
+    {"unknown_tool", "bad_arguments", "entity_not_found", "precondition", "other"}
+)
 BUILTIN_MAP = "builtin:flatscore/formats/inspect_errors.yaml"
 
 
@@ -284,17 +286,23 @@ class _Context:
     domain: str
     scorer: str | None
     errors: ErrorMap
+    ours: bool = False
+    """The log is one flatscore exported: its metadata restores what Inspect has no field for."""
 
 
-def _tool_lists(sample: EvalSample) -> ToolLists:
+def _tool_lists(sample: EvalSample, ours: bool) -> ToolLists:
     """Agent tools: the tools offered in the agent's model calls; user tools: those offered
     in calls of the `user` role. Without model events (a log written with events excluded),
     a name that ever got an answer other than a parsing error is an agent tool."""
+    if ours and isinstance(sample.metadata.get("flatscore_tools"), dict):
+        return ToolLists.model_validate(sample.metadata["flatscore_tools"])
+    from inspect_ai.event import ModelEvent
+
     agent: set[str] = set()
     user: set[str] = set()
     seen = False
     for event in sample.events:
-        if getattr(event, "event", None) != "model":
+        if not isinstance(event, ModelEvent):
             continue
         seen = True
         names = {t.name for t in event.tools}
@@ -308,11 +316,12 @@ def _tool_lists(sample: EvalSample) -> ToolLists:
 
 
 def _messages(
-    sample: EvalSample, agent_tools: set[str], errors: ErrorMap, types: Counter[str]
+    sample: EvalSample, agent_tools: set[str], ctx: _Context, types: Counter[str]
 ) -> list[Message]:
     out: list[Message] = []
     names: dict[str, str] = {}
     for m in sample.messages:
+        meta = (m.metadata or {}) if ctx.ours else {}
         if m.role == "assistant":
             calls = []
             for tc in m.tool_calls or []:
@@ -320,26 +329,38 @@ def _messages(
                 # An unparseable call keeps Inspect's parse error (it quotes the raw text).
                 args: dict[str, Any] | str = tc.parse_error if tc.parse_error else tc.arguments
                 calls.append(ToolCall(id=tc.id, name=tc.function, arguments=args))
-            out.append(Message(role="assistant", content=m.text, tool_calls=calls))
+            malformed = meta.get("malformed") is True
+            out.append(
+                Message(role="assistant", content=m.text, tool_calls=calls, malformed=malformed)
+            )
         elif m.role == "tool":
             call_id = m.tool_call_id or ""
             name = m.function or names.get(call_id, "")
             kind: str | None = None
             if m.error is not None:
                 types[m.error.type] += 1
-                if name in agent_tools:
-                    kind = errors.tool_errors.get(m.error.type)
+                if "flatscore_error_kind" in meta:
+                    kind = meta["flatscore_error_kind"]
+                elif name in agent_tools:
+                    kind = ctx.errors.tool_errors.get(m.error.type)
             out.append(
                 Message(
                     role="tool",
                     tool_result=ToolResult(
                         call_id=call_id,
+                        requestor="user" if meta.get("requestor") == "user" else "agent",
                         error=m.error is not None,
                         text=m.error.message if m.error is not None else m.text,
                         error_kind=kind,
                     ),
                 )
             )
+        elif m.role == "user" and meta.get("flatscore_user_tool_calls"):
+            calls = [
+                ToolCall.model_validate({**c, "requestor": "user"})
+                for c in meta["flatscore_user_tool_calls"]
+            ]
+            out.append(Message(role="user", content=m.text, tool_calls=calls))
         else:
             out.append(Message(role=m.role, content=m.text))
     return out
@@ -383,7 +404,11 @@ def _reward(sample: EvalSample, ctx: _Context, label: str) -> tuple[float | None
     return value, breakdown
 
 
-def _termination(sample: EvalSample, errors: ErrorMap) -> TerminationReason:
+def _termination(sample: EvalSample, ctx: _Context) -> TerminationReason:
+    errors = ctx.errors
+    recorded = sample.metadata.get("termination_reason") if ctx.ours else None
+    if recorded in {r.value for r in TerminationReason}:
+        return TerminationReason(recorded)
     if sample.error is not None:
         return errors.termination.error
     if sample.limit is not None:
@@ -393,9 +418,11 @@ def _termination(sample: EvalSample, errors: ErrorMap) -> TerminationReason:
 
 def _usage(sample: EvalSample) -> TokenUsage:
     """The agent's tokens: its own model calls (not the simulated user's)."""
+    from inspect_ai.event import ModelEvent
+
     total = TokenUsage()
     for event in sample.events:
-        if getattr(event, "event", None) == "model" and event.role != USER_ROLE:
+        if isinstance(event, ModelEvent) and event.role != USER_ROLE:
             u = event.output.usage
             if u is not None:
                 total = total + TokenUsage(
@@ -412,9 +439,9 @@ def _episode(sample: EvalSample, index: int, ctx: _Context) -> Episode:
     label = _label(index, sample.id, sample.epoch)
     if sample.epoch < 1:
         raise InputError("epochs count from 1", file=str(ctx.path), record=label, field="epoch")
-    tools = _tool_lists(sample)
+    tools = _tool_lists(sample, ctx.ours)
     types: Counter[str] = Counter()
-    messages = _messages(sample, set(tools.agent), ctx.errors, types)
+    messages = _messages(sample, set(tools.agent), ctx, types)
     reward, breakdown = _reward(sample, ctx, label)
     metadata: dict[str, Any] = {"inspect_sample_id": sample.id, "inspect_epoch": sample.epoch}
     if types:
@@ -425,35 +452,40 @@ def _episode(sample: EvalSample, index: int, ctx: _Context) -> Episode:
         metadata["inspect_limit"] = sample.limit.type
     task_id = str(sample.id)
     trial = sample.epoch - 1
+    return Episode(
+        episode_id=make_episode_id(ctx.study, ctx.arm, ctx.domain, task_id, trial),
+        study=ctx.study,
+        arm=ctx.arm,
+        model=ctx.model,
+        domain=ctx.domain,
+        task_id=task_id,
+        trial=trial,
+        messages=messages,
+        termination_reason=_termination(sample, ctx),
+        reward=reward,
+        reward_breakdown=breakdown,
+        tools=tools,
+        timing=Timing(
+            started_at=_timestamp(sample.started_at),
+            ended_at=_timestamp(sample.completed_at),
+            duration_s=sample.total_time,
+        ),
+        usage=_usage(sample),
+        source=Source(format=ctx.fmt, file=str(ctx.path), index=index, simulation_id=sample.uuid),
+        metadata=metadata,
+    )
+
+
+def _checked_episode(sample: EvalSample, index: int, ctx: _Context) -> Episode:
+    """`_episode`, with the canonical schema's own checks reported like the reader's."""
     try:
-        return Episode(
-            episode_id=make_episode_id(ctx.study, ctx.arm, ctx.domain, task_id, trial),
-            study=ctx.study,
-            arm=ctx.arm,
-            model=ctx.model,
-            domain=ctx.domain,
-            task_id=task_id,
-            trial=trial,
-            messages=messages,
-            termination_reason=_termination(sample, ctx.errors),
-            reward=reward,
-            reward_breakdown=breakdown,
-            tools=tools,
-            timing=Timing(
-                started_at=_timestamp(sample.started_at),
-                ended_at=_timestamp(sample.completed_at),
-                duration_s=sample.total_time,
-            ),
-            usage=_usage(sample),
-            source=Source(format=ctx.fmt, file=str(ctx.path), index=index, simulation_id=sample.uuid),
-            metadata=metadata,
-        )
+        return _episode(sample, index, ctx)
     except ValidationError as exc:
         first = exc.errors()[0]
         raise InputError(
             str(first["msg"]),
             file=str(ctx.path),
-            record=label,
+            record=_label(index, sample.id, sample.epoch),
             field=".".join(str(x) for x in first["loc"]) or None,
         ) from None
 
@@ -471,6 +503,7 @@ class InspectLogInfo:
     status: str
     epochs: int
     arm: str | None  # set when flatscore itself exported the log
+    study: str | None
 
 
 def inspect_log_info(path: str | Path) -> InspectLogInfo:
@@ -479,6 +512,7 @@ def inspect_log_info(path: str | Path) -> InspectLogInfo:
     header = read_header(p)
     meta = header.eval.metadata or {}
     arm = meta.get("flatscore_arm")
+    study = meta.get("flatscore_study")
     return InspectLogInfo(
         format=FORMAT_EVAL if p.suffix == ".eval" else FORMAT_JSON,
         task=header.eval.task,
@@ -486,6 +520,7 @@ def inspect_log_info(path: str | Path) -> InspectLogInfo:
         status=header.status,
         epochs=header.eval.config.epochs or 1,
         arm=arm if isinstance(arm, str) else None,
+        study=study if isinstance(study, str) else None,
     )
 
 
@@ -503,7 +538,8 @@ def read_inspect(
 
     Defaults: arm = the log's model (its name carries the precision words the analysis reads;
     a log flatscore exported keeps its arm), model = the log's model, domain = the task,
-    study = "inspect", success = the first scorer's score. Bad input raises `InputError`
+    study = "inspect" (a log flatscore exported keeps its study), success = the first
+    scorer's score. Bad input raises `InputError`
     naming file, sample and field."""
     require_inspect()
     p = Path(path)
@@ -511,12 +547,13 @@ def read_inspect(
     ctx = _Context(
         path=p,
         fmt=info.format,
-        study=study or DEFAULT_STUDY,
+        study=study or info.study or DEFAULT_STUDY,
         arm=arm or info.arm or info.model,
         model=model or info.model,
         domain=domain or info.task,
         scorer=scorer,
         errors=error_map or load_error_map(),
+        ours=info.arm is not None,
     )
     for index, sample in enumerate(_samples(p)):
-        yield _episode(sample, index, ctx)
+        yield _checked_episode(sample, index, ctx)
