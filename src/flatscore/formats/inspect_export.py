@@ -126,6 +126,7 @@ def _user_calls(m: Message) -> dict[str, Any] | None:
 
 def _sample(episode: Episode, rules: ChannelRules) -> EvalSample:
     from inspect_ai.log import EvalError, EvalSample, EvalSampleLimit
+    from inspect_ai.model import ModelUsage
     from inspect_ai.scorer import CORRECT, INCORRECT, Score
 
     facts = episode_facts(episode, rules)
@@ -154,6 +155,14 @@ def _sample(episode: Episode, rules: ChannelRules) -> EvalSample:
             "channels": dict(facts.channels),
             **{f"failed_{ch}": n > 0 for ch, n in facts.channels.items()},
             "flatscore_tools": episode.tools.model_dump(),
+            "reward_breakdown": episode.reward_breakdown,
+        },
+        model_usage={
+            episode.model: ModelUsage(
+                input_tokens=episode.usage.prompt_tokens,
+                output_tokens=episode.usage.completion_tokens,
+                total_tokens=episode.usage.prompt_tokens + episode.usage.completion_tokens,
+            )
         },
         limit=EvalSampleLimit(type=limit, limit=0) if limit else None,
         error=(

@@ -143,6 +143,20 @@ def _reader_error(exc: BaseException) -> str:
     return f"not a readable Inspect log ({type(exc).__name__}: {first[:200]})"
 
 
+def _validation_error(exc: ValidationError, path: Path, record: str | None) -> InputError:
+    """The most specific of pydantic's errors (Inspect's messages are a union: every member
+    reports; the deepest location is the one that says what is wrong), located τ²-style."""
+    first = max(exc.errors(), key=lambda e: len(e["loc"]))
+    field = ""
+    for part in first["loc"]:
+        if isinstance(part, int):
+            field += f"[{part}]"
+        elif "[" not in part and "(" not in part:  # pydantic's union/wrapper tags
+            field += f".{part}" if field else part
+    msg = str(first["msg"]).removeprefix("Value error, ")
+    return InputError(msg, file=str(path), record=record, field=field or None)
+
+
 def _check_eval_zip(path: Path) -> None:
     """Bound a `.eval` archive before Inspect opens it: a zip, members small and shallow."""
     try:
@@ -162,7 +176,9 @@ def _check_eval_zip(path: Path) -> None:
                         guard.feed(chunk)
     except TooDeep as exc:
         raise InputError(str(exc), file=str(path)) from None
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError) as exc:
+    except InputError:
+        raise
+    except Exception as exc:  # zipfile, zlib and zstd each raise their own kinds
         raise InputError(
             f"not an Inspect .eval log (damaged or not a zip archive: {error_text(exc)})",
             file=str(path),
@@ -188,10 +204,7 @@ def read_header(path: Path) -> EvalLog:
     try:
         return read_eval_log(str(path), header_only=True)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise InputError(
-            str(first["msg"]), file=str(path), field=".".join(str(x) for x in first["loc"])
-        ) from None
+        raise _validation_error(exc, path, None) from None
     except Exception as exc:  # Inspect raises many kinds on a damaged file
         raise InputError(_reader_error(exc), file=str(path)) from None
 
@@ -208,12 +221,8 @@ def _validated(data: Any, path: Path, index: int) -> EvalSample:
     try:
         return EvalSample.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise InputError(
-            str(first["msg"]),
-            file=str(path),
-            record=_label(index, data.get("id"), data.get("epoch")),
-            field=".".join(str(x) for x in first["loc"]) or None,
+        raise _validation_error(
+            exc, path, _label(index, data.get("id"), data.get("epoch"))
         ) from None
 
 
@@ -251,13 +260,7 @@ def _eval_samples(path: Path) -> Iterator[EvalSample]:
                 str(path), id=summary.id, epoch=summary.epoch, resolve_attachments=True
             )
         except ValidationError as exc:
-            first = exc.errors()[0]
-            raise InputError(
-                str(first["msg"]),
-                file=str(path),
-                record=label,
-                field=".".join(str(x) for x in first["loc"]) or None,
-            ) from None
+            raise _validation_error(exc, path, label) from None
         except Exception as exc:
             raise InputError(_reader_error(exc), file=str(path), record=label) from None
         yield sample
@@ -421,13 +424,20 @@ def _usage(sample: EvalSample) -> TokenUsage:
     from inspect_ai.event import ModelEvent
 
     total = TokenUsage()
+    seen = False
     for event in sample.events:
         if isinstance(event, ModelEvent) and event.role != USER_ROLE:
+            seen = True
             u = event.output.usage
             if u is not None:
                 total = total + TokenUsage(
                     prompt_tokens=u.input_tokens, completion_tokens=u.output_tokens
                 )
+    if not seen:  # no model events (excluded, or a log flatscore exported): per-model totals
+        for u in sample.model_usage.values():
+            total = total + TokenUsage(
+                prompt_tokens=u.input_tokens, completion_tokens=u.output_tokens
+            )
     return total
 
 
@@ -443,6 +453,8 @@ def _episode(sample: EvalSample, index: int, ctx: _Context) -> Episode:
     types: Counter[str] = Counter()
     messages = _messages(sample, set(tools.agent), ctx, types)
     reward, breakdown = _reward(sample, ctx, label)
+    if ctx.ours and isinstance(sample.metadata.get("reward_breakdown"), dict):
+        breakdown = sample.metadata["reward_breakdown"]
     metadata: dict[str, Any] = {"inspect_sample_id": sample.id, "inspect_epoch": sample.epoch}
     if types:
         metadata["inspect_tool_errors"] = dict(sorted(types.items()))
@@ -481,13 +493,7 @@ def _checked_episode(sample: EvalSample, index: int, ctx: _Context) -> Episode:
     try:
         return _episode(sample, index, ctx)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise InputError(
-            str(first["msg"]),
-            file=str(ctx.path),
-            record=_label(index, sample.id, sample.epoch),
-            field=".".join(str(x) for x in first["loc"]) or None,
-        ) from None
+        raise _validation_error(exc, ctx.path, _label(index, sample.id, sample.epoch)) from None
 
 
 # --- Public entry points ---------------------------------------------------------------------
