@@ -190,14 +190,21 @@ def _log(key: tuple[str, str, str, str], samples: list[EvalSample]) -> Any:
         EvalResults,
         EvalScore,
         EvalSpec,
+        EvalStats,
     )
 
     study, model, domain, arm = key
     ids = list(dict.fromkeys(s.id for s in samples))
     epochs = max(s.epoch for s in samples)
     successes = sum(s.scores is not None and s.scores["success"].value == "C" for s in samples)
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    starts = sorted(str(s.started_at) for s in samples if s.started_at)
+    ends = sorted(str(s.completed_at) for s in samples if s.completed_at)
+    stats = EvalStats(  # the run's span, else the viewer shows a NaN duration
+        started_at=starts[0] if starts else now, completed_at=ends[-1] if ends else now
+    )
     spec = EvalSpec(
-        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        created=now,
         task=domain,
         dataset=EvalDataset(name=domain, samples=len(ids), sample_ids=ids),
         model=model,
@@ -215,7 +222,7 @@ def _log(key: tuple[str, str, str, str], samples: list[EvalSample]) -> Any:
             )
         ],
     )
-    return EvalLog(eval=spec, status="success", results=results, samples=samples)
+    return EvalLog(eval=spec, status="success", results=results, stats=stats, samples=samples)
 
 
 def export_inspect(
