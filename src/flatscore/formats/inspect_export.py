@@ -156,6 +156,7 @@ def _sample(episode: Episode, rules: ChannelRules) -> EvalSample:
             **{f"failed_{ch}": n > 0 for ch, n in facts.channels.items()},
             "flatscore_tools": episode.tools.model_dump(),
             "reward_breakdown": episode.reward_breakdown,
+            "flatscore_metadata": episode.metadata,
         },
         model_usage={
             episode.model: ModelUsage(

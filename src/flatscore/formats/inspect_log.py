@@ -330,11 +330,15 @@ def _messages(
             for tc in m.tool_calls or []:
                 names[tc.id] = tc.function
                 # An unparseable call keeps Inspect's parse error (it quotes the raw text).
-                args: dict[str, Any] | str = tc.parse_error if tc.parse_error else tc.arguments
+                args: dict[str, Any] | str = (
+                    tc.parse_error if tc.parse_error is not None else tc.arguments
+                )
                 calls.append(ToolCall(id=tc.id, name=tc.function, arguments=args))
             malformed = meta.get("malformed") is True
             out.append(
-                Message(role="assistant", content=m.text, tool_calls=calls, malformed=malformed)
+                Message(
+                    role="assistant", content=m.text or None, tool_calls=calls, malformed=malformed
+                )
             )
         elif m.role == "tool":
             call_id = m.tool_call_id or ""
@@ -363,9 +367,9 @@ def _messages(
                 ToolCall.model_validate({**c, "requestor": "user"})
                 for c in meta["flatscore_user_tool_calls"]
             ]
-            out.append(Message(role="user", content=m.text, tool_calls=calls))
+            out.append(Message(role="user", content=m.text or None, tool_calls=calls))
         else:
-            out.append(Message(role=m.role, content=m.text))
+            out.append(Message(role=m.role, content=m.text or None))
     return out
 
 
@@ -388,6 +392,9 @@ def _reward(sample: EvalSample, ctx: _Context, label: str) -> tuple[float | None
             breakdown[name] = value
     if not scores:
         return None, breakdown
+    if ctx.ours and ctx.scorer is None:  # flatscore's export: `reward` only when there was one
+        ours = scores.get("reward")
+        return (None if ours is None else _score_float(ours.value)), breakdown
     name = ctx.scorer or next(iter(scores))
     if name not in scores:
         raise InputError(
@@ -462,6 +469,8 @@ def _episode(sample: EvalSample, index: int, ctx: _Context) -> Episode:
         metadata["inspect_error"] = sample.error.message
     if sample.limit is not None:
         metadata["inspect_limit"] = sample.limit.type
+    if ctx.ours and isinstance(sample.metadata.get("flatscore_metadata"), dict):
+        metadata = sample.metadata["flatscore_metadata"]  # the episode's own, as exported
     task_id = str(sample.id)
     trial = sample.epoch - 1
     return Episode(
