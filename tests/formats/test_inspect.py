@@ -231,3 +231,11 @@ def test_export_then_import_restores_the_episodes(tmp_path: Path) -> None:
         return e.model_dump(exclude={"source": True})
 
     assert [comparable(e) for e in back] == [comparable(e) for e in original]
+
+
+def test_eval_logs_load_like_runs() -> None:
+    """`load_runs` (what analyze and the exports read through) takes `.eval` logs directly."""
+    from flatscore.formats import load_runs
+
+    direct = list(load_runs([EVAL_LOG]))
+    assert [e.model_dump() for e in direct] == [e.model_dump() for e in read_inspect(EVAL_LOG)]
