@@ -239,3 +239,23 @@ def test_eval_logs_load_like_runs() -> None:
 
     direct = list(load_runs([EVAL_LOG]))
     assert [e.model_dump() for e in direct] == [e.model_dump() for e in read_inspect(EVAL_LOG)]
+
+
+def test_sample_endings_map_to_termination_reasons() -> None:
+    """limits.eval: Inspect stopped one sample at its message limit; the other's tool raised
+    an error that is not a ToolError, so Inspect failed the sample (fail_on_error=False)."""
+    raw = {s["id"]: s for s in raw_samples(FIXTURES / "limits.eval")}
+    assert raw["loop-A1"]["limit"]["type"] == "message" and raw["crash-A1"]["error"]
+    eps = {e.task_id: e for e in read_inspect(FIXTURES / "limits.eval")}
+    loop, crash = eps["loop-A1"], eps["crash-A1"]
+    assert loop.termination_reason.value == "max_steps" and not loop.succeeded
+    assert loop.metadata["inspect_limit"] == "message"
+    assert crash.termination_reason.value == "infrastructure_error"
+    assert crash.is_infrastructure_error and crash.reward is None  # Inspect did not score it
+    assert "the order database went away" in crash.metadata["inspect_error"]
+
+
+def test_errored_samples_are_warned_about(tmp_path: Path) -> None:
+    summary = import_inspect([FIXTURES / "limits.eval"], tmp_path / "run.jsonl")
+    assert summary.by_termination == {"infrastructure_error": 1, "max_steps": 1}
+    assert any("1 of 2 samples raised an error in Inspect" in w for w in summary.warnings)
