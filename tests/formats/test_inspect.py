@@ -259,3 +259,10 @@ def test_errored_samples_are_warned_about(tmp_path: Path) -> None:
     summary = import_inspect([FIXTURES / "limits.eval"], tmp_path / "run.jsonl")
     assert summary.by_termination == {"infrastructure_error": 1, "max_steps": 1}
     assert any("1 of 2 samples raised an error in Inspect" in w for w in summary.warnings)
+
+
+def test_export_writes_an_episode_given_twice_once(tmp_path: Path) -> None:
+    episodes = list(read_inspect(EVAL_LOG, arm="bf16"))
+    [log] = export_inspect(episodes + episodes, tmp_path)
+    assert log.samples == 6
+    assert len(list(read_eval_log_samples(log.path))) == 6

@@ -35,7 +35,10 @@ _LIMITS = {
     TerminationReason.CONTEXT_WINDOW_EXCEEDED: "context",
 }
 """Endings Inspect records as a sample limit (inspect_errors.yaml maps them back)."""
-_PARSING_CHANNELS = frozenset({"bad_arguments", "role_confusion", "invented", "unknown_tool"})
+_TOOL_RAISED = frozenset({"entity_not_found", "precondition", "other"})
+"""Channels of errors a tool raises (Inspect's `unknown` type); every other channel —
+bad_arguments and the unknown-tool family, however finely the analysis splits it — is
+Inspect's `parsing`."""
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]+")
 
 
@@ -99,7 +102,7 @@ def _messages(episode: Episode, rules: ChannelRules) -> list[ChatMessage]:
                 channel = classify(call, r) if call is not None and r.requestor == "agent" else None
                 meta.update(flatscore_channel=channel, flatscore_error_kind=r.error_kind)
                 kind: Literal["parsing", "unknown"] = (
-                    "parsing" if channel in _PARSING_CHANNELS else "unknown"
+                    "parsing" if channel is not None and channel not in _TOOL_RAISED else "unknown"
                 )
                 error = ToolCallError(kind, r.text)
             out.append(
@@ -237,7 +240,11 @@ def export_inspect(
 
     rules = rules or load_rules()
     groups: dict[tuple[str, str, str, str], list[EvalSample]] = defaultdict(list)
+    seen: set[str] = set()
     for ep in episodes:
+        if ep.episode_id in seen:  # the same episode in two inputs: one sample (id, epoch)
+            continue
+        seen.add(ep.episode_id)
         groups[(ep.study, ep.model, ep.domain, ep.arm)].append(_sample(ep, rules))
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
