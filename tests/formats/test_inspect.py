@@ -266,3 +266,13 @@ def test_export_writes_an_episode_given_twice_once(tmp_path: Path) -> None:
     [log] = export_inspect(episodes + episodes, tmp_path)
     assert log.samples == 6
     assert len(list(read_eval_log_samples(log.path))) == 6
+
+
+def test_missing_extra_is_one_clear_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from flatscore.formats.inspect_log import require_inspect
+
+    monkeypatch.setitem(sys.modules, "inspect_ai", None)  # what an install without it sees
+    with pytest.raises(InputError, match=r"pip install 'flatscore\[inspect\]'"):
+        require_inspect()
