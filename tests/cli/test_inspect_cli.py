@@ -163,6 +163,23 @@ BAD: dict[str, tuple[Callable[[Path], Path], str]] = {
         ),
         "d.json: JSON nested deeper than 100 levels",
     ),
+    "samples-not-a-list": (
+        lambda t: _edit_json(t, "n.json", _set(["samples"], 5)),
+        "n.json, field 'samples': must be a list",
+    ),
+    "unknown-role": (
+        lambda t: _edit_json(t, "o.json", _set(["samples", 0, "messages", 1, "role"], "robot")),
+        "field 'messages[1].role': must be one of 'system', 'user', 'assistant', 'tool', "
+        "not 'robot'",
+    ),
+    "header-model-a-number": (
+        lambda t: _edit_json(t, "h.json", _set(["eval", "model"], 5)),
+        "h.json, field 'eval.model': Input should be a valid string",
+    ),
+    "empty": (
+        lambda t: (t / "empty.json").write_text("") or t / "empty.json",
+        "empty.json: not a readable Inspect log",
+    ),
     "not-a-log": (
         lambda t: (t / "notes.txt").write_text("hi") and t / "notes.txt",  # type: ignore[func-returns-value]
         "notes.txt: not an Inspect log (expected a .eval or .json file)",

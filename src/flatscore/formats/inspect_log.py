@@ -139,21 +139,43 @@ def _label(index: int, sample_id: object, epoch: object) -> str:
 
 
 def _reader_error(exc: BaseException) -> str:
-    first = (str(exc).strip().splitlines() or [""])[0]
-    return f"not a readable Inspect log ({type(exc).__name__}: {first[:200]})"
+    """Inspect's error, and the one behind it (its header reader wraps the parser's)."""
+    parts: list[str] = []
+    cause: BaseException | None = exc
+    while cause is not None and len(parts) < 2:
+        first = (str(cause).strip().splitlines() or [""])[0]
+        parts.append(f"{type(cause).__name__}: {first[:160]}")
+        cause = cause.__cause__
+    return f"not a readable Inspect log ({'; '.join(parts)})"
 
 
-def _validation_error(exc: ValidationError, path: Path, record: str | None) -> InputError:
+_HEADER_PARTS = {
+    "EvalSpec": "eval",
+    "EvalPlan": "plan",
+    "EvalResults": "results",
+    "EvalStats": "stats",
+}
+"""Inspect's streaming header reader validates these parts on their own (field prefixes)."""
+
+
+def _validation_error(
+    exc: ValidationError, path: Path, record: str | None, prefix: str = ""
+) -> InputError:
     """The most specific of pydantic's errors (Inspect's messages are a union: every member
     reports; the deepest location is the one that says what is wrong), located τ²-style."""
-    first = max(exc.errors(), key=lambda e: len(e["loc"]))
-    field = ""
+    errors = exc.errors()
+    first = max(errors, key=lambda e: len(e["loc"]))
+    same = [e for e in errors if e["loc"] == first["loc"]]
+    msg = str(first["msg"]).removeprefix("Value error, ")
+    if len(same) > 1 and all(e["type"] == "literal_error" for e in same):
+        allowed = [str(e.get("ctx", {}).get("expected", "")) for e in same]
+        msg = f"must be one of {', '.join(allowed)}, not {first['input']!r}"
+    field = prefix
     for part in first["loc"]:
         if isinstance(part, int):
             field += f"[{part}]"
         elif "[" not in part and "(" not in part:  # pydantic's union/wrapper tags
             field += f".{part}" if field else part
-    msg = str(first["msg"]).removeprefix("Value error, ")
     return InputError(msg, file=str(path), record=record, field=field or None)
 
 
@@ -206,6 +228,9 @@ def read_header(path: Path) -> EvalLog:
     except ValidationError as exc:
         raise _validation_error(exc, path, None) from None
     except Exception as exc:  # Inspect raises many kinds on a damaged file
+        cause = exc.__cause__
+        if isinstance(cause, ValidationError) and cause.title in _HEADER_PARTS:
+            raise _validation_error(cause, path, None, _HEADER_PARTS[cause.title]) from None
         raise InputError(_reader_error(exc), file=str(path)) from None
 
 
@@ -243,6 +268,11 @@ def _json_samples(path: Path) -> Iterator[EvalSample]:
                 file=str(path),
                 record=f"#{index}",
             ) from None
+    if index == 0:  # tell "no samples" apart from a `samples` that is not a list
+        with open_json(path) as fh:
+            samples = next(ijson.items(fh, "samples", use_float=True), None)
+        if samples is not None and not isinstance(samples, list):
+            raise InputError("must be a list", file=str(path), field="samples")
 
 
 def _eval_samples(path: Path) -> Iterator[EvalSample]:
