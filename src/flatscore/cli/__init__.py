@@ -11,6 +11,7 @@ from flatscore.errors import InputError
 
 # Each module registers its commands on `app` when imported.
 from flatscore.cli import commands_import  # noqa: F401  isort: skip
+from flatscore.cli import commands_inspect  # noqa: F401  isort: skip
 from flatscore.cli import commands_analyze  # noqa: F401  isort: skip
 from flatscore.cli import commands_serve  # noqa: F401  isort: skip
 from flatscore.cli import commands_report  # noqa: F401  isort: skip

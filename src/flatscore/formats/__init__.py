@@ -1,7 +1,8 @@
 """Readers for episode logs: flatscore's own JSONL runs and other benchmarks' result files.
 
-`load_runs` is the one entry point analysis uses: it accepts canonical JSONL runs and τ²-bench
-result files or directories alike, so `flatscore analyze` works on either.
+`load_runs` is the one entry point analysis uses: it accepts canonical JSONL runs, τ²-bench
+result files or directories and Inspect AI `.eval` logs alike, so `flatscore analyze` works on
+any of them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from flatscore.store import read_episodes
 
 
 def load_runs(paths: Iterable[str | Path], **tau2_options: object) -> Iterator[Episode]:
-    """Stream episodes from each path: a `.jsonl` run, or a τ² results file or directory.
+    """Stream episodes from each path: a `.jsonl` run, an Inspect `.eval` log (arm = its model;
+    needs the `inspect` extra), or a τ² results file or directory.
 
     Input that holds no episode at all is an InputError naming the files."""
     files = [Path(p) for p in paths]
@@ -23,6 +25,10 @@ def load_runs(paths: Iterable[str | Path], **tau2_options: object) -> Iterator[E
     for path in files:
         if path.suffix == ".jsonl":
             episodes = read_episodes(path)
+        elif path.suffix == ".eval":
+            from flatscore.formats.inspect_log import read_inspect
+
+            episodes = read_inspect(path)
         else:
             from flatscore.formats.tau2 import read_tau2
 

@@ -1,0 +1,104 @@
+"""`flatscore import inspect ...` and `flatscore export inspect ...`: Inspect AI logs in and out
+(the `inspect` extra). Thin wrappers: parse, call one function, print its summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from flatscore.cli.app import console, err_console
+from flatscore.cli.commands_import import export_app, import_app
+
+
+@import_app.command("inspect")
+def import_inspect_command(
+    logs: Annotated[list[Path], typer.Argument(help="Inspect AI eval logs (.eval or .json).")],
+    out: Annotated[Path, typer.Option("--out", help="The run file to append to (JSONL).")],
+    arm: Annotated[
+        str | None,
+        typer.Option("--arm", help="The precision arm (default: the log's model name)."),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="Model name (default: the log's model). Arms of one model must share it.",
+        ),
+    ] = None,
+    domain: Annotated[
+        str | None, typer.Option("--domain", help="Domain (default: the log's task name).")
+    ] = None,
+    study: Annotated[
+        str | None, typer.Option("--study", help="Study name (default: inspect).")
+    ] = None,
+    scorer: Annotated[
+        str | None,
+        typer.Option("--scorer", help="The score that is the task's success (default: first)."),
+    ] = None,
+    error_map: Annotated[
+        Path | None,
+        typer.Option(
+            "--error-map",
+            help="YAML mapping of Inspect tool-error types to channels "
+            "(default: the bundled inspect_errors.yaml).",
+        ),
+    ] = None,
+) -> None:
+    """Import Inspect AI eval logs as canonical episodes."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from flatscore.formats.inspect_import import import_inspect
+    from flatscore.formats.inspect_log import load_error_map, require_inspect
+
+    require_inspect()
+    summary = import_inspect(
+        logs,
+        out,
+        arm=arm,
+        model=model,
+        study=study,
+        domain=domain,
+        scorer=scorer,
+        error_map=load_error_map(error_map) if error_map is not None else None,
+    )
+    for f in summary.files:
+        console.print(
+            f"{f.path}: {f.episodes} episodes, format {f.format}, domain {f.domain}, "
+            f"tool lists from {f.tool_source}",
+            highlight=False,
+        )
+    table = Table("termination reason", "episodes", title=Text(f"written to {summary.out}"))
+    for reason, n in summary.by_termination.items():
+        table.add_row(Text(reason), str(n))
+    table.add_row(Text("total", style="bold"), Text(str(summary.written), style="bold"))
+    console.print(table)
+    if summary.already_present:
+        console.print(
+            f"{summary.already_present} episodes were already in {summary.out} (same study, arm, "
+            "domain, task and trial) and were not written again",
+            highlight=False,
+        )
+    for line in summary.warnings:
+        err_console.print(f"warning: {line}", style="yellow", highlight=False, soft_wrap=True)
+
+
+@export_app.command("inspect")
+def export_inspect_command(
+    runs: Annotated[
+        list[Path], typer.Argument(help="Runs (.jsonl) or τ² results files to export.")
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Directory for the Inspect .eval logs.")],
+) -> None:
+    """Write Inspect AI .eval logs (one per model, domain and arm) for `inspect view`."""
+    from flatscore.formats import load_runs
+    from flatscore.formats.inspect_export import export_inspect
+    from flatscore.formats.inspect_log import require_inspect
+
+    require_inspect()
+    for log in export_inspect(load_runs(runs), out):
+        console.print(
+            f"{log.samples} episodes ({log.arm}, {log.domain}) → {log.path}", highlight=False
+        )

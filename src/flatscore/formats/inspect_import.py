@@ -1,0 +1,73 @@
+"""`flatscore import inspect`: Inspect AI logs → a canonical JSONL run.
+
+The same guarantees as the τ² import (`tau2_import`): idempotent (an episode whose id the
+run already holds is not written again, and is counted), atomic (the run gains every
+episode of every log or, when any log fails, none) and locked against concurrent writers.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from flatscore.episode import Episode
+from flatscore.formats.inspect_log import ErrorMap, inspect_log_info, read_inspect
+from flatscore.formats.tau2_import import FileImport, ImportSummary
+from flatscore.store import EpisodeWriter
+
+
+def import_inspect(
+    paths: Iterable[str | Path],
+    out: str | Path,
+    *,
+    arm: str | None = None,
+    model: str | None = None,
+    study: str | None = None,
+    domain: str | None = None,
+    scorer: str | None = None,
+    error_map: ErrorMap | None = None,
+    on_episode: Callable[[Episode], None] | None = None,
+) -> ImportSummary:
+    """Append the episodes of every Inspect log to the run `out` (InputError on bad input)."""
+    summary = ImportSummary(out=str(out))
+    reasons: Counter[str] = Counter()
+    errored = 0
+    with EpisodeWriter(out, atomic=True) as writer:
+        for path in map(Path, paths):
+            info = inspect_log_info(path)
+            record = FileImport(
+                path=str(path), format=info.format, domain=domain or info.task, tool_source="-"
+            )
+            summary.files.append(record)
+            if info.status != "success":
+                summary.warnings.append(
+                    f"{path}: the eval's status is {info.status!r}: only the samples it "
+                    "finished are in the log"
+                )
+            for ep in read_inspect(
+                path,
+                arm=arm,
+                model=model,
+                study=study,
+                domain=domain,
+                scorer=scorer,
+                error_map=error_map,
+            ):
+                record.episodes += 1
+                record.tool_source = ep.tools.source
+                if not writer.write(ep):
+                    summary.already_present += 1
+                    continue
+                summary.written += 1
+                reasons[ep.termination_reason.value] += 1
+                errored += "inspect_error" in ep.metadata
+                if on_episode is not None:
+                    on_episode(ep)
+    summary.by_termination = dict(sorted(reasons.items()))
+    if errored:
+        summary.warnings.append(
+            f"{errored} of {summary.written} samples raised an error in Inspect: they are kept "
+            "as infrastructure_error episodes (excluded from rates), see metadata.inspect_error"
+        )
+    return summary
