@@ -356,7 +356,9 @@ def _plans_info(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
     )
 
 
-def _out_of_data(rng: random.Random, db: TelecomDB, line: Line) -> tuple[int, Action, list[Action]] | None:
+def _out_of_data(
+    rng: random.Random, db: TelecomDB, line: Line
+) -> tuple[int, Action, list[Action]] | None:
     """The account half of a device task whose internet also needs data: the line's data
     is used up (setup) and the user wants `gb` more; None on an unlimited line."""
     if line.plan_id == "P4":
