@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from flatscore.domains.framework import (
     Split,
     Task,
     UserScenario,
+    fill_templates,
     first_tasks,
     round_robin,
     write_domain_data,
@@ -583,15 +585,17 @@ def build_split(
     template on another line), numbered from `first[template]`, interleaved round-robin over
     the templates so that any prefix of the split covers them evenly."""
     rng = random.Random(seed)
-    per_template: list[list[Task]] = []
-    for template, make in TEMPLATES:
-        lines = [db.lines[lid] for lid in line_ids]
-        rng.shuffle(lines)
-        start = (first or {}).get(template, 0)
-        tasks = _instantiate(rng, db, template, make, lines, start, counts[template])
+    per_template = fill_templates(
+        rng,
+        TEMPLATES,
+        lambda: [db.lines[lid] for lid in line_ids],
+        counts,
+        partial(_instantiate, rng, db),
+        first,
+    )
+    for tasks in per_template:
         for task in tasks:
             task.split = split
-        per_template.append(tasks)
     return round_robin(per_template)
 
 
