@@ -43,7 +43,8 @@ ENV_KIND = {
     "precondition": "precondition",
 }
 
-# Plausible other names a small model produces for a tool; far from every real name.
+# Plausible other names a small model produces for a tool; far (edit distance > 3) from
+# every real name, so that no near-miss rule claims them.
 INVENTED = {
     "find_user_by_email": ["lookup_user", "search_customer"],
     "find_user_by_name_zip": ["search_user", "lookup_customer"],
@@ -51,7 +52,7 @@ INVENTED = {
     "get_product": ["product_info", "lookup_item"],
     "cancel_order": ["delete_order", "void_purchase"],
     "change_address": ["update_shipping", "modify_address"],
-    "return_items": ["refund_items", "send_back"],
+    "return_items": ["process_refund", "send_back"],
     "exchange_items": ["swap_items", "replace_product"],
     "find_customer_by_phone": ["lookup_phone", "search_account"],
     "get_line": ["line_status", "check_subscription"],
@@ -60,7 +61,7 @@ INVENTED = {
     "pay_bill": ["make_payment", "settle_invoice"],
     "resume_line": ["reactivate_line", "unblock_number"],
     "enable_roaming": ["activate_international", "turn_on_roaming"],
-    "add_data": ["buy_data", "top_up"],
+    "add_data": ["purchase_gigabytes", "top_up"],
     "change_plan": ["switch_tariff", "upgrade_subscription"],
 }
 # What a clarifying question asks for when a value the user gave names no record.
