@@ -12,7 +12,6 @@ evaluation never plants anything.
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from dataclasses import dataclass, field
@@ -235,8 +234,3 @@ def plant_one(
         for channel, ms in mistake_options(domain, task, index, rng, channels, scratch).items():
             by_channel.setdefault(channel, []).extend(ms)
     return pick(by_channel, rng)
-
-
-def describe(mistake: Mistake) -> str:
-    """`near_miss: get_orders({"order_id": "W1001"})` (for logs and tests)."""
-    return f"{mistake.channel}: {mistake.call.name}({json.dumps(mistake.call.arguments)})"
