@@ -1,7 +1,7 @@
-"""The generated task sets: the held-out test extension (114 test tasks per domain, balanced
-over templates, on entities no train task uses) leaves the train split and the original
-test tasks byte-identical, so the shipped adapter's training data and the recorded
-evaluations in docs/embedded-run stay valid."""
+"""The generated task sets: 114 test tasks per domain, balanced over templates, on entities
+no train task uses. Retail's held-out extension leaves its train split and original test
+tasks byte-identical (the shipped adapter's training data); telecom was regenerated for
+issue 28 (every task needs agent tool calls; train and test on disjoint customers)."""
 
 from __future__ import annotations
 
@@ -26,8 +26,6 @@ ORIGINAL_TEST = 30  # the test tasks before the extension (docs/embedded-run eva
 FINGERPRINTS = {
     ("retail", "train"): "ec0cb87bd062b68bf461c3275de0bdfca6914d916a39bcc66aa7d8c4f8a44fab",
     ("retail", "test"): "067d1162a7b9f8ce2fdf90dd1fcbda383e0408513a26ed31282bc1abadd69e11",
-    ("telecom", "train"): "c99bcf56d1532367d7fbae262aeecb2c2669090c2e436b89e21e9497c6bb5a7c",
-    ("telecom", "test"): "65449430b7e2c23d385109d5adf1c8b5e4127b16a3d4cb8f06f6c966fa0485b2",
 }
 # The shipped adapter's training data (MODEL_CARD.md: "Training data sha256").
 TRAINING_DATA_DIGEST = "32d9c8beea995693"
@@ -49,7 +47,7 @@ def _agent_tool_templates(tasks: list[Task]) -> set[str]:
     return {t.template for t in tasks if any(a.requestor == "agent" for a in t.actions)}
 
 
-@pytest.mark.parametrize("domain", ["retail", "telecom"])
+@pytest.mark.parametrize("domain", ["retail"])
 def test_train_split_and_original_test_tasks_are_unchanged(domain: str) -> None:
     rows = _rows(domain)
     train = [r for r in rows if r["split"] == "train"]
@@ -79,7 +77,7 @@ def test_test_split_is_balanced_over_templates(domain: str) -> None:
     assert counts == GENERATORS[domain].TEST_COUNTS
     assert set(counts) == {t.template for t in tasks}
     agentic = _agent_tool_templates(tasks)
-    assert agentic  # retail: every template; telecom: the six with agent tools
+    assert agentic == set(counts)  # every template needs agent tool calls (issue 28)
     a_counts = [counts[t] for t in agentic]
     assert max(a_counts) - min(a_counts) <= 1
     assert min(a_counts) >= max((n for t, n in counts.items() if t not in agentic), default=0)
@@ -87,7 +85,7 @@ def test_test_split_is_balanced_over_templates(domain: str) -> None:
         assert task.id.rsplit("_", 1)[0] == task.template
     # new tasks are interleaved: in any prefix, a template with new tasks left is at most
     # one behind the most frequent one (a partial study still covers every template)
-    new = test[ORIGINAL_TEST:]
+    new = test[ORIGINAL_TEST:] if domain == "retail" else test
     left = Counter(t.template for t in new)
     per: Counter[str] = Counter()
     for task in new:
@@ -114,9 +112,10 @@ def _records(task: Task) -> set[str]:
 def test_new_test_tasks_use_records_no_earlier_task_uses(domain: str) -> None:
     tasks = get_domain(domain).tasks()
     test = [t for t in tasks if t.split == "test"]
-    earlier = [t for t in tasks if t.split == "train"] + test[:ORIGINAL_TEST]
+    original = ORIGINAL_TEST if domain == "retail" else 0
+    earlier = [t for t in tasks if t.split == "train"] + test[:original]
     seen = set().union(*(_records(t) for t in earlier))
-    for task in test[ORIGINAL_TEST:]:
+    for task in test[original:]:
         assert _records(task)
         assert _records(task) & seen == set(), task.id
     # and their customers do not exist in the original database at all
@@ -126,7 +125,7 @@ def test_new_test_tasks_use_records_no_earlier_task_uses(domain: str) -> None:
         if domain == "retail"
         else {line.phone_number for line in base.lines.values()}
     )
-    for task in test[ORIGINAL_TEST:]:
+    for task in test[original:]:
         known = task.scenario.known_info
         assert known.get("email", known.get("zip", known.get("phone_number"))) not in originals
 
@@ -135,7 +134,9 @@ def test_new_test_tasks_use_records_no_earlier_task_uses(domain: str) -> None:
 @pytest.mark.timeout(1800)  # ~1.5 min idle (1,224 oracle episodes + tokenizing)
 def test_training_data_digest_is_unchanged(tmp_path: Path) -> None:
     """The embedded adapter's training data, rebuilt from the committed tasks, is the one
-    the shipped adapter was trained on (same digest as its model card): no retraining."""
+    the shipped adapter was trained on (same digest as its model card): no retraining.
+    Fails since issue 28 regenerated telecom (and the recovery data): the next training run
+    re-pins it."""
     import torch
 
     from flatscore.embedded.card import dataset_digest

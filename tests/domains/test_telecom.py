@@ -76,11 +76,16 @@ def test_phone_tools_are_user_only() -> None:
 
 
 def test_status_reflects_the_device_and_the_line() -> None:
-    env = _env("airplane_00")
+    env = _env("airplane_00")  # airplane mode on, abroad, roaming off on the line
     status = call(env, "check_status", requestor="user").text
     assert "Airplane mode: on" in status and "Signal: none" in status
     call(env, "set_airplane_mode", requestor="user", on=False)
-    assert env.device_state()["signal"] == "good" and env.device_state()["internet"] is True
+    assert env.device_state()["signal"] == "none"  # abroad without roaming on the line
+    line = DOMAIN.task("airplane_00").actions[3].arguments["line_id"]
+    assert not call(env, "enable_roaming", line_id=line).error
+    assert env.device_state()["signal"] == "good" and env.device_state()["internet"] is False
+    call(env, "set_data_roaming", requestor="user", on=True)
+    assert env.device_state()["internet"] is True
     call(env, "set_mobile_data", requestor="user", on=False)
     assert env.device_state()["internet"] is False
 
@@ -207,6 +212,11 @@ def test_several_instructions_parse_in_order(actions: list[Action]) -> None:
             "Can you reboot your phone and tell me what the status bar says?",
             ["restart_phone", "check_status"],
         ),
+        # τ²-style guidance by the tool's exact name (issue 28)
+        ("Use `set_airplane_mode(on=false)`.", ["set_airplane_mode"]),
+        ("Please run reseat_sim() and then check_status().", ["reseat_sim", "check_status"]),
+        ("Please use set_mobile_data().", []),  # a toggle without its value says nothing
+        ("I will call get_line() now.", []),  # not a phone tool
     ],
 )
 def test_parse_requests_wants_an_instruction(text: str, names: list[str]) -> None:
@@ -220,3 +230,22 @@ def test_get_line_reports_data_left() -> None:
     assert json.loads(call(env, "get_line", line_id=line_id).text)["data_left_gb"] == 0
     added = json.loads(call(env, "add_data", line_id=line_id, gb=3).text)
     assert added["data_left_gb"] == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "on"),
+    [("Use `set_data_roaming(on=true)`.", True), ("Please use set_data_roaming(off).", False)],
+)
+def test_a_named_toggle_takes_its_value_from_the_call(text: str, on: bool) -> None:
+    assert PhoneTools.parse_requests(text) == [
+        Action(name="set_data_roaming", arguments={"on": on}, requestor="user")
+    ]
+
+
+def test_the_policy_names_every_phone_tool_and_offers_none_to_the_agent() -> None:
+    """τ²'s telecom: the agent reads the user's tools by name (the names it may confuse with
+    its own), while its tool list holds only its own tools."""
+    for name in PhoneTools.tool_names():
+        assert f"`{name}(" in DOMAIN.policy, name
+    offered = {s["function"]["name"] for s in DOMAIN.agent_tool_schemas()}
+    assert offered.isdisjoint(PhoneTools.tool_names())

@@ -1,16 +1,24 @@
 """Training data: masks cover exactly the trained agent spans; recovery examples hold one
-failed call followed by a corrected one; every example is a successful episode."""
+failed call of a named channel followed by a corrected call or a clarifying question; every
+example is a successful episode."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
+from flatscore.agents.mistakes import MISTAKE_CHANNELS
+from flatscore.agents.oracle import NOT_FOUND
+from flatscore.analysis.channels import LEAF_CHANNELS, load_rules
+from flatscore.analysis.facts import episode_facts
 from flatscore.domains import get_domain
-from flatscore.embedded.data import Example, make_example, tokenize
+from flatscore.embedded.data import DOMAINS, Example, SlipOracle, make_example, tokenize
 from flatscore.models.chat_format import render
+from flatscore.runner import EpisodeSpec, run_episode
 from flatscore.runner.episode_loop import GREETING
+from flatscore.users import ScriptedUser
 
 
 def _example(domain: str, index: int, seed: int, mistake: bool) -> Example:
@@ -86,7 +94,18 @@ def test_recovery_examples_fail_once_then_correct(domain: str, tokenizer: Any) -
         assert bad not in example.trained and nxt in example.trained
         wrong = example.messages[bad].tool_calls[0]
         fixed = example.messages[nxt]
-        if example.mistake == "role_confusion":
+        if fixed.content and fixed.content.startswith(NOT_FOUND):
+            # A value the user gave named no record: the agent asks for it again, then
+            # makes the corrected call.
+            assert example.mistake == "entity_not_found"
+            assert not fixed.tool_calls
+            after = next(
+                i
+                for i in range(nxt + 1, len(example.messages))
+                if example.messages[i].role == "assistant"
+            )
+            assert after in example.trained and example.messages[after].tool_calls
+        elif example.mistake == "role_confusion":
             # The agent called a phone tool itself; the correction asks the user to do it.
             assert wrong.name in get_domain(domain).tool_lists().user
             assert fixed.content and not fixed.tool_calls
@@ -103,12 +122,43 @@ def test_recovery_examples_fail_once_then_correct(domain: str, tokenizer: Any) -
 
 
 def test_recovery_kinds_cover_the_channels() -> None:
+    """One planted mistake per train task: every channel occurs, each in both domains
+    where the domain allows it (role confusion needs the user's tools), and every task
+    gives an example (a planted mistake never spoils the episode)."""
     from flatscore.embedded.data import build_examples
 
     examples = build_examples(variants=1, mistake_share=1.0, seed=3)
-    kinds = {e.mistake for e in examples if e.mistake}
-    assert kinds == {"invented_tool", "role_confusion", "bad_argument_name", "unknown_id"}
+    kinds = {(e.domain, e.mistake) for e in examples}
+    assert {k for _, k in kinds} == set(MISTAKE_CHANNELS)
+    assert {k for d, k in kinds if d == "retail"} == set(MISTAKE_CHANNELS) - {"role_confusion"}
+    assert len(examples) == sum(len(get_domain(d).tasks("train")) for d in DOMAINS)
     assert all(e.task_id in {t.id for t in get_domain(e.domain).tasks("train")} for e in examples)
+
+
+@pytest.mark.parametrize("domain", ["retail", "telecom"])
+def test_planted_mistakes_land_in_their_channel(domain: str) -> None:
+    """The analysis classifies a planted failure as the channel it was planted as (the
+    name channels it does not split yet count as `invented`), twice per channel."""
+    d = get_domain(domain)
+    rules = load_rules()
+    tasks = d.tasks("train")
+    allowed = set(MISTAKE_CHANNELS) - ({"role_confusion"} if d.user_toolkit is None else set())
+    for channel in sorted(allowed):
+        landed = 0
+        for n, task in enumerate(tasks):
+            agent = SlipOracle(mistake_seed=n, channels=(channel,))
+            spec = EpisodeSpec(domain=d, task=task, trial=0, seed=n)
+            episode = asyncio.run(run_episode(spec, agent, ScriptedUser()))
+            if agent.mistake is None:
+                continue
+            facts = episode_facts(episode, rules)
+            expected = channel if channel in LEAF_CHANNELS else "invented"
+            assert episode.succeeded, (task.id, channel)
+            assert facts.agent_failed == 1 and facts.channels[expected] == 1, (task.id, channel)
+            landed += 1
+            if landed == 2:
+                break
+        assert landed == 2, channel
 
 
 @pytest.mark.parametrize("index", [0, 1, 2, 3])

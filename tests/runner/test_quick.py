@@ -33,7 +33,7 @@ def test_same_seeds_give_identical_episodes(tmp_path: Path) -> None:
 
 def test_quick_form_is_the_one_model_study(tmp_path: Path) -> None:
     """The quick form and the study file it stands for: the same episodes, the same ids."""
-    tasks = ["cancel_00", "return_00", "airplane_00"]
+    tasks = ["cancel_00", "return_00", "airplane_05"]
     quick = tmp_path / "quick.jsonl"
     _run(quick, agent="noop", trials=2, task_ids=tasks)
     study_file = tmp_path / "study.yaml"

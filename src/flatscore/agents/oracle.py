@@ -6,21 +6,22 @@ asks the user to perform the gold user (device) actions, then sends the task's f
 model, so its phrasing is fixed and plain.
 
 `slip_rate` > 0 makes a *training-data* oracle that sometimes makes a typical mistake before
-a gold step and then does it right — an invented tool name, a user-side (phone) tool called
-by the agent (role confusion), a missing argument, or an id that does not exist — so a model
-trained on its episodes sees recoveries. The slips are seeded by (seed, task); every slipped
-call fails without side effects, so the episode still succeeds. Never use slips in an
-evaluation run: failures at test time must be the model's own.
+a gold step and then does it right: a mistake of one of the analysis' channels
+(`flatscore.agents.mistakes`: role confusion, near-miss or invented name, text in the name
+slot, bad arguments, a record that does not exist, a refused precondition), followed by the
+corrected call or a clarifying question. The slips are seeded by (seed, task); every slipped
+call is checked to fail without side effects, so the episode still succeeds. Never use slips
+in an evaluation run: failures at test time must be the model's own.
 """
 
 from __future__ import annotations
 
 import random
-import re
 
 from flatscore.agents.base import Agent, ToolSchema
+from flatscore.agents.mistakes import MISTAKE_CHANNELS, Mistake, mistake_options, pick
 from flatscore.domains import get_domain
-from flatscore.domains.framework import Action, Task
+from flatscore.domains.framework import Task
 from flatscore.episode import Message, ToolCall
 
 ASK_PHRASES = {
@@ -32,7 +33,8 @@ ASK_PHRASES = {
     "name": "your name",
 }
 CLOSING = "Is there anything else I can help you with?"
-SLIP_KINDS = ("invented", "role_confusion", "bad_arguments", "entity_not_found")
+SLIP_KINDS = MISTAKE_CHANNELS
+NOT_FOUND = "I could not find that."
 
 
 def ask_text(keys: list[str]) -> str:
@@ -42,42 +44,13 @@ def ask_text(keys: list[str]) -> str:
     return f"Could you please give me {joined}?"
 
 
-def _invented_name(name: str, rng: random.Random) -> str:
-    options = [f"{name}_details", f"{name}s" if not name.endswith("s") else f"{name}_all"]
-    if name.startswith("get_"):
-        options.append("fetch_" + name[4:])
-    if name.startswith("find_"):
-        options.append(name.split("_by_")[0])
-    return rng.choice(options)
-
-
-def _missing_id(value: str) -> str:
-    """A value that names no record: ids lose their letter prefix, anything else grows a 0."""
-    return value[1:] if re.fullmatch(r"[A-Z]\d+", value) else value + "0"
-
-
-def _slip(action: Action, kinds: list[str], rng: random.Random, ident: str) -> ToolCall | None:
-    """A failing call made before `action`, or None when no slip of `kinds` applies."""
-    strings = [k for k, v in action.arguments.items() if isinstance(v, str)]
-    usable = [
-        k
-        for k in kinds
-        if (k == "role_confusion") == (action.requestor == "user")
-        and (k not in ("bad_arguments", "entity_not_found") or strings)
-    ]
-    if not usable:
-        return None
-    kind = rng.choice(usable)
-    args = dict(action.arguments)
-    name = action.name
-    if kind == "invented":
-        name = _invented_name(name, rng)
-    elif kind == "bad_arguments":
-        del args[rng.choice(strings)]
-    elif kind == "entity_not_found":
-        key = strings[0]
-        args[key] = _missing_id(str(args[key]))
-    return ToolCall(id=ident, name=name, arguments=args)
+def mistake_turns(mistake: Mistake, index: int) -> list[Message]:
+    """The failing call, and the clarifying question when the mistake asks again."""
+    call = mistake.call.model_copy(update={"id": f"call_{index}_slip"})
+    turns = [Message(role="assistant", tool_calls=[call])]
+    if mistake.ask:
+        turns.append(Message(role="assistant", content=f"{NOT_FOUND} {ask_text(mistake.ask)}"))
+    return turns
 
 
 def oracle_plan(
@@ -86,19 +59,23 @@ def oracle_plan(
     slip_rate: float = 0.0,
     slip_kinds: tuple[str, ...] = SLIP_KINDS,
     rng: random.Random | None = None,
+    mistakes: tuple[Mistake, ...] = (),
 ) -> list[Message]:
-    """The oracle's turns for `task`, in order (with seeded slips when `slip_rate` > 0)."""
+    """The oracle's turns for `task`, in order: with the given `mistakes`, and with seeded
+    slips (from the same planter) before a gold action with probability `slip_rate`."""
     domain = get_domain(task.domain)
     rng = rng or random.Random(0)
+    planted = {m.before: m for m in mistakes}
     plan: list[Message] = []
     for index, action in enumerate(task.actions):
         for ask in task.asks:
             if ask.before == index:
                 plan.append(Message(role="assistant", content=ask_text(ask.keys)))
-        if slip_rate > 0 and rng.random() < slip_rate:
-            slip = _slip(action, list(slip_kinds), rng, f"call_{index}_slip")
-            if slip is not None:
-                plan.append(Message(role="assistant", tool_calls=[slip]))
+        slip = planted.get(index)
+        if slip is None and slip_rate > 0 and rng.random() < slip_rate:
+            slip = pick(mistake_options(domain, task, index, rng, slip_kinds), rng)
+        if slip is not None:
+            plan.extend(mistake_turns(slip, index))
         if action.requestor == "agent":
             call = ToolCall(id=f"call_{index}", name=action.name, arguments=dict(action.arguments))
             plan.append(Message(role="assistant", tool_calls=[call]))

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import zip_longest
@@ -597,6 +598,30 @@ def first_tasks(
     if len(tasks) < count:
         raise ValueError(f"{domain} template {template}: only {len(tasks)} of {count} tasks")
     return tasks
+
+
+T = TypeVar("T")
+
+
+def fill_templates(
+    rng: random.Random,
+    templates: Sequence[tuple[str, T]],
+    entities: Callable[[], list[E]],
+    counts: Mapping[str, int],
+    instantiate: Callable[[str, T, list[E], int, int], list[Task]],
+    first: Mapping[str, int] | None = None,
+) -> list[list[Task]]:
+    """The one template runner of both generators: for each template in order, a fresh
+    entity list shuffled by `rng`, then `instantiate(template, make, entities, first, count)`
+    makes `counts[template]` tasks numbered from `first[template]` (default 0). Returns the
+    tasks per template (`round_robin` interleaves them)."""
+    per_template: list[list[Task]] = []
+    for template, make in templates:
+        pool = entities()
+        rng.shuffle(pool)
+        start = (first or {}).get(template, 0)
+        per_template.append(instantiate(template, make, pool, start, counts[template]))
+    return per_template
 
 
 def round_robin(per_template: Sequence[Sequence[Task]]) -> list[Task]:

@@ -1,11 +1,13 @@
 """Training data for the embedded agent: oracle episodes on the TRAIN split of both built-in
 domains, run with the real runner and the scripted user (phrasing varied by seed).
 
-A share of the episodes contain one planted mistake followed by the correct call, so the model
-sees how to recover: an invented tool name, a user (phone) tool called by the agent (role
-confusion), a wrong argument name, or a record id that does not exist. The environment
-answers the mistake with its real error text. Planted mistakes exist ONLY here: evaluation
-never plants anything, every failure at test time is the model's own.
+A share of the episodes contain one planted mistake followed by its recovery, so the model
+sees how to recover: a failed call of one of the analysis' channels (role confusion, a
+near-miss or invented name, text in the name slot, bad arguments, a record that does not
+exist, a refused precondition; `flatscore.agents.mistakes`), then the corrected call or a
+clarifying question. The environment answers the mistake with its real error text. Planted
+mistakes exist ONLY here: evaluation never plants anything, every failure at test time is
+the model's own.
 
 Loss is on agent tokens only: the chat-format agent spans (`render(...).agent_spans`) of the
 agent's own turns, minus the runner's fixed greeting and minus the planted mistakes (which
@@ -17,42 +19,19 @@ from __future__ import annotations
 import asyncio
 import random
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from flatscore.agents.base import ToolSchema
-from flatscore.agents.oracle import OracleAgent, ask_text
+from flatscore.agents.mistakes import MISTAKE_CHANNELS, Mistake, plant_one
+from flatscore.agents.oracle import OracleAgent, ask_text, oracle_plan
 from flatscore.domains import get_domain
 from flatscore.domains.framework import Task
-from flatscore.episode import Episode, Message, ToolCall
+from flatscore.episode import Episode, Message
 from flatscore.models.chat_format import render
 from flatscore.runner.episode_loop import GREETING, EpisodeSpec, run_episode
 from flatscore.runner.views import agent_view
 from flatscore.users.scripted import ScriptedUser
 
 DOMAINS = ("retail", "telecom")
-MistakeKind = Literal["invented_tool", "role_confusion", "bad_argument_name", "unknown_id"]
-
-# Plausible wrong names a small model might produce; never real tools of either domain.
-INVENTED = {
-    "find_user_by_email": ["get_user_by_email", "lookup_user", "find_user"],
-    "find_user_by_name_zip": ["find_user_by_name", "get_user", "search_user"],
-    "get_order": ["get_order_details", "check_order", "order_status"],
-    "get_product": ["get_product_details", "find_product", "get_item"],
-    "cancel_order": ["cancel", "cancel_orders", "delete_order"],
-    "change_address": ["update_address", "set_address", "modify_address"],
-    "return_items": ["return_order", "return_item", "refund_items"],
-    "exchange_items": ["exchange_item", "exchange_order", "swap_items"],
-    "find_customer_by_phone": ["find_customer", "get_customer", "lookup_phone"],
-    "get_line": ["get_line_details", "check_line", "line_status"],
-    "get_bills": ["get_bill", "list_bills", "check_bills"],
-    "get_plans": ["list_plans", "get_plan", "show_plans"],
-    "pay_bill": ["pay_bills", "pay_overdue_bill", "make_payment"],
-    "resume_line": ["reactivate_line", "unsuspend_line", "activate_line"],
-    "enable_roaming": ["turn_on_roaming", "enable_data_roaming", "activate_roaming"],
-    "add_data": ["add_data_gb", "buy_data", "top_up_data"],
-    "change_plan": ["switch_plan", "update_plan", "set_plan"],
-}
-
 
 EMAIL = ["email"]
 NAME_ZIP = ["first_name", "last_name", "zip"]
@@ -74,100 +53,39 @@ def detour_plan(plan: list[Message]) -> list[Message]:
     return out
 
 
-@dataclass
-class Mistake:
-    """A wrong call the agent makes once, right before plan step `step`."""
-
-    step: int
-    kind: MistakeKind
-    call: ToolCall
-
-
-def _corrupt_id(value: str, rng: random.Random) -> str:
-    """An id that looks right but does not exist (an extra or dropped digit)."""
-    return value + str(rng.randint(0, 9)) if rng.random() < 0.5 else value[:-1]
-
-
-def plan_mistake(task: Task, plan: list[Message], rng: random.Random) -> Mistake | None:
-    """Pick one plan step and a wrong call before it, or None when no step suits."""
-    domain = get_domain(task.domain)
-    options: list[Mistake] = []
-    for step, message in enumerate(plan):
-        if message.tool_calls:
-            good = message.tool_calls[0]
-            args = dict(good.arguments) if isinstance(good.arguments, dict) else {}
-            wrong_name = rng.choice(INVENTED.get(good.name, [good.name + "_info"]))
-            options.append(
-                Mistake(step, "invented_tool", ToolCall(id="x", name=wrong_name, arguments=args))
-            )
-            if args:
-                key = rng.choice(sorted(args))
-                renamed = {("id" if k == key else k): v for k, v in args.items()}
-                if key != "id":
-                    options.append(
-                        Mistake(
-                            step,
-                            "bad_argument_name",
-                            ToolCall(id="x", name=good.name, arguments=renamed),
-                        )
-                    )
-                ids = [k for k, v in args.items() if k.endswith("_id") and isinstance(v, str)]
-                if ids:
-                    k = rng.choice(ids)
-                    broken = {**args, k: _corrupt_id(args[k], rng)}
-                    options.append(
-                        Mistake(
-                            step, "unknown_id", ToolCall(id="x", name=good.name, arguments=broken)
-                        )
-                    )
-        elif domain.user_toolkit is not None and message.content:
-            # An instruction to the user: the agent calls the phone tool itself instead.
-            actions = domain.user_toolkit.parse_requests(message.content)
-            if len(actions) == 1:
-                a = actions[0]
-                options.append(
-                    Mistake(
-                        step,
-                        "role_confusion",
-                        ToolCall(id="x", name=a.name, arguments=dict(a.arguments)),
-                    )
-                )
-    return rng.choice(options) if options else None
-
-
 class SlipOracle(OracleAgent):
     """The oracle, optionally with the identification detour (`detour_plan`) and with one
-    planted mistake before a chosen plan step. Training data only; never registered."""
+    planted mistake (`flatscore.agents.mistakes.plant_one`: a channel drawn uniformly among
+    those the task allows) followed by its recovery. Training data only; never registered."""
 
     name = "oracle"
 
-    def __init__(self, mistake_seed: int | None = None, detour: bool = False) -> None:
+    def __init__(
+        self,
+        mistake_seed: int | None = None,
+        detour: bool = False,
+        channels: tuple[str, ...] = MISTAKE_CHANNELS,
+    ) -> None:
         super().__init__()
         self.mistake_seed = mistake_seed
         self.detour = detour
+        self.channels = channels
         self.detoured = False  # whether the detour changed this episode's plan
         self.mistake: Mistake | None = None
-        self._slipped = False
 
     def start(self, task: Task, seed: int) -> None:
         super().start(task, seed)
+        self.mistake = None
+        if self.mistake_seed is not None:
+            rng = random.Random(f"mistake|{self.mistake_seed}|{task.domain}|{task.id}")
+            self.mistake = plant_one(get_domain(task.domain), task, rng, self.channels)
+            if self.mistake is not None:
+                self._plan = oracle_plan(task, mistakes=(self.mistake,))
         self.detoured = False
         if self.detour:
             plan = detour_plan(self._plan)
             self.detoured = plan != self._plan
             self._plan = plan
-        self._slipped = False
-        self.mistake = None
-        if self.mistake_seed is not None:
-            rng = random.Random(f"mistake|{self.mistake_seed}|{task.domain}|{task.id}")
-            self.mistake = plan_mistake(task, self._plan, rng)
-
-    async def act(self, messages: list[Message], tools: list[ToolSchema]) -> Message:
-        m = self.mistake
-        if m is not None and not self._slipped and self._next == m.step:
-            self._slipped = True
-            return Message(role="assistant", tool_calls=[m.call.model_copy()])
-        return await super().act(messages, tools)
 
 
 @dataclass
@@ -242,7 +160,7 @@ def make_example(
         domain=task.domain,
         task_id=task.id,
         seed=seed,
-        mistake=agent.mistake.kind if with_mistake and agent.mistake else None,
+        mistake=agent.mistake.channel if with_mistake and agent.mistake else None,
         detour=agent.detoured,
         messages=view,
         tools=domain.agent_tool_schemas(),

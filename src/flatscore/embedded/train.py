@@ -44,7 +44,7 @@ class TrainConfig(BaseModel):
 
     base: str = "embedded-base"
     variants: int = Field(12, ge=1)
-    mistake_share: float = Field(0.3, ge=0.0, le=1.0)
+    mistake_share: float = Field(0.5, ge=0.0, le=1.0)
     detour_share: float = Field(0.5, ge=0.0, le=1.0)
     data_seed: int = 0
     seed: int = 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from flatscore.domains.framework import (
@@ -15,6 +16,7 @@ from flatscore.domains.framework import (
     Ask,
     Task,
     UserScenario,
+    fill_templates,
     first_tasks,
     round_robin,
     write_domain_data,
@@ -575,11 +577,16 @@ def build_tasks(db: RetailDB, seed: int = TASK_SEED) -> list[Task]:
     """Every template instantiated for distinct users; every third task goes to test."""
     rng = random.Random(seed)
     builder = _Builder(db, rng)
+    per_template = fill_templates(
+        rng,
+        [(template, make) for template, make, _ in TEMPLATES],
+        lambda: list(db.users.values()),
+        {template: count for template, _, count in TEMPLATES},
+        partial(_instantiate, builder),
+    )
     tasks: list[Task] = []
-    for template, make, count in TEMPLATES:
-        users = list(db.users.values())
-        rng.shuffle(users)
-        for index, task in enumerate(_instantiate(builder, template, make, users, 0, count)):
+    for made in per_template:
+        for index, task in enumerate(made):
             task.split = "test" if index % 3 == 0 else "train"
             tasks.append(task)
     return tasks
@@ -592,15 +599,18 @@ def build_test_tasks(
     `TEST_COUNTS`; ids continue each template's numbering; interleaved round-robin over the
     templates, so that any prefix of the test split covers them evenly."""
     rng = random.Random(seed)
-    builder = _Builder(db, rng)
-    per_template: list[list[Task]] = []
-    for template, make, _count in TEMPLATES:
-        users = [db.users[u] for u in new_users]
-        rng.shuffle(users)
-        made = [t for t in base if t.template == template]
-        missing = TEST_COUNTS[template] - sum(t.split == "test" for t in made)
-        per_template.append(_instantiate(builder, template, make, users, len(made), missing))
-    return round_robin(per_template)
+    made = {t: [task for task in base if task.template == t] for t, _, _ in TEMPLATES}
+    missing = {t: TEST_COUNTS[t] - sum(task.split == "test" for task in made[t]) for t in made}
+    return round_robin(
+        fill_templates(
+            rng,
+            [(template, make) for template, make, _ in TEMPLATES],
+            lambda: [db.users[u] for u in new_users],
+            missing,
+            partial(_instantiate, _Builder(db, rng)),
+            first={t: len(tasks) for t, tasks in made.items()},
+        )
+    )
 
 
 def write_data(directory: Path = DATA_DIR) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,10 @@ from flatscore.domains.framework import (
     Action,
     Ask,
     DeviceAssertion,
+    Split,
     Task,
     UserScenario,
+    fill_templates,
     first_tasks,
     round_robin,
     write_domain_data,
@@ -26,9 +29,9 @@ from flatscore.domains.telecom.models import Bill, Customer, Line, Plan, Telecom
 DATA_DIR = Path(__file__).parent
 DB_SEED = 4201
 TASK_SEED = 4202
-# The held-out extension: new customers (lines, numbers, bills) from their own seed, and test
-# tasks on them only, appended after the original tasks so that the train split and the
-# first 30 test tasks stay byte-identical (the shipped adapter's training data depends on them).
+# The held-out customers (lines, numbers, bills) come from their own seed; every test task
+# is on them and every train task on the original customers (issue 28 regenerated both
+# splits: the shipped adapter was trained on the previous telecom tasks).
 EXTRA_DB_SEED = 4203
 EXTRA_TASK_SEED = 4204
 
@@ -219,20 +222,6 @@ NO_INTERNET = [
 CHECK = _user("check_status")
 
 
-def _device(
-    problem: dict[str, Any], fixes: list[Action], requests: list[str], goal: str
-) -> Template:
-    def make(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
-        return Parts(
-            requests,
-            goal,
-            [CHECK, *fixes],
-            setup=[Action(name="setup_device", arguments=problem, requestor="user")],
-        )
-
-    return make
-
-
 def _suspended(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
     cid = line.customer_id
     bid = f"B9{line.line_id[1:]}"
@@ -369,80 +358,175 @@ def _plans_info(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
     )
 
 
-TEMPLATES: list[tuple[str, Template, int]] = [
-    (
-        "airplane",
-        _device(
-            {"airplane_mode": True},
-            [_user("set_airplane_mode", on=False)],
-            NO_SERVICE,
-            "Your phone has no service.",
-        ),
-        8,
-    ),
+def _out_of_data(
+    rng: random.Random, db: TelecomDB, line: Line
+) -> tuple[int, Action, list[Action]] | None:
+    """The account half of a device task whose internet also needs data: the line's data
+    is used up (setup) and the user wants `gb` more; None on an unlimited line."""
+    if line.plan_id == "P4":
+        return None
+    gb = rng.randint(1, 5)
+    actions = [
+        _agent("find_customer_by_phone", phone_number=line.phone_number),
+        _agent("get_line", line_id=line.line_id),
+        _agent("add_data", line_id=line.line_id, gb=gb),
+    ]
+    return gb, _agent("use_all_data", line_id=line.line_id), actions
+
+
+def _device_and_data(
+    problem: dict[str, Any], fixes: list[Action], complaint: str, goal: str
+) -> Template:
+    """A phone problem (fixed by the user's `fixes`) on a line whose data is also used up
+    (fixed by the agent): internet needs both, so no task is solved by the phone alone."""
+
+    def make(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
+        out = _out_of_data(rng, db, line)
+        if out is None:
+            return None
+        gb, use_up, account = out
+        return Parts(
+            [
+                f"{complaint} I may have used up my data too: if so, please add {gb} GB.",
+                f"Hi, {complaint[0].lower()}{complaint[1:]} If my data ran out, I'd like {gb} "
+                "GB more.",
+            ],
+            f"{goal} You may also have used up your data; if so, you want {gb} GB of extra "
+            "data on your line.",
+            [CHECK, *fixes, *account],
+            setup=[use_up, Action(name="setup_device", arguments=problem, requestor="user")],
+            asks=[Ask(before=1 + len(fixes), keys=["phone_number"])],
+            final=f"Your phone is fixed and I added {gb} GB of data to your line {line.line_id}.",
+        )
+
+    return make
+
+
+def _airplane_abroad(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
+    """Airplane mode on, abroad without roaming: the user and the agent each fix a part."""
+    return Parts(
+        [
+            "I'm abroad and my phone has no service at all.",
+            "Hi, I'm traveling abroad and I have no signal on my phone.",
+        ],
+        "You are abroad and your phone has no service. You want it to work, internet included.",
+        [
+            CHECK,
+            _user("set_airplane_mode", on=False),
+            _agent("find_customer_by_phone", phone_number=line.phone_number),
+            _agent("enable_roaming", line_id=line.line_id),
+            _user("set_data_roaming", on=True),
+        ],
+        setup=[
+            Action(
+                name="setup_device",
+                arguments={"airplane_mode": True, "abroad": True},
+                requestor="user",
+            )
+        ],
+        asks=[Ask(before=2, keys=["phone_number"])],
+        final="Roaming is enabled on your line and your phone is set up for it.",
+    )
+
+
+def _sim_and_bill(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
+    """SIM not seated, and the user asks about an overdue bill (the amount is only in the
+    agent's records)."""
+    cid = line.customer_id
+    bid = f"B9{line.line_id[1:]}"
+    amount = round(db.plans[line.plan_id].price + rng.randint(1, 20), 2)
+    money = f"{amount:.2f}"
+    return Parts(
+        [
+            "My phone has no service. And do I have an unpaid bill? How much is it?",
+            "Hi, my phone shows no signal, and I'd also like to know how much I owe.",
+        ],
+        "Your phone has no service. You also want to know the amount of your overdue bill; "
+        "you do not want to pay it now.",
+        [
+            CHECK,
+            _user("reseat_sim"),
+            _agent("find_customer_by_phone", phone_number=line.phone_number),
+            _agent("get_bills", customer_id=cid),
+        ],
+        setup=[
+            _agent("add_bill", bill_id=bid, customer_id=cid, amount=amount, status="overdue"),
+            Action(name="setup_device", arguments={"sim_seated": False}, requestor="user"),
+        ],
+        asks=[Ask(before=2, keys=["phone_number"])],
+        communicate=[money],
+        final=f"Your phone has service again. You have an overdue bill of ${money} (bill {bid}).",
+    )
+
+
+# Every template needs agent tool calls (issue 28: the phone-only ones were solved by every
+# arm): the five device templates pair a phone problem with an account-side one.
+TEMPLATES: list[tuple[str, Template]] = [
+    ("airplane", _airplane_abroad),
     (
         "mobile_data",
-        _device(
+        _device_and_data(
             {"mobile_data": False},
             [_user("set_mobile_data", on=True)],
-            NO_INTERNET,
+            "My mobile internet doesn't work.",
             "Your phone's internet does not work.",
         ),
-        8,
     ),
-    (
-        "sim",
-        _device(
-            {"sim_seated": False},
-            [_user("reseat_sim")],
-            NO_SERVICE,
-            "Your phone has no service.",
-        ),
-        8,
-    ),
+    ("sim", _sim_and_bill),
     (
         "apn",
-        _device(
+        _device_and_data(
             {"apn_ok": False},
             [_user("reset_network")],
-            NO_INTERNET,
+            "My phone has signal but no internet.",
             "Your phone's internet does not work.",
         ),
-        6,
     ),
     (
         "airplane_data",
-        _device(
+        _device_and_data(
             {"airplane_mode": True, "mobile_data": False},
             [_user("set_airplane_mode", on=False), _user("set_mobile_data", on=True)],
-            NO_SERVICE,
+            "My phone has no service and no internet.",
             "Your phone has no service and no internet.",
         ),
-        6,
     ),
-    ("suspended", _suspended, 10),
-    ("roaming", _roaming, 8),
-    ("refuel", _refuel, 8),
-    ("change_plan", _change_plan, 8),
-    ("bill_info", _bill_info, 6),
-    ("plans_info", _plans_info, 4),
+    ("suspended", _suspended),
+    ("roaming", _roaming),
+    ("refuel", _refuel),
+    ("change_plan", _change_plan),
+    ("bill_info", _bill_info),
+    ("plans_info", _plans_info),
 ]
 
-
-# Test tasks per template after the extension: 114 in all (τ²'s telecom count). Every
-# template that needs agent tool calls gets 11; the phone-only ones share the rest (9–10).
+# Train tasks per template, on the original customers only (50 in all).
+TRAIN_COUNTS = {
+    "airplane": 5,
+    "mobile_data": 5,
+    "sim": 5,
+    "apn": 4,
+    "airplane_data": 4,
+    "suspended": 6,
+    "roaming": 5,
+    "refuel": 5,
+    "change_plan": 5,
+    "bill_info": 4,
+    "plans_info": 2,
+}
+# Test tasks per template, on the held-out customers only: 114 in all (τ²'s telecom count),
+# balanced (10–11; 11 for the four with the longest gold solutions).
 TEST_COUNTS = {
-    "airplane": 10,
-    "mobile_data": 10,
+    "airplane": 11,
+    "mobile_data": 11,
     "sim": 10,
-    "apn": 9,
-    "airplane_data": 9,
+    "apn": 10,
+    "airplane_data": 11,
     "suspended": 11,
-    "roaming": 11,
-    "refuel": 11,
-    "change_plan": 11,
-    "bill_info": 11,
-    "plans_info": 11,
+    "roaming": 10,
+    "refuel": 10,
+    "change_plan": 10,
+    "bill_info": 10,
+    "plans_info": 10,
 }
 
 
@@ -489,42 +573,42 @@ def _instantiate(
     return first_tasks("telecom", template, lines, count, build)
 
 
-def build_tasks(db: TelecomDB, seed: int = TASK_SEED) -> list[Task]:
-    """Every template instantiated for distinct lines; every third task goes to test."""
-    rng = random.Random(seed)
-    tasks: list[Task] = []
-    for template, make, count in TEMPLATES:
-        lines = sorted(db.lines.values(), key=lambda line: line.line_id)
-        rng.shuffle(lines)
-        for index, task in enumerate(_instantiate(rng, db, template, make, lines, 0, count)):
-            task.split = "test" if index % 3 == 0 else "train"
-            tasks.append(task)
-    return tasks
-
-
-def build_test_tasks(
-    db: TelecomDB, base: list[Task], new_lines: list[str], seed: int = EXTRA_TASK_SEED
+def build_split(
+    db: TelecomDB,
+    line_ids: list[str],
+    counts: dict[str, int],
+    split: Split,
+    seed: int,
+    first: dict[str, int] | None = None,
 ) -> list[Task]:
-    """Held-out test tasks on the new customers' lines only, so that every template reaches
-    its `TEST_COUNTS`; ids continue each template's numbering; interleaved round-robin over
-    the templates, so that any prefix of the test split covers them evenly."""
+    """`counts[template]` tasks of every template on the lines `line_ids` only (each task of a
+    template on another line), numbered from `first[template]`, interleaved round-robin over
+    the templates so that any prefix of the split covers them evenly."""
     rng = random.Random(seed)
-    per_template: list[list[Task]] = []
-    for template, make, _count in TEMPLATES:
-        lines = [db.lines[lid] for lid in new_lines]
-        rng.shuffle(lines)
-        made = [t for t in base if t.template == template]
-        missing = TEST_COUNTS[template] - sum(t.split == "test" for t in made)
-        per_template.append(_instantiate(rng, db, template, make, lines, len(made), missing))
+    per_template = fill_templates(
+        rng,
+        TEMPLATES,
+        lambda: [db.lines[lid] for lid in line_ids],
+        counts,
+        partial(_instantiate, rng, db),
+        first,
+    )
+    for tasks in per_template:
+        for task in tasks:
+            task.split = split
     return round_robin(per_template)
 
 
 def write_data(directory: Path = DATA_DIR) -> None:
+    """Train tasks on the original customers, test tasks on the held-out ones: no test task
+    names a record any train task names."""
     base_db = build_db()
-    base = build_tasks(base_db)
     db = extend_db(base_db)
-    new_lines = [lid for lid in db.lines if lid not in base_db.lines]
-    write_domain_data(directory, db, [*base, *build_test_tasks(db, base, new_lines)])
+    old = list(base_db.lines)
+    new = [lid for lid in db.lines if lid not in base_db.lines]
+    train = build_split(db, old, TRAIN_COUNTS, "train", TASK_SEED)
+    test = build_split(db, new, TEST_COUNTS, "test", EXTRA_TASK_SEED, first=TRAIN_COUNTS)
+    write_domain_data(directory, db, [*train, *test])
 
 
 if __name__ == "__main__":

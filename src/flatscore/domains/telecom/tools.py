@@ -172,6 +172,8 @@ _VERBS = (
     "open",
     "put",
     "go",
+    "use",
+    "run",
 )
 _POLITE = ("please", "can you", "could you", "would you", "try", "now ")
 
@@ -283,17 +285,39 @@ class PhoneTools(UserToolkit[TelecomDB]):
 
     @classmethod
     def instruction(cls, action: Action) -> str:
+        """The request in words and by the tool's exact name, as τ²'s telecom manual guides
+        the user (`toggle_airplane_mode()`): the agent reads the names it must not call."""
         on = action.arguments.get("on")
+        flag = "true" if on else "false"
         texts = {
-            "check_status": "Please check the status bar on your phone and tell me what it shows.",
-            "set_airplane_mode": f"Please turn {cls._onoff(bool(on))} airplane mode on your phone.",
-            "set_mobile_data": f"Please turn {cls._onoff(bool(on))} mobile data on your phone.",
-            "set_data_roaming": f"Please turn {cls._onoff(bool(on))} data roaming on your phone.",
-            "reseat_sim": "Please take the SIM card out of your phone and put it back in.",
-            "reset_network": "Please reset the network settings on your phone.",
-            "restart_phone": "Please restart your phone.",
+            "check_status": "Please check the status bar on your phone with `check_status()` "
+            "and tell me what it shows.",
+            "set_airplane_mode": f"Please turn {cls._onoff(bool(on))} airplane mode on your "
+            f"phone: use `set_airplane_mode(on={flag})`.",
+            "set_mobile_data": f"Please turn {cls._onoff(bool(on))} mobile data on your phone: "
+            f"use `set_mobile_data(on={flag})`.",
+            "set_data_roaming": f"Please turn {cls._onoff(bool(on))} data roaming on your "
+            f"phone: use `set_data_roaming(on={flag})`.",
+            "reseat_sim": "Please take the SIM card out of your phone and put it back in: use "
+            "`reseat_sim()`.",
+            "reset_network": "Please reset the network settings on your phone: use "
+            "`reset_network()`.",
+            "restart_phone": "Please restart your phone: use `restart_phone()`.",
         }
         return texts[action.name]
+
+    @classmethod
+    def _named(cls, clause: str) -> Action | None:
+        """A phone tool named with its call (`set_airplane_mode(on=false)`, `reseat_sim()`)."""
+        found = re.search(r"\b([a-z_]+)\(\s*(?:on\s*=\s*)?(true|false|on|off)?\s*\)", clause)
+        if found is None or found.group(1) not in cls.tool_names():
+            return None
+        name, flag = found.groups()
+        if "on" in cls.specs()[name].args_model.model_fields:
+            if flag is None:
+                return None
+            return Action(name=name, arguments={"on": flag in ("true", "on")}, requestor="user")
+        return Action(name=name, requestor="user")
 
     @classmethod
     def parse_requests(cls, text: str) -> list[Action]:
@@ -312,6 +336,10 @@ class PhoneTools(UserToolkit[TelecomDB]):
 
     @classmethod
     def _match(cls, clause: str) -> Action | None:
+        named = cls._named(clause)
+        if named is not None:
+            return named
+
         def toggle(name: str) -> Action | None:
             on = _direction(clause.replace(" on your phone", "").replace(" on the phone", ""))
             return None if on is None else Action(name=name, arguments={"on": on}, requestor="user")
