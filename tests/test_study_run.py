@@ -225,7 +225,7 @@ def test_a_negative_control_replicates_the_reference_and_comes_out_clean(
     assert c.verdict in ("no damage detected", "inconclusive"), c.verdict_reason
     assert not c.significant and not c.amplified_channels
     assert c.gap_growth.ci_low is None or c.gap_growth.ci_low <= 0
-    assert c.noise_floor is not None and c.noise_floor.invariance == "within the noise floor"
+    assert c.noise_floor is not None and c.noise_floor.invariance == "not beyond the noise floor"
     summary = (tmp_path / "out" / "summary.md").read_text("utf-8")
     assert "(negative control (a replicate of ref with another seed base))" in summary
     episodes = list(read_episodes(tmp_path / "out" / "runs" / "oracle__ref-control.jsonl"))

@@ -339,7 +339,8 @@ def test_the_embedded_study_report_opens(
         assert driver.find_element(By.ID, section_id).is_displayed(), section_id
     cells = driver.find_elements(By.CSS_SELECTOR, "#verdicts article.verdict")
     assert 1 <= len(cells) <= 2  # retail, then telecom as the study reaches it
-    # per cell: S(K), channels, the noise floor, pass^k, and one rank plot per arm compared with ref (an arm
+    # per cell: S(K), channels, the noise floor, pass^k, and one rank plot per arm compared
+    # with ref (an arm
     # that has not reached a domain yet has no plot there)
     figures = [
         (f.get_attribute("data-cell"), f.get_attribute("data-plot"))

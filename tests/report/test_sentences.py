@@ -52,9 +52,15 @@ CLAIMS: dict[str, Callable[[Comparison], bool]] = {
         a.ci_low is None for a in c.channel_amplification.values()
     ),
     "rules out a drop beyond the equivalence margin": _hi_within,
+    "do not ship this arm": lambda c: bool(c.significant) and not c.tost_equivalent,
+    "drops significantly, but by less than the equivalence margin": lambda c: (
+        bool(c.significant) and c.tost_equivalent
+    ),
     "still allows a drop beyond the equivalence margin": lambda c: not _hi_within(c),
     "differ from the reference's more than": lambda c: _floor(c, "beyond the noise floor"),
-    "differ from the reference's no more than": lambda c: _floor(c, "within the noise floor"),
+    "show no change beyond what the reference's own runs": lambda c: _floor(
+        c, "not beyond the noise floor"
+    ),
     "no noise floor to judge them against": lambda c: (
         c.noise_floor is None or c.noise_floor.invariance == "not decided"
     ),

@@ -356,7 +356,7 @@ def _invariance(stats: dict[str, FloorStat], intervals: bool) -> tuple[str, str]
             "the arm's failures differ from the reference's more than the reference's differ "
             "from its own (" + ", ".join(worse) + "): " + "; ".join(parts)
         )
-    return "within the noise floor", (
-        "the arm's failures differ from the reference's no more than chance makes the "
-        "reference differ from itself: " + "; ".join(parts)
+    return "not beyond the noise floor", (
+        "the arm's failures are not shown to differ from the reference's more than chance "
+        "makes the reference differ from itself: " + "; ".join(parts)
     )

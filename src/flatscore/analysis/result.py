@@ -195,7 +195,7 @@ class NoiseFloor(AnalysisModel):
     trials_per_half: list[int] = Field(default_factory=list)
     method: str
     diagnostics: dict[str, FloorStat]
-    invariance: Literal["within the noise floor", "beyond the noise floor", "not decided"]
+    invariance: Literal["not beyond the noise floor", "beyond the noise floor", "not decided"]
     invariance_reason: str
 
 

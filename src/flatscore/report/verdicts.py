@@ -56,6 +56,11 @@ ADVICE: dict[str, str] = {
     ),
     "nothing to compare": "Only one arm was run: there is nothing to compare it with.",
 }
+DAMAGE_WITHIN_MARGIN = (
+    "The final score drops significantly, but by less than the equivalence margin (TOST): "
+    "decide whether a drop of this size matters for your deployment before shipping."
+)
+"""The "visible damage" advice when the drop is significant yet inside the margin."""
 AMPLIFIED_FLAT_BUDGET = (
     "The headline score hides extra failed tool calls (each costs turns, tokens and tool "
     "traffic), though success at small budgets is not significantly lower in this study."
@@ -73,6 +78,8 @@ def advice(c: Comparison) -> str:
     """The deployment advice for the verdict; the small-budget claim only where it holds."""
     if c.verdict == "flat score, amplified failures" and not gap_grows(c):
         return AMPLIFIED_FLAT_BUDGET
+    if c.verdict == "visible damage" and c.tost_equivalent:
+        return DAMAGE_WITHIN_MARGIN
     return ADVICE.get(c.verdict or "", "")
 
 
@@ -250,8 +257,9 @@ def _names_sentence(c: Comparison) -> str | None:
             f"reference's own runs differ from each other ({numbers}; {floor})."
         )
     return (
-        "Its hallucinated tool names differ from the reference's no more than the "
-        f"reference's own runs differ from each other ({numbers}; {floor})."
+        "Its hallucinated tool names show no change beyond what the reference's own runs "
+        f"show between themselves ({numbers}; {floor}): none detected, which with few "
+        "names is not evidence of none."
     )
 
 
