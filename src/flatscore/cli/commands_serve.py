@@ -39,7 +39,7 @@ def serve(
     from flatscore.models.local import LocalBackend
     from flatscore.models.serve import create_app
     from flatscore.models.serve_guard import GuardConfig
-    from flatscore.secrets import register_secret
+    from flatscore.redaction import register_secret
 
     if compute not in COMPUTES:
         raise InputError(f"{compute!r}: use {' or '.join(COMPUTES)}", field="--compute")

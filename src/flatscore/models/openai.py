@@ -30,7 +30,7 @@ from flatscore.models.base import Backend, BackendError, ContextWindowExceeded, 
 from flatscore.models.cache import ResponseCache
 from flatscore.models.chat_format import render_call
 from flatscore.models.wire import calls_from_wire, logprobs_from_wire, message_to_wire
-from flatscore.secrets import register_secret
+from flatscore.redaction import register_secret
 from flatscore.strict import StrictModel
 
 _CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too many tokens")
