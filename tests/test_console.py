@@ -16,26 +16,16 @@ import pytest
 from rich.console import Console
 from rich.table import Table
 
+from cli_runner import flatscore
 from flatscore.console import PlainProgress, make_console, progress, styled
 from flatscore.report.terminal import verdict_lines
-
-CLI = "from flatscore.cli import main; main()"
 
 
 def _piped(
     *args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """The real command with its output piped and no COLUMNS: what a log file gets."""
-    base = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    env = {**base, "OMP_NUM_THREADS": "1", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-c", CLI, *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-        cwd=cwd,
-    )
+    return flatscore(*args, cwd=cwd, env={"COLUMNS": None, "LINES": None, **(env or {})})
 
 
 def test_piped_lines_do_not_wrap_at_80_columns(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ simulator, orchestrator, evaluator, litellm) against a real HTTP server on loopb
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -21,8 +20,7 @@ if not lib.available():
         allow_module_level=True,
     )
 
-sys.path.insert(0, str(Path(__file__).parent))
-from replay_server import ReplayServer
+from replay_server import ReplayServer  # next to this file (pytest puts it on sys.path)
 
 from flatscore.formats.tau2 import read_tau2
 from flatscore.store import read_episodes

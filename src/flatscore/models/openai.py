@@ -29,8 +29,8 @@ from flatscore.episode import Message, TokenUsage
 from flatscore.models.base import Backend, BackendError, ContextWindowExceeded, Generation, Sampling
 from flatscore.models.cache import ResponseCache
 from flatscore.models.chat_format import render_call
-from flatscore.models.wire import calls_from_wire, logprobs_from_wire, message_to_wire
 from flatscore.redaction import register_secret
+from flatscore.serve.wire import calls_from_wire, logprobs_from_wire, message_to_wire
 from flatscore.strict import StrictModel
 
 _CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too many tokens")

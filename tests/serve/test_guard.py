@@ -1,7 +1,7 @@
 """`flatscore serve`'s HTTP layer under abuse: a real uvicorn server on loopback, in front of
 a token-by-token backend that needs no model weights (the app, validation, guard and
 cancellation are the things under test; generation is the local backend's, tested in
-test_serve.py)."""
+test_app.py)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ import uvicorn
 
 from flatscore.episode import Message, TokenUsage
 from flatscore.models.base import Backend, BackendError, ContextWindowExceeded, Generation, Sampling
-from flatscore.models.cancel import check_cancelled
-from flatscore.models.serve import create_app
-from flatscore.models.serve_guard import MAX_BODY_BYTES, GuardConfig
+from flatscore.serve.app import create_app
+from flatscore.serve.cancel import check_cancelled
+from flatscore.serve.guard import MAX_BODY_BYTES, GuardConfig
 
 USER = [{"role": "user", "content": "hi"}]
 OK = {"model": "m", "messages": USER}

@@ -1,0 +1,23 @@
+"""Suite-wide: one torch thread per test process (the suite runs as two pytest-xdist
+workers on two cores; more threads would only fight over them), and the real embedded model
+loaded once per process for the tests that need it (slow)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def loaded_model() -> Any:
+    """The embedded SmolLM2 (fp32, reference weights); tests must not change its weights."""
+    import torch
+
+    from flatscore.models.embedded import load_model
+
+    torch.set_num_threads(1)
+    return load_model("embedded")
