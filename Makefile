@@ -27,8 +27,10 @@ $(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/activate
 demo: $(VENV)/.installed-demo
 	$(VENV)/bin/flatscore demo
 
+# Both cores (pytest-xdist; at most 4 workers: each may load the embedded model). loadfile
+# keeps a module's tests, and so its module-scoped servers and models, on one worker.
 test: $(VENV)/.installed-dev
-	$(PY) -m pytest -m "not slow" -q
+	$(PY) -m pytest -m "not slow" -q -n auto --maxprocesses 4 --dist loadfile
 
 test-all: $(VENV)/.installed-dev
 	$(PY) -m pytest -q

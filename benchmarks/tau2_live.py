@@ -147,7 +147,7 @@ def part_b(max_steps: int, max_tokens: int) -> None:
 
     from flatscore.models.embedded import load_model
     from flatscore.models.local import LocalBackend
-    from flatscore.models.serve import create_app
+    from flatscore.serve.app import create_app
     from flatscore.tau2live import lib
     from flatscore.tau2live.endpoints import Endpoint
     from flatscore.tau2live.runner import simulate

@@ -6,33 +6,26 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from rich.table import Table
 
-from flatscore.console import make_console, styled
+from cli_runner import flatscore
+from flatscore.console import PlainProgress, make_console, progress, styled
 from flatscore.report.terminal import verdict_lines
-
-CLI = "from flatscore.cli import main; main()"
 
 
 def _piped(
     *args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """The real command with its output piped and no COLUMNS: what a log file gets."""
-    base = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    env = {**base, "OMP_NUM_THREADS": "1", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-c", CLI, *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-        cwd=cwd,
-    )
+    return flatscore(*args, cwd=cwd, env={"COLUMNS": None, "LINES": None, **(env or {})})
 
 
 def test_piped_lines_do_not_wrap_at_80_columns(tmp_path: Path) -> None:
@@ -132,3 +125,50 @@ def test_verdict_lines_are_text_not_markup() -> None:
     )  # fmt: skip
     (line,) = verdict_lines(SimpleNamespace(cells=[cell]))  # type: ignore[arg-type]
     assert printed(line).strip() == "[red]m / d[/]: inconclusive — [/]why  (risk screen: [b])"
+
+
+def test_a_piped_progress_prints_plain_lines_every_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Not a terminal (a pipe, `| tee log`): rich would draw nothing until the end, so one
+    plain line per bar is printed every FLATSCORE_PROGRESS_EVERY_S seconds and at the end."""
+    monkeypatch.setenv("FLATSCORE_PROGRESS_EVERY_S", "0.05")
+    console = make_console()
+    console.file = io.StringIO()
+    assert not console.is_terminal
+    bar = progress(console, "ok {task.fields[ok]}")
+    with bar:
+        task = bar.add_task("retail[x]", total=4, ok=0)
+        for done in range(1, 5):
+            time.sleep(0.3)  # several intervals per step, like episodes minutes apart
+            bar.update(task, advance=1, ok=done // 2)
+        during = console.file.getvalue().splitlines()
+    lines = console.file.getvalue().splitlines()
+    assert len(during) >= 8  # ~6 intervals per step; a loaded machine may lose some
+    assert all(
+        re.fullmatch(r"retail\[x\] \d/4 ok \d elapsed \d:\d\d:\d\d eta \S+", ln) for ln in lines
+    )
+    assert lines[-1].startswith("retail[x] 4/4 ok 2 elapsed ")  # the final count, once more
+    assert "━" not in console.file.getvalue()
+
+
+def test_a_piped_progress_is_quiet_when_disabled_and_a_terminal_keeps_rich_bars() -> None:
+    console = make_console()
+    console.file = io.StringIO()
+    with progress(console, "ok {task.fields[ok]}", enabled=False) as bar:
+        bar.add_task("all cells", total=1, ok=0)
+    assert console.file.getvalue() == ""
+    terminal = Console(file=io.StringIO(), force_terminal=True)
+    assert not isinstance(progress(terminal, "ok {task.fields[ok]}"), PlainProgress)
+
+
+def test_a_piped_run_logs_its_progress(tmp_path: Path) -> None:
+    """`flatscore run` with stderr piped: its progress arrives as plain lines."""
+    done = _piped(
+        "run", "--domain", "retail", "--task", "cancel_00", "--trials", "3",
+        "--out", tmp_path / "e.jsonl", env={"FLATSCORE_PROGRESS_EVERY_S": "0.01"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines and all(" elapsed " in ln for ln in lines)
+    assert any(ln.startswith("all cells 3/3 ok 3 ") for ln in lines)

@@ -248,7 +248,7 @@ def test_atomic_writer_appends_all_or_nothing(tmp_path: Path) -> None:
 
 
 def test_secrets_never_reach_the_run_file(tmp_path: Path) -> None:
-    from flatscore.secrets import register_secret
+    from flatscore.redaction import register_secret
 
     register_secret("sk-configured-key-123456")
     ep = simple(0).model_copy(

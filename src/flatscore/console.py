@@ -16,7 +16,10 @@ third parties.
   the middle of a sentence (`reference arm` / `'ref'`) in logs and pipes. `make_console()`
   gives a console that never wraps prose (`soft_wrap`) and lays tables out at `PIPE_WIDTH`
   columns when piped (a terminal's own width otherwise; `COLUMNS` wins over both).
-- **Progress.** `progress()` is the one progress-bar layout (runs and training).
+- **Progress.** `progress()` is the one progress-bar layout (runs and training). On a
+  console that is not a terminal (`make demo | tee log`, a CI log) rich draws nothing until
+  the run ends, so there it prints plain lines instead (`PlainProgress`): one per bar every
+  `FLATSCORE_PROGRESS_EVERY_S` seconds (default 30) and once at the end.
 """
 
 from __future__ import annotations
@@ -24,13 +27,16 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 import warnings
+from datetime import timedelta
 
 from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    Task,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -38,6 +44,7 @@ from rich.progress import (
 from rich.text import Text
 
 PIPE_WIDTH = 200
+PLAIN_EVERY_S = 30.0  # seconds between plain progress lines (FLATSCORE_PROGRESS_EVERY_S)
 _NOISY = r"(transformers|peft|accelerate|torch|huggingface_hub|torchao)(\..*)?$"
 
 
@@ -80,10 +87,66 @@ def styled(*parts: str | tuple[str, str]) -> Text:
     return Text.assemble(*parts)
 
 
+def _clock(seconds: float | None) -> str:
+    return "-:--:--" if seconds is None else str(timedelta(seconds=int(seconds)))
+
+
+class PlainProgress(Progress):
+    """The bars' tasks, printed as plain lines (`all cells 12/40 ok 9 elapsed 0:03:10 eta
+    0:07:00`) every `every_s` seconds from a timer thread, and once more when it stops;
+    nothing is redrawn, so a log gets one readable line per bar and interval."""
+
+    def __init__(self, console: Console, fields: str, every_s: float) -> None:
+        super().__init__(console=console, disable=True)  # rich's display off; tasks kept
+        self.fields = fields
+        self.every_s = every_s
+        self._stopped = threading.Event()
+        self._timer: threading.Thread | None = None
+
+    def line(self, task: Task) -> str:
+        total = "?" if task.total is None else f"{task.total:g}"
+        parts = [task.description, f"{task.completed:g}/{total}", self.fields.format(task=task)]
+        parts += [f"elapsed {_clock(task.elapsed)}", f"eta {_clock(task.time_remaining)}"]
+        return " ".join(p for p in parts if p)
+
+    def print_lines(self) -> None:
+        for task in self.tasks:
+            self.console.print(Text(self.line(task)), soft_wrap=True)
+
+    def _tick(self) -> None:
+        while not self._stopped.wait(self.every_s):
+            self.print_lines()
+
+    def start(self) -> None:
+        self._stopped.clear()
+        self._timer = threading.Thread(target=self._tick, name="flatscore-progress", daemon=True)
+        self._timer.start()
+
+    def stop(self) -> None:
+        if self._timer is None:
+            return
+        self._stopped.set()
+        self._timer.join()
+        self._timer = None
+        self.print_lines()
+
+
+def plain_every_s() -> float:
+    """`FLATSCORE_PROGRESS_EVERY_S` if it is a positive number, else `PLAIN_EVERY_S`."""
+    try:
+        value = float(os.environ.get("FLATSCORE_PROGRESS_EVERY_S", PLAIN_EVERY_S))
+    except ValueError:
+        return PLAIN_EVERY_S
+    return value if value > 0 else PLAIN_EVERY_S
+
+
 def progress(console: Console, fields: str, *, enabled: bool = True) -> Progress:
     """Bars as `description ━━━━ done/total <fields> elapsed eta remaining`; `fields` is a
     rich template over the task's fields (`"ok {task.fields[ok]}"`). The description is
-    data (a domain or arm name) and prints literally."""
+    data (a domain or arm name) and prints literally. On a console that is not a terminal,
+    plain lines every `plain_every_s()` seconds instead (`PlainProgress`)."""
+    if enabled and not console.is_terminal:
+        return PlainProgress(console, fields, plain_every_s())
     return Progress(
         TextColumn("{task.description}", style="bold", markup=False),
         BarColumn(),

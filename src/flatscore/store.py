@@ -30,7 +30,7 @@ from pydantic import BaseModel, ValidationError
 from flatscore.episode import Episode
 from flatscore.errors import InputError, from_validation
 from flatscore.inputs import MAX_RECORD_BYTES, check_regular_file, error_text, parse_json_bytes
-from flatscore.secrets import scrub
+from flatscore.redaction import scrub
 
 LOCK_SUFFIX = ".lock"
 

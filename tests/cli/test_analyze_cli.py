@@ -4,7 +4,6 @@ a subprocess like a user's, the rest in-process to keep the suite fast)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -14,20 +13,13 @@ from pathlib import Path
 import pytest
 
 from analysis_builders import episode
+from cli_runner import flatscore as run_flatscore
 from flatscore.cli import main
 from flatscore.store import EpisodeWriter
 
 
 def subprocess_flatscore(*args: str) -> subprocess.CompletedProcess[str]:
-    code = "import sys; from flatscore.cli import main; sys.argv[0] = 'flatscore'; main()"
-    return subprocess.run(
-        [sys.executable, "-c", code, *args],
-        capture_output=True,
-        text=True,
-        # PYTHONPATH passes through so a worktree's code is the code under test
-        env={"COLUMNS": "120", "PATH": "", "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
-        timeout=120,
-    )
+    return run_flatscore(*args, env={"COLUMNS": "120", "PATH": ""}, timeout=120)
 
 
 @dataclass

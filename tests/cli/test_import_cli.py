@@ -3,32 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
+from cli_runner import flatscore
 from flatscore.store import read_episodes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tau2"
 SINGLE_FILES = sorted((FIXTURES / "v1.0").glob("*.json")) + sorted(
     (FIXTURES / "v0.2").glob("*.json")
 )
-
-
-def flatscore(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    """Run the CLI's `main()` (what the console script calls) in a fresh interpreter."""
-    return subprocess.run(
-        [sys.executable, "-c", "from flatscore.cli import main; main()", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "COLUMNS": "200"},
-    )
 
 
 def simulations(path: Path) -> list[dict]:

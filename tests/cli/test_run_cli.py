@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_runner import flatscore
 from flatscore.store import read_episodes
-
-
-def flatscore(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from flatscore.cli import main; main()", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "COLUMNS": "200"},
-    )
 
 
 def test_run_writes_episodes_with_the_run_options(tmp_path: Path) -> None:

@@ -2,22 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
+from cli_runner import flatscore
 from flatscore.embedded.train import TrainConfig
-
-
-def flatscore(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from flatscore.cli import main; main()", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "COLUMNS": "200", "OMP_NUM_THREADS": "1"},
-    )
 
 
 def test_train_refuses_an_existing_run_without_resume(tmp_path: Path) -> None:

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 import torch
-from sample_chat import START, TOOLS
 
 from flatscore.episode import Message, ToolCall, ToolResult
 from flatscore.models.base import ContextWindowExceeded, Sampling
 from flatscore.models.local import LocalBackend
+from sample_chat import START, TOOLS
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ from flatscore.agents.model import ModelAgent
 from flatscore.domains import get_domain
 from flatscore.models.base import BackendError, Sampling
 from flatscore.models.openai import OpenAIBackend, OpenAIConfig
+from flatscore.redaction import scrub
 from flatscore.runner import EpisodeSpec, run_episode
-from flatscore.secrets import scrub
 from flatscore.store import EpisodeWriter, read_episodes
 from flatscore.users import ScriptedUser
 

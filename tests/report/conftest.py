@@ -3,19 +3,16 @@ report tests. A small bootstrap keeps them fast; the numbers are not what is tes
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
+# The fixture builders next to this file are importable here and in the test modules:
+# pytest's default import mode puts a test's (and a conftest's) own folder on sys.path.
+from report_episodes import analyzed, hostile_study, study
+
 from flatscore.episode import Episode
 from flatscore.report import ReportPaths, write_report
-
-# The suite runs with --import-mode=importlib, which leaves sys.path alone: make the fixture
-# builders next to this file importable here and in the test modules.
-sys.path.insert(0, str(Path(__file__).parent))
-
-from report_episodes import analyzed, hostile_study, study
 
 
 @pytest.fixture(scope="session")

@@ -3,23 +3,17 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_runner import flatscore as run_flatscore
 from flatscore.episode import Episode
 from flatscore.store import EpisodeWriter
 
 
 def flatscore(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from flatscore.cli import main; main()", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={"OMP_NUM_THREADS": "1", "COLUMNS": "200", "PATH": "/usr/bin:/bin"},
-    )
+    return run_flatscore(*args, env={"PATH": "/usr/bin:/bin"})  # no browser, no extras
 
 
 @pytest.fixture(scope="module")

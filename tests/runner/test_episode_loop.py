@@ -210,6 +210,39 @@ def test_agent_exceptions(exc: Exception, reason: TerminationReason) -> None:
     assert str(exc) in ep.metadata["error"]
 
 
+class RaisingUser(User):
+    """Opens normally, then fails on its second turn (after the agent's first reply)."""
+
+    def __init__(self, exc: Exception) -> None:
+        self.exc = exc
+
+    def start(self, task: Task, seed: int, goal_reached: Callable[[], bool]) -> None:
+        self.turns = 0
+
+    async def act(self, messages: list[Message], tools: list[ToolSchema]) -> Message:
+        self.turns += 1
+        if self.turns == 1:
+            return Message(role="user", content="Where is my order?")
+        raise self.exc
+
+
+@pytest.mark.parametrize(
+    ("exc", "reason"),
+    [
+        (RuntimeError("user boom"), TerminationReason.USER_ERROR),
+        (BackendError("user down", kind="connection"), TerminationReason.INFRASTRUCTURE_ERROR),
+        (ContextWindowExceeded("user too long"), TerminationReason.CONTEXT_WINDOW_EXCEEDED),
+    ],
+)
+def test_user_exceptions_are_the_users_not_the_agents(
+    exc: Exception, reason: TerminationReason
+) -> None:
+    ep = run(Scripted([text("Let me check.")]), user=RaisingUser(exc))
+    assert ep.termination_reason == reason and ep.reward == 0.0
+    assert ep.metadata["error"].startswith("user: ") and str(exc) in ep.metadata["error"]
+    assert [m.role for m in ep.messages] == ["assistant", "user", "assistant"]
+
+
 def test_timeout() -> None:
     ep = run(Sleeping(), timeout_s=0.2)
     assert ep.termination_reason == TerminationReason.TIMEOUT

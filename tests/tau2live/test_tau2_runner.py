@@ -5,7 +5,6 @@ simulator, orchestrator, evaluator, litellm) against a real HTTP server on loopb
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -21,8 +20,7 @@ if not lib.available():
         allow_module_level=True,
     )
 
-sys.path.insert(0, str(Path(__file__).parent))
-from replay_server import ReplayServer
+from replay_server import ReplayServer  # next to this file (pytest puts it on sys.path)
 
 from flatscore.formats.tau2 import read_tau2
 from flatscore.store import read_episodes
@@ -187,3 +185,31 @@ def test_endpoint_down_is_an_infrastructure_error(tmp_path: Path) -> None:
     assert ep.is_infrastructure_error and ep.reward is None
     assert ep.metadata["tau2_error_type"].endswith("Error")
     assert [m.role for m in ep.messages] == ["assistant", "user"]  # kept up to the failure
+
+
+def test_a_crash_on_the_users_turn_is_the_users_and_marked_crashed(
+    server: ReplayServer, tmp_path: Path
+) -> None:
+    study = parse_study(
+        {
+            "name": "garbled",
+            "output": str(tmp_path),
+            "models": [
+                {
+                    "name": "m",
+                    "kind": "openai",
+                    "arms": {"a": {"url": server.url, "served_model": "live-agent"}},
+                }
+            ],
+            "domains": ["tau2:retail"],
+            "tau2": {"num_tasks": 1, "user": {"url": server.url, "model": "garbled-user"}},
+        }
+    )
+    outcome = run_study(study, progress=False, report=False)
+    assert outcome.terminations == {"user_error": 1}
+    (ep,) = read_episodes(tmp_path / "runs" / "m__a__tau2.jsonl")
+    assert ep.metadata["crashed"] == "user_error"  # a failure, but not a quiet one
+    assert ep.metadata["tau2_error_type"] == "JSONDecodeError"
+    assert ep.reward == 0.0 and not ep.is_infrastructure_error
+    roles = [m.role for m in ep.messages]  # kept up to the agent's reply the user broke on
+    assert roles.count("user") == 1 and roles[-1] == "assistant"

@@ -37,9 +37,9 @@ def serve(
 
     from flatscore.models.base import COMPUTES, Compute
     from flatscore.models.local import LocalBackend
-    from flatscore.models.serve import create_app
-    from flatscore.models.serve_guard import GuardConfig
-    from flatscore.secrets import register_secret
+    from flatscore.redaction import register_secret
+    from flatscore.serve.app import create_app
+    from flatscore.serve.guard import GuardConfig
 
     if compute not in COMPUTES:
         raise InputError(f"{compute!r}: use {' or '.join(COMPUTES)}", field="--compute")

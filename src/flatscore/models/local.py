@@ -54,7 +54,7 @@ class _Decoding:
     def __init__(self, backend: LocalBackend, sampling: Sampling) -> None:
         import torch
 
-        from flatscore.models import cancel
+        from flatscore.serve import cancel
 
         # The caller's cancellation signal (a served client that went away), checked on the
         # engine thread between tokens.
@@ -70,7 +70,7 @@ class _Decoding:
         self.first_token_at: float | None = None  # the end of prefill, for TurnTiming
 
     def step(self, logits: Any) -> int | None:
-        from flatscore.models.cancel import GenerationCancelled
+        from flatscore.serve.cancel import GenerationCancelled
 
         if self.cancelled is not None and self.cancelled.is_set():
             raise GenerationCancelled()
@@ -294,7 +294,7 @@ class LocalBackend(Backend):
     def generate(
         self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
     ) -> Generation:
-        from flatscore.models.cancel import check_cancelled
+        from flatscore.serve.cancel import check_cancelled
 
         start = time.perf_counter()
         check_cancelled()

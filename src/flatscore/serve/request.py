@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from flatscore.episode import Message
 from flatscore.inputs import parse_json_bytes
 from flatscore.models.base import Sampling
-from flatscore.models.wire import message_from_wire
+from flatscore.serve.wire import message_from_wire
 
 DEFAULT_MAX_TOKENS = 512
 MAX_MESSAGES = 4096

@@ -19,7 +19,7 @@ import pytest
 
 from flatscore.episode import Message, ToolCall
 from flatscore.models.base import Backend, ContextWindowExceeded, Generation, Sampling
-from flatscore.models.serve import DEFAULT_MAX_TOKENS, create_app
+from flatscore.serve.app import DEFAULT_MAX_TOKENS, create_app
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 litellm = pytest.importorskip("litellm", reason="litellm comes with the tau2 extra")

@@ -11,8 +11,8 @@ request that extends a recently served conversation reuses its KV cache (automat
 caching; reused prompt tokens are reported as OpenAI's
 `usage.prompt_tokens_details.cached_tokens`).
 
-Requests are validated strictly (`serve_request`), only loopback clients and no web page
-may call (`serve_guard`), and a generation stops when its client disconnects.
+Requests are validated strictly (`flatscore.serve.request`), only loopback clients and no web page
+may call (`flatscore.serve.guard`), and a generation stops when its client disconnects.
 
 What an OpenAI client may rely on (τ²-bench through litellm does):
 - tool-call `arguments` are always a JSON object's text: output whose arguments do not
@@ -38,15 +38,15 @@ from starlette.routing import Route
 
 from flatscore.episode import Message
 from flatscore.models.base import Backend, BackendError, Generation, Sampling
-from flatscore.models.serve_guard import (
+from flatscore.serve.guard import (
     EXCEPTION_HANDLERS,
     GuardConfig,
     ServeGuard,
     error_response,
     run_until_disconnect,
 )
-from flatscore.models.serve_request import DEFAULT_MAX_TOKENS, RequestError, parse_chat_request
-from flatscore.models.wire import logprobs_to_wire, message_to_wire
+from flatscore.serve.request import DEFAULT_MAX_TOKENS, RequestError, parse_chat_request
+from flatscore.serve.wire import logprobs_to_wire, message_to_wire
 
 _error = error_response
 

@@ -1,7 +1,7 @@
 """`flatscore serve`'s HTTP layer under abuse: a real uvicorn server on loopback, in front of
 a token-by-token backend that needs no model weights (the app, validation, guard and
 cancellation are the things under test; generation is the local backend's, tested in
-test_serve.py)."""
+test_app.py)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ import uvicorn
 
 from flatscore.episode import Message, TokenUsage
 from flatscore.models.base import Backend, BackendError, ContextWindowExceeded, Generation, Sampling
-from flatscore.models.cancel import check_cancelled
-from flatscore.models.serve import create_app
-from flatscore.models.serve_guard import MAX_BODY_BYTES, GuardConfig
+from flatscore.serve.app import create_app
+from flatscore.serve.cancel import check_cancelled
+from flatscore.serve.guard import MAX_BODY_BYTES, GuardConfig
 
 USER = [{"role": "user", "content": "hi"}]
 OK = {"model": "m", "messages": USER}
@@ -236,6 +236,33 @@ def test_foreign_host_or_origin_is_403(server: Server, headers: dict[str, str]) 
     assert_openai_error(httpx.get(server.base + "/v1/models", headers=headers), 403)
 
 
+def raw_status(server: Server, request: bytes) -> tuple[int, bytes]:
+    """Send `request` as raw bytes (httpx always adds a Host header); the status and body."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as conn:
+        conn.sendall(request)
+        reply = b""
+        while chunk := conn.recv(65536):
+            reply += chunk
+    head, _, body = reply.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body
+
+
+NO_HOST = [
+    b"GET /v1/models HTTP/1.0\r\n\r\n",
+    b"POST /v1/chat/completions HTTP/1.0\r\ncontent-type: application/json\r\n"
+    + f"content-length: {len(json.dumps(OK))}\r\n\r\n{json.dumps(OK)}".encode(),
+]
+
+
+@pytest.mark.parametrize("request_bytes", NO_HOST, ids=["GET", "POST"])
+def test_a_request_without_host_header_is_403(server: Server, request_bytes: bytes) -> None:
+    """HTTP/1.0 needs no Host header; the guard must refuse, not skip the check."""
+    status, body = raw_status(server, request_bytes)
+    assert status == 403 and json.loads(body)["error"]["code"] == "bad_host"
+    with_host = request_bytes.replace(b"\r\n", f"\r\nhost: 127.0.0.1:{server.port}\r\n".encode(), 1)
+    assert raw_status(server, with_host)[0] == 200  # the same request, named, is served
+
+
 def test_loopback_origin_is_allowed(server: Server) -> None:
     r = post(server, {**OK, "max_tokens": 1}, headers={"origin": f"http://localhost:{server.port}"})
     assert r.status_code == 200
@@ -262,6 +289,11 @@ def test_api_key_is_required_when_configured() -> None:
         bad = {"authorization": "Bearer sk-wrong"}
         assert_openai_error(post(s, OK, headers=bad), 401)
         assert_openai_error(httpx.get(s.base + "/v1/models"), 401)
+        for scheme in ("Basic", "Token", "Digest", ""):
+            wrong = {"authorization": f"{scheme} sk-test-0123456789".strip()}
+            assert_openai_error(post(s, OK, headers=wrong), 401)  # only Bearer carries it
+            assert_openai_error(httpx.get(s.base + "/v1/models", headers=wrong), 401)
+        assert_openai_error(post(s, OK, headers={"x-api-key": "sk-test-0123456789"}), 401)
         good = {"authorization": "Bearer sk-test-0123456789"}
         assert post(s, {**OK, "max_tokens": 1}, headers=good).status_code == 200
         assert httpx.get(s.base + "/v1/models", headers=good).status_code == 200
@@ -327,5 +359,7 @@ def test_bound_beyond_loopback_any_host_but_never_a_foreign_origin() -> None:
         r = post(s, {**OK, "max_tokens": 1}, headers={**key, "host": "my-laptop.lan"})
         assert r.status_code == 200
         assert_openai_error(post(s, OK, headers={**key, "origin": "https://evil.example"}), 403)
+        no_host = b"GET /v1/models HTTP/1.0\r\nauthorization: Bearer sk-test-0123456789\r\n\r\n"
+        assert raw_status(s, no_host)[0] == 403  # any name, but a name
     finally:
         s.close()

@@ -13,12 +13,12 @@ from typing import Any
 
 import httpx
 import pytest
-from sample_chat import CONVERSATION, TOOLS
 
 from flatscore.episode import Message
 from flatscore.models.base import BackendError, ContextWindowExceeded, Sampling
 from flatscore.models.local import LocalBackend
 from flatscore.models.openai import OpenAIBackend, OpenAIConfig
+from sample_chat import CONVERSATION, TOOLS
 
 
 def _free_port() -> int:
@@ -224,7 +224,7 @@ def test_prefix_caching_encodes_only_the_new_tokens(server: str, loaded_model: A
     """A request extending a conversation the server just answered reuses its KV cache
     (OpenAI's usage.prompt_tokens_details.cached_tokens), with the same tokens as a
     backend without any cache."""
-    from flatscore.models.wire import message_from_wire, message_to_wire
+    from flatscore.serve.wire import message_from_wire, message_to_wire
 
     history = [message_to_wire(m) for m in CONVERSATION]
     first = _post(server, history)
@@ -242,7 +242,7 @@ def test_prefix_caching_encodes_only_the_new_tokens(server: str, loaded_model: A
 def test_concurrent_requests_are_batched_with_the_same_answers(server: str) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from flatscore.models.wire import message_to_wire
+    from flatscore.serve.wire import message_to_wire
 
     history = [message_to_wire(m) for m in CONVERSATION[:2]]
     asks = [
