@@ -33,6 +33,7 @@ DEMO_CONCURRENCY = 64
 DEMO_MAX_TOKENS = 192
 DEMO_OUTPUT = "flatscore-demo"
 DEMO_DOMAINS = ["retail", "telecom"]
+DEMO_KV_MEMORY_MB = 384.0  # per arm: four arms' weights + KV within 4 GB (docs/benchmarks.md)
 
 
 def stratified_task_ids(domains: list[str], split: str, per_domain: int) -> list[str]:
@@ -87,6 +88,7 @@ def demo_study(
                     "arms": list(arms),
                     "sampling": {"max_tokens": DEMO_MAX_TOKENS},
                     "compute": compute,
+                    "kv_memory_mb": DEMO_KV_MEMORY_MB,
                 }
             ],
             "domains": list(DEMO_DOMAINS),

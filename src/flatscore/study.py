@@ -32,7 +32,7 @@ from flatscore.analysis.budget import parse_budgets
 from flatscore.domains import domain_names
 from flatscore.errors import InputError, from_validation
 from flatscore.limits import MAX_BOOTSTRAP, MAX_BUDGET, MIN_BOOTSTRAP
-from flatscore.models.base import Compute
+from flatscore.models.base import DEFAULT_KV_MEMORY_MB, Compute
 from flatscore.models.shared import BackendSpec
 from flatscore.runner import defaults
 from flatscore.strict import StrictModel
@@ -83,6 +83,12 @@ class ModelSpec(StrictModel):
         None,
         description="embedded/local: fp32 (default) or bf16 linear layers "
         "(faster on CPUs with AMX / AVX512-BF16; docs/backends.md)",
+    )
+    kv_memory_mb: float = Field(
+        DEFAULT_KV_MEMORY_MB,
+        gt=0,
+        description="embedded/local: MiB of KV cache per arm (sequences in flight + prefix "
+        "cache); less memory, fewer sequences per pass",
     )
 
     @field_validator("arms", mode="before")
@@ -158,6 +164,7 @@ class ModelSpec(StrictModel):
             quant=spec.quant or arm,
             threads=self.threads,
             compute=self.compute or "fp32",
+            kv_memory_mb=self.kv_memory_mb,
         )
 
 
