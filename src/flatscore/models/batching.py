@@ -549,9 +549,10 @@ class BatchEngine:
 
     @staticmethod
     def _need(request: Request) -> int:
-        """KV positions `request` will hold by its end, its shared prefix aside."""
+        """KV positions `request` will have allocated by its end, its shared prefix aside
+        (`SeqKV` grows by 25%, at least 64 positions)."""
         own = len(request.ids) - request.prefix_len + request.max_new
-        return max(own, request.kv.capacity if request.kv is not None else 0)
+        return max(own + own // 4 + 1, 64, request.kv.capacity if request.kv is not None else 0)
 
     def _joining(self) -> list[Request]:
         """Waiting requests that join now (as many as there is room for, in slots and in
