@@ -27,6 +27,7 @@ import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from flatscore.agents.base import agent_names, make_agent
+from flatscore.agents.inject import InjectSpec
 from flatscore.agents.repair import RepairConfig
 from flatscore.analysis.budget import parse_budgets
 from flatscore.domains import domain_names
@@ -61,6 +62,11 @@ class ArmSpec(StrictModel):
     api_key_env: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
     checkpoint: str | None = None
+    inject: InjectSpec | None = Field(
+        None,
+        description="planted damage: another arm of this model (`base`) with its agent's tool "
+        "calls perturbed at known rates (docs/arms.md); takes nothing else",
+    )
 
 
 class ModelSpec(StrictModel):
@@ -123,6 +129,22 @@ class ModelSpec(StrictModel):
         if self.kind == "local" and not self.path:
             raise ValueError("kind 'local' needs 'path': a .gguf file or a model folder")
         for arm_name, arm in self.arms.items():
+            if arm.inject is not None:
+                base = self.arms.get(arm.inject.base)
+                if base is None or base.inject is not None:
+                    raise ValueError(
+                        f"arm {arm_name!r}: inject.base must name another arm of this model "
+                        f"that is not itself injected (arms: {', '.join(self.arms)})"
+                    )
+                given = [
+                    f for f in ("quant", "url", "served_model", "api_key_env") if getattr(arm, f)
+                ]
+                if given or arm.options:
+                    raise ValueError(
+                        f"arm {arm_name!r}: an inject arm takes everything from its base arm "
+                        f"{arm.inject.base!r}; remove {', '.join(given) or 'options'}"
+                    )
+                continue
             if self.kind == "openai":
                 missing = [f for f in ("url", "served_model") if getattr(arm, f) is None]
                 if missing:
@@ -139,8 +161,15 @@ class ModelSpec(StrictModel):
             raise ValueError("compute applies to embedded/local models only")
         return self
 
+    def base_arm(self, arm: str) -> str:
+        """The arm whose model plays `arm`: its inject base, else itself."""
+        inject = self.arms[arm].inject
+        return inject.base if inject is not None else arm
+
     def backend(self, arm: str, out_dir: Path | None = None) -> BackendSpec | None:
-        """The backend of one arm (None for kind `agent`)."""
+        """The backend of one arm (None for kind `agent`); an inject arm's is its base's
+        (the same loaded model and response cache)."""
+        arm = self.base_arm(arm)
         spec = self.arms[arm]
         if self.kind == "agent":
             return None
@@ -335,6 +364,8 @@ def check_names(study: Study, file: str | None = None) -> None:
             )
         if model.kind == "agent":
             for arm_name, arm in model.arms.items():
+                if arm.inject is not None:
+                    continue  # its base arm is checked
                 try:
                     make_agent(model.agent or "", **arm.options)
                 except (TypeError, ValueError) as exc:
@@ -347,6 +378,8 @@ def check_names(study: Study, file: str | None = None) -> None:
             from flatscore.quant.arms import ARMS  # imports torch (the `local` extra)
 
             for arm_name, arm in model.arms.items():
+                if arm.inject is not None:
+                    continue  # its base arm is checked
                 quant = arm.quant or arm_name
                 if quant not in ARMS:
                     where = "quant" if arm.quant else "(name)"

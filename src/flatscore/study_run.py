@@ -115,10 +115,11 @@ def plan_study(study: Study, run_file: Path | None = None) -> StudyPlan:
         for arm_name, arm in model.arms.items():
             for repaired in study.repair.levels():
                 label = repair_arm_label(arm_name) if repaired else arm_name
+                base = model.arms[model.base_arm(arm_name)]
                 recipe = AgentRecipe(
                     label=model.name,
                     agent=model.agent,
-                    options=arm.options,
+                    options=base.options,
                     backend=model.backend(arm_name, study.output_dir),
                     sampling=model.sampling,
                     repair=RepairRecipe(
@@ -126,7 +127,8 @@ def plan_study(study: Study, run_file: Path | None = None) -> StudyPlan:
                     )
                     if repaired
                     else None,
-                    checkpoint=arm.checkpoint,
+                    checkpoint=base.checkpoint,
+                    inject=arm.inject,
                 )
                 path = run_file or runs_dir / f"{_safe(model.name)}__{_safe(label)}.jsonl"
                 runs.append(ArmRun(model.name, label, path, recipe))
