@@ -329,6 +329,19 @@ class Study(StrictModel):
         return value
 
     @model_validator(mode="after")
+    def _inject_on_builtin_domains(self) -> Study:
+        """τ²'s own orchestrator runs τ² domains against a served model: planted damage is
+        applied by flatscore's episode loop only, so it cannot reach them."""
+        injected = [f"{m.name}/{a}" for m in self.models for a, s in m.arms.items() if s.inject]
+        tau2 = [d for d in self.domains if is_tau2_domain(d)]
+        if injected and tau2:
+            raise ValueError(
+                f"inject arms ({', '.join(injected)}) run on built-in domains only, "
+                f"not on {', '.join(tau2)}"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _tau2_section(self) -> Study:
         if any(is_tau2_domain(d) for d in self.domains) and self.tau2 is None:
             raise ValueError("tau2:<domain> domains need a 'tau2' section (tau2.user at least)")

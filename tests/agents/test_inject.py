@@ -28,7 +28,7 @@ def test_same_purpose_user_tool_known_answers() -> None:
 
 
 def study_file(
-    tmp_path: Path, arms: dict[str, object], domains: list[str], tasks: int = 60
+    tmp_path: Path, arms: dict[str, object], domains: list[str], tasks: int = 50
 ) -> Path:
     tmp_path.mkdir(parents=True, exist_ok=True)
     data = {
@@ -50,7 +50,7 @@ def study_file(
 
 def test_an_inject_arm_needs_an_uninjected_base_and_nothing_else(tmp_path: Path) -> None:
     bad = {"ref": {}, "x": {"inject": {"base": "nope", "role_confusion": 0.1}}}
-    with pytest.raises(InputError, match="inject.base"):
+    with pytest.raises(InputError, match=r"inject\.base"):
         load_study(study_file(tmp_path, bad, ["telecom"]))
     extra = {"ref": {}, "x": {"inject": {"base": "ref"}, "options": {"slip_rate": 0.1}}}
     with pytest.raises(InputError, match="takes everything from its base"):
@@ -97,7 +97,7 @@ def test_the_analysis_gets_the_planted_rates_back(tmp_path: Path) -> None:
             e.metadata["injected"]["agent_calls"] for e in planted if e.domain == domain
         )
         if domain == "telecom":  # every call has a user tool to be confused with
-            assert calls > 60 and within(confused, calls, p)
+            assert calls > 50 and within(confused, calls, p)
         else:  # retail has no user tools: nothing to confuse
             assert confused == 0
         # a dropped argument needs a call that was not confused and passed a required one
@@ -111,7 +111,7 @@ def test_the_analysis_gets_the_planted_rates_back(tmp_path: Path) -> None:
             for call in m.tool_calls
             if call.name in tools and tools[call.name]["function"]["parameters"].get("required")
         )
-        assert eligible > 60 and within(dropped, eligible, q)
+        assert eligible > 40 and within(dropped, eligible, q)
     # the same episodes again plant exactly the same (seeded per episode, not per run)
     again = load_study(study_file(tmp_path / "again", arms, ["telecom"], tasks=8))
     run_study(again, progress=False, report=False)

@@ -103,14 +103,11 @@ class InjectAgent(Agent):
                 calls.append(call.model_copy(update={"name": target}))
                 self.injected.append({**record, "kind": "role_confusion", "to": target})
                 continue
-            present = [
-                a
-                for a in _required(tools, call.name)
-                if isinstance(call.arguments, dict) and a in call.arguments
-            ]
+            passed = call.arguments if isinstance(call.arguments, dict) else {}
+            present = [a for a in _required(tools, call.name) if a in passed]
             if drop and present:
                 dropped = present[int(pick * len(present))]
-                arguments = {k: v for k, v in call.arguments.items() if k != dropped}
+                arguments = {k: v for k, v in passed.items() if k != dropped}
                 calls.append(call.model_copy(update={"arguments": arguments}))
                 self.injected.append({**record, "kind": "drop_argument", "argument": dropped})
                 continue
