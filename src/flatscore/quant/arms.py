@@ -179,24 +179,31 @@ def apply_arm(
     linears = quantizable_linears(model)
     if spec.quantize is None:
         return ArmResult(arm, 0.0, {n: 0.0 for n in linears})
-    before = {n: m.weight.detach().clone() for n, m in linears.items()}
     alphas: dict[str, float] = {}
+    sums: dict[str, tuple[float, float]] = {}  # per layer: squared error, squared weight
+
+    def measure(name: str, before: torch.Tensor, after: torch.Tensor) -> None:
+        sums[name] = (float(((after - before) ** 2).sum()), float((before**2).sum()))
+
     with torch.no_grad():
         if spec.awq:
             if not calibration:
                 raise ValueError(f"arm {arm!r} needs calibration sequences")
+            before = {n: m.weight.detach().clone() for n, m in linears.items()}
             alphas = _awq(model, spec, linears, calibration, awq_cache)
-        else:
-            for module in linears.values():
-                module.weight.data.copy_(spec.quantize(module.weight.data))
+            for name, module in linears.items():
+                measure(name, before[name], module.weight.data)
+            del before
+        else:  # one layer at a time: no second copy of every weight (load-time memory)
+            for name, module in linears.items():
+                quantized = spec.quantize(module.weight.data)
+                measure(name, module.weight.data, quantized)
+                module.weight.data.copy_(quantized)
+                del quantized
         if spec.activations is not None:
             for module in linears.values():
                 module.register_forward_pre_hook(QuantizeInput(spec.activations))
-    per_layer: dict[str, float] = {}
-    err_sq = ref_sq = 0.0
-    for name, module in linears.items():
-        e = float(((module.weight.data - before[name]) ** 2).sum())
-        r = float((before[name] ** 2).sum())
-        per_layer[name] = (e / r) ** 0.5 if r else 0.0
-        err_sq, ref_sq = err_sq + e, ref_sq + r
+    per_layer = {n: (e / r) ** 0.5 if r else 0.0 for n, (e, r) in sums.items()}
+    err_sq = sum(e for e, _ in sums.values())
+    ref_sq = sum(r for _, r in sums.values())
     return ArmResult(arm, (err_sq / ref_sq) ** 0.5 if ref_sq else 0.0, per_layer, alphas)
