@@ -96,24 +96,3 @@ def test_unpadded_engine_gives_a_lone_sequence_nearly_the_same_numbers() -> None
         engine.run(Request(ids=prompt, step=step))
     for a, b in zip(logits[True], logits[False], strict=True):
         assert torch.allclose(a, b, atol=1e-4)  # other kernels, the same math
-
-
-def test_arms_share_one_embedding_and_keep_it_tied() -> None:
-    from flatscore.models.local import share_embedding
-
-    def tied_llama() -> Any:
-        model = tiny_llama()
-        model.config.tie_word_embeddings = True
-        model.tie_weights()
-        return model
-
-    a, b = tied_llama(), tied_llama()
-    ids = torch.tensor([[1, 2, 3, 4]])
-    before = b(ids).logits
-    assert not share_embedding(a) and share_embedding(b)
-    assert b.model.embed_tokens.weight is a.model.embed_tokens.weight is b.lm_head.weight
-    assert torch.equal(b(ids).logits, before)
-    other = tied_llama()
-    with torch.no_grad():
-        other.model.embed_tokens.weight.add_(1.0)  # other values: not shared
-    assert not share_embedding(other)

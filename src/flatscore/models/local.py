@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import random
 import time
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,34 +42,6 @@ def kv_bytes_per_position(model: Any) -> int:
     heads = int(getattr(config, "num_key_value_heads", None) or config.num_attention_heads)
     dim = int(getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads)
     return int(config.num_hidden_layers) * 2 * heads * dim * 4
-
-
-_EMBEDDINGS: weakref.WeakValueDictionary[tuple[Any, ...], Any] = weakref.WeakValueDictionary()
-
-
-def share_embedding(model: Any) -> bool:
-    """Make `model` use the same token-embedding tensor as any other loaded arm with equal
-    embedding values (no arm changes it: docs/arms.md), and its tied output head with it;
-    True when it now shares one. Four arms of SmolLM2-135M hold one 108 MiB matrix, not
-    four. Keyed by shape and two float64 checksums of the values."""
-    import torch
-
-    embedding = model.get_input_embeddings()
-    weight = embedding.weight
-    head = model.get_output_embeddings()
-    tied = head is not None and head.weight is weight
-    w = weight.detach().double()
-    key = (tuple(weight.shape), weight.dtype, float(w.sum()), float(w.abs().sum()))
-    shared = _EMBEDDINGS.get(key)
-    if shared is None or shared is weight:
-        _EMBEDDINGS[key] = weight
-        return False
-    if not torch.equal(shared, weight):  # a checksum collision: keep our own
-        return False
-    embedding.weight = shared
-    if tied:
-        head.weight = shared
-    return True
 
 
 @dataclass
@@ -207,7 +178,6 @@ class LocalBackend(Backend):
             source = calibration or bundled_calibration
             sequences = token_sequences(loaded.tokenizer, source())
         apply_arm(loaded.model, arm, sequences, awq_cache=cache_dir() / "awq")
-        share_embedding(loaded.model)
         apply_compute(loaded.model, compute)
         return cls(loaded, arm=arm, **kwargs)
 
