@@ -33,7 +33,7 @@ DEMO_CONCURRENCY = 64
 DEMO_MAX_TOKENS = 192
 DEMO_OUTPUT = "flatscore-demo"
 DEMO_DOMAINS = ["retail", "telecom"]
-DEMO_KV_MEMORY_MB = 384.0  # per arm: four arms' weights + KV within 4 GB (docs/benchmarks.md)
+DEMO_KV_MEMORY_MB = 320.0  # per arm: 4 arms' weights (~2.1 GB) + KV within 4 GB (benchmarks.md)
 
 
 def stratified_task_ids(domains: list[str], split: str, per_domain: int) -> list[str]:
