@@ -86,7 +86,7 @@ def main() -> None:
     print(f"episodes: {len(plans['fp32'].jobs)} per compute, {args.concurrency} in flight")
     base: tuple[float, float] | None = None
     for c, plan in plans.items():
-        backends[c].reset()
+        backends[c].clear_cache()
         t0 = time.perf_counter()
         episodes = asyncio.run(run_episodes(plan.jobs, args.concurrency))
         wall = time.perf_counter() - t0

@@ -147,7 +147,7 @@ def main() -> None:
     )
     print(f"{'in flight':>9} {'wall s':>7} {'episodes/h':>10} {'x':>5} {'tokens':>7} {'tok/s':>6}")
     for c in args.concurrency:
-        backend.reset()
+        backend.clear_cache()
         backend.engine.peak_active = 0
         t0 = time.perf_counter()
         episodes = asyncio.run(run_episodes(jobs, c))

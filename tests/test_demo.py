@@ -177,3 +177,11 @@ def test_demo_end_to_end_on_one_task(tmp_path: Path) -> None:
     from flatscore.models.compute import auto_compute  # --compute auto: bf16 where AMX is
 
     assert {e.metadata.get("compute", "fp32") for e in episodes} == {auto_compute()}
+
+
+def test_planted_adds_an_inject_arm_on_the_first_arm(tmp_path: Path) -> None:
+    study = demo_study(tmp_path / "d", planted=(0.1, 0.05))
+    arm = study.models[0].arms["ref-planted"]
+    assert arm.inject is not None and (arm.inject.base, arm.inject.role_confusion) == ("ref", 0.1)
+    assert study.models[0].backend("ref-planted") == study.models[0].backend("ref")
+    assert list(study.models[0].arms)[:4] == list(DEMO_ARMS)

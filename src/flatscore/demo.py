@@ -33,6 +33,7 @@ DEMO_CONCURRENCY = 64
 DEMO_MAX_TOKENS = 192
 DEMO_OUTPUT = "flatscore-demo"
 DEMO_DOMAINS = ["retail", "telecom"]
+DEMO_KV_MEMORY_MB = 320.0  # per arm: 4 arms' weights (~2.1 GB) + KV within 4 GB (benchmarks.md)
 
 
 def stratified_task_ids(domains: list[str], split: str, per_domain: int) -> list[str]:
@@ -68,10 +69,18 @@ def demo_study(
     bootstrap: int = 5000,
     repair: str = "off",
     compute: str = "fp32",
+    planted: tuple[float, float] | None = None,
 ) -> Study:
     """The demo as a study: embedded model × `arms`, both domains, test split; `repair`
     (off / on / both) adds reflective repair. The study's name does not depend on it, so
-    `both` over a finished demo resumes it and runs only the `+repair` arms."""
+    `both` over a finished demo resumes it and runs only the `+repair` arms. `planted`
+    (role confusion, dropped argument rates) adds a positive control: the arm `<first
+    arm>-planted`, the first arm with that damage injected (docs/arms.md)."""
+    arm_specs: dict[str, dict[str, object]] = {a: {} for a in arms}
+    if planted is not None and arms:
+        arm_specs[f"{arms[0]}-planted"] = {
+            "inject": {"base": arms[0], "role_confusion": planted[0], "drop_argument": planted[1]}
+        }
     return Study.model_validate(
         {
             "name": "demo",
@@ -84,9 +93,10 @@ def demo_study(
                     "name": "smollm2-135m",
                     "kind": "embedded" if model == "embedded" else "local",
                     "path": None if model == "embedded" else model,
-                    "arms": list(arms),
+                    "arms": arm_specs,
                     "sampling": {"max_tokens": DEMO_MAX_TOKENS},
                     "compute": compute,
+                    "kv_memory_mb": DEMO_KV_MEMORY_MB,
                 }
             ],
             "domains": list(DEMO_DOMAINS),

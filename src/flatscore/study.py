@@ -27,13 +27,14 @@ import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from flatscore.agents.base import agent_names, make_agent
+from flatscore.agents.inject import InjectSpec
 from flatscore.agents.repair import RepairConfig
 from flatscore.analysis.budget import parse_budgets
 from flatscore.analysis.settings import Price
 from flatscore.domains import domain_names
 from flatscore.errors import InputError, from_validation
 from flatscore.limits import MAX_BOOTSTRAP, MAX_BUDGET, MIN_BOOTSTRAP
-from flatscore.models.base import Compute
+from flatscore.models.base import DEFAULT_KV_MEMORY_MB, Compute
 from flatscore.models.shared import BackendSpec
 from flatscore.runner import defaults
 from flatscore.strict import StrictModel
@@ -73,6 +74,11 @@ class ArmSpec(StrictModel):
     seed_base: int | None = Field(
         None, description="control arms: the seed of trial 0 (default: the study's + 10,000)"
     )
+    inject: InjectSpec | None = Field(
+        None,
+        description="planted damage: another arm of this model (`base`) with its agent's tool "
+        "calls perturbed at known rates (docs/arms.md); takes nothing else",
+    )
 
 
 CONTROL_SEED_OFFSET = 10_000
@@ -99,6 +105,12 @@ class ModelSpec(StrictModel):
         None,
         description="embedded/local: fp32 (default) or bf16 linear layers "
         "(faster on CPUs with AMX / AVX512-BF16; docs/backends.md)",
+    )
+    kv_memory_mb: float = Field(
+        DEFAULT_KV_MEMORY_MB,
+        gt=0,
+        description="embedded/local: MiB of KV cache per arm (sequences in flight + prefix "
+        "cache); less memory, fewer sequences per pass",
     )
 
     @field_validator("arms", mode="before")
@@ -133,6 +145,22 @@ class ModelSpec(StrictModel):
         if self.kind == "local" and not self.path:
             raise ValueError("kind 'local' needs 'path': a .gguf file or a model folder")
         for arm_name, arm in self.arms.items():
+            if arm.inject is not None:
+                base = self.arms.get(arm.inject.base)
+                if base is None or base.inject is not None:
+                    raise ValueError(
+                        f"arm {arm_name!r}: inject.base must name another arm of this model "
+                        f"that is not itself injected (arms: {', '.join(self.arms)})"
+                    )
+                given = [
+                    f for f in ("quant", "url", "served_model", "api_key_env") if getattr(arm, f)
+                ]
+                if given or arm.options:
+                    raise ValueError(
+                        f"arm {arm_name!r}: an inject arm takes everything from its base arm "
+                        f"{arm.inject.base!r}; remove {', '.join(given) or 'options'}"
+                    )
+                continue
             if self.kind == "openai":
                 missing = [f for f in ("url", "served_model") if getattr(arm, f) is None]
                 if missing:
@@ -167,13 +195,17 @@ class ModelSpec(StrictModel):
         return self
 
     def played_by(self, arm: str) -> str:
-        """The arm whose weights, endpoint or options play `arm` (itself, or the arm a
-        control replicates)."""
-        return self.arms[arm].control_of or arm
+        """The arm whose weights, endpoint or options play `arm`: the arm a control
+        replicates, an inject arm's base, else itself."""
+        spec = self.arms[arm]
+        if spec.control_of is not None:
+            return spec.control_of
+        return spec.inject.base if spec.inject is not None else arm
 
     def backend(self, arm: str, out_dir: Path | None = None) -> BackendSpec | None:
         """The backend of one arm (None for kind `agent`); a control arm gets the backend of
-        the arm it replicates (its own response cache, so it never replays that arm's)."""
+        the arm it replicates (its own response cache, so it never replays that arm's), an
+        inject arm its base's (the same loaded model and response cache)."""
         spec = self.arms[self.played_by(arm)]
         if self.kind == "agent":
             return None
@@ -197,6 +229,7 @@ class ModelSpec(StrictModel):
             quant=spec.quant or self.played_by(arm),
             threads=self.threads,
             compute=self.compute or "fp32",
+            kv_memory_mb=self.kv_memory_mb,
         )
 
 
@@ -332,6 +365,19 @@ class Study(StrictModel):
         return value
 
     @model_validator(mode="after")
+    def _inject_on_builtin_domains(self) -> Study:
+        """τ²'s own orchestrator runs τ² domains against a served model: planted damage is
+        applied by flatscore's episode loop only, so it cannot reach them."""
+        injected = [f"{m.name}/{a}" for m in self.models for a, s in m.arms.items() if s.inject]
+        tau2 = [d for d in self.domains if is_tau2_domain(d)]
+        if injected and tau2:
+            raise ValueError(
+                f"inject arms ({', '.join(injected)}) run on built-in domains only, "
+                f"not on {', '.join(tau2)}"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _tau2_section(self) -> Study:
         if any(is_tau2_domain(d) for d in self.domains) and self.tau2 is None:
             raise ValueError("tau2:<domain> domains need a 'tau2' section (tau2.user at least)")
@@ -367,6 +413,8 @@ def check_names(study: Study, file: str | None = None) -> None:
             )
         if model.kind == "agent":
             for arm_name, arm in model.arms.items():
+                if arm.inject is not None:
+                    continue  # its base arm is checked
                 try:
                     make_agent(model.agent or "", **arm.options)
                 except (TypeError, ValueError) as exc:
@@ -381,6 +429,8 @@ def check_names(study: Study, file: str | None = None) -> None:
             for arm_name, arm in model.arms.items():
                 if arm.control_of is not None:
                     continue  # it runs the arm it replicates, checked as that arm
+                if arm.inject is not None:
+                    continue  # its base arm is checked
                 quant = arm.quant or arm_name
                 if quant not in ARMS:
                     where = "quant" if arm.quant else "(name)"

@@ -131,6 +131,7 @@ def plan_study(study: Study, run_file: Path | None = None) -> StudyPlan:
                     else None,
                     checkpoint=played.checkpoint,
                     control_of=arm.control_of,
+                    inject=arm.inject,
                 )
                 path = run_file or runs_dir / f"{_safe(model.name)}__{_safe(label)}.jsonl"
                 seed = study.seed

@@ -44,15 +44,49 @@ def test_store_takes_the_same_conversation_and_copies_a_shared_prefix() -> None:
     # the next turn of that conversation takes the entry over
     kv, keep = store.lookup([*turn1, 600, 601])
     assert keep == 103 and kv.length == 103 and len(store) == 1
-    # another conversation sharing only the system turn copies the shared prefix
+    # another conversation sharing only the system turn reads the shared prefix in place
     kv2, keep2 = store.lookup([*system, 700, 701])
-    assert keep2 == 100 and len(store) == 1
-    assert kv2.keys[0] is not None and store._entries[0].kv.keys[0] is not None
-    assert kv2.keys[0].data_ptr() != store._entries[0].kv.keys[0].data_ptr()  # a copy
-    # writing into the copy leaves the shared entry alone
+    assert keep2 == 100 and len(store) == 1 and kv2.length == 100
+    assert kv2.base is store._entries[0].kv and kv2.capacity == 0  # no copy
+    # its own positions follow the base; attention sees both, in order
+    new = torch.full((1, 1, 1, 1), -1.0)
+    keys, _ = kv2.write(0, new, new)
+    assert keys.flatten().tolist() == [*range(100), -1.0]
+    # cutting inside the base copies the part kept; the shared entry is never written
     kv2.truncate(50)
-    kv2.write(0, torch.full((1, 1, 1, 1), -1.0), torch.full((1, 1, 1, 1), -1.0))
+    assert kv2.base is None and kv2.length == 50
+    kv2.write(0, new, new)
     assert store._entries[0].kv.keys[0][0, 0, 50, 0] == 50.0
+
+
+def test_a_cache_on_a_shared_base_behaves_like_a_plain_one() -> None:
+    base = kv_of(10)
+    plain, based = kv_of(10), SeqKV.on(base)
+    for step in range(3):
+        new = torch.full((1, 1, 2, 1), 100.0 + step)
+        for layer in range(LAYERS):
+            a = plain.write(layer, new, new)
+            b = based.write(layer, new, new)
+            assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+        plain.advance(2)
+        based.advance(2)
+    assert based.capacity == 64 and based.offset == 10 and based.length == plain.length == 16
+    for n in (4, 10, 13):  # copies share the base when they reach past it
+        copy_ = based.copy_prefix(n)
+        assert copy_.length == n and (copy_.base is base) == (n >= 10)
+        assert torch.equal(copy_.flat().keys[0][:, :, :n], plain.keys[0][:, :, :n])
+    flat = based.flat()
+    assert flat.base is None and torch.equal(flat.keys[1][:, :, :16], plain.keys[1][:, :, :16])
+
+
+def test_the_store_gives_up_least_recently_used_entries_to_fit() -> None:
+    store = KVStore(LAYERS, max_tokens=10_000)
+    for head in range(3):
+        store.put([head, *range(99)], kv_of(100), prompt_len=50)
+    store.lookup([0, *range(99), 7])  # takes entry 0 over
+    assert len(store) == 2
+    store.fit(150)  # 2 entries of 125 positions (100 + 25% growth): the older one goes
+    assert [e.ids[0] for e in store._entries] == [2] and store.tokens <= 150
 
 
 def test_store_ignores_partial_matches_with_other_conversations() -> None:

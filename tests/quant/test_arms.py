@@ -13,6 +13,7 @@ from flatscore.quant.arms import ARMS, apply_arm, quantizable_linears
 EXPECTED = {  # relative Frobenius error on Gaussian-initialised weights
     "bf16": (5e-4, 3e-3),
     "fp8": (0.01, 0.05),
+    "fp8-w8a8": (0.01, 0.05),  # the same weights as fp8; activations are quantized at run time
     "int8": (0.002, 0.015),
     "int4": (0.06, 0.14),
     "int4-awq": (0.06, 0.16),
@@ -80,3 +81,47 @@ def test_awq_scales_are_cached_and_reused_exactly(tmp_path: Path) -> None:
     apply_arm(tiny_llama(), "int4-awq", sequences(seed=9), awq_cache=tmp_path)
     apply_arm(tiny_llama(seed=5), "int4-awq", sequences(), awq_cache=tmp_path)
     assert len(list(tmp_path.iterdir())) == 3
+
+
+def test_w8a8_has_fp8_weights_and_quantizes_each_linears_input_per_token() -> None:
+    from flatscore.quant.floats import fp8_e4m3_per_token
+
+    weight_only, w8a8 = tiny_llama(), tiny_llama()
+    apply_arm(weight_only, "fp8")
+    apply_arm(w8a8, "fp8-w8a8")
+    for (k, a), b in zip(weight_only.state_dict().items(), w8a8.state_dict().values(), strict=True):
+        assert torch.equal(a, b), k  # the same fp8 weights
+    q_proj = w8a8.model.layers[0].self_attn.q_proj
+    x = torch.randn(5, 192, generator=torch.Generator().manual_seed(3))
+    expected = torch.nn.functional.linear(fp8_e4m3_per_token(x), q_proj.weight)
+    assert torch.equal(q_proj(x), expected)
+    assert not torch.equal(q_proj(x), torch.nn.functional.linear(x, q_proj.weight))
+    ids = torch.tensor([sequences(1)[0]])
+    ref_logits = tiny_llama()(ids).logits
+    a, b = weight_only(ids).logits, w8a8(ids).logits
+    assert not torch.equal(a, b)  # the activations' rounding shows in the output
+    # ... but stays small: e4m3 keeps 3 mantissa bits, the same grid as the weights
+    assert float((b - ref_logits).norm() / ref_logits.norm()) < 0.1
+
+
+def test_w8a8_rows_do_not_depend_on_the_batch() -> None:
+    model = tiny_llama()
+    apply_arm(model, "fp8-w8a8")
+    ids = torch.tensor(sequences(3))
+    together = model(ids).logits
+    for i in range(3):
+        assert torch.equal(model(ids[i : i + 1]).logits[0], together[i])
+
+
+def test_bf16_compute_keeps_the_w8a8_activation_quantization() -> None:
+    from flatscore.models.compute import Bf16Linear, apply_compute
+    from flatscore.quant.floats import fp8_e4m3_per_token
+
+    model = tiny_llama()
+    apply_arm(model, "fp8-w8a8")
+    apply_compute(model, "bf16")
+    q_proj = model.model.layers[0].self_attn.q_proj
+    assert isinstance(q_proj, Bf16Linear)
+    x = torch.randn(4, 192, generator=torch.Generator().manual_seed(4))
+    expected = (fp8_e4m3_per_token(x).bfloat16() @ q_proj.weight.t()).float()
+    assert torch.equal(q_proj(x), expected)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from flatscore.quant.floats import FP8_E4M3_MAX, bf16, fp8_e4m3
+from flatscore.quant.floats import FP8_E4M3_MAX, bf16, fp8_e4m3, fp8_e4m3_per_token
 
 
 def test_bf16_relative_error_per_element_is_at_most_half_an_ulp() -> None:
@@ -38,3 +38,32 @@ def test_fp8_error_sits_between_bf16_and_int4() -> None:
         return float((q - w).norm() / w.norm())
 
     assert err(bf16(w)) < err(fp8_e4m3(w)) < err(rtn_groupwise_asymmetric(w, 4, 128))
+
+
+def test_fp8_per_token_known_answers() -> None:
+    # Row 0's max is 448 (scale 1): the e4m3 grid itself. 0.1 = 1.6 x 2^-4 rounds to
+    # 1.625 x 2^-4 (3 mantissa bits); 3.3 = 1.65 x 2 rounds to 1.625 x 2 = 3.25; 17 to 16.
+    # Row 1 is row 0 times 2 (scale 2): the same values times 2. Row 2 is all zeros.
+    x = torch.tensor(
+        [
+            [448.0, 0.1, -3.3, 17.0],
+            [896.0, 0.2, -6.6, 34.0],
+            [0.0, 0.0, 0.0, 0.0],
+        ]
+    )
+    q = fp8_e4m3_per_token(x)
+    assert torch.equal(q[0], torch.tensor([448.0, 0.1015625, -3.25, 16.0]))
+    assert torch.equal(q[1], 2 * q[0])
+    assert torch.equal(q[2], torch.zeros(4))
+
+
+def test_fp8_per_token_scales_each_row_on_its_own() -> None:
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(3, 7, 64, generator=g)
+    x[0, 0] *= 1000  # one huge token must not coarsen the others
+    q = fp8_e4m3_per_token(x)
+    for t in range(7):
+        assert torch.equal(q[1, t], fp8_e4m3_per_token(x[1, t : t + 1])[0])
+    rel = (q - x).norm(dim=-1) / x.norm(dim=-1)
+    assert bool((rel < 0.05).all()) and bool((rel > 0.005).all())
+    assert torch.allclose(q.abs().amax(dim=-1), x.abs().amax(dim=-1), rtol=1e-6)  # row max kept

@@ -40,6 +40,14 @@ def demo(
             "(bf16 where the CPU has AMX, else fp32)."
         ),
     ] = "auto",
+    planted: Annotated[
+        str | None,
+        typer.Option(
+            help="P,Q: add a positive control, the first arm with planted damage (role "
+            "confusion with probability P, a dropped required argument with probability Q "
+            "per agent tool call; docs/arms.md)."
+        ),
+    ] = None,
     fresh: Annotated[bool, typer.Option(help="Start over instead of resuming.")] = False,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
 ) -> None:
@@ -57,9 +65,17 @@ def demo(
         from flatscore.models.compute import auto_compute
 
         compute = auto_compute()
+    rates: tuple[float, float] | None = None
+    if planted is not None:
+        try:
+            p, q = (float(x) for x in planted.split(","))
+        except ValueError:
+            raise InputError(f"{planted!r}: give two rates, P,Q", field="--planted") from None
+        rates = (p, q)
     try:
         study = demo_study(
             out,
+            planted=rates,
             tasks_per_domain=tasks,
             arms=arm_list,
             concurrency=concurrency,
@@ -76,4 +92,6 @@ def _flag(loc: tuple[int | str, ...]) -> str:
     """The demo flag behind a study validation error's location."""
     if loc and loc[0] == "repair":
         return "--repair"
+    if "inject" in loc:
+        return "--planted"
     return "--compute" if "compute" in loc else "--arms"

@@ -21,6 +21,12 @@ def serve(
     compute: str = typer.Option(
         "fp32", help="fp32, or bf16 linear layers (faster on CPUs with AMX; docs/backends.md)."
     ),
+    batch_invariant: bool = typer.Option(
+        True,
+        help="Pad every pass to 16 rows so a request's tokens never depend on the others "
+        "in flight; --no-batch-invariant: a single client's requests run several times "
+        "faster, their numbers then depend on what runs beside them (docs/backends.md).",
+    ),
     api_key: str | None = typer.Option(
         None,
         envvar="FLATSCORE_SERVE_API_KEY",
@@ -45,7 +51,9 @@ def serve(
         raise InputError(f"{compute!r}: use {' or '.join(COMPUTES)}", field="--compute")
     if threads:
         torch.set_num_threads(threads)
-    backend = LocalBackend.from_spec(model, arm, compute=cast(Compute, compute))
+    backend = LocalBackend.from_spec(
+        model, arm, compute=cast(Compute, compute), batch_invariant=batch_invariant
+    )
     served = name or f"{backend.loaded.name}@{arm}"
     err_console.print(
         f"serving {served} ({backend.loaded.description}; arm {arm}; {compute} compute) "

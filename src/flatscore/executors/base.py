@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from flatscore.agents.base import Agent, make_agent
+from flatscore.agents.inject import InjectAgent, InjectSpec
 from flatscore.agents.model import ModelAgent
 from flatscore.agents.repair import RepairAgent, RepairConfig
 from flatscore.domains import get_domain
@@ -55,6 +56,7 @@ class AgentRecipe(BaseModel):
     checkpoint: str | None = None
     control_of: str | None = None
     """A negative control: the arm this one replicates (recorded in episode metadata)."""
+    inject: InjectSpec | None = None  # planted damage on the agent's calls (inside repair)
 
 
 class EpisodeJob(BaseModel):
@@ -117,6 +119,8 @@ def build_agent(recipe: AgentRecipe, seed: int) -> Agent:
         agent = make_agent(recipe.agent, **recipe.options)
     else:
         agent = model_agent(get_backend(recipe.backend), sampling_of(recipe.sampling, seed))
+    if recipe.inject is not None:
+        agent = InjectAgent(agent, recipe.inject)
     if recipe.repair is not None:
         config = RepairConfig(channels=recipe.repair.channels, attempts=recipe.repair.attempts)
         agent = RepairAgent(agent, config)

@@ -20,6 +20,9 @@ ToolChoice = Literal["auto", "none", "required"] | dict[str, Any]
 Compute = Literal["fp32", "bf16"]
 """A local model's compute setting (`flatscore.models.compute`)."""
 COMPUTES: tuple[Compute, ...] = get_args(Compute)
+DEFAULT_KV_MEMORY_MB = 512.0
+"""The local backend's KV memory per arm: the sequences in flight and the prefix cache
+(`flatscore.models.local.LocalBackend`'s `kv_memory_mb`; docs/benchmarks.md)."""
 
 
 class Sampling(BaseModel):

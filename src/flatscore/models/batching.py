@@ -52,15 +52,32 @@ PACK_GQA = "flatscore_pack_gqa"  # model attribute: decode with `gqa_decode_atte
 class SeqKV:
     """One sequence's KV cache: per layer, key and value buffers [1, heads, capacity, dim]
     written in place (growing by 25% when full), so a decode step copies nothing.
-    transformers' DynamicCache concatenates on every step, copying the whole cache."""
+    transformers' DynamicCache concatenates on every step, copying the whole cache.
+
+    A cache may continue a shared prefix (`SeqKV.on(base)`): it reads the base's positions
+    and holds only its own, so the system turn every episode of a domain starts with is in
+    memory once per arm, not once per sequence. Attention then sees the two joined
+    (`torch.cat`, one layer at a time: the same values, a transient copy)."""
 
     def __init__(self, layers: int) -> None:
         self.keys: list[torch.Tensor | None] = [None] * layers
         self.values: list[torch.Tensor | None] = [None] * layers
         self.length = 0
+        self.base: SeqKV | None = None  # a shared prefix, read only
+        self.offset = 0  # positions held by `base`
+
+    @classmethod
+    def on(cls, base: SeqKV) -> SeqKV:
+        """A cache whose first `base.length` positions are `base`'s (never written)."""
+        base = base.flat()
+        out = cls(len(base.keys))
+        out.base, out.offset, out.length = base, base.length, base.length
+        return out
 
     @property
     def capacity(self) -> int:
+        """Positions allocated by this cache itself (a shared base is counted where it is
+        stored)."""
         k = self.keys[0]
         return 0 if k is None else int(k.shape[2])
 
@@ -68,37 +85,76 @@ class SeqKV:
         self, layer: int, k: torch.Tensor, v: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Store k/v [1, heads, n, dim] at positions length..length+n of `layer`; return the
-        layer's keys/values so far (views). `length` moves on in `advance`."""
-        end = self.length + k.shape[2]
+        layer's keys/values so far. `length` moves on in `advance`."""
+        used = self.length - self.offset
+        end = used + k.shape[2]
         buf_k, buf_v = self.keys[layer], self.values[layer]
         if buf_k is None or buf_v is None or buf_k.shape[2] < end:
             cap = max(end + end // 4, 64)
             new_k = k.new_empty((1, k.shape[1], cap, k.shape[3]))
             new_v = v.new_empty((1, v.shape[1], cap, v.shape[3]))
-            if buf_k is not None and buf_v is not None and self.length:
-                new_k[:, :, : self.length] = buf_k[:, :, : self.length]
-                new_v[:, :, : self.length] = buf_v[:, :, : self.length]
+            if buf_k is not None and buf_v is not None and used:
+                new_k[:, :, :used] = buf_k[:, :, :used]
+                new_v[:, :, :used] = buf_v[:, :, :used]
             self.keys[layer], self.values[layer] = buf_k, buf_v = new_k, new_v
         assert buf_v is not None
-        buf_k[:, :, self.length : end] = k
-        buf_v[:, :, self.length : end] = v
-        return buf_k[:, :, :end], buf_v[:, :, :end]
+        buf_k[:, :, used:end] = k
+        buf_v[:, :, used:end] = v
+        if self.base is None:
+            return buf_k[:, :, :end], buf_v[:, :, :end]
+        base_k, base_v = self.base.keys[layer], self.base.values[layer]
+        assert base_k is not None and base_v is not None
+        return (
+            torch.cat([base_k[:, :, : self.offset], buf_k[:, :, :end]], dim=2),
+            torch.cat([base_v[:, :, : self.offset], buf_v[:, :, :end]], dim=2),
+        )
 
     def advance(self, n: int) -> None:
         self.length += n
 
     def truncate(self, n: int) -> None:
         """Keep the first n positions (the rest is overwritten by later writes)."""
+        if n < self.offset:  # cut inside the shared base: hold a copy of its first n
+            plain = self.flat().copy_prefix(n)
+            self.keys, self.values, self.base, self.offset = plain.keys, plain.values, None, 0
         self.length = min(self.length, n)
 
-    def copy_prefix(self, n: int) -> SeqKV:
-        """A new cache holding a copy of the first n positions (copy-on-write)."""
+    def flat(self) -> SeqKV:
+        """This cache without a shared base (itself when it has none; else a copy)."""
+        if self.base is None:
+            return self
         out = SeqKV(len(self.keys))
+        for i in range(len(self.keys)):
+            out.write(i, *self._joined(i))
+        out.advance(self.length)
+        return out
+
+    def _joined(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+        assert self.base is not None
+        base_k, base_v = self.base.keys[layer], self.base.values[layer]
+        own_k, own_v = self.keys[layer], self.values[layer]
+        assert base_k is not None and base_v is not None
+        used = self.length - self.offset
+        parts_k, parts_v = [base_k[:, :, : self.offset]], [base_v[:, :, : self.offset]]
+        if own_k is not None and own_v is not None and used:
+            parts_k.append(own_k[:, :, :used])
+            parts_v.append(own_v[:, :, :used])
+        return torch.cat(parts_k, dim=2), torch.cat(parts_v, dim=2)
+
+    def copy_prefix(self, n: int) -> SeqKV:
+        """A new cache holding a copy of the first n positions (copy-on-write); it shares
+        this cache's base, if it has one and n reaches past it."""
         n = min(n, self.length)
+        if self.base is not None and n < self.offset:
+            return self.base.copy_prefix(n)
+        out = SeqKV(len(self.keys))
+        if self.base is not None:
+            out.base, out.offset = self.base, self.offset
+        own = n - self.offset
         for i, (k, v) in enumerate(zip(self.keys, self.values, strict=True)):
-            if k is not None and v is not None and n:
-                out.keys[i] = k[:, :, :n].clone()
-                out.values[i] = v[:, :, :n].clone()
+            if k is not None and v is not None and own:
+                out.keys[i] = k[:, :, :own].clone()
+                out.values[i] = v[:, :, :own].clone()
         out.length = n
         return out
 
@@ -165,16 +221,31 @@ class KVStore:
                 self._entries.remove(best)
                 best.kv.truncate(keep)
                 return best.kv, keep
+        if keep == best.kv.length:  # the whole shared prefix: read in place, never copied
+            return SeqKV.on(best.kv), keep
         return best.kv.copy_prefix(keep), keep  # copy-on-write (outside the lock)
 
     def has_prefix(self, ids: list[int]) -> bool:
         with self._lock:
             return any(common_prefix(e.ids, ids) >= len(ids) for e in self._entries)
 
+    def fit(self, limit: int) -> None:
+        """Evict least recently used entries until the store holds at most `limit`
+        positions (room for the sequences in flight: `BatchEngine`'s `kv_budget`)."""
+        with self._lock:
+            total = sum(e.kv.capacity for e in self._entries)
+            for entry in sorted(self._entries, key=lambda e: e.used):
+                if total <= limit:
+                    break
+                self._entries.remove(entry)
+                total -= entry.kv.capacity
+
     def put(self, ids: list[int], kv: SeqKV, *, prompt_len: int = 0, shared: bool = False) -> None:
         """Keep `kv` (holding `ids`), evicting least recently used entries over budget."""
         if not ids or kv.length < len(ids) or kv.capacity > self.max_tokens:
             return
+        if shared:
+            kv = kv.flat()  # others will read it as their base
         with self._lock:
             self._entries = [e for e in self._entries if e.ids != ids]
             self._entries.append(_Entry(list(ids), kv, shared, prompt_len or len(ids)))
@@ -297,16 +368,19 @@ class _Packed:
         return _RaggedKV(keys, self), _RaggedKV(values, self)
 
 
-def packed_forward(model: Any, kvs: list[SeqKV], feeds: list[list[int]]) -> torch.Tensor:
+def packed_forward(
+    model: Any, kvs: list[SeqKV], feeds: list[list[int]], min_rows: int = MIN_ROWS
+) -> torch.Tensor:
     """One forward pass over every sequence's new tokens; returns fp32 logits of each
-    sequence's last new token, one row per sequence. Advances every `SeqKV`."""
+    sequence's last new token, one row per sequence. Advances every `SeqKV`. Rows are
+    padded to `min_rows` (batch invariance; 1: no padding)."""
     inner = model.model
     lengths = [len(f) for f in feeds]
     ids = [t for f in feeds for t in f]
     pos = [
         p for kv, f in zip(kvs, feeds, strict=True) for p in range(kv.length, kv.length + len(f))
     ]
-    rows = max(len(ids), MIN_ROWS)
+    rows = max(len(ids), min_rows)
     ids += [0] * (rows - len(ids))
     pos += [0] * (rows - len(pos))
     input_ids = torch.tensor([ids])
@@ -325,7 +399,7 @@ def packed_forward(model: Any, kvs: list[SeqKV], feeds: list[list[int]]) -> torc
         )
     last = torch.tensor([sum(lengths[: i + 1]) - 1 for i in range(len(lengths))])
     # Pad the head's rows too: the logits of a row must not depend on how many there are.
-    picked = torch.cat([last, last.new_zeros(max(0, MIN_ROWS - len(last)))])
+    picked = torch.cat([last, last.new_zeros(max(0, min_rows - len(last)))])
     logits = model.lm_head(inner.norm(hidden[0, picked]))[: len(lengths)].float()
     for kv, n in zip(kvs, lengths, strict=True):
         kv.advance(n)
@@ -349,6 +423,7 @@ class Request:
     ids: list[int]
     step: StepFn
     prefix_len: int = 0
+    max_new: int = 0  # the most tokens it may generate (for the engine's KV budget)
     encoded: int = 0
     error: BaseException | None = None
     done: threading.Event = field(default_factory=threading.Event)
@@ -365,7 +440,15 @@ class BatchEngine:
 
     `max_batch` bounds the sequences in flight (their KV caches are in memory at once);
     `chunk` bounds the prompt tokens one sequence feeds per step, so a long prefill does
-    not stall everyone's decoding; `store_tokens` bounds the prefix cache."""
+    not stall everyone's decoding; `store_tokens` bounds the prefix cache. `kv_budget`
+    (positions; None: no bound) bounds both together: a request joins only while the
+    caches in flight, its prompt and its `max_new` tokens fit (one always runs), and the
+    prefix store gives up its least recently used entries to make room. Results do not
+    depend on it (batch invariance), only speed does.
+
+    `batch_invariant=False` drops the padding to `MIN_ROWS` rows: a sequence running alone
+    then pays for one row, not 16, but its numbers depend on what shares its passes (for
+    one stream at a time: a single `flatscore serve` client; never for studies)."""
 
     def __init__(
         self,
@@ -375,14 +458,18 @@ class BatchEngine:
         chunk: int = 256,
         store_tokens: int = 32_768,
         reuse: bool = True,
+        kv_budget: int | None = None,
+        batch_invariant: bool = True,
     ) -> None:
         use_ragged_attention(model)
+        self.min_rows = MIN_ROWS if batch_invariant else 1
         self.model = model
         self.max_batch = max(1, max_batch)
         self.chunk = max(1, chunk)
         self.reuse = reuse
+        self.kv_budget = kv_budget
         layers = int(model.config.num_hidden_layers)
-        self.store = KVStore(layers, store_tokens)
+        self.store = KVStore(layers, min(store_tokens, kv_budget or store_tokens))
         self._layers = layers
         self._waiting: list[Request] = []
         self._active: list[Request] = []
@@ -460,11 +547,20 @@ class BatchEngine:
 
     # -------------------------------------------------------------- the loop
 
+    @staticmethod
+    def _need(request: Request) -> int:
+        """KV positions `request` will have allocated by its end, its shared prefix aside
+        (`SeqKV` grows by 25%, at least 64 positions)."""
+        own = len(request.ids) - request.prefix_len + request.max_new
+        return max(own + own // 4 + 1, 64, request.kv.capacity if request.kv is not None else 0)
+
     def _joining(self) -> list[Request]:
-        """Waiting requests that join now (as many as there is room for). A request whose
-        shared prefix another sequence is computing right now waits for it, so that a wave
-        of new episodes encodes their common system turn once, not once each."""
+        """Waiting requests that join now (as many as there is room for, in slots and in
+        the KV budget; in order, so a long request is not overtaken forever). A request
+        whose shared prefix another sequence is computing right now waits for it, so that a
+        wave of new episodes encodes their common system turn once, not once each."""
         room = self.max_batch - len(self._active)
+        reserved = sum(self._need(r) for r in self._active)
         computing = {
             tuple(r.ids[: r.prefix_len])
             for r in self._active
@@ -472,11 +568,19 @@ class BatchEngine:
         }
         joining: list[Request] = []
         waiting: list[Request] = []
+        full = False
         for request in self._waiting:
             prefix = tuple(request.ids[: request.prefix_len]) if request.prefix_len else ()
-            if len(joining) >= room or (self.reuse and prefix and prefix in computing):
+            if (
+                self.kv_budget is not None
+                and (self._active or joining)
+                and reserved + self._need(request) > self.kv_budget
+            ):
+                full = True
+            if full or len(joining) >= room or (self.reuse and prefix and prefix in computing):
                 waiting.append(request)
                 continue
+            reserved += self._need(request)
             joining.append(request)
             if prefix and self.reuse and not self.store.has_prefix(list(prefix)):
                 computing.add(prefix)
@@ -530,6 +634,9 @@ class BatchEngine:
                         self._admit(request)
                         self.encoded_tokens += request.encoded
                     self._active.extend(joining)
+                    if joining and self.kv_budget is not None:  # room for those in flight
+                        reserved = sum(self._need(r) for r in self._active)
+                        self.store.fit(max(0, self.kv_budget - reserved))
                     self.peak_active = max(self.peak_active, len(self._active))
                     self._step()
             except Exception as exc:  # fail the batch, keep serving
@@ -545,7 +652,7 @@ class BatchEngine:
             return
         feeds = [self._feed(r) for r in active]
         kvs = [r.kv for r in active]
-        logits = packed_forward(self.model, kvs, feeds)  # type: ignore[arg-type]
+        logits = packed_forward(self.model, kvs, feeds, self.min_rows)  # type: ignore[arg-type]
         self.steps += 1
         self.peak_kv_tokens = max(self.peak_kv_tokens, self.active_tokens + self.store.tokens)
         still: list[Request] = []
@@ -558,10 +665,11 @@ class BatchEngine:
                 and len(request.held) == request.prefix_len
                 and not self.store.has_prefix(request.held)
             ):
-                assert request.kv is not None
-                self.store.put(
-                    list(request.held), request.kv.copy_prefix(request.prefix_len), shared=True
-                )
+                assert request.kv is not None and request.kv.length == request.prefix_len
+                # The prefix becomes the shared entry, read in place by this sequence too.
+                shared = request.kv.flat()
+                request.kv = SeqKV.on(shared)
+                self.store.put(list(request.held), shared, shared=True)
             if request.pending:
                 still.append(request)
                 continue

@@ -39,6 +39,8 @@ class Bf16Linear(nn.Module):
             if linear.bias is None
             else nn.Parameter(linear.bias.detach().to(torch.bfloat16), requires_grad=False)
         )
+        for hook in linear._forward_pre_hooks.values():  # activation quantization (W8A8)
+            self.register_forward_pre_hook(hook)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.reshape(-1, self.in_features).to(torch.bfloat16)

@@ -20,6 +20,7 @@ from typing import Any
 from flatscore.episode import Message, Serving, TokenLogprob, TokenUsage, TopLogprob, TurnTiming
 from flatscore.errors import InputError
 from flatscore.models.base import (
+    DEFAULT_KV_MEMORY_MB,
     Backend,
     Compute,
     ContextWindowExceeded,
@@ -34,6 +35,14 @@ from flatscore.models.footprint import Footprint
 from flatscore.quant.calibration import CalibrationSource
 
 MIN_SHARED_PREFIX = 32  # shorter system turns are not worth a cache entry of their own
+
+
+def kv_bytes_per_position(model: Any) -> int:
+    """Bytes one position of the KV cache takes: keys and values of every layer, fp32."""
+    config = model.config
+    heads = int(getattr(config, "num_key_value_heads", None) or config.num_attention_heads)
+    dim = int(getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads)
+    return int(config.num_hidden_layers) * 2 * heads * dim * 4
 
 
 @dataclass
@@ -99,7 +108,12 @@ class LocalBackend(Backend):
 
     `max_batch`: sequences decoded together (their KV caches are in memory at once);
     `cache_tokens`: the prefix cache's budget in KV positions (SmolLM2-135M: 46 KB each
-    in fp32); `reuse_kv=False` encodes every prompt in full (for comparisons)."""
+    in fp32); `kv_memory_mb`: the most memory the KV caches of the sequences in flight and
+    the prefix cache hold together (None: bounded by `max_batch` and `cache_tokens` only;
+    `BatchEngine`'s `kv_budget`); `batch_invariant=False`: passes are not padded to 16
+    rows, so one sequence alone runs faster but numbers depend on the batch (one stream at
+    a time only); `reuse_kv=False` encodes every prompt in full (for
+    comparisons)."""
 
     def __init__(
         self,
@@ -108,6 +122,8 @@ class LocalBackend(Backend):
         arm: str = "ref",
         max_batch: int = 16,
         cache_tokens: int = 32_768,
+        kv_memory_mb: float | None = DEFAULT_KV_MEMORY_MB,
+        batch_invariant: bool = True,
         reuse_kv: bool = True,
         max_context: int | None = None,
     ) -> None:
@@ -120,8 +136,16 @@ class LocalBackend(Backend):
         self.max_context = max_context or int(
             getattr(self.model.config, "max_position_embeddings", 8192)
         )
+        budget = None
+        if kv_memory_mb is not None:
+            budget = max(1, int(kv_memory_mb * 2**20) // kv_bytes_per_position(self.model))
         self.engine = BatchEngine(
-            self.model, max_batch=max_batch, store_tokens=cache_tokens, reuse=reuse_kv
+            self.model,
+            max_batch=max_batch,
+            store_tokens=cache_tokens,
+            reuse=reuse_kv,
+            kv_budget=budget,
+            batch_invariant=batch_invariant,
         )
         self._prefix_lengths: dict[str, list[int]] = {}
         self._footprint: Footprint | None = None
@@ -172,8 +196,10 @@ class LocalBackend(Backend):
         """Prompt tokens actually run through the model (all calls)."""
         return self.engine.encoded_tokens
 
-    def reset(self) -> None:
-        """Drop every cached KV (e.g. after changing the weights)."""
+    def clear_cache(self) -> None:
+        """Drop every cached KV (e.g. after changing the weights). Not done between
+        episodes: the prefix cache is shared by every episode in flight (their previous
+        turns, the system turn) and its budget evicts what is no longer used."""
         self.engine.clear()
 
     def close(self) -> None:
@@ -260,6 +286,7 @@ class LocalBackend(Backend):
             ids=ids,
             step=decoding.step,
             prefix_len=shared if MIN_SHARED_PREFIX <= shared < len(ids) else 0,
+            max_new=sampling.max_tokens,
         )
         return request, decoding, prefix
 

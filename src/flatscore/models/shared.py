@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from flatscore.models.base import Compute
+from flatscore.models.base import DEFAULT_KV_MEMORY_MB, Compute
 from flatscore.models.openai import OpenAIBackend, OpenAIConfig
 from flatscore.registry import Registry
 from flatscore.strict import StrictModel
@@ -39,6 +39,8 @@ class BackendSpec(StrictModel):
     cache_path: str | None = None
     threads: int = Field(1, ge=1)
     compute: Compute = "fp32"
+    kv_memory_mb: float | None = Field(DEFAULT_KV_MEMORY_MB, gt=0)
+    batch_invariant: bool = True
 
     def key(self) -> str:
         return self.model_dump_json()
@@ -103,7 +105,13 @@ def _local(spec: BackendSpec) -> Backend:
     from flatscore.models.local import LocalBackend
 
     torch.set_num_threads(spec.threads)
-    return LocalBackend.from_spec(spec.path, arm=spec.quant, compute=spec.compute)
+    return LocalBackend.from_spec(
+        spec.path,
+        arm=spec.quant,
+        compute=spec.compute,
+        kv_memory_mb=spec.kv_memory_mb,
+        batch_invariant=spec.batch_invariant,
+    )
 
 
 BACKENDS: Registry[Backend] = Registry("backend")

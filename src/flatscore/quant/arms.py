@@ -3,6 +3,8 @@
 Every arm changes only the decoder's Linear layers (attention q/k/v/o, MLP gate/up/down).
 Embeddings, the (tied) lm_head and the norms stay exactly as loaded in every arm, as in
 vLLM's FP8 and AWQ checkpoints, so arms differ from `ref` only in the formats they name.
+Arms are weight-only except `fp8-w8a8`, which also quantizes each linear's input at run
+time (a forward pre-hook: `QuantizeInput`), as served FP8 checkpoints do.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 import torch
 
 from flatscore.quant.awq import AWQScales, apply_scales, awq_search
-from flatscore.quant.floats import bf16, fp8_e4m3
+from flatscore.quant.floats import bf16, fp8_e4m3, fp8_e4m3_per_token
 from flatscore.quant.integer import rtn_groupwise_asymmetric, rtn_per_channel_symmetric
 
 Quantizer = Callable[[torch.Tensor], torch.Tensor]
@@ -30,6 +32,21 @@ class Arm:
     description: str
     quantize: Quantizer | None = None
     awq: bool = False
+    activations: Quantizer | None = None  # applied to every changed linear's input
+
+
+class QuantizeInput:
+    """A forward pre-hook putting a linear layer's input through `quantize` (activation
+    quantization at run time). `flatscore.models.compute` carries it over when it swaps the
+    layer for a bf16 one."""
+
+    def __init__(self, quantize: Quantizer) -> None:
+        self.quantize = quantize
+
+    def __call__(
+        self, module: torch.nn.Module, args: tuple[torch.Tensor, ...]
+    ) -> tuple[torch.Tensor, ...]:
+        return (self.quantize(args[0]), *args[1:])
 
 
 ARMS: dict[str, Arm] = {
@@ -38,6 +55,13 @@ ARMS: dict[str, Arm] = {
         Arm("ref", "weights as loaded (the reference)"),
         Arm("bf16", "bfloat16 round-trip", bf16),
         Arm("fp8", "fp8 e4m3, one scale per output channel", fp8_e4m3),
+        Arm(
+            "fp8-w8a8",
+            "fp8 e4m3 weights (one scale per output channel) and activations (one scale "
+            "per token, at run time)",
+            fp8_e4m3,
+            activations=fp8_e4m3_per_token,
+        ),
         Arm(
             "int8",
             "int8 symmetric RTN, one scale per output channel",
@@ -155,21 +179,31 @@ def apply_arm(
     linears = quantizable_linears(model)
     if spec.quantize is None:
         return ArmResult(arm, 0.0, {n: 0.0 for n in linears})
-    before = {n: m.weight.detach().clone() for n, m in linears.items()}
     alphas: dict[str, float] = {}
+    sums: dict[str, tuple[float, float]] = {}  # per layer: squared error, squared weight
+
+    def measure(name: str, before: torch.Tensor, after: torch.Tensor) -> None:
+        sums[name] = (float(((after - before) ** 2).sum()), float((before**2).sum()))
+
     with torch.no_grad():
         if spec.awq:
             if not calibration:
                 raise ValueError(f"arm {arm!r} needs calibration sequences")
+            before = {n: m.weight.detach().clone() for n, m in linears.items()}
             alphas = _awq(model, spec, linears, calibration, awq_cache)
-        else:
+            for name, module in linears.items():
+                measure(name, before[name], module.weight.data)
+            del before
+        else:  # one layer at a time: no second copy of every weight (load-time memory)
+            for name, module in linears.items():
+                quantized = spec.quantize(module.weight.data)
+                measure(name, module.weight.data, quantized)
+                module.weight.data.copy_(quantized)
+                del quantized
+        if spec.activations is not None:
             for module in linears.values():
-                module.weight.data.copy_(spec.quantize(module.weight.data))
-    per_layer: dict[str, float] = {}
-    err_sq = ref_sq = 0.0
-    for name, module in linears.items():
-        e = float(((module.weight.data - before[name]) ** 2).sum())
-        r = float((before[name] ** 2).sum())
-        per_layer[name] = (e / r) ** 0.5 if r else 0.0
-        err_sq, ref_sq = err_sq + e, ref_sq + r
+                module.register_forward_pre_hook(QuantizeInput(spec.activations))
+    per_layer = {n: (e / r) ** 0.5 if r else 0.0 for n, (e, r) in sums.items()}
+    err_sq = sum(e for e, _ in sums.values())
+    ref_sq = sum(r for _, r in sums.values())
     return ArmResult(arm, (err_sq / ref_sq) ** 0.5 if ref_sq else 0.0, per_layer, alphas)

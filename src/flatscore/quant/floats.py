@@ -1,4 +1,5 @@
-"""Floating-point weight formats: bf16 and fp8 e4m3 (per-output-channel scale)."""
+"""Floating-point formats: bf16 and fp8 e4m3 weights (per-output-channel scale), and fp8
+e4m3 activations quantized per token at run time (the W8A8 arm)."""
 
 from __future__ import annotations
 
@@ -19,3 +20,14 @@ def fp8_e4m3(weight: torch.Tensor) -> torch.Tensor:
     scale = amax / FP8_E4M3_MAX
     q = (weight / scale).to(torch.float8_e4m3fn)
     return q.to(weight.dtype) * scale
+
+
+def fp8_e4m3_per_token(x: torch.Tensor) -> torch.Tensor:
+    """Activations as vLLM's dynamic FP8 path quantizes them before each FP8 matmul: one
+    scale per token (row, the last dimension), computed from that row's own maximum at run
+    time, e4m3 values (saturating at 448). A row's result never depends on the other rows,
+    so batching does not change it."""
+    amax = x.abs().amax(dim=-1, keepdim=True).clamp(min=1e-12)
+    scale = amax / FP8_E4M3_MAX
+    q = (x / scale).clamp(-FP8_E4M3_MAX, FP8_E4M3_MAX).to(torch.float8_e4m3fn)
+    return q.to(x.dtype) * scale

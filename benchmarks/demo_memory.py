@@ -1,0 +1,118 @@
+"""Where the demo's memory goes (docs/benchmarks.md, "flatscore demo: memory").
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/demo_memory.py --tasks 4 --arms ref,int4
+
+Runs the demo study in this process (a fresh output folder) while a sampler thread reads,
+every half second, the process's resident memory and each loaded arm's KV positions: held
+by the sequences in flight (allocated capacity and used length), by the prefix store, and
+how many requests wait for a slot. Prints the peaks and, at the end, the weight bytes per
+arm, so the resident peak can be set against its parts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from flatscore.demo import DEMO_ARMS, demo_study
+from flatscore.study_run import run_study
+
+
+def kv_bytes_per_position(model: Any) -> int:
+    config = model.config
+    heads = int(getattr(config, "num_key_value_heads", config.num_attention_heads))
+    dim = int(getattr(config, "head_dim", config.hidden_size // config.num_attention_heads))
+    return int(config.num_hidden_layers) * 2 * heads * dim * 4
+
+
+def backends() -> dict[str, Any]:
+    from flatscore.models.shared import _BACKENDS
+
+    return {b.arm: b for b in list(_BACKENDS.values()) if hasattr(b, "engine")}
+
+
+class Sampler(threading.Thread):
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.stop = threading.Event()
+        self.peak_rss = 0
+        self.peaks: dict[str, dict[str, int]] = {}
+        self.at_peak: dict[str, Any] = {}
+
+    def run(self) -> None:
+        process = psutil.Process()
+        while not self.stop.wait(0.5):
+            rss = process.memory_info().rss
+            snapshot: dict[str, dict[str, int]] = {}
+            for arm, backend in backends().items():
+                engine = backend.engine
+                active = [r.kv for r in list(engine._active) if r.kv is not None]
+                row = {
+                    "active_capacity": sum(kv.capacity for kv in active),
+                    "active_length": sum(kv.length for kv in active),
+                    "active": len(active),
+                    "store": engine.store.tokens,
+                    "store_entries": len(engine.store),
+                    "waiting": len(engine._waiting),
+                }
+                snapshot[arm] = row
+                peak = self.peaks.setdefault(arm, dict.fromkeys(row, 0))
+                for key, value in row.items():
+                    peak[key] = max(peak[key], value)
+            if rss > self.peak_rss:
+                self.peak_rss, self.at_peak = rss, snapshot
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", type=Path, default=Path("/tmp/demo-memory"))
+    parser.add_argument("--tasks", type=int, default=4)
+    parser.add_argument("--arms", default=",".join(DEMO_ARMS))
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--compute", default="fp32")
+    args = parser.parse_args()
+    shutil.rmtree(args.out, ignore_errors=True)
+    study = demo_study(
+        args.out,
+        tasks_per_domain=args.tasks,
+        arms=tuple(args.arms.split(",")),
+        concurrency=args.concurrency,
+        compute=args.compute,
+    )
+    sampler = Sampler()
+    sampler.start()
+    started = time.perf_counter()
+    outcome = run_study(study, progress=False)
+    wall = time.perf_counter() - started
+    sampler.stop.set()
+    sampler.join()
+    print(f"{outcome.planned} episodes, {wall:.0f} s wall")
+    print(f"peak RSS (sampled) {sampler.peak_rss / 2**30:.2f} GiB")
+    loaded = backends()
+    for arm, backend in loaded.items():
+        per_pos = kv_bytes_per_position(backend.model)
+        weights = sum(p.numel() * p.element_size() for p in backend.model.parameters())
+        buffers = sum(b.numel() * b.element_size() for b in backend.model.buffers())
+        p = sampler.peaks.get(arm, {})
+        at = sampler.at_peak.get(arm, {})
+        mib = per_pos / 2**20
+        print(
+            f"{arm:<9} weights {(weights + buffers) / 2**20:7.0f} MiB · KV {per_pos} B/position"
+            f" · peak active {p.get('active_capacity', 0)} pos"
+            f" ({p.get('active_capacity', 0) * mib:.0f} MiB,"
+            f" used {p.get('active_length', 0)}), {p.get('active', 0)} seqs"
+            f" · peak store {p.get('store', 0)} pos ({p.get('store', 0) * mib:.0f} MiB,"
+            f" {p.get('store_entries', 0)} entries) · peak waiting {p.get('waiting', 0)}"
+            f" · at the RSS peak: active {at.get('active_capacity', 0) * mib:.0f} MiB,"
+            f" store {at.get('store', 0) * mib:.0f} MiB"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""The batch engine's KV budget and its unpadded mode, on a tiny real Llama (random
+weights: fast; the embedded model's versions of these properties are the slow tests in
+test_batching.py)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import torch
+
+from flatscore.models.batching import BatchEngine, Request
+
+
+def tiny_llama() -> Any:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=64,
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+    )
+    return LlamaForCausalLM(config).eval()
+
+
+def greedy(n: int, out: list[int]) -> Any:
+    def step(logits: torch.Tensor) -> int | None:
+        out.append(int(torch.argmax(logits)))
+        return out[-1] if len(out) < n else None
+
+    return step
+
+
+def run_all(engine: BatchEngine, prompts: list[list[int]], new: int = 6) -> list[list[int]]:
+    outs: list[list[int]] = [[] for _ in prompts]
+    requests = [
+        Request(ids=p, step=greedy(new, o), prefix_len=40, max_new=new)
+        for p, o in zip(prompts, outs, strict=True)
+    ]
+    threads = [threading.Thread(target=engine.run, args=(r,)) for r in requests]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return outs
+
+
+def prompts(n: int = 12) -> list[list[int]]:
+    g = torch.Generator().manual_seed(1)
+    system = torch.randint(0, 64, (40,), generator=g).tolist()  # a shared prefix
+    return [system + torch.randint(0, 64, (20 + 7 * i,), generator=g).tolist() for i in range(n)]
+
+
+def test_the_kv_budget_bounds_memory_and_changes_no_token() -> None:
+    model = tiny_llama()
+    free = BatchEngine(model, max_batch=16)
+    expected = run_all(free, prompts())
+    budget = 300
+    bounded = BatchEngine(model, max_batch=16, kv_budget=budget)
+    assert run_all(bounded, prompts()) == expected  # batch invariance: only speed changes
+    assert free.peak_active > bounded.peak_active >= 1
+    # the largest request alone needs 20 + 7 * 11 + 6 = 103 own positions (+25% growth)
+    assert bounded.peak_kv_tokens <= budget + 2 * 64
+    assert bounded.store.tokens <= budget
+
+
+def test_the_shared_prefix_is_held_once() -> None:
+    engine = BatchEngine(tiny_llama(), max_batch=16)
+    run_all(engine, prompts())
+    shared = [e for e in engine.store._entries if e.shared]
+    assert len(shared) == 1 and shared[0].kv.length == 40
+    # every sequence held only its own positions beyond the 40 shared ones
+    others = [e for e in engine.store._entries if not e.shared]
+    assert others and all(e.kv.base is shared[0].kv and e.kv.offset == 40 for e in others)
+
+
+def test_unpadded_engine_gives_a_lone_sequence_nearly_the_same_numbers() -> None:
+    model = tiny_llama()
+    (prompt,) = prompts(1)
+    logits: dict[bool, list[torch.Tensor]] = {True: [], False: []}
+    for invariant in (True, False):
+        engine = BatchEngine(model, batch_invariant=invariant)
+        assert engine.min_rows == (16 if invariant else 1)
+        out: list[int] = []
+
+        def step(x: torch.Tensor, out: list[int] = out, mode: bool = invariant) -> int | None:
+            logits[mode].append(x.clone())
+            out.append(int(torch.argmax(x)))
+            return out[-1] if len(out) < 4 else None
+
+        engine.run(Request(ids=prompt, step=step))
+    for a, b in zip(logits[True], logits[False], strict=True):
+        assert torch.allclose(a, b, atol=1e-4)  # other kernels, the same math
