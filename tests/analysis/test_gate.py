@@ -82,6 +82,16 @@ def test_a_significant_success_drop_is_damage() -> None:
     assert "significant success drop at K = 9" in cell.reason
 
 
+def test_a_significant_drop_inside_the_margin_passes_and_is_reported() -> None:
+    """8 of 200 tasks lost (4 points, 95% CI about +1 to +7): significant, yet TOST bounds it
+    inside ±7.5 — the tolerance the gate was given, so a pass that names the drop."""
+    result = gate(run("bf16", 200), run("int8", 200, failing=10), FAST)
+    (cell,) = result.cells
+    assert all(b.significant and b.equivalent for b in cell.budgets), cell.budgets
+    assert result.verdict == "pass" and result.exit_code == 0
+    assert "a significant drop inside the margin at K = 9: 4.0 points" in cell.reason
+
+
 def test_a_small_study_is_inconclusive_and_says_how_many_tasks_would_decide() -> None:
     """The power simulation needs episodes that can exceed the tight budget: 8 calls, one of
     them failed (a 7.5-point drop at K = 2 then needs a few hundred tasks)."""

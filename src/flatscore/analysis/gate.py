@@ -241,7 +241,10 @@ def _decide(
     paired: int,
     minimum: int,
 ) -> tuple[GateVerdict, str]:
-    drops = [c for c in checks if c.significant and (c.gap or 0) > 0]
+    # A significant drop the TOST still bounds inside the margin is the tolerance the user set:
+    # reported, not damage (the pass rule: equivalent at both budgets, nothing amplified).
+    drops = [c for c in checks if c.significant and (c.gap or 0) > 0 and not c.equivalent]
+    small = [c for c in checks if c.significant and (c.gap or 0) > 0 and c.equivalent]
     if drops or amplified:
         parts = [
             f"significant success drop at K = {c.K}: {100 * (c.gap or 0):.1f} points "
@@ -253,7 +256,14 @@ def _decide(
         return "damage", "; ".join(parts)
     if all(c.equivalent for c in checks) and tested and not new:
         ks = " and ".join(f"K = {c.K}" for c in checks)
-        return "pass", f"equivalent within the margin (TOST) at {ks}; no channel amplified"
+        inside = "".join(
+            f"; a significant drop inside the margin at K = {c.K}: {100 * (c.gap or 0):.1f} "
+            f"points (95% CI {_pts(c.ci_low)} to {_pts(c.ci_high)})"
+            for c in small
+        )
+        return "pass", (
+            f"equivalent within the margin (TOST) at {ks}; no channel amplified{inside}"
+        )
     parts = [
         f"equivalence not shown at K = {c.K} ({_pts(c.gap)} points, {p_is(c.tost_p, 'TOST p')})"
         for c in checks
