@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 CLI = "import sys; from flatscore.cli import main; sys.argv[0] = 'flatscore'; main()"
@@ -34,3 +35,12 @@ def flatscore(
         env={k: v for k, v in merged.items() if v is not None},
         cwd=cwd,
     )
+
+
+@dataclass
+class CliResult:
+    """What `flatscore ARGS...` returned and printed (run in this process)."""
+
+    returncode: int
+    stdout: str
+    stderr: str

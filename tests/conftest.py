@@ -7,12 +7,17 @@ and the real embedded model loaded once per process for the tests that need it."
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from cli_runner import CliResult
 
 settings.register_profile("flatscore", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("flatscore")
@@ -27,3 +32,27 @@ def loaded_model() -> Any:
 
     torch.set_num_threads(1)
     return load_model("embedded")
+
+
+@pytest.fixture
+def flatscore(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., CliResult]:
+    """The one in-process CLI runner: `flatscore(*args)` runs `main()` with those arguments
+    at 200 columns and returns its exit code and captured output (tests/cli_runner.py runs
+    it in a fresh interpreter instead, where a test needs a process of its own)."""
+    from flatscore.cli import main
+
+    def run(*args: str | Path) -> CliResult:
+        monkeypatch.setattr(sys, "argv", ["flatscore", *map(str, args)])
+        monkeypatch.setenv("COLUMNS", "200")
+        capsys.readouterr()
+        try:
+            main()
+            code = 0
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+        out = capsys.readouterr()
+        return CliResult(code, out.out, out.err)
+
+    return run

@@ -4,48 +4,20 @@ byte from the logs alone."""
 
 from __future__ import annotations
 
-import sys
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
 
-from flatscore.cli import main
+from cli_runner import CliResult
 from flatscore.errors import InputError
 from flatscore.store import read_episodes
 from flatscore.study import load_study
 from flatscore.study_run import plan_study, run_study
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-
-@pytest.fixture
-def flatscore(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> Callable[..., Result]:
-    def run(*args: str | Path) -> Result:
-        monkeypatch.setattr(sys, "argv", ["flatscore", *map(str, args)])
-        monkeypatch.setenv("COLUMNS", "200")
-        capsys.readouterr()
-        try:
-            main()
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        out = capsys.readouterr()
-        return Result(code, out.out, out.err)
-
-    return run
 
 
 def smoke_file(tmp_path: Path, **changes: object) -> Path:
@@ -80,15 +52,15 @@ def test_plan_is_paired_and_interleaved(tmp_path: Path) -> None:
 
 
 def test_cli_run_study_writes_the_folder_and_report_reproduces_it(
-    tmp_path: Path, flatscore: Callable[..., Result]
+    tmp_path: Path, flatscore: Callable[..., CliResult]
 ) -> None:
     path = smoke_file(tmp_path)
     done = flatscore("run", path, "--no-progress")
-    assert done.code == 0, done.err
+    assert done.returncode == 0, done.stderr
     out = tmp_path / "out"
     # 3 tasks: too few to show amplification or equivalence (docs/analysis.md)
-    assert "oracle · retail: inconclusive" in done.out
-    assert f"report: {out / 'report.html'}" in done.out.replace("\n", "")
+    assert "oracle · retail: inconclusive" in done.stdout
+    assert f"report: {out / 'report.html'}" in done.stdout.replace("\n", "")
     runs = sorted(p.name for p in (out / "runs").glob("*.jsonl"))
     assert runs == ["noop__ref.jsonl", "oracle__ref.jsonl", "oracle__slips.jsonl"]
     for name in ("report.html", "summary.md", "analysis.json", "study.json"):
@@ -109,28 +81,28 @@ def test_cli_run_study_writes_the_folder_and_report_reproduces_it(
         "--title",
         "flatscore · smoke",
     )
-    assert again.code == 0, again.err
+    assert again.returncode == 0, again.stderr
     for name in ("analysis.json", "summary.md", "report.html"):
         assert (tmp_path / "again" / name).read_bytes() == (out / name).read_bytes(), name
 
     # Rerunning refuses to append; --resume runs nothing new and rewrites the same report.
     refused = flatscore("run", path, "--no-progress")
-    assert refused.code == 2 and "pass --resume" in refused.err
+    assert refused.returncode == 2 and "pass --resume" in refused.stderr
     before = (out / "analysis.json").read_bytes()
     resumed = flatscore("run", path, "--no-progress", "--resume")
-    assert resumed.code == 0 and "0 episodes run, 36 already there" in resumed.out
+    assert resumed.returncode == 0 and "0 episodes run, 36 already there" in resumed.stdout
     assert (out / "analysis.json").read_bytes() == before
 
 
 def test_default_settings_reproduce_without_settings_from(
-    tmp_path: Path, flatscore: Callable[..., Result]
+    tmp_path: Path, flatscore: Callable[..., CliResult]
 ) -> None:
     """A study with default analysis settings: plain `flatscore report DIR` is enough."""
     path = smoke_file(tmp_path, analysis={}, tasks_per_domain=2, trials=1)
     outcome = run_study(load_study(path), progress=False)
     assert outcome.report is not None
     done = flatscore("report", outcome.output, "--out", tmp_path / "plain")
-    assert done.code == 0, done.err
+    assert done.returncode == 0, done.stderr
     assert (tmp_path / "plain" / "analysis.json").read_bytes() == (
         outcome.report.analysis.read_bytes()
     )
@@ -163,19 +135,19 @@ def test_repair_factor_runs_both_levels(tmp_path: Path) -> None:
     assert {"ref", "ref+repair", "slips", "slips+repair"} <= arms
 
 
-def test_cli_errors_are_one_line(tmp_path: Path, flatscore: Callable[..., Result]) -> None:
+def test_cli_errors_are_one_line(tmp_path: Path, flatscore: Callable[..., CliResult]) -> None:
     path = smoke_file(tmp_path)
     mixed = flatscore("run", path, "--domain", "retail")
-    assert mixed.code == 2 and "--domain: for the quick form only" in mixed.err
+    assert mixed.returncode == 2 and "--domain: for the quick form only" in mixed.stderr
     bad = tmp_path / "bad.yaml"
     bad.write_text("models: [{name: x, kind: agent, agent: oracle, arms: [ref]}]\ntrials: 0\n")
     wrong = flatscore("run", bad)
-    assert wrong.code == 2 and "field 'trials'" in wrong.err
-    assert wrong.err.count("\n") == 1 and "Traceback" not in wrong.err
+    assert wrong.returncode == 2 and "field 'trials'" in wrong.stderr
+    assert wrong.stderr.count("\n") == 1 and "Traceback" not in wrong.stderr
     study_only = flatscore("run", "--out", tmp_path / "x.jsonl", "--executor", "ray")
-    assert study_only.code == 2 and "--executor: for a study file only" in study_only.err
+    assert study_only.returncode == 2 and "--executor: for a study file only" in study_only.stderr
     no_out = flatscore("run")
-    assert no_out.code == 2 and "--out" in no_out.err
+    assert no_out.returncode == 2 and "--out" in no_out.stderr
 
 
 def test_empty_selection_is_an_input_error(tmp_path: Path) -> None:

@@ -5,47 +5,19 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from analysis_builders import episode
+from cli_runner import CliResult
 from cli_runner import flatscore as run_flatscore
-from flatscore.cli import main
 from flatscore.store import EpisodeWriter
 
 
 def subprocess_flatscore(*args: str) -> subprocess.CompletedProcess[str]:
     return run_flatscore(*args, env={"COLUMNS": "120", "PATH": ""}, timeout=120)
-
-
-@dataclass
-class Result:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-@pytest.fixture
-def flatscore(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> Callable[..., Result]:
-    def run(*args: str) -> Result:
-        monkeypatch.setattr(sys, "argv", ["flatscore", *args])
-        monkeypatch.setenv("COLUMNS", "120")
-        capsys.readouterr()
-        try:
-            main()
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        out = capsys.readouterr()
-        return Result(code, out.out, out.err)
-
-    return run
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +94,7 @@ def test_analyze_prints_verdicts_and_writes_json(run_file: Path, tmp_path: Path)
 
 
 def test_json_byte_identical(
-    run_file: Path, tmp_path: Path, flatscore: Callable[..., Result]
+    run_file: Path, tmp_path: Path, flatscore: Callable[..., CliResult]
 ) -> None:
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     for f in (a, b):
@@ -146,7 +118,7 @@ def test_json_byte_identical(
     ],
 )
 def test_bad_options_one_line_exit_2(
-    run_file: Path, args: list[str], message: str, flatscore: Callable[..., Result]
+    run_file: Path, args: list[str], message: str, flatscore: Callable[..., CliResult]
 ) -> None:
     res = flatscore("analyze", str(run_file), "--bootstrap", "200", *args)
     assert res.returncode == 2
@@ -154,7 +126,7 @@ def test_bad_options_one_line_exit_2(
     assert "Traceback" not in res.stderr
 
 
-def test_bad_run_file_one_line_exit_2(tmp_path: Path, flatscore: Callable[..., Result]) -> None:
+def test_bad_run_file_one_line_exit_2(tmp_path: Path, flatscore: Callable[..., CliResult]) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"episode_id": "x"}\n')
     res = flatscore("analyze", str(bad))
@@ -165,7 +137,7 @@ def test_bad_run_file_one_line_exit_2(tmp_path: Path, flatscore: Callable[..., R
 
 
 def test_undecidable_reference_asks_for_it(
-    tmp_path: Path, flatscore: Callable[..., Result]
+    tmp_path: Path, flatscore: Callable[..., CliResult]
 ) -> None:
     """Two models with digits but no format in their names: no guess, one line, exit 2."""
     path = tmp_path / "two.jsonl"
@@ -180,7 +152,7 @@ def test_undecidable_reference_asks_for_it(
 
 
 def test_the_same_file_twice_is_a_duplicate(
-    run_file: Path, tmp_path: Path, flatscore: Callable[..., Result]
+    run_file: Path, tmp_path: Path, flatscore: Callable[..., CliResult]
 ) -> None:
     copy = tmp_path / "copy.jsonl"
     copy.write_bytes(run_file.read_bytes())
@@ -194,7 +166,9 @@ def test_the_same_file_twice_is_a_duplicate(
     assert json.loads(out.read_text())["episodes_read"] == 24
 
 
-def test_inferred_tau2_errors_are_counted(tmp_path: Path, flatscore: Callable[..., Result]) -> None:
+def test_inferred_tau2_errors_are_counted(
+    tmp_path: Path, flatscore: Callable[..., CliResult]
+) -> None:
     """A τ² file without `error` flags: failures from the `Error:` text, and a warning."""
     src = Path(__file__).parents[1] / "fixtures" / "tau2" / "v1.0" / "ok.json"
     data = json.loads(src.read_text())
@@ -213,7 +187,7 @@ def test_inferred_tau2_errors_are_counted(tmp_path: Path, flatscore: Callable[..
 
 
 def test_human_output_has_no_question_marks_or_na_percent(
-    run_file: Path, flatscore: Callable[..., Result]
+    run_file: Path, flatscore: Callable[..., CliResult]
 ) -> None:
     res = flatscore("analyze", str(run_file), "--bootstrap", "200")
     assert res.returncode == 0
@@ -222,7 +196,7 @@ def test_human_output_has_no_question_marks_or_na_percent(
     assert "task-weighted" in res.stdout
 
 
-def test_power_command(flatscore: Callable[..., Result]) -> None:
+def test_power_command(flatscore: Callable[..., CliResult]) -> None:
     res = flatscore("power", "--success", "0.6", "--rates", "unknown_tool=0.1,bad_arguments=0.02",
                     "--tasks", "114", "--K", "2", "--simulations", "100")  # fmt: skip
     assert res.returncode == 0, res.stderr

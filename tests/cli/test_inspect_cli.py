@@ -9,45 +9,19 @@ import subprocess
 import sys
 import zipfile
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from cli_runner import CliResult
+
 pytest.importorskip("inspect_ai", reason="the `inspect` extra is not installed")
 
-from flatscore.cli import main
 from flatscore.store import read_episodes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "inspect"
 EVAL_LOG = FIXTURES / "orders.eval"
 JSON_LOG = FIXTURES / "orders.json"
-
-
-@dataclass
-class Result:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-@pytest.fixture
-def flatscore(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> Callable[..., Result]:
-    def run(*args: str | Path) -> Result:
-        monkeypatch.setattr(sys, "argv", ["flatscore", *map(str, args)])
-        monkeypatch.setenv("COLUMNS", "200")
-        capsys.readouterr()
-        try:
-            main()
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        out = capsys.readouterr()
-        return Result(code, out.out, out.err)
-
-    return run
 
 
 def test_import_and_export_in_a_subprocess(tmp_path: Path) -> None:
@@ -71,7 +45,7 @@ def _pythonpath() -> dict[str, str]:
     return {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}
 
 
-def test_import_options_and_export(tmp_path: Path, flatscore: Callable[..., Result]) -> None:
+def test_import_options_and_export(tmp_path: Path, flatscore: Callable[..., CliResult]) -> None:
     run = tmp_path / "run.jsonl"
     res = flatscore(
         "import", "inspect", JSON_LOG, "--out", run, "--arm", "int4", "--model", "m",
@@ -189,7 +163,7 @@ BAD: dict[str, tuple[Callable[[Path], Path], str]] = {
 
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_bad_log_is_one_line_and_exit_2(
-    tmp_path: Path, flatscore: Callable[..., Result], case: str
+    tmp_path: Path, flatscore: Callable[..., CliResult], case: str
 ) -> None:
     make, expected = BAD[case]
     log = make(tmp_path)
@@ -203,7 +177,7 @@ def test_bad_log_is_one_line_and_exit_2(
     assert not out.exists() or out.read_text() == ""
 
 
-def test_bad_error_map_is_one_line(tmp_path: Path, flatscore: Callable[..., Result]) -> None:
+def test_bad_error_map_is_one_line(tmp_path: Path, flatscore: Callable[..., CliResult]) -> None:
     bad = tmp_path / "map.yaml"
     bad.write_text("version: 1\ntool_errors: {parsing: typo}\ntermination: {error: x}\n")
     res = flatscore("import", "inspect", EVAL_LOG, "--out", tmp_path / "r.jsonl",
