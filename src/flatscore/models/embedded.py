@@ -99,7 +99,13 @@ def _load_gguf(gguf: Path) -> tuple[Any, Any]:
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        os.replace(tmp, target) if not target.exists() else shutil.rmtree(tmp)
+        try:
+            os.replace(tmp, target)
+        except OSError:
+            # Another process (an xdist worker, a parallel run) filled the cache between our
+            # conversion and this rename: its copy is the same conversion; keep it.
+            if not (target / "config.json").exists():
+                raise
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
