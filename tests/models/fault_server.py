@@ -61,8 +61,16 @@ class FaultServer:
                     reply = server.script[min(index, len(server.script) - 1)]
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                counted = False
                 try:
                     time.sleep(reply.delay_s)
+                    # Out of flight before the answer leaves: a client that has its answer
+                    # may send the next request before this thread would reach `finally`,
+                    # which counted 2 in flight under load with a limit of 1 (flaky, not a
+                    # concurrency bug).
+                    with server._lock:
+                        server.in_flight -= 1
+                    counted = True
                     body = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
                     data = body.encode()
                     self.send_response(reply.status)
@@ -75,8 +83,9 @@ class FaultServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
                 finally:
-                    with server._lock:
-                        server.in_flight -= 1
+                    if not counted:
+                        with server._lock:
+                            server.in_flight -= 1
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
