@@ -547,11 +547,17 @@ class BatchEngine:
 
     # -------------------------------------------------------------- the loop
 
-    @staticmethod
-    def _need(request: Request) -> int:
-        """KV positions `request` will have allocated by its end, its shared prefix aside
-        (`SeqKV` grows by 25%, at least 64 positions)."""
-        own = len(request.ids) - request.prefix_len + request.max_new
+    def _need(self, request: Request) -> int:
+        """KV positions `request` will have allocated by its end (`SeqKV` grows by 25%, at
+        least 64 positions): its shared prefix aside when it reads one from the store, with
+        it when it computes the prefix itself (before the prefix is stored, it is its own)."""
+        if request.kv is not None:
+            reads_shared = request.kv.base is not None
+        else:
+            prefix = request.ids[: request.prefix_len]
+            reads_shared = bool(prefix) and self.reuse and self.store.has_prefix(prefix)
+        shared = request.prefix_len if reads_shared else 0
+        own = len(request.ids) - shared + request.max_new
         return max(own + own // 4 + 1, 64, request.kv.capacity if request.kv is not None else 0)
 
     def _joining(self) -> list[Request]:
@@ -612,6 +618,9 @@ class BatchEngine:
         request.error = error
         if error is None and self.reuse and request.kv is not None and request.held:
             self.store.put(request.held, request.kv, prompt_len=len(request.ids))
+            if self.kv_budget is not None:  # the store gets what those in flight leave
+                reserved = sum(self._need(r) for r in self._active if r is not request)
+                self.store.fit(max(0, self.kv_budget - reserved))
         request.kv = None
         request.done.set()
         if request.on_done is not None:
