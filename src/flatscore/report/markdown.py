@@ -150,8 +150,9 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
         lines += ["## Cost per arm", "", *cost_lines(analysis)]
         lines += [f"- warning: {md_escape(w)}" for w in analysis.cost.warnings] + [""]
     lines += [
-        "Gaps are in percentage points (reference − arm), task-weighted, with paired score "
-        "intervals. Full report: `report.html`; "
+        "Gaps are in percentage points (reference − arm), task-weighted, with paired "
+        "intervals (t on per-task differences; the score interval with few discordant "
+        "tasks). Full report: `report.html`; "
         "every number: `analysis.json`.",
         "",
     ]
