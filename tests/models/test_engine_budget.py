@@ -10,22 +10,7 @@ from typing import Any
 import torch
 
 from flatscore.models.batching import BatchEngine, Request
-
-
-def tiny_llama() -> Any:
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=64,
-        hidden_size=64,
-        intermediate_size=96,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-    )
-    return LlamaForCausalLM(config).eval()
+from tiny_llama_model import tiny_llama
 
 
 def greedy(n: int, out: list[int]) -> Any:
