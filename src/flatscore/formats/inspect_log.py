@@ -27,6 +27,7 @@ import ijson
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from flatscore.analysis.channels import BASE_CHANNELS
 from flatscore.episode import (
     Episode,
     Message,
@@ -57,9 +58,6 @@ FORMAT_JSON = "inspect-json"
 DEFAULT_STUDY = "inspect"
 USER_ROLE = "user"
 """The model role whose calls are the simulated user's (their tools are the user's tools)."""
-BASE_CHANNELS = frozenset(
-    {"unknown_tool", "bad_arguments", "entity_not_found", "precondition", "other"}
-)
 BUILTIN_MAP = "builtin:flatscore/formats/inspect_errors.yaml"
 
 
