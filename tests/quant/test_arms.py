@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_llama_model import sequences, tiny_llama
 
 from flatscore.quant.arms import ARMS, apply_arm, quantizable_linears
+from tiny_llama_model import sequences, tiny_llama
 
 EXPECTED = {  # relative Frobenius error on Gaussian-initialised weights
     "bf16": (5e-4, 3e-3),

@@ -5,11 +5,11 @@ from __future__ import annotations
 from functools import partial
 
 import torch
-from tiny_llama_model import sequences, tiny_llama
 
 from flatscore.quant.arms import quantizable_linears
 from flatscore.quant.awq import apply_scales, awq_search, collect_input_stats, search_scale
 from flatscore.quant.integer import rtn_groupwise_asymmetric
+from tiny_llama_model import sequences, tiny_llama
 
 Q4 = partial(rtn_groupwise_asymmetric, bits=4, group_size=128)
 
