@@ -1,0 +1,28 @@
+"""Every study file under examples/ loads: an example that no longer parses is a broken doc."""
+
+from pathlib import Path
+
+import pytest
+
+from flatscore.study import load_study
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.yaml"))
+
+
+def test_there_are_examples() -> None:
+    assert len(EXAMPLES) >= 5
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_example_study_loads(path: Path) -> None:
+    study = load_study(path)
+    assert study.name
+    assert study.models and all(model.arms for model in study.models)
+
+
+def test_study_v2_has_both_controls() -> None:
+    study = load_study(EXAMPLES[0].parent / "embedded-study-v2.yaml")
+    arms = {name: arm for model in study.models for name, arm in model.arms.items()}
+    assert arms["ref-control"].control_of == "ref"
+    assert arms["ref-planted"].inject is not None and arms["ref-planted"].inject.base == "ref"
+    assert study.trials == 4 and study.split == "test"
