@@ -14,5 +14,5 @@ Correction = Annotated[str, typer.Option(help="Multiple-testing correction: holm
 Dedupe = Annotated[bool, typer.Option(help="Keep one copy of duplicate episodes (with a warning).")]
 Balanced = Annotated[
     bool,
-    typer.Option(help="Only the (domain, task, trial) every arm of a cell has (a study cut short)."),
+    typer.Option(help="Only the (domain, task, trial) every arm of a cell has (a study cut short)"),
 ]
