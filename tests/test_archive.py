@@ -157,6 +157,48 @@ def test_the_committed_study_archive_reproduces_its_analysis(tmp_path: Path) -> 
             assert mine.success_difference.value == theirs.success_difference.value
 
 
+@pytest.mark.slow  # 1,140 paired episodes, 5,000 resamples: ~1 min
+def test_the_committed_repair_pass_pairs_as_its_effect_was_computed(tmp_path: Path) -> None:
+    """The repair pass (trial 0, 57 tasks per domain) paired with the main study's same
+    episodes (`repair_pairs`, `flatscore repair-effect --balanced`) gives the committed
+    repair-effect.json's point values: S(K) with and without, effects, interactions and
+    repair counts. (Its intervals predate the re-analysis's: not compared.)"""
+    from flatscore.analysis.balanced import repair_pairs
+    from flatscore.analysis.repair_effect import RepairEffectResult, RepairOptions, repair_effects
+    from flatscore.store import read_episodes
+
+    runs = tmp_path / "runs"
+    archive.unpack(STUDY_DOCS / "runs", runs)
+    archive.unpack(STUDY_DOCS / "repair" / "runs", runs / "repair")
+    episodes = [e for p in sorted(runs.rglob("*.jsonl")) for e in read_episodes(p)]
+    pairs = repair_pairs(episodes)
+    assert len(pairs) == 1140
+    options = RepairOptions(reference="ref", budgets=list(range(10)), bootstrap=200)
+    got = repair_effects(pairs, options)
+    want = RepairEffectResult.model_validate_json(
+        (STUDY_DOCS / "repair" / "repair-effect.json").read_text("utf-8")
+    )
+
+    def points(result: RepairEffectResult) -> list[object]:
+        return [
+            (
+                cell.domain,
+                arm.arm,
+                arm.paired_tasks,
+                arm.episodes_without,
+                arm.episodes_with,
+                arm.repair_instructions,
+                arm.episodes_repaired,
+                [(p.K, p.success_without, p.success_with, p.effect) for p in arm.effect_by_K],
+                None if arm.interaction is None else arm.interaction.value,
+            )
+            for cell in result.cells
+            for arm in cell.arms
+        ]
+
+    assert points(got) == points(want)
+
+
 def test_cli_pack_unpack_status(tmp_path: Path) -> None:
     path = smoke(tmp_path)
     study = load_study(path)
