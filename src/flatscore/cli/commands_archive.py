@@ -22,8 +22,7 @@ Archive = Annotated[Path, typer.Argument(help="The folder of chunks (<run>.<NNN>
 
 @archive_app.command("pack")
 def pack_command(runs: Runs, archive: Archive) -> None:
-    """Write the episodes no chunk holds yet as new chunks (one per run file; none is
-    rewritten)."""
+    """Write the episodes no chunk holds yet as new chunks; none is ever rewritten."""
     from flatscore.archive import pack
 
     packed = pack(runs, archive)
@@ -32,8 +31,7 @@ def pack_command(runs: Runs, archive: Archive) -> None:
 
 @archive_app.command("unpack")
 def unpack_command(archive: Archive, runs: Runs) -> None:
-    """Merge every chunk into the run files by episode id (kept: episodes already there),
-    before `flatscore run STUDY --resume` or `flatscore report`."""
+    """Merge every chunk into the run files by episode id, keeping what is there."""
     from flatscore.archive import unpack
 
     added = unpack(archive, runs)
