@@ -247,8 +247,13 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     # no archive, or a folder without chunks
     assert "no such folder" in _one_line_exit_2("archive", "unpack", tmp_path / "none", runs)
     assert "no chunks" in _one_line_exit_2("archive", "unpack", empty, runs)
-    # a truncated chunk, a chunk that is not xz, a chunk with a line that is not an episode
+    # a chunk missing from the sequence
     chunk = chunks / "oracle__ref.000.jsonl.xz"
+    chunk.rename(chunks / "oracle__ref.001.jsonl.xz")
+    err = _one_line_exit_2("archive", "unpack", chunks, runs)
+    assert "oracle__ref.000.jsonl.xz is missing" in err and str(chunks) in err
+    (chunks / "oracle__ref.001.jsonl.xz").rename(chunk)
+    # a truncated chunk, a chunk that is not xz, a chunk with a line that is not an episode
     data = chunk.read_bytes()
     chunk.write_bytes(data[: len(data) // 2])
     err = _one_line_exit_2("archive", "unpack", chunks, runs)

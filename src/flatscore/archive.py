@@ -41,7 +41,8 @@ def _chunk_number(path: Path) -> int:
 
 
 def chunks(archive: Path) -> dict[str, list[Path]]:
-    """The archive's chunks per run-file stem, in order (other files are ignored)."""
+    """The archive's chunks per run-file stem, in order (other files are ignored); a gap in
+    a stem's numbers (a chunk lost on the way) is an InputError."""
     if not archive.is_dir():
         raise InputError("not an archive folder (no such folder)", file=str(archive))
     found: dict[str, list[Path]] = {}
@@ -49,7 +50,16 @@ def chunks(archive: Path) -> dict[str, list[Path]]:
         match = CHUNK.match(path.name)
         if match and path.is_file():
             found.setdefault(match["stem"], []).append(path)
-    return {stem: sorted(paths, key=_chunk_number) for stem, paths in sorted(found.items())}
+    out = {stem: sorted(paths, key=_chunk_number) for stem, paths in sorted(found.items())}
+    for stem, paths in out.items():  # pack numbers them 000, 001, ...: a gap is a lost chunk
+        for expected, path in enumerate(paths):
+            if _chunk_number(path) != expected:
+                raise InputError(
+                    f"chunk {stem}.{expected:03d}.jsonl.xz is missing (the next one is "
+                    f"{path.name}): a run file's chunks are numbered from 000 without gaps",
+                    file=str(archive),
+                )
+    return out
 
 
 def read_chunk(path: Path) -> Iterator[tuple[Episode, str]]:
@@ -106,21 +116,21 @@ def pack(runs: Path, archive: Path) -> dict[str, int]:
     a kill) is left for the next pack."""
     files = run_files(runs)
     archive.mkdir(parents=True, exist_ok=True)
-    existing = chunks(archive)
     packed: dict[str, int] = {}
     for path in files:
         stem = path.stem
         lock = OutputLock(archive / stem)  # one packer per stem: chunk numbers stay unique
         lock.acquire()
         try:
-            have = {ep.episode_id for ep, _ in archived(existing.get(stem, []))}
+            present = chunks(archive).get(stem, [])  # read under the lock
+            have = {ep.episode_id for ep, _ in archived(present)}
             new: list[str] = []
             for episode, line in episode_lines(path):
                 if episode.episode_id not in have:
                     have.add(episode.episode_id)
                     new.append(line)
             if new:
-                numbers = [_chunk_number(p) for p in existing.get(stem, [])]
+                numbers = [_chunk_number(p) for p in present]
                 number = max(numbers, default=-1) + 1
                 data = lzma.compress("".join(ln + "\n" for ln in new).encode(), preset=XZ_PRESET)
                 _write_chunk(archive / f"{stem}.{number:03d}.jsonl.xz", data)
