@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
@@ -266,3 +267,29 @@ def test_secrets_never_reach_the_run_file(tmp_path: Path) -> None:
     text = path.read_text()
     assert "sk-live-abcdef123456" not in text and "sk-configured-key-123456" not in text
     assert "***" in text
+
+
+def test_write_line_keeps_the_stored_bytes(tmp_path: Path) -> None:
+    """`write_line` appends an episode as the line it was read from (the run archive's
+    unpack), not re-serialised: a line with its keys in another order, or without fields the
+    schema has since gained, comes back byte for byte; a known id is skipped; secrets are
+    still masked."""
+    from flatscore.store import episode_lines
+
+    source = tmp_path / "source.jsonl"
+    with EpisodeWriter(source) as writer:
+        writer.write(simple(0))
+    data = json.loads(source.read_text("utf-8"))
+    data.pop("timing", None)
+    data["metadata"] = {"note": "Authorization: Bearer sk-abcdefghijkl"}
+    reordered = json.dumps(dict(reversed(list(data.items()))), ensure_ascii=False)
+    source.write_text(reordered + "\n", "utf-8")
+    ((episode, line),) = list(episode_lines(source))
+    assert line == reordered
+
+    target = tmp_path / "target.jsonl"
+    with EpisodeWriter(target) as writer:
+        assert writer.write_line(episode, line)
+        assert not writer.write_line(episode, line)  # its id is there already
+    written = target.read_text("utf-8")
+    assert written == reordered.replace("Bearer sk-abcdefghijkl", "***") + "\n"

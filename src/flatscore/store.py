@@ -98,6 +98,13 @@ def _complete(raw: bytes) -> bool:
 def read_episodes(path: str | Path) -> Iterator[Episode]:
     """Stream episodes from a JSONL file. A partial last line (a write in progress) is
     skipped; a complete one without its final newline is read."""
+    for episode, _line in episode_lines(path):
+        yield episode
+
+
+def episode_lines(path: str | Path) -> Iterator[tuple[Episode, str]]:
+    """`read_episodes` with each episode's line as stored (stripped, no newline), for
+    copying episodes byte for byte (the run archive, `flatscore.archive`)."""
     path = Path(path)
     file = str(path)
     for line_no, raw, terminated in _lines(path):
@@ -106,7 +113,7 @@ def read_episodes(path: str | Path) -> Iterator[Episode]:
         if not terminated and not _complete(raw):
             return  # an episode still being written, or cut off by a kill
         text = _decode(raw, file=file, line_no=line_no).strip()
-        yield parse_episode_line(text, file=file, line_no=line_no)
+        yield parse_episode_line(text, file=file, line_no=line_no), text
 
 
 def finished_episode_ids(path: str | Path) -> set[str]:
@@ -247,6 +254,19 @@ class EpisodeWriter:
             return False
         self._fh.write(scrub(episode.model_dump_json(exclude_none=False)) + "\n")
         if not self.atomic:  # an atomic copy is synced once, before it replaces the file
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        self.present.add(episode.episode_id)
+        return True
+
+    def write_line(self, episode: Episode, line: str) -> bool:
+        """Append `episode` as the stored `line` it was read from (`episode_lines`), not
+        re-serialised: an archived episode keeps its bytes even where the schema has since
+        gained fields. Otherwise as `write`."""
+        if episode.episode_id in self.present:
+            return False
+        self._fh.write(scrub(line) + "\n")
+        if not self.atomic:
             self._fh.flush()
             os.fsync(self._fh.fileno())
         self.present.add(episode.episode_id)

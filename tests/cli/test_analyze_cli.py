@@ -203,3 +203,30 @@ def test_power_command(flatscore: Callable[..., CliResult]) -> None:
     assert "power at K=2" in res.stdout and "points" in res.stdout
     res = flatscore("power", "--success", "0.6", "--rates", "unknown_tool", "--tasks", "10")
     assert res.returncode == 2 and "--rates" in res.stderr
+
+
+def test_balanced_keeps_what_every_arm_has(
+    run_file: Path, tmp_path: Path, flatscore: Callable[..., CliResult]
+) -> None:
+    """A third arm, int8, ran tasks t0-t4 only: with --balanced every arm is analysed on those
+    5 tasks (15 episodes), and a warning counts the 14 left out; without it, all 29."""
+    extra = tmp_path / "int8.jsonl"
+    with EpisodeWriter(extra) as w:
+        w.write_all(episode("int8", f"t{t}", calls=[("get_user", "ok")]) for t in range(5))
+    out = tmp_path / "balanced.json"
+    res = flatscore(
+        "analyze", str(run_file), str(extra), "--balanced", "--json", str(out), "--bootstrap", "200"
+    )
+    assert res.returncode == 0, res.stderr
+    assert "--balanced: 14 of 29 episodes left out" in res.stdout
+    data = json.loads(out.read_text())
+    assert data["episodes_read"] == 15
+    assert {a["arm"]: a["episodes"] for a in data["cells"][0]["arms"]} == {
+        "bf16": 5,
+        "int8": 5,
+        "int4": 5,
+    }
+    whole = flatscore(
+        "analyze", str(run_file), str(extra), "--json", str(out), "--bootstrap", "200"
+    )
+    assert whole.returncode == 0 and json.loads(out.read_text())["episodes_read"] == 29

@@ -305,18 +305,13 @@ def embedded_study_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Rep
     """The embedded study's report, rebuilt from its committed chunks (docs/embedded-study.md)
     as far as it has run, with a small bootstrap (the page, not the numbers, is tested)."""
     from flatscore.analysis.analyze import AnalysisOptions
+    from flatscore.archive import unpack
     from flatscore.report.rebuild import rebuild
-    from script_modules import load_script
 
-    chunks = load_script("embedded_study")  # its chunk reader: the archive's one format
     runs = tmp_path_factory.mktemp("embedded-study-runs")
-    episodes = 0
-    for arm in STUDY_ARMS:
-        stem = f"smollm2-135m__{arm}"
-        lines = chunks.archived_lines(STUDY_ARCHIVE, stem)
-        assert lines, f"no chunk of {stem} under {STUDY_ARCHIVE}"
-        (runs / f"{stem}.jsonl").write_bytes(b"".join(lines))
-        episodes += len(lines)
+    added = unpack(STUDY_ARCHIVE, runs)  # `flatscore archive unpack`
+    assert sorted(added) == sorted(f"smollm2-135m__{arm}" for arm in STUDY_ARMS)
+    episodes = sum(added.values())
     out = tmp_path_factory.mktemp("embedded-study-report")
     _, paths = rebuild(
         [runs], out, AnalysisOptions(reference="ref", bootstrap=200), title="embedded study"

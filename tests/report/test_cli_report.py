@@ -31,7 +31,12 @@ def test_report_rebuilds_from_logs_and_matches_analyze(run_dir: Path, tmp_path: 
     assert done.returncode == 0, done.stderr
     assert "inconclusive" in done.stdout  # 6 tasks: too few to show amplification
     assert f"report: {out / 'report.html'}" in done.stdout
-    assert {p.name for p in out.iterdir()} == {"report.html", "summary.md", "analysis.json"}
+    assert {p.name for p in out.iterdir()} == {
+        "report.html",
+        "summary.md",
+        "analysis.json",
+        "tables.md",
+    }
 
     json_path = tmp_path / "analysis.json"
     runs = sorted((run_dir / "episodes").glob("*.jsonl"))

@@ -21,6 +21,7 @@ from flatscore.cli import commands_train  # noqa: F401  isort: skip
 from flatscore.cli import commands_margins  # noqa: F401  isort: skip
 from flatscore.cli import commands_repair  # noqa: F401  isort: skip
 from flatscore.cli import commands_gate  # noqa: F401  isort: skip
+from flatscore.cli import commands_archive  # noqa: F401  isort: skip
 
 __all__ = ["app", "main"]
 

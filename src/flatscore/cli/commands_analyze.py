@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from flatscore.cli.app import app, console
-from flatscore.cli.options import Bootstrap, BootstrapSeed, Correction, Dedupe, TostMargin
+from flatscore.cli.options import (
+    Balanced,
+    Bootstrap,
+    BootstrapSeed,
+    Correction,
+    Dedupe,
+    TostMargin,
+)
 from flatscore.console import styled
 from flatscore.errors import InputError
 from flatscore.limits import MAX_BOOTSTRAP, MIN_BOOTSTRAP
@@ -62,6 +69,14 @@ def options_from_flags(
     return AnalysisOptions(**settings.model_dump(), rules=load_rules(channel_rules))
 
 
+def _balanced(episodes: list[Episode], warnings: list[str]) -> tuple[list[Episode], list[str]]:
+    """`--balanced`: the episodes every arm of their cell has, and a warning if any left."""
+    from flatscore.analysis.balanced import balanced, left_out
+
+    kept = balanced(episodes)
+    return kept, warnings + left_out(len(episodes), len(kept))
+
+
 def labelled_runs(paths: list[Path]) -> Iterator[tuple[str, Episode]]:
     """Every episode with the file it was read from (for duplicate messages)."""
     from flatscore.formats import load_runs
@@ -100,6 +115,7 @@ def analyze(
         typer.Option(help="Attach a `flatscore margins` result (margins.json) to the output."),
     ] = None,
     dedupe: Dedupe = False,
+    balanced: Balanced = False,
 ) -> None:
     """Per-channel error rates, S(K), amplification, invariance, recovery and paired statistics."""
     from flatscore.analysis.analyze import analyze as run_analysis
@@ -112,6 +128,8 @@ def analyze(
     )
     with console.status("reading episodes and bootstrapping…"):
         episodes, dropped = unique_episodes(labelled_runs(runs), dedupe)
+        if balanced:
+            episodes, dropped = _balanced(episodes, dropped)
         result = run_analysis(episodes, options)
         result.warnings[:0] = dropped
     if margins is not None:

@@ -15,7 +15,9 @@ from flatscore.limits import MAX_BOOTSTRAP, MIN_BOOTSTRAP
 
 @app.command("repair-effect")
 def repair_effect(
-    runs: Annotated[list[Path], typer.Argument(help="Runs with and without --repair.")],
+    runs: Annotated[
+        list[Path], typer.Argument(help="Runs (files or run folders) with and without --repair.")
+    ],
     reference: Annotated[
         str | None, typer.Option(help="Reference arm (default: highest precision).")
     ] = None,
@@ -25,23 +27,70 @@ def repair_effect(
         int, typer.Option(min=MIN_BOOTSTRAP, max=MAX_BOOTSTRAP, help="Bootstrap resamples.")
     ] = 5000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    budgets: Annotated[
+        str | None, typer.Option(help="Error budgets K, e.g. 0-10 or 0,2,9 (default 0..default K).")
+    ] = None,
+    balanced: Annotated[
+        bool,
+        typer.Option(
+            help="Paired: only the (domain, task, trial) every repaired arm and its plain twin "
+            "have (a repair pass on part of a study; other plain arms are left out)."
+        ),
+    ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Folder for repair-effect.json, repair-effect.md (the table and warnings) and "
+            "tables.md (the effect and the repaired channels' rates, as study tables).",
+        ),
+    ] = None,
 ) -> None:
     """Repair effect S_with(K) − S_without(K) per arm, and its interaction with precision."""
+    from flatscore.analysis.budget import parse_budgets
     from flatscore.analysis.repair_effect import RepairOptions, markdown_table, repair_effects
     from flatscore.formats import load_runs
+    from flatscore.report.rebuild import expand_inputs
 
     if count not in ("all", "agent"):
         raise InputError(f"expected all or agent, got {count!r}", field="--count")
     for path in runs:
         if not path.exists():
             raise InputError("run not found", file=str(path))
-    options = RepairOptions(reference=reference, count=count, bootstrap=bootstrap, seed=seed)
-    result = repair_effects(load_runs(runs), options)
+    options = RepairOptions(
+        reference=reference,
+        count=count,
+        bootstrap=bootstrap,
+        seed=seed,
+        budgets=parse_budgets(budgets) if budgets else None,
+    )
+    episodes = list(load_runs(expand_inputs(runs)))  # a run folder: its *.jsonl
+    if balanced:
+        from flatscore.analysis.balanced import repair_pairs
+
+        episodes = repair_pairs(episodes)
+    result = repair_effects(episodes, options)
     if not result.cells:
         raise InputError("no arm was run both with and without repair")
-    console.print(markdown_table(result), highlight=False, markup=False, soft_wrap=True)
-    for w in result.warnings + [w for c in result.cells for w in c.warnings]:
+    table = markdown_table(result)
+    warnings = result.warnings + [w for c in result.cells for w in c.warnings]
+    console.print(table, highlight=False, markup=False, soft_wrap=True)
+    for w in warnings:
         console.print(styled(("warning:", "yellow"), f" {w}"))
+    if balanced:
+        console.print(f"{len(episodes)} episodes paired (--balanced)", style="dim")
+    text = result.model_dump_json(indent=2) + "\n"
     if json_out is not None:
-        json_out.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        json_out.write_text(text, encoding="utf-8")
         console.print(f"wrote {json_out}", style="dim")
+    if out is not None:
+        from flatscore.report.tables import repair_tables
+
+        out.mkdir(parents=True, exist_ok=True)
+        for name, body in (
+            ("repair-effect.json", text),
+            ("repair-effect.md", table + "".join(f"\n- warning: {w}" for w in warnings) + "\n"),
+            ("tables.md", "\n".join(repair_tables(result)) + "\n"),
+        ):
+            (out / name).write_text(body, encoding="utf-8", newline="\n")
+        console.print(f"wrote {out}/repair-effect.json, repair-effect.md, tables.md", style="dim")

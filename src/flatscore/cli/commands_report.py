@@ -8,7 +8,14 @@ from typing import Annotated
 import typer
 
 from flatscore.cli.app import app, console
-from flatscore.cli.options import Bootstrap, BootstrapSeed, Correction, Dedupe, TostMargin
+from flatscore.cli.options import (
+    Balanced,
+    Bootstrap,
+    BootstrapSeed,
+    Correction,
+    Dedupe,
+    TostMargin,
+)
 
 
 @app.command()
@@ -39,6 +46,7 @@ def report(
     correction: Correction = "holm",
     channel_rules: Annotated[Path | None, typer.Option(help="YAML error-text rules.")] = None,
     dedupe: Dedupe = False,
+    balanced: Balanced = False,
     title: Annotated[str, typer.Option(help="Report title.")] = "flatscore report",
     generated_at: Annotated[
         str | None,
@@ -49,7 +57,8 @@ def report(
         typer.Option(help="Add a `flatscore margins` result (margins.json) to the report."),
     ] = None,
 ) -> None:
-    """Rebuild the report from episode logs: the same logs and settings give the same bytes."""
+    """Rebuild the report (report.html, summary.md, analysis.json, tables.md) from episode
+    logs: the same logs and settings give the same bytes."""
     from flatscore.cli.commands_analyze import options_from_flags
     from flatscore.report.rebuild import options_from_settings, rebuild, settings_from_file
     from flatscore.study_run import print_verdicts
@@ -70,6 +79,12 @@ def report(
         )
     with console.status("reading episodes, analysing, drawing the report…"):
         result, paths = rebuild(
-            runs, out, options, title=title, generated_at=generated_at, margins=margins
+            runs,
+            out,
+            options,
+            title=title,
+            generated_at=generated_at,
+            margins=margins,
+            balanced=balanced,
         )
     print_verdicts(result, paths, console, sentences=False)

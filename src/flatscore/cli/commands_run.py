@@ -8,6 +8,8 @@ quick`), a study file's overrides a `StudyOverrides`; both run through
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -104,6 +106,14 @@ def run_command(
     progress: Annotated[bool, typer.Option(help="Show progress bars.", rich_help_panel=BOTH)] = (
         True
     ),
+    time_limit: Annotated[
+        str | None,
+        typer.Option(
+            help="Stop cleanly after this long (1h, 45m, 1h30m, 90s), leaving a run that "
+            "--resume continues; no report until it is complete.",
+            rich_help_panel=BOTH,
+        ),
+    ] = None,
     domain: Annotated[
         str, typer.Option(help="retail, telecom or all.", rich_help_panel=QUICK)
     ] = "all",
@@ -209,7 +219,8 @@ def run_command(
             ray_address=ray_address,
             ray_cpus=ray_cpus,
         )
-        _run_study(study_file, overrides, resume=resume, progress=progress, report=report)
+        with _time_limit(time_limit):
+            _run_study(study_file, overrides, resume=resume, progress=progress, report=report)
         return
     bad = _given(ctx, STUDY_ONLY)
     if bad:
@@ -240,7 +251,11 @@ def run_command(
         repair_channels=parse_channels(repair_channels),
         repair_attempts=repair_attempts,
     )
-    outcome = run_quick(quick, out, resume=resume, progress=progress)
+    outcome = None
+    with _time_limit(time_limit):
+        outcome = run_quick(quick, out, resume=resume, progress=progress)
+    if outcome is None:  # stopped at the time limit
+        return
     done = outcome.written
     rate = f"{outcome.succeeded}/{done}" if done else "0/0"
     console.print(
@@ -249,6 +264,36 @@ def run_command(
         highlight=False,
         soft_wrap=True,
     )
+
+
+@contextmanager
+def _time_limit(text: str | None) -> Iterator[None]:
+    """Run the block under `--time-limit` (nothing without one): when the time is up, the
+    run stops as on Ctrl-C and the command ends with a line, exit code 0."""
+    if text is None:
+        yield
+        return
+    from flatscore.runner.time_limit import TimeLimit, parse_duration
+
+    limit = TimeLimit(parse_duration(text))
+    try:
+        with limit:
+            yield
+    except KeyboardInterrupt:
+        if not limit.reached:
+            raise
+        console.print(
+            f"time limit {text} reached: stopped; every finished episode is in the run files "
+            "(continue with --resume)",
+            highlight=False,
+            soft_wrap=True,
+        )
+    finally:
+        from flatscore.models.shared import clear_backends
+
+        # Stop the engine threads before the interpreter exits: an interrupt can leave them
+        # inside a torch op at exit, which aborts the process.
+        clear_backends()
 
 
 @dataclass(frozen=True)

@@ -12,3 +12,7 @@ Bootstrap = Annotated[int, typer.Option(help="Bootstrap resamples.")]
 BootstrapSeed = Annotated[int, typer.Option(help="Bootstrap seed.")]
 Correction = Annotated[str, typer.Option(help="Multiple-testing correction: holm or bh.")]
 Dedupe = Annotated[bool, typer.Option(help="Keep one copy of duplicate episodes (with a warning).")]
+Balanced = Annotated[
+    bool,
+    typer.Option(help="Only the (domain, task, trial) every arm of a cell has (a study cut short)"),
+]

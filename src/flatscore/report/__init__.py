@@ -1,4 +1,5 @@
-"""The report: one self-contained `report.html`, `summary.md` and `analysis.json` in a folder.
+"""The report: one self-contained `report.html`, `summary.md`, `analysis.json` and `tables.md`
+(the study's tables, `flatscore.report.tables`) in a folder.
 
 `write_report` is the one entry point (`flatscore report`, `flatscore run` and `flatscore
 demo` all call it). The output depends only on its inputs: the same analysis and episodes
@@ -27,6 +28,7 @@ class ReportPaths(BaseModel):
     html: Path
     summary: Path
     analysis: Path
+    tables: Path
 
 
 def rules_for(analysis: AnalysisResult) -> ChannelRules:
@@ -50,14 +52,19 @@ def write_report(
     title: str = "flatscore report",
     generated_at: str | None = None,
 ) -> ReportPaths:
-    """Write report.html, summary.md and analysis.json into `out_dir` (created if needed)."""
+    """Write report.html, summary.md, analysis.json and tables.md into `out_dir` (created if
+    needed)."""
     from flatscore.report.html import render_html
     from flatscore.report.markdown import render_summary
+    from flatscore.report.tables import render as render_tables
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = ReportPaths(
-        html=out / "report.html", summary=out / "summary.md", analysis=out / "analysis.json"
+        html=out / "report.html",
+        summary=out / "summary.md",
+        analysis=out / "analysis.json",
+        tables=out / "tables.md",
     )
     html = render_html(
         analysis, episodes, rules or rules_for(analysis), title=title, generated_at=generated_at
@@ -67,6 +74,7 @@ def write_report(
         (paths.html, html),
         (paths.summary, render_summary(analysis, generated_at=generated_at)),
         (paths.analysis, analysis_json(analysis)),
+        (paths.tables, render_tables(analysis)),
     ):
         path.write_text(text, encoding="utf-8", errors="replace", newline="\n")
     return paths

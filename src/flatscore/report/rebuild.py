@@ -67,13 +67,21 @@ def rebuild(
     title: str = "flatscore report",
     generated_at: str | None = None,
     margins: Path | None = None,
+    balanced: bool = False,
 ) -> tuple[AnalysisResult, ReportPaths]:
-    """Episodes → analysis → report.html, summary.md and analysis.json in `out_dir`;
-    `margins` attaches a `flatscore margins` result (its section and plot)."""
+    """Episodes → analysis → report.html, summary.md, analysis.json and tables.md in
+    `out_dir`; `margins` attaches a `flatscore margins` result (its section and plot);
+    `balanced` keeps only the (domain, task, trial) every arm of a cell has."""
+    from flatscore.analysis.balanced import balanced as balanced_subset
+    from flatscore.analysis.balanced import left_out
     from flatscore.analysis.margins_result import load_margins
 
     labelled = ((str(p), ep) for p in expand_inputs(inputs) for ep in load_runs([p]))
     episodes, dropped = unique_episodes(labelled, options.dedupe)  # duplicates name files
+    if balanced:
+        read = len(episodes)
+        episodes = balanced_subset(episodes)
+        dropped += left_out(read, len(episodes))
     result = analyze(episodes, options)
     result.warnings[:0] = dropped
     if margins is not None:

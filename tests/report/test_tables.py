@@ -1,21 +1,18 @@
-"""scripts/study_tables.py: the embedded study page's tables from a real analysis of
-hand-built episodes whose rates, S(K) and gaps are known."""
+"""flatscore.report.tables: a study's tables (tables.md of every report, the embedded study
+page's tables) from a real analysis of hand-built episodes whose rates, S(K) and gaps are
+known."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from analysis_builders import episode, repaired
+from cli_runner import flatscore
 from flatscore.analysis.analyze import AnalysisOptions, analyze
 from flatscore.analysis.repair_effect import RepairOptions, repair_effects
-from script_modules import SCRIPTS, load_script
-
-SCRIPT = SCRIPTS / "study_tables.py"
-
-
-tables = load_script("study_tables")
+from flatscore.analysis.result import AnalysisResult
+from flatscore.report import tables
+from flatscore.store import EpisodeWriter
 
 
 def _study() -> list:
@@ -57,7 +54,7 @@ def _row(markdown: str, section: str, *first: str) -> list[str]:
 def test_tables_carry_the_known_rates_success_and_gaps() -> None:
     result = analyze(_study(), AnalysisOptions(reference="ref", bootstrap=200))
     text = tables.render(result)
-    assert text.startswith("<!-- scripts/study_tables.py: 8 episodes read -->")
+    assert text.startswith("<!-- flatscore report, tables.md: 8 episodes read -->")
     # per-channel: ref 4 of 16 agent calls unknown (25%); q4 8 of 12 (66.7%), all invented
     ref = _row(text, "Per-channel", "ref", "retail")
     assert ref[2:6] == ["4", "100.0", "16", "25.0 (4) (0 / 0 / 4 / 0)"]
@@ -79,15 +76,22 @@ def test_tables_carry_the_known_rates_success_and_gaps() -> None:
     assert cells[5].startswith("1.00") or "novel 0.0% of 1" in cells[5]  # one name: "ghost"
 
 
-def test_the_command_reads_an_analysis_json(tmp_path: Path) -> None:
-    result = analyze(_study(), AnalysisOptions(reference="ref", bootstrap=200))
-    path = tmp_path / "analysis.json"
-    path.write_text(result.model_dump_json(indent=2), encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), str(path)], capture_output=True, text=True, check=False
-    )
+def test_the_report_writes_the_tables_of_its_analysis(tmp_path: Path) -> None:
+    """`flatscore report` writes tables.md beside analysis.json: the rendering of exactly
+    that analysis."""
+    with EpisodeWriter(tmp_path / "runs" / "study.jsonl") as writer:
+        writer.write_all(_study())
+    out = tmp_path / "report"
+    done = flatscore("report", tmp_path / "runs", "--out", out, "--reference", "ref")
     assert done.returncode == 0, done.stderr
-    assert done.stdout == tables.render(result)
+    result = AnalysisResult.model_validate_json((out / "analysis.json").read_text("utf-8"))
+    assert (out / "tables.md").read_text("utf-8") == tables.render(result)
+    assert _row(tables.render(result), "S(K)", "retail", "q4")[2:6] == [
+        "0.0",
+        "0.0",
+        "50.0",
+        "50.0",
+    ]
 
 
 def test_repair_tables_carry_the_known_effect_and_interaction() -> None:
@@ -122,8 +126,3 @@ def test_repair_tables_carry_the_known_effect_and_interaction() -> None:
     # unknown_tool calls / agent calls (one episode per task): 5 / 6 without, 2 / 5 with
     rates = _row(text, "Repaired channels", "retail", "int4")
     assert rates[2].startswith("-43.3 [")
-
-
-def test_the_command_reads_a_repair_effect_json(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True)
-    assert done.returncode != 0 and "--repair" in done.stderr

@@ -1,14 +1,11 @@
-"""The embedded study's tables (docs/embedded-study.md) from its `analysis.json`, as markdown.
+"""A study's tables as markdown: `tables.md`, written by every report (`flatscore report`).
 
-    python scripts/study_tables.py docs/embedded-study/analysis.json > /tmp/tables.md
-    python scripts/study_tables.py --repair docs/embedded-study/repair/repair-effect.json
-
-Every number in the page's findings, per-channel and S(K) tables comes from here, so the page
-cannot drift from the analysis: three tables, one row per (domain, arm) or per comparison;
-with `--repair`, the repair pass's two tables from `repair-effect.json` (the effect on S(K)
-and on the repaired channels' rates, one row per (domain, arm)).
-The verdicts (reproduced / not reproduced / not applicable) are a person's reading of these
-numbers against the study's and stay in the page's prose; nothing here judges.
+From an analysis (`render`): the five findings' numbers per comparison, per-channel rates per
+arm, S(K) and Gap(K) at K = 0, 2, 5, 9; from a repair effect (`repair_tables`, `flatscore
+repair-effect --out`): the effect on S(K) and on the repaired channels' rates. One row per
+(domain, arm) or per comparison. docs/embedded-study.md pastes them, so the page's numbers
+are the analysis's. The verdicts (reproduced / not reproduced) are a person's reading of
+these numbers and stay in prose; nothing here judges.
 
 Formats: rates and S(K) in percent, gaps and differences in points, `[low, high]` the 95% CI
 the analysis computed (`—` where it computed none: too few paired tasks, or no value).
@@ -17,10 +14,6 @@ the analysis computed (`—` where it computed none: too few paired tasks, or no
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Annotated
-
-import typer
 
 from flatscore.analysis.channels import UNKNOWN_TOOL_LEAVES
 from flatscore.analysis.outputs import Interval
@@ -28,11 +21,9 @@ from flatscore.analysis.repair_effect import EffectPoint, RepairArmEffect, Repai
 from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, Comparison, GapPoint
 from flatscore.report.terminal import pct, signed, signed_ci  # `flatscore analyze`'s formats
 
-KS = (0, 2, 5, 9)
-"""The budgets the page reports (τ²'s default max_errors 10 → K = 9; the study's K = 2)."""
+TIGHT_KS = (0, 2, 5)
+"""The tight budgets the S(K) table shows beside the default one (the study's K = 2)."""
 CHANNEL_COLUMNS = ("bad_arguments", "entity_not_found", "precondition", "other")
-
-app = typer.Typer(add_completion=False)
 
 
 def interval(value: Interval) -> str:
@@ -107,30 +98,32 @@ def channel_table(result: AnalysisResult) -> list[str]:
 
 
 def budget_table(result: AnalysisResult) -> list[str]:
-    """S(K) per arm (percent) and Gap(K) = S_ref − S_arm (points, 95% CI) at `KS`."""
+    """S(K) per arm (percent) and Gap(K) = S_ref − S_arm (points, 95% CI) at K = 0, 2, 5
+    and the default K (τ²'s max_errors 10 → K = 9)."""
+    ks = (*(k for k in TIGHT_KS if k < result.settings.default_K), result.settings.default_K)
     rows = []
     for cell in _ordered(result.cells):
         by_arm = {c.arm: c for c in cell.comparisons}
         for arm in cell.arms:
             comparison = by_arm.get(arm.arm)
             gaps: list[str] = []
-            for k in KS:
+            for k in ks:
                 point = gap_at(comparison, k) if comparison else None
                 gaps.append("—" if point is None else gap_text(point))
             growth = "—"
             if comparison is not None:
-                small, default = gap_at(comparison, 2), gap_at(comparison, KS[-1])
+                small, default = gap_at(comparison, 2), gap_at(comparison, ks[-1])
                 if small and default and small.gap is not None and default.gap:
                     growth = f"{small.gap / default.gap:.2f}"
             rows.append(
-                [cell.domain, arm.arm, *(pct(success_at(arm, k)) for k in KS), *gaps, growth]
+                [cell.domain, arm.arm, *(pct(success_at(arm, k)) for k in ks), *gaps, growth]
             )
     header = [
         "domain",
         "arm",
-        *(f"S({k})" for k in KS),
-        *(f"Gap({k})" for k in KS),
-        f"Gap(2)/Gap({KS[-1]})",
+        *(f"S({k})" for k in ks),
+        *(f"Gap({k})" for k in ks),
+        f"Gap(2)/Gap({ks[-1]})",
     ]
     return _table(header, ["---"] * 2 + ["---:"] * (len(header) - 2), rows)
 
@@ -139,7 +132,7 @@ def findings_table(result: AnalysisResult) -> list[str]:
     """The five findings' numbers per comparison (arm vs reference), in the study's terms."""
     rows = []
     for cell in _ordered(result.cells):
-        ref = next(a for a in cell.arms if a.arm == cell.reference)
+        ref = next((a for a in cell.arms if a.arm == cell.reference), None)
         arms = {a.arm: a for a in cell.arms}
         for comp in cell.comparisons:
             arm = arms[comp.arm]
@@ -173,7 +166,7 @@ def findings_table(result: AnalysisResult) -> list[str]:
                     f"TOST {'yes' if comp.tost_equivalent else 'no'}",
                     f"{amplification}; amplified: {', '.join(comp.amplified_channels) or 'none'}",
                     names,
-                    f"{pct(ref.recovery_rate)} → {pct(arm.recovery_rate)}; "
+                    f"{pct(ref.recovery_rate if ref else None)} → {pct(arm.recovery_rate)}; "
                     f"{interval(comp.recovery_difference)}",
                     "—"
                     if small is None
@@ -277,33 +270,7 @@ def render(result: AnalysisResult) -> str:
         ("Per-channel rates per arm", channel_table(result)),
         ("S(K) and Gap(K)", budget_table(result)),
     ]
-    out = [f"<!-- scripts/study_tables.py: {result.episodes_read} episodes read -->"]
+    out = [f"<!-- flatscore report, tables.md: {result.episodes_read} episodes read -->"]
     for title, lines in sections:
         out += ["", f"#### {title}", "", *lines]
     return "\n".join(out) + "\n"
-
-
-@app.command()
-def main(
-    analysis: Annotated[
-        Path | None, typer.Argument(help="An analysis.json (flatscore analyze --json).")
-    ] = None,
-    repair: Annotated[
-        Path | None,
-        typer.Option("--repair", help="A repair-effect.json (embedded_study.py repair-effect)."),
-    ] = None,
-) -> None:
-    """Print the study's findings, per-channel and S(K)/Gap(K) tables as markdown; with
-    --repair, the repair pass's tables."""
-    if analysis is None and repair is None:
-        raise typer.BadParameter("give an analysis.json, --repair repair-effect.json, or both")
-    if analysis is not None:
-        result = AnalysisResult.model_validate_json(analysis.read_text(encoding="utf-8"))
-        typer.echo(render(result), nl=False)
-    if repair is not None:
-        effect = RepairEffectResult.model_validate_json(repair.read_text(encoding="utf-8"))
-        typer.echo("\n".join(repair_tables(effect)))
-
-
-if __name__ == "__main__":
-    app()

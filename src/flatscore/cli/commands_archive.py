@@ -1,0 +1,84 @@
+"""`flatscore archive pack|unpack|status`: a study's run files as append-only xz chunks
+(`flatscore.archive`), so a long study can be committed and resumed session by session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from flatscore.cli.app import app, console
+
+archive_app = typer.Typer(
+    help="Move a study's run files through git as append-only xz chunks.",
+    no_args_is_help=True,
+)
+app.add_typer(archive_app, name="archive")
+
+Runs = Annotated[Path, typer.Argument(help="The run folder (the study's <output>/runs).")]
+Archive = Annotated[Path, typer.Argument(help="The folder of chunks (<run>.<NNN>.jsonl.xz).")]
+
+
+@archive_app.command("pack")
+def pack_command(runs: Runs, archive: Archive) -> None:
+    """Write the episodes no chunk holds yet as new chunks; none is ever rewritten."""
+    from flatscore.archive import pack
+
+    packed = pack(runs, archive)
+    console.print(f"packed {sum(packed.values())} new episodes into {archive}", highlight=False)
+
+
+@archive_app.command("unpack")
+def unpack_command(archive: Archive, runs: Runs) -> None:
+    """Merge every chunk into the run files by episode id, keeping what is there."""
+    from flatscore.archive import unpack
+
+    added = unpack(archive, runs)
+    console.print(f"unpacked {sum(added.values())} episodes into {runs}", highlight=False)
+
+
+@archive_app.command("status")
+def status_command(
+    archive: Archive,
+    runs: Annotated[
+        Path | None, typer.Argument(help="The run folder too (episodes not packed yet).")
+    ] = None,
+    study: Annotated[
+        Path | None, typer.Option(help="The study file: how many planned episodes are done.")
+    ] = None,
+) -> None:
+    """Episodes per run file, domain and trial: archived, in the run folder, not packed."""
+    from flatscore.archive import status
+
+    planned: dict[str, set[str]] | None = None
+    name = str(archive)
+    if study is not None:
+        from flatscore.study import load_study
+        from flatscore.study_run import plan_study
+
+        loaded = load_study(study)
+        name = loaded.name
+        planned = {}
+        for job in plan_study(loaded).jobs:
+            planned.setdefault(Path(job.run).stem, set()).add(job.episode_id)
+    rows = status(archive, runs, planned)
+    episodes = sum(r.episodes for r in rows)
+    size = sum(r.chunk_bytes for r in rows) / 1e6
+    head = f"{name}: {episodes} episodes; {sum(r.chunks for r in rows)} chunks, {size:.1f} MB"
+    if planned is not None:
+        done = sum(r.planned_done or 0 for r in rows)
+        head += f"; {done} of {sum(r.planned or 0 for r in rows)} planned episodes done"
+    console.print(head, highlight=False, soft_wrap=True)
+    for row in rows:
+        cells = [
+            f"{domain} {sum(trials.values())} (per trial "
+            f"{'/'.join(str(trials[t]) for t in sorted(trials))})"
+            for domain, trials in row.per_domain_trial.items()
+        ]
+        line = f"  {row.stem}: {row.archived} archived in {row.chunks} chunks"
+        if runs is not None:
+            line += f", {row.not_packed} not packed yet"
+        if row.planned is not None:
+            line += f", {row.planned_done} of {row.planned} planned"
+        console.print(line + ("; " if cells else "") + "; ".join(cells), highlight=False)
