@@ -72,7 +72,12 @@ def test_backend_of_each_arm(tmp_path: Path) -> None:
             gguf_model(
                 path="embedded",
                 threads=2,
-                arms={"ref": None, "q8": {"quant": "q8_0"}, "Q4_0": None, "own": {"file": str(own)}},
+                arms={
+                    "ref": None,
+                    "q8": {"quant": "q8_0"},
+                    "Q4_0": None,
+                    "own": {"file": str(own)},
+                },
             )
         ]
     }
