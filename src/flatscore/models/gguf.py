@@ -21,6 +21,7 @@ another order may flip a near-tied greedy token. Documented in docs/backends.md.
 
 from __future__ import annotations
 
+import importlib
 import random
 import threading
 import time
@@ -51,13 +52,14 @@ class GgufBackend(Backend):
 
     def __init__(self, arm: GgufArm, *, threads: int = 1, max_context: int | None = None) -> None:
         require_llama_cpp()
-        import llama_cpp
+        # Typed as Any: the bindings' own types are there only where the extra is installed.
+        llama_cpp: Any = importlib.import_module("llama_cpp")
 
         self.arm = arm
         self.loaded = arm  # read by the executor: `metadata["weights"]` = arm.description
         self.name = f"gguf:{arm.file.name}"
         self.max_context = max_context or min(arm.context_length, DEFAULT_CONTEXT)
-        self.llm = llama_cpp.Llama(
+        self.llm: Any = llama_cpp.Llama(
             model_path=str(arm.file),
             n_ctx=self.max_context,
             n_batch=N_BATCH,

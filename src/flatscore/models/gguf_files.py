@@ -11,11 +11,13 @@ llama.cpp silently falls back to other types where a row length does not fit a K
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from flatscore.errors import InputError
 
@@ -187,7 +189,7 @@ def quantize(source: Path, quant: str, *, threads: int = 1) -> Path:
     cached by the source's hash. A quantized source is re-quantized from its dequantized
     values (llama.cpp's `allow_requantize`): say so when comparing with an F16 source."""
     require_llama_cpp()
-    import llama_cpp
+    llama_cpp: Any = importlib.import_module("llama_cpp")  # Any: typed only where installed
 
     ftype = QUANT_TYPES[quant]
     target = cache_dir() / f"{source.stem}-{sha256_file(source)[:16]}.{quant}.gguf"
