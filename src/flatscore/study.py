@@ -493,10 +493,10 @@ def _check_gguf(model: ModelSpec, i: int, file: str | None) -> None:
     from flatscore.models.gguf_files import EXTRA_HINT as GGUF_EXTRA
     from flatscore.models.gguf_files import (
         check_gguf_file,
+        check_reference,
         known_quants,
         llama_cpp_available,
         quant_type,
-        reference_file,
     )
 
     def check(where: str, action: Any) -> None:
@@ -508,7 +508,7 @@ def _check_gguf(model: ModelSpec, i: int, file: str | None) -> None:
 
     played = {model.played_by(a) for a in model.arms}
     if any(model.arms[a].file is None for a in played):
-        check(f"models.{i}.path", lambda: reference_file(model.path or "embedded"))
+        check(f"models.{i}.path", lambda: check_reference(model.path or "embedded"))
     for arm_name in sorted(played):
         arm = model.arms[arm_name]
         if arm.file is not None:

