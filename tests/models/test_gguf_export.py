@@ -79,4 +79,4 @@ def test_the_exported_embedded_agent_holds_its_weights_in_llamacpp_layout(tmp_pa
         old = dequantize(ref.data, ref.tensor_type).reshape(data.shape)
         rel = float(np.linalg.norm(data - old) / np.linalg.norm(old))
         worst_base = max(worst_base, rel)
-    assert worst_base < 0.5, worst_base  # a swapped/unpermuted tensor gives ~1.0-1.4
+    assert worst_base < 0.1, worst_base  # placed right: 0.0002; q unpermuted: 1.39

@@ -26,7 +26,7 @@ REFERENCE = "ref"
 
 EXTRA_HINT = (
     "the gguf model kind needs llama-cpp-python, the optional extra 'gguf': "
-    "pip install 'flatscore[gguf]' built as in docs/backends.md#gguf-models-through-llamacpp"
+    "pip install 'flatscore[gguf]' built as in docs/backends.md#gguf-gguf-files-run-by-llamacpp"
 )
 
 # llama.h's `enum llama_ftype` (stable values). Only types that need no importance matrix:
