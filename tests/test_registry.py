@@ -39,4 +39,4 @@ def test_every_kind_uses_it_with_its_builtins() -> None:
     assert DOMAINS.names() == ["retail", "telecom"]
     assert DOMAINS.make("retail") is DOMAINS.make("retail")  # loaded once
     assert EXECUTORS.names() == ["local", "ray"]
-    assert BACKENDS.names() == ["embedded", "local", "openai"]
+    assert BACKENDS.names() == ["embedded", "gguf", "local", "openai"]

@@ -12,6 +12,10 @@ How a model is reached, per model (`kind`) and per arm:
   names an in-process precision format (`quant`, default: the arm's name) applied to the
   loaded weights (`path`: a `.gguf` file or a Hugging Face model folder; `embedded`: the
   bundled model).
+- `gguf`: a GGUF file run in-process by llama.cpp (`flatscore.models.gguf`, the optional
+  `gguf` extra); each arm is the reference file (`path`; `quant: ref`), a llama.cpp
+  quantization type made from it (`quant: Q8_0`, default: the arm's name), or its own
+  GGUF (`file`).
 - `openai`: an OpenAI-compatible endpoint per arm (`url`, `served_model`, `api_key_env`):
   vLLM / SGLang / llama.cpp serving BF16, FP8, AWQ checkpoints.
 - `agent`: a registered agent without a model (`oracle`, `noop`, ...); each arm may pass it
@@ -40,7 +44,7 @@ from flatscore.runner import defaults
 from flatscore.strict import StrictModel
 from flatscore.tau2live.spec import Tau2Spec, check_tau2_domains, is_tau2_domain
 
-ModelKind = Literal["embedded", "local", "openai", "agent"]
+ModelKind = Literal["embedded", "local", "openai", "gguf", "agent"]
 DEFAULT_STUDY_NAME = defaults.STUDY_NAME
 
 
@@ -62,6 +66,7 @@ class ArmSpec(StrictModel):
     served_model: str | None = None
     api_key_env: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
+    file: str | None = Field(None, description="gguf: this arm's own GGUF file")
     checkpoint: str | None = None
     price: Price | None = Field(
         None, description="per 1M prompt/completion tokens and/or per machine-hour (cost)"
@@ -153,7 +158,9 @@ class ModelSpec(StrictModel):
                         f"that is not itself injected (arms: {', '.join(self.arms)})"
                     )
                 given = [
-                    f for f in ("quant", "url", "served_model", "api_key_env") if getattr(arm, f)
+                    f
+                    for f in ("quant", "url", "served_model", "api_key_env", "file")
+                    if getattr(arm, f)
                 ]
                 if given or arm.options:
                     raise ValueError(
@@ -172,7 +179,16 @@ class ModelSpec(StrictModel):
             if self.kind != "agent" and arm.options:
                 raise ValueError(f"arm {arm_name!r}: options apply to kind agent only")
             if self.kind in ("agent", "openai") and arm.quant is not None:
-                raise ValueError(f"arm {arm_name!r}: quant applies to embedded/local models only")
+                raise ValueError(
+                    f"arm {arm_name!r}: quant applies to embedded/local/gguf models only"
+                )
+            if arm.file is not None and self.kind != "gguf":
+                raise ValueError(f"arm {arm_name!r}: file applies to kind gguf only")
+            if arm.file is not None and arm.quant is not None:
+                raise ValueError(
+                    f"arm {arm_name!r}: give either file (a GGUF as it is) or quant (made "
+                    "from the model's path), not both"
+                )
         for arm_name, arm in self.arms.items():
             if arm.seed_base is not None and arm.control_of is None:
                 raise ValueError(f"arm {arm_name!r}: seed_base applies to control arms only")
@@ -184,13 +200,15 @@ class ModelSpec(StrictModel):
                     f"arm {arm_name!r}: control_of must name another, non-control arm of "
                     f"this model (got {arm.control_of!r})"
                 )
-            own = [f for f in ("quant", "url", "served_model", "checkpoint") if getattr(arm, f)]
+            own = [
+                f for f in ("quant", "url", "served_model", "checkpoint", "file") if getattr(arm, f)
+            ]
             if own or arm.options:
                 raise ValueError(
                     f"arm {arm_name!r}: a control replicates {arm.control_of!r} as it is; "
                     f"remove {', '.join(own or ['options'])}"
                 )
-        if self.kind in ("agent", "openai") and self.compute is not None:
+        if self.kind in ("agent", "openai", "gguf") and self.compute is not None:
             raise ValueError("compute applies to embedded/local models only")
         return self
 
@@ -222,6 +240,13 @@ class ModelSpec(StrictModel):
                 max_retries=self.max_retries,
                 endpoint_concurrency=self.endpoint_concurrency,
                 cache_path=cache,
+            )
+        if self.kind == "gguf":
+            return BackendSpec(
+                kind="gguf",
+                path=spec.file or self.path or "embedded",
+                quant="ref" if spec.file else spec.quant or self.played_by(arm),
+                threads=self.threads,
             )
         return BackendSpec(
             kind=self.kind,
@@ -378,6 +403,19 @@ class Study(StrictModel):
         return self
 
     @model_validator(mode="after")
+    def _gguf_on_builtin_domains(self) -> Study:
+        """τ² domains reach local arms through `flatscore serve`, which does not serve GGUF
+        files through llama.cpp yet."""
+        gguf = [m.name for m in self.models if m.kind == "gguf"]
+        tau2 = [d for d in self.domains if is_tau2_domain(d)]
+        if gguf and tau2:
+            raise ValueError(
+                f"gguf models ({', '.join(gguf)}) run on built-in domains only for now, "
+                f"not on {', '.join(tau2)}"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _tau2_section(self) -> Study:
         if any(is_tau2_domain(d) for d in self.domains) and self.tau2 is None:
             raise ValueError("tau2:<domain> domains need a 'tau2' section (tau2.user at least)")
@@ -440,11 +478,52 @@ def check_names(study: Study, file: str | None = None) -> None:
                         file=file,
                         field=f"models.{i}.arms.{arm_name}.{where}",
                     )
+        if model.kind == "gguf":
+            _check_gguf(model, i, file)
     if study.repair.mode != "off":
         try:
             RepairConfig(channels=study.repair.channels, attempts=study.repair.attempts)
         except ValidationError as exc:
             raise from_validation(exc, file=file, prefix="repair.") from None
+
+
+def _check_gguf(model: ModelSpec, i: int, file: str | None) -> None:
+    """Every file exists and is a GGUF, every quant type is known, and the extra that runs
+    them is installed (checked last, so file mistakes show without it too)."""
+    from flatscore.models.gguf_files import EXTRA_HINT as GGUF_EXTRA
+    from flatscore.models.gguf_files import (
+        check_gguf_file,
+        check_reference,
+        known_quants,
+        llama_cpp_available,
+        quant_type,
+    )
+
+    def check(where: str, action: Any) -> None:
+        try:
+            action()
+        except InputError as exc:
+            name = f" ({exc.file})" if exc.file else ""
+            raise InputError(f"{exc.message}{name}", file=file, field=where) from None
+
+    played = {model.played_by(a) for a in model.arms}
+    if any(model.arms[a].file is None for a in played):
+        check(f"models.{i}.path", lambda: check_reference(model.path or "embedded"))
+    for arm_name in sorted(played):
+        arm = model.arms[arm_name]
+        if arm.file is not None:
+            path = Path(arm.file).expanduser()
+            check(f"models.{i}.arms.{arm_name}.file", lambda p=path: check_gguf_file(p))
+        elif quant_type(arm.quant or arm_name) is None:
+            where = "quant" if arm.quant else "(name)"
+            raise InputError(
+                f"unknown GGUF quant type {arm.quant or arm_name!r} (known: {known_quants()}); "
+                "name the arm after one, or give 'quant' or 'file'",
+                file=file,
+                field=f"models.{i}.arms.{arm_name}.{where}",
+            )
+    if not llama_cpp_available():
+        raise InputError(GGUF_EXTRA, file=file, field=f"models.{i}.kind")
 
 
 def parse_study(data: Any, *, file: str | None = None, base_dir: Path | None = None) -> Study:

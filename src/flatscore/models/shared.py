@@ -20,7 +20,7 @@ from flatscore.strict import StrictModel
 if TYPE_CHECKING:
     from flatscore.models.base import Backend
 
-BackendKind = Literal["embedded", "local", "openai"]
+BackendKind = Literal["embedded", "local", "openai", "gguf"]
 
 
 class BackendSpec(StrictModel):
@@ -114,11 +114,19 @@ def _local(spec: BackendSpec) -> Backend:
     )
 
 
+def _gguf(spec: BackendSpec) -> Backend:
+    # llama-cpp-python is the optional `gguf` extra: imported only here.
+    from flatscore.models.gguf import GgufBackend
+
+    return GgufBackend.from_spec(spec.path, spec.quant, threads=spec.threads)
+
+
 BACKENDS: Registry[Backend] = Registry("backend")
 """How each `BackendSpec.kind` is loaded."""
 BACKENDS.register("openai", _openai)
 BACKENDS.register("embedded", _local)
 BACKENDS.register("local", _local)
+BACKENDS.register("gguf", _gguf)
 
 
 def _load_backend(spec: BackendSpec) -> Backend:

@@ -1,0 +1,119 @@
+"""One stream, the same GGUF: llama.cpp (`gguf` kind) vs the transformers path (`local`
+kind: the file dequantized to fp32, flatscore's engine), in one process, alternating rounds
+(ratios, not absolutes: the machine is shared). docs/arms.md#gguf-arms-run-by-llamacpp.
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/gguf_single_stream.py [--rounds 3] [--steps 32]
+
+For each held-out agent prompt, each backend encodes it from scratch (its caches emptied
+first) and decodes `--steps` tokens greedily as the only sequence in flight; prefill and
+decode are timed apart from the turn's own `TurnTiming`. The engine runs both unpadded
+(`batch_invariant=False`, its single-stream setting) and padded to 16 rows (the default).
+Agreement: whether the two tokenizers give the same prompt ids, and whether llama.cpp and
+the engine wrote the same greedy text (and where they first differ).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from typing import Any
+
+import torch
+from single_stream import contexts
+
+from flatscore.models.base import Backend, Sampling
+from flatscore.models.chat_format import render
+from flatscore.models.embedded import embedded_gguf
+from flatscore.models.gguf import GgufBackend
+from flatscore.models.local import LocalBackend
+
+
+def clear(backend: Backend) -> None:
+    if isinstance(backend, GgufBackend):
+        backend.llm.reset()
+    else:
+        assert isinstance(backend, LocalBackend)
+        backend.clear_cache()
+
+
+def one_turn(backend: Backend, ctx: Any, steps: int) -> tuple[float, float, int, int, str]:
+    """(prefill s, decode s, prompt tokens, completion tokens, text) of one greedy turn."""
+    messages, tools = ctx
+    clear(backend)
+    gen = backend.generate(messages, tools, Sampling(max_tokens=steps))
+    timing = gen.message.timing
+    assert timing is not None and timing.prefill_s is not None and timing.decode_s is not None
+    return (
+        timing.prefill_s,
+        timing.decode_s,
+        gen.usage.prompt_tokens,
+        gen.usage.completion_tokens,
+        gen.raw_text,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=32)
+    parser.add_argument("--prompts", type=int, default=4)
+    parser.add_argument("--gguf", default=str(embedded_gguf()))
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+
+    backends: dict[str, Backend] = {
+        "llama.cpp": GgufBackend.from_spec(args.gguf, "ref", threads=1),
+        "engine unpadded": LocalBackend.from_spec(args.gguf, arm="ref", batch_invariant=False),
+        "engine padded": LocalBackend.from_spec(args.gguf, arm="ref"),
+    }
+    ctxs = contexts(args.prompts)
+    llama, engine = backends["llama.cpp"], backends["engine unpadded"]
+    assert isinstance(llama, GgufBackend) and isinstance(engine, LocalBackend)
+    same_ids = [
+        llama.encode(render(m, t).text) == engine.encode(render(m, t).text) for m, t in ctxs
+    ]
+    print(f"prompt tokens identical in both tokenizers: {sum(same_ids)}/{len(same_ids)}")
+
+    prefill: dict[str, list[float]] = {k: [] for k in backends}
+    decode: dict[str, list[float]] = {k: [] for k in backends}
+    texts: dict[str, list[str]] = {k: [""] * len(ctxs) for k in backends}
+    names = list(backends)
+    for r in range(args.rounds):
+        order = names if r % 2 == 0 else names[::-1]
+        for name in order:
+            pre_tok = pre_s = dec_tok = dec_s = 0.0
+            for i, ctx in enumerate(ctxs):
+                p_s, d_s, n_in, n_out, text = one_turn(backends[name], ctx, args.steps)
+                pre_tok, pre_s = pre_tok + n_in, pre_s + p_s
+                dec_tok, dec_s = dec_tok + max(n_out - 1, 0), dec_s + d_s
+                texts[name][i] = text
+            prefill[name].append(pre_tok / pre_s)
+            decode[name].append(dec_tok / dec_s)
+            print(
+                f"round {r} {name:16s} prefill {pre_tok / pre_s:7.1f} tok/s  "
+                f"decode {dec_tok / dec_s:6.1f} tok/s",
+                flush=True,
+            )
+
+    print(
+        "\n| backend (1 thread) | prefill tok/s (median) | decode tok/s (median) | "
+        "decode vs llama.cpp |"
+    )
+    print("|---|---:|---:|---:|")
+    base = statistics.median(decode["llama.cpp"])
+    for name in names:
+        d = statistics.median(decode[name])
+        print(f"| {name} | {statistics.median(prefill[name]):.0f} | {d:.1f} | {d / base:.2f}x |")
+    for i in range(len(ctxs)):
+        a, b = texts["llama.cpp"][i], texts["engine unpadded"][i]
+        c = texts["engine padded"][i]
+        cut = next((j for j, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
+        if cut is None and len(a) != len(b):
+            cut = min(len(a), len(b))
+        same = "same text" if cut is None else f"first differs at character {cut}"
+        print(f"prompt {i}: llama.cpp vs engine: {same}; engine padded = unpadded: {b == c}")
+        print(f"  llama.cpp: {a[:120]!r}\n  engine:    {b[:120]!r}")
+
+
+if __name__ == "__main__":
+    main()
