@@ -6,10 +6,17 @@ import torch
 
 
 def tiny_llama(
-    seed: int = 0, *, vocab: int = 96, hidden: int = 192, heads: int = 3, positions: int = 256
+    seed: int = 0,
+    *,
+    vocab: int = 96,
+    hidden: int = 192,
+    heads: int = 3,
+    positions: int = 256,
+    tied: bool = True,
 ) -> torch.nn.Module:
-    """Two layers, one KV head, tied embeddings, frozen; the MLP is 5/3 as wide as `hidden`
-    (192 → 320). `vocab=len(tokenizer)` pairs it with a real tokenizer."""
+    """Two layers, one KV head, frozen; the MLP is 5/3 as wide as `hidden` (192 → 320).
+    `vocab=len(tokenizer)` pairs it with a real tokenizer; untie the head (`tied=False`) for
+    text that reads as words (tied, greedy decoding repeats one token: "\\n\\n\\n…")."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
@@ -21,7 +28,7 @@ def tiny_llama(
         num_attention_heads=heads,
         num_key_value_heads=1,
         max_position_embeddings=positions,
-        tie_word_embeddings=True,
+        tie_word_embeddings=tied,
     )
     model = LlamaForCausalLM(config).eval()
     for p in model.parameters():
