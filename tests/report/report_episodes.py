@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from analysis_builders import agent_call, episode_of
-
 from flatscore.analysis.analyze import AnalysisOptions, analyze
 from flatscore.analysis.result import AnalysisResult
 from flatscore.episode import Episode, Message, TerminationReason, ToolLists
