@@ -90,51 +90,6 @@ def test_status_reflects_the_device_and_the_line() -> None:
     assert env.device_state()["internet"] is False
 
 
-@pytest.mark.parametrize(
-    ("name", "arguments", "text"),
-    [
-        (
-            "find_customer_by_phone",
-            {"phone_number": "555-0000"},
-            "Error: Customer with phone number '555-0000' not found.",
-        ),
-        ("get_line", {"line_id": "L9"}, "Error: Line 'L9' not found."),
-        ("get_bills", {"customer_id": "C9"}, "Error: Customer 'C9' not found."),
-        ("pay_bill", {"bill_id": "B9"}, "Error: Bill 'B9' not found."),
-        ("resume_line", {"line_id": "L9"}, "Error: Line 'L9' not found."),
-        ("enable_roaming", {"line_id": "L9"}, "Error: Line 'L9' not found."),
-        ("add_data", {"line_id": "L9", "gb": 1}, "Error: Line 'L9' not found."),
-        ("change_plan", {"line_id": "L9", "plan_id": "P1"}, "Error: Line 'L9' not found."),
-        ("change_plan", {"line_id": "L1001", "plan_id": "P9"}, "Error: Plan 'P9' not found."),
-    ],
-)
-def test_entity_not_found(name: str, arguments: dict[str, object], text: str) -> None:
-    result = call(_env(), name, **arguments)
-    assert (result.error, result.error_kind, result.text) == (True, "entity_not_found", text)
-
-
-@pytest.mark.parametrize(
-    ("name", "arguments", "argument"),
-    [
-        ("find_customer_by_phone", {}, "phone_number"),
-        ("get_line", {"line": "L1001"}, "line_id"),
-        ("get_bills", {}, "customer_id"),
-        ("get_plans", {"all": True}, "all"),
-        ("pay_bill", {"bill_id": ["B1"]}, "bill_id"),
-        ("resume_line", {}, "line_id"),
-        ("enable_roaming", {"line_id": None}, "line_id"),
-        ("add_data", {"line_id": "L1001", "gb": 50}, "gb"),
-        ("change_plan", {"line_id": "L1001"}, "plan_id"),
-    ],
-)
-def test_bad_arguments_name_the_argument(
-    name: str, arguments: dict[str, object], argument: str
-) -> None:
-    result = call(_env(), name, **arguments)
-    assert result.error and result.error_kind == "bad_arguments"
-    assert f"'{argument}'" in result.text
-
-
 def test_preconditions() -> None:
     env = _env("suspended_00")
     db = _db(env)
