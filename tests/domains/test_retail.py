@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from flatscore.domains import get_domain
 from flatscore.domains.framework import Environment, Task
-from flatscore.domains.retail import generate
 from flatscore.domains.retail.models import RetailDB
 from flatscore.episode import ToolCall, ToolResult
 
@@ -34,12 +32,6 @@ def _db(env: Environment) -> RetailDB:
 
 def _order(env: Environment, status: str) -> str:
     return next(o.order_id for o in _db(env).orders.values() if o.status == status)
-
-
-def test_data_files_equal_a_fresh_generation(tmp_path: Path) -> None:
-    generate.write_data(tmp_path)
-    for name in ("db.json", "tasks.json"):
-        assert (tmp_path / name).read_text() == (generate.DATA_DIR / name).read_text(), name
 
 
 def test_task_set_size_split_and_action_counts() -> None:

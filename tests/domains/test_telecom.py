@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +11,6 @@ from hypothesis import strategies as st
 
 from flatscore.domains import get_domain
 from flatscore.domains.framework import Action, Environment, Task
-from flatscore.domains.telecom import generate
 from flatscore.domains.telecom.models import TelecomDB
 from flatscore.domains.telecom.tools import PhoneTools
 from flatscore.episode import ToolCall, ToolResult
@@ -32,12 +30,6 @@ def _env(task_id: str = "airplane_00") -> Environment:
 def _db(env: Environment) -> TelecomDB:
     assert isinstance(env.db, TelecomDB)
     return env.db
-
-
-def test_data_files_equal_a_fresh_generation(tmp_path: Path) -> None:
-    generate.write_data(tmp_path)
-    for name in ("db.json", "tasks.json"):
-        assert (tmp_path / name).read_text() == (generate.DATA_DIR / name).read_text(), name
 
 
 def test_task_set_size_split_and_action_counts() -> None:
