@@ -32,23 +32,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flatscore.scripted_endpoint import GREETING, ScriptedEndpoint, Step
+from flatscore.scripted_endpoint import TAU2_SCRIPTS, ScriptedEndpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "tau2" / "v0.2" / "telecom.json"
-
-# For the scripted endpoint (flatscore.scripted_endpoint): an agent that makes two failed
-# calls in any τ² domain, then answers; a user who never stops (episodes end at max_steps).
-SCRIPTS: dict[str, list[Step]] = {
-    "live-agent": [
-        GREETING,
-        [("toggle_roaming", "{}")],
-        [("get_order_details", '{"order_id": "#W0000000"}')],
-        "I could not find that order. Is there anything else?",
-        "Goodbye.",
-    ],
-    "chatty-user": ["Tell me more."] * 200,
-}
 
 
 # --- (a) writers -------------------------------------------------------------------------------
@@ -172,7 +159,7 @@ def part_b(max_steps: int, max_tokens: int) -> None:
     print(f"(b) one τ² retail episode (task {task.id}), max_steps {max_steps}, agent max_tokens")
     print(f"    {max_tokens}, τ²'s user scripted; the embedded agent through flatscore serve")
     results = {}
-    with ScriptedEndpoint(SCRIPTS) as user_server:
+    with ScriptedEndpoint(TAU2_SCRIPTS) as user_server:
         user = Endpoint(user_server.url, "chatty-user")
         for reuse in (False, True):
             backend = LocalBackend(loaded, reuse_kv=reuse)
@@ -225,7 +212,10 @@ def part_c(episodes: int, delay_s: float) -> None:
             inside["s"] += time.perf_counter() - t0
 
     runner.simulate = timed  # type: ignore[assignment]
-    with ScriptedEndpoint(SCRIPTS, delay_s=delay_s) as server, tempfile.TemporaryDirectory() as tmp:
+    with (
+        ScriptedEndpoint(TAU2_SCRIPTS, delay_s=delay_s) as server,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         study = parse_study(
             {
                 "name": "overhead",

@@ -31,6 +31,39 @@ Scripts = Mapping[str, Sequence[Step]]
 
 GREETING = "(τ²'s fixed greeting, never served)"
 
+# Scripts that run in every τ² domain (the live τ² tests and benchmarks/tau2_live.py).
+TAU2_SCRIPTS: dict[str, list[Step]] = {
+    # Works in every τ² domain: in retail `toggle_roaming` is an unknown tool and the order
+    # does not exist; in telecom the first is the *user's* tool (a role confusion) and the
+    # second an unknown one. Two failed agent calls, one text answer, then the user stops.
+    "live-agent": [
+        GREETING,
+        [("toggle_roaming", "{}")],
+        [("get_order_details", '{"order_id": "#W0000000"}')],
+        "I could not find that order. Is there anything else?",
+        "Goodbye.",
+    ],
+    # A second arm that makes one failed call only.
+    "live-agent-b": [
+        GREETING,
+        [("get_order_details", '{"order_id": "#W0000000"}')],
+        "Sorry, that order does not exist.",
+        "Goodbye.",
+    ],
+    "live-user": [
+        "Hi, I need help with my order #W0000000.",
+        "Thanks, that's all. ###STOP###",
+    ],
+    # Opens, then sends a tool call whose arguments are not JSON: τ²'s `generate` raises on
+    # the user's turn (a crash on the user simulator's side, not the agent's).
+    "garbled-user": [
+        "Hi, I need help with my order #W0000000.",
+        [("find_order", "{not json")],
+    ],
+    # Never stops: the episode ends at max_steps.
+    "chatty-user": ["Tell me more."] * 200,
+}
+
 
 def _stable_id(model: str, step: int, index: int) -> str:
     return "call_" + hashlib.sha256(f"{model}/{step}/{index}".encode()).hexdigest()[:8]
