@@ -10,9 +10,10 @@
     measurement at 100).
 (b) **prefix caching**: one τ² retail episode, τ²'s LLM agent against `flatscore serve`
     (the embedded model, in-process uvicorn on loopback) with the backend's KV reuse on and
-    off; the user is the scripted replay server, so only the agent's time differs.
+    off; the user is the scripted endpoint (`flatscore.scripted_endpoint`), so only the
+    agent's time differs.
 (c) **overhead**: τ² episodes through `run_tau2_study` against an endpoint that takes a
-    fixed time per request (the replay server): wall time vs the time the endpoint spent,
+    fixed time per request (the scripted endpoint): wall time vs the time the endpoint spent,
     split into flatscore's share (queue, conversion, writing) and τ²'s (environment,
     orchestrator, evaluator, litellm).
 
@@ -25,15 +26,15 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from flatscore.scripted_endpoint import TAU2_SCRIPTS, ScriptedEndpoint
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "tau2live"))
 FIXTURE = ROOT / "tests" / "fixtures" / "tau2" / "v0.2" / "telecom.json"
 
 
@@ -143,7 +144,6 @@ def _serve_in_thread(app: Any) -> tuple[Any, str]:
 
 def part_b(max_steps: int, max_tokens: int) -> None:
     import torch
-    from replay_server import ReplayServer
 
     from flatscore.models.embedded import load_model
     from flatscore.models.local import LocalBackend
@@ -159,7 +159,7 @@ def part_b(max_steps: int, max_tokens: int) -> None:
     print(f"(b) one τ² retail episode (task {task.id}), max_steps {max_steps}, agent max_tokens")
     print(f"    {max_tokens}, τ²'s user scripted; the embedded agent through flatscore serve")
     results = {}
-    with ReplayServer() as user_server:
+    with ScriptedEndpoint(TAU2_SCRIPTS) as user_server:
         user = Endpoint(user_server.url, "chatty-user")
         for reuse in (False, True):
             backend = LocalBackend(loaded, reuse_kv=reuse)
@@ -196,7 +196,6 @@ def part_b(max_steps: int, max_tokens: int) -> None:
 
 
 def part_c(episodes: int, delay_s: float) -> None:
-    from replay_server import ReplayServer
 
     from flatscore.study import parse_study
     from flatscore.tau2live import lib, runner
@@ -213,7 +212,10 @@ def part_c(episodes: int, delay_s: float) -> None:
             inside["s"] += time.perf_counter() - t0
 
     runner.simulate = timed  # type: ignore[assignment]
-    with ReplayServer(delay_s=delay_s) as server, tempfile.TemporaryDirectory() as tmp:
+    with (
+        ScriptedEndpoint(TAU2_SCRIPTS, delay_s=delay_s) as server,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         study = parse_study(
             {
                 "name": "overhead",

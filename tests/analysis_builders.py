@@ -44,24 +44,7 @@ def episode(
     for i, spec in enumerate(calls):
         name, outcome = spec[0], spec[1]
         text = spec[2] if len(spec) == 3 else ""  # type: ignore[misc]
-        cid = f"c{i}"
-        messages.append(
-            Message(role="assistant", tool_calls=[ToolCall(id=cid, name=name, arguments={})])
-        )
-        if outcome is None:
-            continue
-        kind = None if outcome in ("ok", "fail") else outcome
-        messages.append(
-            Message(
-                role="tool",
-                tool_result=ToolResult(
-                    call_id=cid,
-                    error=outcome != "ok",
-                    text=text or ("ok" if outcome == "ok" else "Error"),
-                    error_kind=kind,
-                ),
-            )
-        )
+        messages += agent_call(f"c{i}", name, outcome, text or None)
     for j, (name, failed) in enumerate(user_calls):
         cid = f"u{j}"
         messages.append(
@@ -79,21 +62,78 @@ def episode(
     for _ in range(malformed):
         messages.append(Message(role="assistant", content="{garbled", malformed=True))
     messages.append(Message(role="assistant", content="done"))
-    reason = termination or "user_stop"
+    reason = TerminationReason(termination or "user_stop")
+    return episode_of(
+        arm,
+        task,
+        trial,
+        messages,
+        success=success,
+        model=model,
+        domain=domain,
+        termination=reason,
+        max_errors=max_errors,
+        tools=ToolLists(agent=AGENT_TOOLS, user=USER_TOOLS) if tools else ToolLists(),
+        **(extra_args or {}),
+    )
+
+
+def agent_call(
+    cid: str,
+    name: str,
+    outcome: str | None,
+    text: str | None = None,
+    *,
+    arguments: dict[str, Any] | str | None = None,
+    say: str | None = None,
+) -> list[Message]:
+    """One agent call and the environment's answer: `outcome` "ok", "fail" (an error with
+    no channel), a channel name (an error of that kind), or None (no answer)."""
+    call = ToolCall(id=cid, name=name, arguments=arguments if arguments is not None else {})
+    messages = [Message(role="assistant", content=say, tool_calls=[call])]
+    if outcome is not None:
+        failed = outcome != "ok"
+        result = ToolResult(
+            call_id=cid,
+            error=failed,
+            text=text or ("Error" if failed else "ok"),
+            error_kind=outcome if outcome not in ("ok", "fail") else None,
+        )
+        messages.append(Message(role="tool", tool_result=result))
+    return messages
+
+
+def episode_of(
+    arm: str,
+    task: str,
+    trial: int,
+    messages: list[Message],
+    *,
+    success: bool,
+    model: str,
+    domain: str,
+    termination: TerminationReason,
+    max_errors: int | None,
+    tools: ToolLists,
+    study: str = "s",
+    **extra: Any,
+) -> Episode:
+    """The episode around `messages`; an infrastructure error has no reward."""
+    infrastructure = termination is TerminationReason.INFRASTRUCTURE_ERROR
     return Episode(
-        episode_id=make_episode_id("s", arm, domain, task, trial),
-        study="s",
+        episode_id=make_episode_id(study, arm, domain, task, trial),
+        study=study,
         arm=arm,
         model=model,
         domain=domain,
         task_id=task,
         trial=trial,
         messages=messages,
-        termination_reason=TerminationReason(reason),
-        reward=(1.0 if success else 0.0) if reason != "infrastructure_error" else None,
+        termination_reason=termination,
+        reward=None if infrastructure else (1.0 if success else 0.0),
         error_budget=ErrorBudget(max_errors=max_errors),
-        tools=ToolLists(agent=AGENT_TOOLS, user=USER_TOOLS) if tools else ToolLists(),
-        **(extra_args or {}),
+        tools=tools,
+        **extra,
     )
 
 

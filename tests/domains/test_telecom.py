@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +11,6 @@ from hypothesis import strategies as st
 
 from flatscore.domains import get_domain
 from flatscore.domains.framework import Action, Environment, Task
-from flatscore.domains.telecom import generate
 from flatscore.domains.telecom.models import TelecomDB
 from flatscore.domains.telecom.tools import PhoneTools
 from flatscore.episode import ToolCall, ToolResult
@@ -32,12 +30,6 @@ def _env(task_id: str = "airplane_00") -> Environment:
 def _db(env: Environment) -> TelecomDB:
     assert isinstance(env.db, TelecomDB)
     return env.db
-
-
-def test_data_files_equal_a_fresh_generation(tmp_path: Path) -> None:
-    generate.write_data(tmp_path)
-    for name in ("db.json", "tasks.json"):
-        assert (tmp_path / name).read_text() == (generate.DATA_DIR / name).read_text(), name
 
 
 def test_task_set_size_split_and_action_counts() -> None:
@@ -88,51 +80,6 @@ def test_status_reflects_the_device_and_the_line() -> None:
     assert env.device_state()["internet"] is True
     call(env, "set_mobile_data", requestor="user", on=False)
     assert env.device_state()["internet"] is False
-
-
-@pytest.mark.parametrize(
-    ("name", "arguments", "text"),
-    [
-        (
-            "find_customer_by_phone",
-            {"phone_number": "555-0000"},
-            "Error: Customer with phone number '555-0000' not found.",
-        ),
-        ("get_line", {"line_id": "L9"}, "Error: Line 'L9' not found."),
-        ("get_bills", {"customer_id": "C9"}, "Error: Customer 'C9' not found."),
-        ("pay_bill", {"bill_id": "B9"}, "Error: Bill 'B9' not found."),
-        ("resume_line", {"line_id": "L9"}, "Error: Line 'L9' not found."),
-        ("enable_roaming", {"line_id": "L9"}, "Error: Line 'L9' not found."),
-        ("add_data", {"line_id": "L9", "gb": 1}, "Error: Line 'L9' not found."),
-        ("change_plan", {"line_id": "L9", "plan_id": "P1"}, "Error: Line 'L9' not found."),
-        ("change_plan", {"line_id": "L1001", "plan_id": "P9"}, "Error: Plan 'P9' not found."),
-    ],
-)
-def test_entity_not_found(name: str, arguments: dict[str, object], text: str) -> None:
-    result = call(_env(), name, **arguments)
-    assert (result.error, result.error_kind, result.text) == (True, "entity_not_found", text)
-
-
-@pytest.mark.parametrize(
-    ("name", "arguments", "argument"),
-    [
-        ("find_customer_by_phone", {}, "phone_number"),
-        ("get_line", {"line": "L1001"}, "line_id"),
-        ("get_bills", {}, "customer_id"),
-        ("get_plans", {"all": True}, "all"),
-        ("pay_bill", {"bill_id": ["B1"]}, "bill_id"),
-        ("resume_line", {}, "line_id"),
-        ("enable_roaming", {"line_id": None}, "line_id"),
-        ("add_data", {"line_id": "L1001", "gb": 50}, "gb"),
-        ("change_plan", {"line_id": "L1001"}, "plan_id"),
-    ],
-)
-def test_bad_arguments_name_the_argument(
-    name: str, arguments: dict[str, object], argument: str
-) -> None:
-    result = call(_env(), name, **arguments)
-    assert result.error and result.error_kind == "bad_arguments"
-    assert f"'{argument}'" in result.text
 
 
 def test_preconditions() -> None:

@@ -22,6 +22,7 @@ from flatscore.embedded.train import (
     train,
 )
 from flatscore.errors import InputError
+from tiny_llama_model import tiny_llama
 
 CONFIG = TrainConfig(
     variants=1,
@@ -38,25 +39,9 @@ OPTIONS = RunOptions(progress=False)
 
 
 def _tiny(tokenizer: Any) -> Any:
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     from flatscore.models.embedded import LoadedModel
 
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=1024,
-        tie_word_embeddings=True,
-    )
-    model = LlamaForCausalLM(config)
-    for p in model.parameters():
-        p.requires_grad_(False)
+    model = tiny_llama(vocab=len(tokenizer), hidden=32, heads=2, positions=1024)
     return LoadedModel(model=model, tokenizer=tokenizer, name="tiny", description="tiny")
 
 

@@ -10,29 +10,14 @@ import torch
 
 from flatscore.embedded.weights import ADAPTER_ENV, merge_adapter, shipped_adapter
 from flatscore.errors import InputError
-
-
-def _tiny() -> torch.nn.Module:
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=64,
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=64,
-    )
-    return LlamaForCausalLM(config)
+from tiny_llama_model import tiny_llama
 
 
 def _adapter(tmp_path: Path) -> Path:
     from peft import LoraConfig, get_peft_model
 
     model = get_peft_model(
-        _tiny(),
+        tiny_llama(),
         LoraConfig(
             r=2, lora_alpha=4, target_modules=["q_proj", "down_proj"], layers_to_transform=[1]
         ),
@@ -50,7 +35,7 @@ def test_merge_adds_scaled_low_rank_product(tmp_path: Path) -> None:
 
     adapter = _adapter(tmp_path)
     lora = load_file(str(adapter / "adapter_model.safetensors"))
-    base = _tiny()
+    base = tiny_llama()
     before = {k: v.clone() for k, v in base.state_dict().items()}
     merged = merge_adapter(base, adapter)
     after = merged.state_dict()
@@ -86,8 +71,8 @@ def test_description_names_the_adapter_that_was_merged(
 
     adapter = _adapter(tmp_path)
     monkeypatch.setenv(ADAPTER_ENV, str(adapter))
-    _, name, text = apply_shipped_adapter(_tiny(), "tiny", "a Q4_1 base")
+    _, name, text = apply_shipped_adapter(tiny_llama(), "tiny", "a Q4_1 base")
     assert name == "tiny+flatscore-lora"
     assert text == f"a Q4_1 base, with the LoRA adapter at {adapter} merged in fp32"
     monkeypatch.setenv(ADAPTER_ENV, "none")
-    assert apply_shipped_adapter(_tiny(), "tiny", "a Q4_1 base")[1:] == ("tiny", "a Q4_1 base")
+    assert apply_shipped_adapter(tiny_llama(), "tiny", "a Q4_1 base")[1:] == ("tiny", "a Q4_1 base")

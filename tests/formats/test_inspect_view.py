@@ -8,7 +8,6 @@ Skips, with the reason, when Chromium, its driver or the `inspect` extra is miss
 
 from __future__ import annotations
 
-import shutil
 import socket
 import subprocess
 import sys
@@ -19,19 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from chromium import chromium, require_chromium
+
 pytestmark = pytest.mark.browser
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
-if CHROMIUM is None or DRIVER is None:
-    pytest.skip(
-        "headless Chromium not installed (apt-get install chromium chromium-driver)",
-        allow_module_level=True,
-    )
+require_chromium()
 pytest.importorskip("inspect_ai", reason="the `inspect` extra is not installed")
-webdriver = pytest.importorskip("selenium.webdriver", reason="selenium not installed (dev extra)")
 
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
@@ -79,16 +72,8 @@ def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--no-first-run", "--window-size=1400,1000"):  # fmt: skip
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
-    browser = webdriver.Chrome(options=options, service=Service(executable_path=str(DRIVER)))
-    browser.set_page_load_timeout(60)
-    yield browser
-    browser.quit()
+    with chromium(tmp_path_factory.mktemp("chromium-profile")) as browser:
+        yield browser
 
 
 def _body(driver: WebDriver) -> str:

@@ -1,4 +1,7 @@
-"""The local backend on the real embedded model (one load per session)."""
+"""The local backend's mechanics on the suite's tiny random Llama with the real SmolLM2
+tokenizer (tests/conftest.py `tiny_loaded`: KV reuse, sampling, logprobs, stop strings,
+forced calls, context limit, transcripts); the cost record of the real embedded model is the
+slow test at the end."""
 
 from __future__ import annotations
 
@@ -14,8 +17,8 @@ from sample_chat import START, TOOLS
 
 
 @pytest.fixture(scope="module")
-def backend(loaded_model: Any) -> LocalBackend:
-    return LocalBackend(loaded_model)
+def backend(tiny_loaded: Any) -> LocalBackend:
+    return LocalBackend(tiny_loaded)
 
 
 def episode(b: LocalBackend, turns: int = 3, tokens: int = 16) -> list[Any]:
@@ -48,9 +51,9 @@ def episode(b: LocalBackend, turns: int = 3, tokens: int = 16) -> list[Any]:
     return gens
 
 
-def test_kv_reuse_gives_the_same_tokens_as_full_reencode(loaded_model: Any) -> None:
-    reuse = LocalBackend(loaded_model, reuse_kv=True)
-    full = LocalBackend(loaded_model, reuse_kv=False)
+def test_kv_reuse_gives_the_same_tokens_as_full_reencode(tiny_loaded: Any) -> None:
+    reuse = LocalBackend(tiny_loaded, reuse_kv=True)
+    full = LocalBackend(tiny_loaded, reuse_kv=False)
     with_reuse, without = episode(reuse), episode(full)
     for a, b in zip(with_reuse, without, strict=True):
         assert a.raw_text == b.raw_text
@@ -68,8 +71,8 @@ def test_greedy_is_deterministic_and_seeded_sampling_reproducible(backend: Local
         backend.generate(START, TOOLS, greedy).raw_text
         == backend.generate(START, TOOLS, greedy).raw_text
     )
-    # A hot temperature: the fine-tuned embedded agent is confident enough that at 1.0
-    # different seeds often write the same 12 tokens.
+    # A hot temperature: a confident model (the fine-tuned embedded agent is one) often
+    # writes the same 12 tokens at 1.0 whatever the seed.
     s1 = Sampling(max_tokens=12, temperature=3.0, seed=7)
     a, b = backend.generate(START, TOOLS, s1), backend.generate(START, TOOLS, s1)
     assert a.raw_text == b.raw_text
@@ -123,8 +126,8 @@ def test_tool_choice_required_forces_a_call_block(backend: LocalBackend) -> None
     assert named.message.tool_calls[0].id == f"call_{len(START)}_0"
 
 
-def test_context_overflow_raises_a_backend_error(loaded_model: Any) -> None:
-    small = LocalBackend(loaded_model, max_context=64)
+def test_context_overflow_raises_a_backend_error(tiny_loaded: Any) -> None:
+    small = LocalBackend(tiny_loaded, max_context=64)
     with pytest.raises(ContextWindowExceeded):
         small.generate(START, TOOLS, Sampling(max_tokens=32))
 
@@ -143,11 +146,12 @@ def test_transcript_marks_agent_tokens(backend: LocalBackend) -> None:
 
 @pytest.mark.slow
 def test_each_turn_records_its_prefill_and_decode_and_the_arm_its_footprint(
-    backend: LocalBackend,
+    loaded_model: Any,
 ) -> None:
     """Cost recording (docs/analysis.md, "Cost"): the split adds up to the latency, the
     second turn of a growing conversation re-encodes only its new tokens, and the reference
     arm's format bytes are its resident fp32 bytes (4 bytes a parameter)."""
+    backend = LocalBackend(loaded_model)
     first, second = episode(backend, turns=2, tokens=8)[:2]
     for gen in (first, second):
         t = gen.message.timing

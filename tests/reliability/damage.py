@@ -30,6 +30,14 @@ TAU2_BASES = [
 ]
 MARKUP = ["[/]", "[bold]x[/bold]", "a[/]b", "[link=file:///etc/passwd]x[/link]", "[red", ":smile:"]
 DEEP = [150, 5_000, 100_000]
+# Values out of range in either format (each format adds its own fields).
+BAD_VALUES: list[tuple[str, Any]] = [
+    ("reward", float("nan")),
+    ("reward", float("inf")),
+    ("reward", 5.0),
+    ("reward", -1.0),
+    ("trial", -1),
+]
 HUGE_LITERALS = ["1e999", "-1e999", "1" + "0" * 5000, "1e308", "123456789012345678901234567890"]
 BAD_UTF8 = [b"\xc0\xaf", b"\xff", b"\xed\xa0\x80", b"\x80abc", b"\xf8\x88\x80\x80\x80"]
 WRONG_VALUES: list[Any] = [None, True, 0, -1, 1.5, "x", "", [], [1, 2], {}, {"a": {"b": 1}}]
@@ -196,11 +204,7 @@ class Tau2Damage:
             sim = self._sim(data)
             key, value = rng.choice(
                 [
-                    ("reward", float("nan")),
-                    ("reward", float("inf")),
-                    ("reward", 5.0),
-                    ("reward", -1.0),
-                    ("trial", -1),
+                    *BAD_VALUES,
                     ("max_errors", 10**12),
                     ("max_errors", -3),
                     ("termination_reason", "exploded"),
@@ -374,11 +378,7 @@ class RunDamage:
         if kind == "bad_value":
             key, value = rng.choice(
                 [
-                    ("reward", float("nan")),
-                    ("reward", float("inf")),
-                    ("reward", 5.0),
-                    ("reward", -1.0),
-                    ("trial", -1),
+                    *BAD_VALUES,
                     ("schema_version", 99),
                     ("termination_reason", "exploded"),
                     ("error_budget", {"max_errors": 10**12, "counted": "all"}),

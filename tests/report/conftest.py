@@ -3,8 +3,6 @@ report tests. A small bootstrap keeps them fast; the numbers are not what is tes
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 # The fixture builders next to this file are importable here and in the test modules:
@@ -25,20 +23,24 @@ def hostile_episodes() -> list[Episode]:
     return hostile_study()
 
 
+def _report(
+    tmp_path_factory: pytest.TempPathFactory, name: str, episodes: list[Episode]
+) -> ReportPaths:
+    return write_report(analyzed(episodes), episodes, tmp_path_factory.mktemp(name))
+
+
 @pytest.fixture(scope="session")
 def study_report(
     tmp_path_factory: pytest.TempPathFactory, study_episodes: list[Episode]
 ) -> ReportPaths:
-    out: Path = tmp_path_factory.mktemp("report")
-    return write_report(analyzed(study_episodes), study_episodes, out)
+    return _report(tmp_path_factory, "report", study_episodes)
 
 
 @pytest.fixture(scope="session")
 def hostile_report(
     tmp_path_factory: pytest.TempPathFactory, hostile_episodes: list[Episode]
 ) -> ReportPaths:
-    out: Path = tmp_path_factory.mktemp("hostile")
-    return write_report(analyzed(hostile_episodes), hostile_episodes, out)
+    return _report(tmp_path_factory, "hostile", hostile_episodes)
 
 
 @pytest.fixture(scope="session")
@@ -46,7 +48,6 @@ def packed_hostile_report(
     tmp_path_factory: pytest.TempPathFactory, hostile_episodes: list[Episode]
 ) -> ReportPaths:
     """The hostile report with its transcripts gzip-packed, as a large study's would be."""
-    out: Path = tmp_path_factory.mktemp("hostile-packed")
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("flatscore.report.html.COMPRESS_ABOVE", 0)
-        return write_report(analyzed(hostile_episodes), hostile_episodes, out)
+        return _report(tmp_path_factory, "hostile-packed", hostile_episodes)

@@ -1,4 +1,5 @@
-"""Fixture studies for the report tests, built from `flatscore.episode` types.
+"""Fixture studies for the report tests, built with the suite's episode builders
+(tests/analysis_builders.py).
 
 `study()` is a small realistic study: one model on two domains, arms bf16 and int4, several
 tasks × trials, failed calls of every channel (role confusion, invented names, bad
@@ -12,18 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from analysis_builders import agent_call, episode_of
 from flatscore.analysis.analyze import AnalysisOptions, analyze
 from flatscore.analysis.result import AnalysisResult
-from flatscore.episode import (
-    Episode,
-    ErrorBudget,
-    Message,
-    TerminationReason,
-    ToolCall,
-    ToolLists,
-    ToolResult,
-    make_episode_id,
-)
+from flatscore.episode import Episode, Message, TerminationReason, ToolLists
 
 AGENT_TOOLS = ["get_user_details", "get_order_details", "cancel_pending_order", "transfer"]
 USER_TOOLS = ["toggle_airplane_mode", "check_status_bar"]
@@ -68,43 +61,30 @@ def episode(
         Message(role="user", content=f"Hi, I need help with task {task}."),
     ]
     for i, step in enumerate(steps):
-        cid = f"call-{i}"
-        args = step.arguments if step.arguments is not None else {"order_id": f"#W{i}"}
-        messages.append(
-            Message(
-                role="assistant",
-                content=say,
-                tool_calls=[ToolCall(id=cid, name=step.name, arguments=args)],
-            )
-        )
         failed = step.outcome != "ok"
-        messages.append(
-            Message(
-                role="tool",
-                tool_result=ToolResult(
-                    call_id=cid,
-                    error=failed,
-                    text=step.text or (f"Error: {step.outcome}" if failed else '{"status": "ok"}'),
-                    error_kind=step.outcome if failed else None,
-                ),
-            )
+        messages += agent_call(
+            f"call-{i}",
+            step.name,
+            step.outcome,
+            step.text or (f"Error: {step.outcome}" if failed else '{"status": "ok"}'),
+            arguments=step.arguments if step.arguments is not None else {"order_id": f"#W{i}"},
+            say=say,
         )
     if malformed:
         messages.append(Message(role="assistant", content='{"name": "get_user', malformed=True))
     messages.append(Message(role="assistant", content="Done. Anything else?"))
-    return Episode(
-        episode_id=make_episode_id("fixture", arm, domain, task, trial),
-        study="fixture",
-        arm=arm,
+    return episode_of(
+        arm,
+        task,
+        trial,
+        messages,
+        success=success,
         model=model,
         domain=domain,
-        task_id=task,
-        trial=trial,
-        messages=messages,
-        termination_reason=termination or TerminationReason.USER_STOP,
-        reward=1.0 if success else 0.0,
-        error_budget=ErrorBudget(max_errors=11),
+        termination=termination or TerminationReason.USER_STOP,
+        max_errors=11,
         tools=ToolLists(agent=AGENT_TOOLS, user=USER_TOOLS, source="run"),
+        study="fixture",
     )
 
 

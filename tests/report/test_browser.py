@@ -8,7 +8,6 @@ a temporary folder and their paths printed.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,52 +15,23 @@ from typing import Any
 import pytest
 from report_episodes import PAYLOADS
 
+from chromium import chromium, require_chromium
 from flatscore.report import ReportPaths
 from flatscore.report.html import SECTIONS
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
-if CHROMIUM is None or DRIVER is None:
-    pytest.skip(
-        "headless Chromium not installed (apt-get install chromium chromium-driver)",
-        allow_module_level=True,
-    )
-webdriver = pytest.importorskip("selenium.webdriver", reason="selenium not installed (dev extra)")
+require_chromium()
 
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-    "--window-size=1400,1000",
-)
-
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    browser = webdriver.Chrome(options=options, service=Service(executable_path=str(DRIVER)))
-    browser.set_page_load_timeout(60)
-    try:
+    with chromium(tmp_path_factory.mktemp("chromium-profile"), console_log=True) as browser:
         yield browser
-    finally:
-        browser.quit()
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,6 @@
-"""`flatscore serve` as a real process on loopback, driven by the openai backend."""
+"""`flatscore serve` as a real process on loopback, driven by the openai backend; the model
+it serves is the suite's tiny random Llama with the real SmolLM2 tokenizer (tests/conftest.py
+`tiny_model_dir`): what is tested is the server, not the model's answers."""
 
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[str]:
+def server(tiny_model_dir: Path) -> Iterator[str]:
     port = _free_port()
     exe = Path(sys.executable).parent / "flatscore"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -37,7 +39,7 @@ def server() -> Iterator[str]:
             str(exe),
             "serve",
             "--model",
-            "embedded",
+            str(tiny_model_dir),
             "--arm",
             "ref",
             "--port",
@@ -84,9 +86,9 @@ def test_models_endpoint(server: str) -> None:
     assert [m["id"] for m in data["data"]] == ["smol"]
 
 
-def test_served_generation_equals_in_process(server: str, loaded_model: Any) -> None:
+def test_served_generation_equals_in_process(server: str, tiny_loaded: Any) -> None:
     sampling = Sampling(max_tokens=24, logprobs=True, top_logprobs=3)
-    local = LocalBackend(loaded_model).generate(CONVERSATION, TOOLS, sampling)
+    local = LocalBackend(tiny_loaded).generate(CONVERSATION, TOOLS, sampling)
     remote = client(server).generate(CONVERSATION, TOOLS, sampling)
     assert remote.raw_text == local.raw_text
     if any(not c.arguments_parsed for c in local.message.tool_calls):
@@ -220,7 +222,7 @@ def _post(server: str, messages: list[dict[str, Any]], max_tokens: int = 8) -> d
     return data
 
 
-def test_prefix_caching_encodes_only_the_new_tokens(server: str, loaded_model: Any) -> None:
+def test_prefix_caching_encodes_only_the_new_tokens(server: str, tiny_loaded: Any) -> None:
     """A request extending a conversation the server just answered reuses its KV cache
     (OpenAI's usage.prompt_tokens_details.cached_tokens), with the same tokens as a
     backend without any cache."""
@@ -234,7 +236,7 @@ def test_prefix_caching_encodes_only_the_new_tokens(server: str, loaded_model: A
     cached = second["usage"]["prompt_tokens_details"]["cached_tokens"]
     assert cached >= first["usage"]["prompt_tokens"]
     assert second["usage"]["prompt_tokens"] - cached < 40  # only the new messages
-    fresh = LocalBackend(loaded_model, reuse_kv=False)
+    fresh = LocalBackend(tiny_loaded, reuse_kv=False)
     expected = fresh.generate([message_from_wire(m) for m in follow], TOOLS, Sampling(max_tokens=8))
     assert second["choices"][0]["flatscore"]["raw_text"] == expected.raw_text
 

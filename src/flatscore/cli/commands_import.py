@@ -4,11 +4,14 @@ call one function and print its summary."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from flatscore.cli.app import app, console, err_console
+
+if TYPE_CHECKING:
+    from flatscore.formats.tau2_import import ImportSummary
 
 import_app = typer.Typer(
     help="Import other benchmarks' result files as flatscore runs.", no_args_is_help=True
@@ -16,6 +19,43 @@ import_app = typer.Typer(
 export_app = typer.Typer(help="Export runs as flat tables.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
 app.add_typer(export_app, name="export")
+
+
+def print_import_summary(summary: ImportSummary) -> None:
+    """What an import wrote (per file, per termination reason), what it left out and why:
+    the same for every format."""
+    from rich.table import Table
+    from rich.text import Text
+
+    for f in summary.files:
+        console.print(
+            f"{f.path}: {f.episodes} episodes, format {f.format}, domain {f.domain}, "
+            f"tool lists from {f.tool_source}",
+            highlight=False,
+        )
+    table = Table("termination reason", "episodes", title=Text(f"written to {summary.out}"))
+    for reason, n in summary.by_termination.items():
+        table.add_row(Text(reason), str(n))
+    table.add_row(Text("total", style="bold"), Text(str(summary.written), style="bold"))
+    console.print(table)
+    if summary.already_present:
+        console.print(
+            f"{summary.already_present} episodes were already in {summary.out} (same study, arm, "
+            "domain, task and trial) and were not written again",
+            highlight=False,
+        )
+    if summary.malformed_turns:
+        console.print(
+            f"{summary.malformed_turns} agent turns were marked malformed by the server "
+            "(malformed_output channel)",
+            highlight=False,
+        )
+    for line in summary.warnings:
+        err_console.print(f"warning: {line}", style="yellow", highlight=False, soft_wrap=True)
+    if summary.skipped:
+        err_console.print(f"skipped {len(summary.skipped)} invalid simulations:", style="yellow")
+        for line in summary.skipped:
+            err_console.print(f"  {line}")
 
 
 @import_app.command("tau2")
@@ -43,8 +83,6 @@ def import_tau2_command(
 ) -> None:
     """Import τ²-bench results as one arm of a flatscore run."""
     from rich.progress import Progress, SpinnerColumn, TextColumn
-    from rich.table import Table
-    from rich.text import Text
 
     from flatscore.formats.tau2_import import import_tau2
 
@@ -66,33 +104,7 @@ def import_tau2_command(
             on_episode=lambda _ep: progress.advance(task),
         )
 
-    for f in summary.files:
-        console.print(
-            f"{f.path}: {f.episodes} episodes, format {f.format}, domain {f.domain}, "
-            f"tool lists from {f.tool_source}"
-        )
-    table = Table("termination reason", "episodes", title=Text(f"written to {summary.out}"))
-    for reason, n in summary.by_termination.items():
-        table.add_row(Text(reason), str(n))
-    table.add_row(Text("total", style="bold"), Text(str(summary.written), style="bold"))
-    console.print(table)
-    if summary.already_present:
-        console.print(
-            f"{summary.already_present} episodes were already in {summary.out} (same study, arm, "
-            "domain, task and trial) and were not written again"
-        )
-    if summary.malformed_turns:
-        console.print(
-            f"{summary.malformed_turns} agent turns were marked malformed by the server "
-            "(malformed_output channel)",
-            highlight=False,
-        )
-    for line in summary.warnings:
-        err_console.print(f"warning: {line}", style="yellow", highlight=False, soft_wrap=True)
-    if summary.skipped:
-        err_console.print(f"skipped {len(summary.skipped)} invalid simulations:", style="yellow")
-        for line in summary.skipped:
-            err_console.print(f"  {line}")
+    print_import_summary(summary)
 
 
 @export_app.command("parquet")

@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from flatscore.cli.app import console, err_console
-from flatscore.cli.commands_import import export_app, import_app
+from flatscore.cli.app import console
+from flatscore.cli.commands_import import export_app, import_app, print_import_summary
 
 
 @import_app.command("inspect")
@@ -47,9 +47,6 @@ def import_inspect_command(
     ] = None,
 ) -> None:
     """Import Inspect AI eval logs as canonical episodes."""
-    from rich.table import Table
-    from rich.text import Text
-
     from flatscore.formats.inspect_import import import_inspect
     from flatscore.formats.inspect_log import load_error_map, require_inspect
 
@@ -64,25 +61,7 @@ def import_inspect_command(
         scorer=scorer,
         error_map=load_error_map(error_map) if error_map is not None else None,
     )
-    for f in summary.files:
-        console.print(
-            f"{f.path}: {f.episodes} episodes, format {f.format}, domain {f.domain}, "
-            f"tool lists from {f.tool_source}",
-            highlight=False,
-        )
-    table = Table("termination reason", "episodes", title=Text(f"written to {summary.out}"))
-    for reason, n in summary.by_termination.items():
-        table.add_row(Text(reason), str(n))
-    table.add_row(Text("total", style="bold"), Text(str(summary.written), style="bold"))
-    console.print(table)
-    if summary.already_present:
-        console.print(
-            f"{summary.already_present} episodes were already in {summary.out} (same study, arm, "
-            "domain, task and trial) and were not written again",
-            highlight=False,
-        )
-    for line in summary.warnings:
-        err_console.print(f"warning: {line}", style="yellow", highlight=False, soft_wrap=True)
+    print_import_summary(summary)
 
 
 @export_app.command("inspect")
