@@ -15,6 +15,7 @@ from scipy.stats import t as student_t
 from flatscore.analysis.paired_score import (
     DISCORDANT_MIN,
     discordance,
+    el_score_z,
     paired_interval,
     paired_test,
     paired_tost,
@@ -22,7 +23,6 @@ from flatscore.analysis.paired_score import (
     score_test,
     score_tost,
     score_z,
-    el_score_z,
     uses_el,
     wilson_interval,
 )
