@@ -231,7 +231,7 @@ def test_tost_power_is_what_the_true_variance_allows() -> None:
     """With no gap at 114 × 4, TOST ±7.5 is within 5 points of the best any test can do, the
     TOST that knows the true variance: |mean| < margin − z₀.₉₅·σ/√n, so its power is
     Φ((margin − z₀.₉₅·se)/se) − Φ(−(margin − z₀.₉₅·se)/se). Issue 26's 80% with independent
-    trials is out of reach at 60% success (σ ≈ 0.37: the true-variance TOST gets 65%)."""
+    trials is out of reach at 60% success (σ = 0.31: the true-variance TOST gets 65%)."""
     rows = [r for r in coverage_table() if "equivalent" in r and r["gap"] == 0.0]
     assert len(rows) == len(COUPLINGS) * len(PROFILES)
     for r in rows:
