@@ -19,7 +19,7 @@ interval and TOST always agree):
   often (6.0% at a true gap equal to the margin, 114 tasks × 4 coupled trials, 40,000
   simulated studies; 4.9% here). The variance restricted to the hypothesis moves with Δ, as
   the score interval's does for a proportion. With several trials per task it is as narrow
-  as the true-variance interval (≤ 1.05× from 30 tasks up with ≥ 12 discordant tasks, in the
+  as the true-variance interval (1.01–1.12× from 30 tasks up with ≥ 12 discordant tasks, in the
   coverage simulation, tests/analysis/test_coverage.py).
 - **Tango's (1998) score interval** on the discordant counts otherwise. With few discordant
   tasks a CLT interval under-covers (Bowyer, Aitchison & Ivanova 2025: 30 tasks × 1 trial
@@ -55,8 +55,9 @@ for studies with few discordant tasks, it over-covers (99.5–100% at 30 tasks),
 DISCORDANT_MIN = 6
 """Discordant tasks (d ≠ 0) from which the nonparametric score statistic is used: with 6 or
 more, coverage is ≥ 93% in every simulated condition; Tango's score interval below that
-(chosen by simulation among 4, 6, 8 and 12, see docs/analysis.md). Six discordant tasks all of
-one sign are also the fewest an exact sign test can call significant (p = 2/64)."""
+(chosen by simulation among 4, 6, 8 and 12 for the t statistic, and kept: docs/analysis.md).
+Six discordant tasks all of one sign are also the fewest an exact sign test can call
+significant (p = 2/64)."""
 METHOD = (
     "success differences: paired score interval on per-task differences (tasks are clusters, "
     "trials averaged within a task, task-weighted; variance under the empirical-likelihood "
