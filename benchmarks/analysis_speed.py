@@ -100,13 +100,15 @@ def main() -> None:
     calls = sum(len(e.messages) for e in episodes) // 2
     print(f"built {len(episodes)} episodes (~{calls} agent calls) in {t_build:.1f} s")
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     result = analyze(episodes, AnalysisOptions(bootstrap=args.bootstrap, budgets=list(range(11))))
-    t_all = time.perf_counter() - t0
+    t_all, c_all = time.perf_counter() - t0, time.process_time() - c0
     comparisons = sum(len(c.comparisons) for c in result.cells)
     print(
         f"analyze: {len(result.cells)} cells, {comparisons} comparisons, {args.bootstrap} "
-        f"resamples, 11 budgets: {t_all:.2f} s"
+        f"resamples, 11 budgets: {t_all:.2f} s ({c_all:.2f} s of CPU, every thread: on a "
+        "loaded machine the wall time is the load's; OpenBLAS threads busy-wait under "
+        "contention, so compare with OPENBLAS_NUM_THREADS=1)"
     )
 
     rules = load_rules()

@@ -143,7 +143,7 @@ def test_comparison_numbers(result: AnalysisResult) -> None:
     assert c.novel_names == ["baz", "toggle_airplane_mode"]
     # Per-task differences at K = 9 are [0.5, -0.5, 0]: b = c = 0.5, the score statistic is
     # 0 and p = 1; the Gap interval is the score interval, never [0, 0].
-    assert c.test.startswith("paired t-test")
+    assert c.test.startswith("paired score test")
     assert c.p_value == pytest.approx(1.0)
     assert c.gap_default.ci_low is not None and c.gap_default.ci_low < 0 < c.gap_default.ci_high
     assert c.p_holm == pytest.approx(c.p_value)  # one comparison: Holm changes nothing
@@ -170,7 +170,7 @@ def test_verdict_flat_score_when_failures_amplified() -> None:
         )
     r = analyze(eps, AnalysisOptions(bootstrap=500, budgets=[0, 1, 2]))
     c = r.cells[0].comparisons[0]
-    assert c.test.startswith("paired t-test") and c.p_value == 1.0
+    assert c.test.startswith("paired score test") and c.p_value == 1.0
     assert c.tost_equivalent
     assert c.amplified_channels == ["unknown_tool", "invented"]
     assert c.gap[1].gap == pytest.approx(45 / 60)  # S_ref(1) = 45/60, S_arm(1) = 0

@@ -14,8 +14,9 @@ trials × true gaps 0, 5, 7.5, 10 and 20 points × two difficulty profiles, 2,00
   issue 26's "no wider than an exact method's" is not met there;
 - TOST ±7.5 at 114 × 4: with no gap, equivalent in ≥ 80% of studies or within 5 points of
   what the true-variance TOST can reach (at 60% success with independent trials no test can
-  reach 80%: the true-variance TOST gets 65%); with a true gap equal to the margin, in ≤ 7%
-  (`TOST_SIZE`: issue 26 asks 5%, not met, see there).
+  reach 80%: the true-variance TOST gets 65%, `test_tost_power_is_what_the_true_variance_
+  allows`); with a true gap equal to the margin, in ≤ 5% (`test_tost_size_at_the_margin`,
+  on `SIZE_STUDIES` studies per setting: 2,000 resolve a rate of 5% only to ±1 point).
 
 Exempt from the upper-coverage and width bounds (but not from ≥ 93%): conditions with fewer
 than 12 discordant tasks per study on average (2 × `DISCORDANT_MIN`). There the study is a
@@ -32,11 +33,12 @@ tests/analysis/test_coverage.py` prints the table in docs/analysis.md.
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
 import pytest
-from scipy.stats import norm
+from scipy.stats import binomtest, norm
 
 from flatscore.analysis.paired_score import (
     DISCORDANT_MIN,
@@ -54,9 +56,9 @@ STUDIES = 2000
 EXACT_STUDIES = 500
 MARGIN = 0.075
 CONCENTRATION = 4.0
-TOST_SIZE = 0.07
-"""Issue 26 asks ≤ 5%; the t-based TOST is 4.9–6.5% at the margin (skewed differences: the
-coupled arms' gap is one-sided), see docs/analysis.md."""
+SIZE_STUDIES = 20_000
+"""Studies per setting for the TOST size at the margin: the Monte-Carlo standard error of a 5%
+rate is then 0.15 points."""
 
 Row = dict[str, float | int | str | bool]
 
@@ -155,6 +157,7 @@ def condition(
     return row
 
 
+@functools.cache
 def coverage_table(seed: int = 2026, compare_old: bool = False) -> list[Row]:
     rng = np.random.default_rng(seed)
     return [
@@ -185,8 +188,6 @@ def failures(rows: list[Row]) -> list[str]:
             eq, oracle = float(r["equivalent"]), float(r["oracle_equivalent"])
             if r["gap"] == 0.0 and eq < min(0.80, oracle - 0.05):
                 out.append(f"{name}: TOST equivalent in {eq:.3f} (true-variance TOST {oracle:.3f})")
-            if r["gap"] == MARGIN and eq > TOST_SIZE:
-                out.append(f"{name}: TOST equivalent at the margin in {eq:.3f}")
     return out
 
 
@@ -202,6 +203,45 @@ def test_interval_and_tost_are_calibrated_at_every_study_size() -> None:
     }
     assert tost[("independent", 0.9, 0.0)] >= 0.80
     assert min(tost[("coupled", s, 0.0)] for s in PROFILES) >= 0.95
+
+
+def tost_size(rng: np.random.Generator, pairing: str, s: float) -> tuple[int, int]:
+    """(equivalent, studies) at 114 × 4 with the true gap at the margin, SIZE_STUDIES studies."""
+    hits = 0
+    for _ in range(SIZE_STUDIES // STUDIES):
+        d = simulate(rng, 114, 4, MARGIN, s, COUPLINGS[pairing])
+        hits += int(paired_tost(d, MARGIN)[1].sum())
+    return hits, SIZE_STUDIES
+
+
+def test_tost_size_at_the_margin() -> None:
+    """With the true gap equal to the margin, TOST ±7.5 calls the arms equivalent in ≤ 5% of
+    studies: the exact (Clopper–Pearson) 95% interval of the observed rate reaches 5%, in every
+    setting. (The t statistic fails this: 6.0% at 90% success, coupled trials, where skewed
+    differences make its one-sided tests liberal.)"""
+    rng = np.random.default_rng(26)
+    for pairing in COUPLINGS:
+        for s in PROFILES:
+            hits, studies = tost_size(rng, pairing, s)
+            low = binomtest(hits, studies, 0.05).proportion_ci(0.95).low
+            assert low <= 0.05, f"{pairing} s={s}: {hits}/{studies} equivalent at the margin"
+
+
+def test_tost_power_is_what_the_true_variance_allows() -> None:
+    """With no gap at 114 × 4, TOST ±7.5 is within 5 points of the best any test can do, the
+    TOST that knows the true variance: |mean| < margin − z₀.₉₅·σ/√n, so its power is
+    Φ((margin − z₀.₉₅·se)/se) − Φ(−(margin − z₀.₉₅·se)/se). Issue 26's 80% with independent
+    trials is out of reach at 60% success (σ = 0.31: the true-variance TOST gets 65%)."""
+    rows = [r for r in coverage_table() if "equivalent" in r and r["gap"] == 0.0]
+    assert len(rows) == len(COUPLINGS) * len(PROFILES)
+    for r in rows:
+        best, ours = float(r["oracle_equivalent"]), float(r["equivalent"])
+        assert ours >= best - 0.05, f"{r['pairing']} s={r['success']}: {ours} vs {best}"
+    best = {(r["pairing"], r["success"]): float(r["oracle_equivalent"]) for r in rows}
+    assert best[("independent", 0.6)] == pytest.approx(0.653, abs=0.005)  # below 80%
+    sigma = true_sd(4, 0.0, 0.6, 0.0)
+    se = sigma / np.sqrt(114)
+    assert (MARGIN - norm.ppf(0.95) * se) / se < norm.ppf(0.9)  # 80% needs a smaller σ
 
 
 def test_true_sd_matches_the_simulation() -> None:

@@ -1,5 +1,6 @@
-"""Known answers for the success-difference interval, paired test and TOST (t on per-task
-differences, Tango's score interval with few discordant tasks)."""
+"""Known answers for the success-difference interval, paired test and TOST (the
+nonparametric score statistic on per-task differences, Tango's score interval with few
+discordant tasks)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.optimize import minimize_scalar
-from scipy.stats import norm, ttest_1samp
+from scipy.optimize import minimize, minimize_scalar
+from scipy.stats import norm
 from scipy.stats import t as student_t
 
 from flatscore.analysis.paired_score import (
     DISCORDANT_MIN,
     discordance,
+    el_score_z,
     paired_interval,
     paired_test,
     paired_tost,
@@ -21,7 +23,7 @@ from flatscore.analysis.paired_score import (
     score_test,
     score_tost,
     score_z,
-    uses_t,
+    uses_el,
     wilson_interval,
 )
 
@@ -47,20 +49,65 @@ def test_no_discordant_task_has_the_closed_form_bound() -> None:
     assert zero_bound(4) == pytest.approx(0.490, abs=1e-3)
 
 
-def test_t_statistic_with_enough_discordant_tasks() -> None:
-    """Six or more discordant tasks with some spread: the one-sample t on per-task
-    differences (scipy's ttest_1samp and t interval); TOST = two one-sided t-tests."""
-    d = np.array([1, 1, 0.5, 0.25, 0, 0, 0.75, -0.25, 0, 0])
-    assert bool(uses_t(d))
-    n, se = d.size, d.std(ddof=1) / np.sqrt(d.size)
-    assert float(paired_test(d)) == pytest.approx(ttest_1samp(d, 0.0).pvalue)
+def restricted_z(d: np.ndarray, delta: float) -> float:
+    """Z(Δ) from first principles: maximise Σ log p over distributions p on the observed
+    values with mean Δ (scipy's SLSQP), then (mean − Δ)·√n / sqrt(Σ p (v − Δ)²)."""
+    values, counts = np.unique(d, return_counts=True)
+
+    def nll(p: np.ndarray) -> float:
+        return float(-(counts * np.log(np.maximum(p, 1e-300))).sum())
+
+    constraints = [
+        {"type": "eq", "fun": lambda p: p.sum() - 1.0},
+        {"type": "eq", "fun": lambda p: (p * values).sum() - delta},
+    ]
+    start = np.full(values.size, 1.0 / values.size)
+    p = minimize(
+        nll,
+        start,
+        method="SLSQP",
+        bounds=[(1e-12, 1.0)] * values.size,
+        constraints=constraints,
+        options={"ftol": 1e-15, "maxiter": 1000},
+    ).x
+    sd = np.sqrt((p * (values - delta) ** 2).sum())
+    return float((d.mean() - delta) * np.sqrt(d.size) / sd)
+
+
+def test_el_score_statistic_with_enough_discordant_tasks() -> None:
+    """Six or more discordant tasks with some spread: Z(Δ) with the variance of the
+    restricted maximum-likelihood distribution (known answer by numerical optimisation),
+    t(n − 1) for p-values and the interval's ends; TOST = the two one-sided tests."""
+    d = np.array([1, 1, 0.5, 0.25, 0, 0, 0.75, -0.25, 0, 0, 0.5, 0])
+    assert bool(uses_el(d))
+    n = d.size
+    for delta in (-0.2, 0.0, 0.2, 0.5):
+        assert float(el_score_z(d, delta)[0]) == pytest.approx(restricted_z(d, delta), rel=1e-5)
+    # No distribution on the observed values has a mean beyond them: Z = ±inf there.
+    assert float(el_score_z(d, -0.3)[0]) == np.inf and float(el_score_z(d, 1.0)[0]) == -np.inf
+    assert float(paired_test(d)) == pytest.approx(2 * student_t.sf(restricted_z(d, 0.0), n - 1))
     lo, hi = paired_interval(d, 0.95)
-    want = student_t.interval(0.95, n - 1, loc=d.mean(), scale=se)
-    assert (float(lo), float(hi)) == pytest.approx(want)
+    q = student_t.ppf(0.975, n - 1)
+    assert restricted_z(d, float(lo)) == pytest.approx(q, rel=1e-5)
+    assert restricted_z(d, float(hi)) == pytest.approx(-q, rel=1e-5)
+    # Not the t-interval: skewed differences give an interval skewed the same way.
+    mean, se = d.mean(), d.std(ddof=1) / np.sqrt(n)
+    t_lo, t_hi = mean - student_t.ppf(0.975, n - 1) * se, mean + student_t.ppf(0.975, n - 1) * se
+    assert hi - mean > t_hi - mean and mean - lo < mean - t_lo
     p, _ = paired_tost(d, 0.3)
-    p_low = ttest_1samp(d, -0.3, alternative="greater").pvalue
-    p_high = ttest_1samp(d, 0.3, alternative="less").pvalue
-    assert float(p) == pytest.approx(max(p_low, p_high))
+    p_low = 0.0  # −0.3 is below every difference
+    p_high = student_t.cdf(restricted_z(d, 0.3), n - 1)
+    assert float(p) == pytest.approx(max(p_low, p_high), rel=1e-5)
+
+
+def test_el_score_statistic_is_tangos_on_single_trials() -> None:
+    """With one trial per task and both kinds of discordant task present, the restricted
+    maximum likelihood on the observed values is Tango's trinomial one: the same Z(Δ)."""
+    d = _d(7, 3, 40)
+    for delta in (-0.2, 0.0, 0.05, 0.3):
+        assert float(el_score_z(d, delta)[0]) == pytest.approx(
+            float(score_z(discordance(d), delta)), rel=1e-9
+        )
 
 
 def test_few_discordant_or_equal_differences_use_the_score_statistic() -> None:
@@ -69,7 +116,7 @@ def test_few_discordant_or_equal_differences_use_the_score_statistic() -> None:
     few = _d(DISCORDANT_MIN - 1, 0, 40)
     equal = np.ones(DISCORDANT_MIN)
     for d in (few, equal):
-        assert not bool(uses_t(d))
+        assert not bool(uses_el(d))
         assert np.allclose(paired_interval(d), score_interval(d))
         assert float(paired_test(d)) == float(score_test(d))
         assert np.allclose(paired_tost(d, 0.075)[0], score_tost(d, 0.075)[0])

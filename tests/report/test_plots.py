@@ -121,3 +121,15 @@ def test_coinciding_lines_stay_visible() -> None:
     styles = _line_styles(plots.budget_figure("same", same, [], 2, 0))
     assert len(styles) == 3
     assert len({d for d, _ in styles}) == 3 and len({m for _, m in styles}) == 3, styles
+
+
+def test_floor_panel_keeps_rho_inside_its_range() -> None:
+    """ρ's floor plus the excess interval can reach past −1 (floor −0.3, excess down to
+    −0.9): the panel draws it at −1, never below (issue 26: the ρ panel drew past −1)."""
+    panel = plots.FloorPanel("ρ", ["int4", "int8"], [-0.95, 0.4], [-1.2, None], [0.1, 1.3])
+    bounded = plots.FloorPanel(**{**panel.__dict__, "limits": (-1.0, 1.0)}).clipped()
+    assert bounded.values == [-0.95, 0.4]
+    assert bounded.low == [-1.0, None] and bounded.high == [0.1, 1.0]
+    assert panel.clipped() is panel  # no limits, nothing clipped
+    svg = plots.floor_figure("rho", [bounded])
+    ET.fromstring(svg)

@@ -2,7 +2,7 @@
 "Statistical choices").
 
 Success differences (Gap(K), gap growth) get the paired success-difference interval
-(`paired_score`: t on per-task differences, the score interval with few discordant tasks) at
+(`paired_score`: a score statistic on per-task differences, Tango's with few discordant tasks) at
 every study size; the paired test and TOST use the same statistic. Statistics with no
 small-sample interval (channel ratios, Spearman ρ, trajectory and recovery differences) get a
 task-bootstrap interval only when the cell has at least `bootstrap_min_tasks` paired tasks;

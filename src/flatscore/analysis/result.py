@@ -330,9 +330,9 @@ class Settings(AnalysisSettings):
     precision_order: list[str]
     weighting: str = WEIGHTING
     success_interval: str = (
-        "paired t-interval on per-task success differences (Tango's score interval with fewer "
-        "than 6 discordant tasks), at every study size; the paired test and TOST use the same "
-        "statistic"
+        "paired score interval on per-task success differences (empirical-likelihood variance "
+        "under each hypothesised difference, t(n − 1); Tango's score interval with fewer than 6 "
+        "discordant tasks), at every study size; the paired test and TOST use the same statistic"
     )
 
 

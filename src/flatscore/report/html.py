@@ -180,9 +180,9 @@ def _floor_panels(cell: Cell) -> list[plots.FloorPanel]:
     d = [c.noise_floor.diagnostics for c in cs if c.noise_floor is not None]
     k = cs[0].gap_amplification.k_small
     panels = []
-    for key, title, scale in (
-        ("spearman_rho", "ρ (half the trials)", 1.0),
-        ("novel_fraction", "novel share, % (half)", 100.0),
+    for key, title, scale, limits in (
+        ("spearman_rho", "ρ (half the trials)", 1.0, (-1.0, 1.0)),
+        ("novel_fraction", "novel share, % (half)", 100.0, (0.0, 100.0)),
     ):
         floor = d[0][key].floor
 
@@ -197,6 +197,7 @@ def _floor_panels(cell: Cell) -> list[plots.FloorPanel]:
                 low=[shift(x[key].ci_low) for x in d],
                 high=[shift(x[key].ci_high) for x in d],
                 floor=None if floor is None else scale * floor,
+                limits=limits,
             )
         )
     fc = d[0]["failed_calls"].floor_full_trials

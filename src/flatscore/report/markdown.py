@@ -151,7 +151,7 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
         lines += [f"- warning: {md_escape(w)}" for w in analysis.cost.warnings] + [""]
     lines += [
         "Gaps are in percentage points (reference − arm), task-weighted, with paired "
-        "intervals (t on per-task differences; the score interval with few discordant "
+        "intervals (a score statistic on per-task differences; Tango's with few discordant "
         "tasks). Full report: `report.html`; "
         "every number: `analysis.json`.",
         "",

@@ -18,7 +18,7 @@ import math
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import matplotlib
 from matplotlib.axes import Axes
@@ -333,6 +333,23 @@ class FloorPanel:
     floor: float | None = None
     band: tuple[float, float] | None = None
     log: bool = False
+    limits: tuple[float, float] | None = None
+    """The values the diagnostic can take (ρ: [−1, 1]): points and interval ends beyond them
+    (a floor plus an excess interval can reach past −1) are drawn at the limit, and the axis
+    stops there."""
+
+    def clipped(self) -> FloorPanel:
+        """This panel with values and interval ends inside `limits`."""
+        if self.limits is None:
+            return self
+        lo, hi = self.limits
+
+        def clip(xs: Sequence[float | None] | None) -> list[float | None] | None:
+            return None if xs is None else [None if x is None else min(max(x, lo), hi) for x in xs]
+
+        values = clip(self.values)
+        assert values is not None
+        return replace(self, values=values, low=clip(self.low), high=clip(self.high))
 
 
 def floor_figure(plot_id: str, panels: Sequence[FloorPanel]) -> str:
@@ -341,7 +358,7 @@ def floor_figure(plot_id: str, panels: Sequence[FloorPanel]) -> str:
     with _style(plot_id):
         fig = Figure(figsize=(2.4 * max(len(panels), 1) + 0.4, 2.9), layout="constrained")
         axes = fig.subplots(1, max(len(panels), 1), squeeze=False)[0]
-        for ax, p in zip(axes, panels, strict=False):
+        for ax, p in zip(axes, [q.clipped() for q in panels], strict=False):
             xs = list(range(len(p.arms)))
             if p.band is not None:
                 ax.axhspan(*p.band, color="#bbbbbb", alpha=0.45, lw=0, label="floor")
@@ -364,6 +381,10 @@ def floor_figure(plot_id: str, panels: Sequence[FloorPanel]) -> str:
                 ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
                 ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"×{v:g}"))
                 ax.yaxis.set_minor_formatter(NullFormatter())
+            if p.limits is not None:
+                pad = 0.04 * (p.limits[1] - p.limits[0])
+                bottom, top = ax.get_ylim()
+                ax.set_ylim(max(bottom, p.limits[0] - pad), min(top, p.limits[1] + pad))
             ax.set_title(p.title, loc="left", fontsize=8)
         if not panels:
             axes[0].annotate("no noise floor", (0.5, 0.5), xycoords="axes fraction", ha="center")
