@@ -213,8 +213,10 @@ async def execute_plan(
     resume: bool = False,
     progress: bool = True,
     console: Console | None = None,
-) -> tuple[int, int, int, Counter[str]]:
-    """Run the plan's unfinished jobs; returns (planned, skipped, succeeded, terminations)."""
+) -> RunCounts:
+    """Run the plan's unfinished jobs: with `resume`, every job without a result in its run
+    file (never run, or its last attempt an infrastructure error)."""
+    started = time.perf_counter()
     files = list(dict.fromkeys(run.path for run in plan.runs))  # the quick form: one file
     done: dict[str, set[str]] = {}
     for path in files:
@@ -228,7 +230,8 @@ async def execute_plan(
     terminations: Counter[str] = Counter()
     succeeded = 0
     ok: dict[str, int] = defaultdict(int)
-    writers = {str(path): EpisodeWriter(path) for path in files}
+    writers = {str(path): EpisodeWriter(path, reruns=True) for path in files}
+    rerun = sum(1 for j in todo if j.episode_id in writers[j.run].attempted)
     bar = make_progress(
         console or make_console(stderr=True), "ok {task.fields[ok]}", enabled=progress
     )
@@ -255,7 +258,15 @@ async def execute_plan(
         for writer in writers.values():
             writer.close()
         executor.close()
-    return len(plan.jobs), len(plan.jobs) - len(todo), succeeded, terminations
+    return RunCounts(
+        planned=len(plan.jobs),
+        skipped=len(plan.jobs) - len(todo),
+        written=len(todo),
+        succeeded=succeeded,
+        seconds=time.perf_counter() - started,
+        terminations=dict(terminations),
+        rerun=rerun,
+    )
 
 
 def run_study(
@@ -280,17 +291,21 @@ def run_study(
         out.mkdir(parents=True, exist_ok=True)
         (out / "study.json").write_text(study.model_dump_json(indent=2) + "\n", encoding="utf-8")
     started = time.perf_counter()
-    planned = skipped = succeeded = 0
+    planned = skipped = succeeded = rerun = 0
     terminations: Counter[str] = Counter()
     if plan is not None:
         executor = executor or make_executor(study.executor, study.concurrency)
-        planned, skipped, succeeded, terminations = asyncio.run(
+        counts = asyncio.run(
             execute_plan(plan, executor, resume=resume, progress=progress, console=console)
         )
+        planned, skipped, succeeded = counts.planned, counts.skipped, counts.succeeded
+        rerun = counts.rerun
+        terminations.update(counts.terminations)
     tau2 = run_tau2_domains(study, resume=resume, progress=progress, console=console)
     if tau2 is not None:
         planned, skipped = planned + tau2.planned, skipped + tau2.skipped
         succeeded += tau2.succeeded
+        rerun += tau2.rerun
         terminations.update(tau2.terminations)
     paths = result = None
     if report and run_file is None:
@@ -302,6 +317,7 @@ def run_study(
         succeeded=succeeded,
         seconds=time.perf_counter() - started,
         terminations=dict(terminations),
+        rerun=rerun,
         output=out,
         report=paths,
         analysis=result,

@@ -353,7 +353,8 @@ def run_tau2_study(
         start_timeout_s=spec.serve_start_timeout_s,
         on_start=lambda msg: console.print(f"[dim]{msg}[/]", highlight=False),
     )
-    writers = {arm.path: EpisodeWriter(arm.path) for arm in plan.arms}
+    writers = {arm.path: EpisodeWriter(arm.path, reruns=True) for arm in plan.arms}
+    rerun = sum(1 for j in todo if j.episode_id in writers[j.arm.path].attempted)
     stop = threading.Event()
     try:
         if todo:
@@ -450,6 +451,7 @@ def run_tau2_study(
         succeeded=ok["all"],
         seconds=time.perf_counter() - started,
         terminations=dict(terminations),
+        rerun=rerun,
     )
 
 
