@@ -97,11 +97,14 @@ def _safe(name: str) -> str:
 
 
 def study_task_ids(study: Study) -> list[str] | None:
-    """The task ids the study runs (None: the whole split of every domain)."""
+    """The task ids the study runs in its built-in domains (None: the whole split of every
+    domain; τ² domains take their tasks from the study's `tau2` section)."""
     if study.tasks_per_domain is None:
         return study.task_ids
     ids: list[str] = []
     for name in study.domains:
+        if is_tau2_domain(name):
+            continue
         tasks = get_domain(name).tasks(study.split)
         if study.task_ids is not None:
             tasks = [t for t in tasks if t.id in study.task_ids]
@@ -428,6 +431,11 @@ def print_outcome(outcome: StudyOutcome, console: Console) -> None:
         styled(
             f"{outcome.written} episodes run, {outcome.skipped} already there "
             f"({outcome.seconds:.0f} s); terminations {outcome.terminations}"
+            + (
+                f"; {outcome.rerun} run again after an infrastructure error"
+                if outcome.rerun
+                else ""
+            )
         ),
         highlight=False,
     )
