@@ -12,7 +12,7 @@
     (the embedded model, in-process uvicorn on loopback) with the backend's KV reuse on and
     off; the user is the scripted endpoint (`flatscore.scripted_endpoint`), so only the
     agent's time differs.
-(c) **overhead**: τ² episodes through `run_tau2_study` against an endpoint that takes a
+(c) **overhead**: τ² episodes through `run_study` against an endpoint that takes a
     fixed time per request (the scripted endpoint): wall time vs the time the endpoint spent,
     split into flatscore's share (queue, conversion, writing) and τ²'s (environment,
     orchestrator, evaluator, litellm).
@@ -196,8 +196,8 @@ def part_b(max_steps: int, max_tokens: int) -> None:
 
 
 def part_c(episodes: int, delay_s: float) -> None:
-
     from flatscore.study import parse_study
+    from flatscore.study_run import run_study
     from flatscore.tau2live import lib, runner
 
     lib.load()
@@ -237,7 +237,7 @@ def part_c(episodes: int, delay_s: float) -> None:
             }
         )
         t0 = time.perf_counter()
-        outcome = runner.run_tau2_study(study, progress=False)
+        outcome = run_study(study, progress=False, report=False)
         wall = time.perf_counter() - t0
         model = server.model_seconds
     runner.simulate = real  # type: ignore[assignment]

@@ -78,7 +78,10 @@ def test_append_then_read_round_trips(eps: list[Episode], split: int) -> None:
             if all(f.episode_id != e.episode_id for f in first):
                 first.append(e)
         assert list(read_episodes(path)) == first  # an id already there is never written again
-        assert finished_episode_ids(path) == {e.episode_id for e in eps}
+        # an infrastructure error is no result: resume runs it again
+        assert finished_episode_ids(path) == {
+            e.episode_id for e in first if not e.is_infrastructure_error
+        }
 
 
 def test_partial_last_line_is_skipped_then_cut(tmp_path: Path) -> None:
@@ -118,6 +121,35 @@ def test_bad_line_names_file_line_and_field(tmp_path: Path) -> None:
     assert info.value.file == str(path)
     assert info.value.record == "line 2 (episode e9)"
     assert info.value.field is not None
+
+
+def _failed(i: int) -> Episode:
+    return simple(i).model_copy(
+        update={"termination_reason": TerminationReason.INFRASTRUCTURE_ERROR, "reward": None}
+    )
+
+
+def test_a_runs_writer_appends_a_new_attempt_of_an_infrastructure_error(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    with EpisodeWriter(path) as w:
+        w.write_all([simple(0), _failed(1)])
+    assert finished_episode_ids(path) == {simple(0).episode_id}
+    with EpisodeWriter(path) as w:  # an import's writer: every id held is refused
+        assert not w.write(simple(1))
+    with EpisodeWriter(path, reruns=True) as w:  # a run's writer: failed attempts are not
+        assert w.attempted == {simple(0).episode_id, simple(1).episode_id}
+        assert not w.write(simple(0))
+        assert w.write(_failed(1))  # failed again: written, still open
+        assert w.write(simple(1))
+        assert not w.write(simple(1))  # a result: held from now on
+    reasons = [(e.task_id, e.termination_reason.value) for e in read_episodes(path)]
+    assert reasons == [
+        ("t0", "user_stop"),
+        ("t1", "infrastructure_error"),
+        ("t1", "infrastructure_error"),
+        ("t1", "user_stop"),
+    ]
+    assert finished_episode_ids(path) == {simple(0).episode_id, simple(1).episode_id}
 
 
 def test_missing_run_file(tmp_path: Path) -> None:

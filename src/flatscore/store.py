@@ -10,8 +10,12 @@ and nesting (`flatscore.inputs`), bytes must be UTF-8, special files are refused
 
 Every writer holds an exclusive lock on its output (`<file>.lock`, flock, holding the PID),
 so a second writer of the same file stops with a one-line error naming the holder; and it
-never writes an episode id the file already holds. An atomic writer (imports) works on a
-temporary copy and renames it over the file only when everything succeeded.
+never writes an episode id the file already holds — except, for a run's writer
+(`reruns=True`), an episode whose every record so far ended in `infrastructure_error`: that
+was the machinery failing, not a result, so `--resume` runs it again and appends the new
+attempt after the old one (the analysis uses the latest attempt: `flatscore.analysis.identity`).
+An atomic writer (imports) works on a temporary copy and renames it over the file only when
+everything succeeded.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from flatscore.episode import Episode
+from flatscore.episode import Episode, TerminationReason
 from flatscore.errors import InputError, from_validation
 from flatscore.inputs import MAX_RECORD_BYTES, check_regular_file, error_text, parse_json_bytes
 from flatscore.redaction import scrub
@@ -117,19 +121,22 @@ def episode_lines(path: str | Path) -> Iterator[tuple[Episode, str]]:
 
 
 def finished_episode_ids(path: str | Path) -> set[str]:
-    """Ids already in a run file, for `--resume`."""
+    """Ids a run file holds a result for, for `--resume`: an episode whose records all ended
+    in `infrastructure_error` is not finished (resume runs it again)."""
     path = Path(path)
     if not path.exists():
         return set()
-    return {ep.episode_id for ep in read_episodes(path)}
+    return {ep.episode_id for ep in read_episodes(path) if not ep.is_infrastructure_error}
 
 
-def _ids_in(path: Path) -> set[str]:
-    """Episode ids of a file's lines, read leniently (a writer must not fail on a line the
-    readers will report anyway)."""
+def _ids_in(path: Path) -> tuple[set[str], set[str]]:
+    """Episode ids of a file's lines: all of them, and those with a record that did not end
+    in an infrastructure error. Read leniently (a writer must not fail on a line the readers
+    will report anyway)."""
     ids: set[str] = set()
+    results: set[str] = set()
     if not path.exists():
-        return ids
+        return ids, results
     for _line_no, raw, _terminated in _lines(path):
         try:
             data = parse_json_bytes(raw)
@@ -137,7 +144,9 @@ def _ids_in(path: Path) -> set[str]:
             continue
         if isinstance(data, dict) and isinstance(data.get("episode_id"), str):
             ids.add(data["episode_id"])
-    return ids
+            if data.get("termination_reason") != TerminationReason.INFRASTRUCTURE_ERROR.value:
+                results.add(data["episode_id"])
+    return ids, results
 
 
 def _repair_tail(path: Path) -> None:
@@ -221,11 +230,13 @@ class EpisodeWriter:
     """Appends episodes to a JSONL file, flushing and fsyncing after each one.
 
     Holds the file's `OutputLock` while open, skips episodes whose id the file already
-    holds (`write` returns False), and scrubs secrets from every line. With `atomic=True`
-    the episodes go to a temporary copy that replaces the file on a clean exit (`commit`)
-    and is deleted when the block raises: the file gains all the episodes or none."""
+    holds (`write` returns False), and scrubs secrets from every line. With `reruns=True`
+    (a run's writer) an id whose records all ended in `infrastructure_error` is not held:
+    its new attempt is appended. With `atomic=True` the episodes go to a temporary copy that
+    replaces the file on a clean exit (`commit`) and is deleted when the block raises: the
+    file gains all the episodes or none."""
 
-    def __init__(self, path: str | Path, *, atomic: bool = False) -> None:
+    def __init__(self, path: str | Path, *, atomic: bool = False, reruns: bool = False) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.exists():
@@ -234,7 +245,12 @@ class EpisodeWriter:
         self._lock.acquire()
         try:
             _repair_tail(self.path)
-            self.present: set[str] = _ids_in(self.path)
+            ids, results = _ids_in(self.path)
+            self.reruns = reruns
+            self.present: set[str] = results if reruns else ids
+            """The ids `write` refuses."""
+            self.attempted: set[str] = ids
+            """Every id the file held when opened (results and failed attempts)."""
             self.atomic = atomic
             self._target = self.path
             if atomic:
@@ -256,7 +272,8 @@ class EpisodeWriter:
         if not self.atomic:  # an atomic copy is synced once, before it replaces the file
             self._fh.flush()
             os.fsync(self._fh.fileno())
-        self.present.add(episode.episode_id)
+        if not (self.reruns and episode.is_infrastructure_error):
+            self.present.add(episode.episode_id)
         return True
 
     def write_line(self, episode: Episode, line: str) -> bool:
@@ -329,3 +346,6 @@ class RunCounts(BaseModel):
     succeeded: int
     seconds: float
     terminations: dict[str, int]
+    rerun: int = 0
+    """Of `written`: episodes run again because their last attempt was an infrastructure
+    error."""

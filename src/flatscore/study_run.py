@@ -3,19 +3,24 @@
 Layout of the output folder:
 
     <output>/runs/<model>__<arm>.jsonl   one run file per (model, arm[+repair])
+    <output>/runs/<model>__<arm>__tau2.jsonl   the same for τ²-bench (`tau2:`) domains
     <output>/study.json                  the validated study, for provenance
     <output>/report.html, summary.md, analysis.json
 
 The quick form of `flatscore run` (`flatscore.runner.quick`) is a one-model study run through
 the same plan and executors, with every episode appended to its one `--out` file
-(`run_file`) and no report. There is no other way episodes are run.
+(`run_file`) and no report. τ²-bench domains are jobs of the same plan (a `Tau2Recipe`
+in the job: τ²'s own loop runs them, `flatscore.tau2live.runner`). There is no other way
+episodes are run.
 
 - **Pairing**: every arm of a model runs the same (domain, task, trial) list with the same
   per-trial seed (`trial_seed`: seed + trial), so arms are compared task by task.
   Jobs are queued task by task with the arms interleaved, so concurrent workers run
   different arms side by side.
-- **Resume**: `resume=True` skips the episode ids already in each run file (a killed study
-  loses at most the episodes in flight); without it, existing runs are refused.
+- **Resume**: `resume=True` skips the episodes each run file holds a result for (a killed
+  study loses at most the episodes in flight); an episode whose last attempt ended in
+  `infrastructure_error` is run again, its new attempt appended (the analysis uses the
+  latest: `flatscore.analysis.identity`). Without it, existing runs are refused.
 - **One writer**: the executor yields finished episodes; this driver appends each to its
   run file (fsynced), whatever the executor.
 - **Report**: the analysis reads exactly what `flatscore report <output>` reads (every
@@ -25,9 +30,11 @@ the same plan and executors, with every episode appended to its one `--out` file
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +57,7 @@ from flatscore.report.rebuild import rebuild
 from flatscore.report.verdicts import headlines
 from flatscore.store import EpisodeWriter, RunCounts, finished_episode_ids
 from flatscore.study import CONTROL_SEED_OFFSET, Study
+from flatscore.tau2live.spec import is_tau2_domain, tau2_domain
 
 RUNS_DIR = "runs"
 
@@ -89,11 +97,14 @@ def _safe(name: str) -> str:
 
 
 def study_task_ids(study: Study) -> list[str] | None:
-    """The task ids the study runs (None: the whole split of every domain)."""
+    """The task ids the study runs in its built-in domains (None: the whole split of every
+    domain; τ² domains take their tasks from the study's `tau2` section)."""
     if study.tasks_per_domain is None:
         return study.task_ids
     ids: list[str] = []
     for name in study.domains:
+        if is_tau2_domain(name):
+            continue
         tasks = get_domain(name).tasks(study.split)
         if study.task_ids is not None:
             tasks = [t for t in tasks if t.id in study.task_ids]
@@ -106,12 +117,8 @@ def trial_seed(base_seed: int, trial: int) -> int:
     return base_seed + trial
 
 
-def plan_study(study: Study, run_file: Path | None = None) -> StudyPlan:
-    """Every run file and every episode job of the study, in paired order: (domain, trial,
-    task), the arms interleaved, or (trial, domain, task) with `order: trial`. With
-    `run_file` (the quick form) every arm appends to that one file instead of
-    `<output>/runs/<model>__<arm>.jsonl`."""
-    runs_dir = study.output_dir / RUNS_DIR
+def _arm_runs(study: Study, runs_dir: Path, run_file: Path | None) -> list[ArmRun]:
+    """One run per (model, arm[, +repair]) for the study's built-in domains."""
     runs: list[ArmRun] = []
     for model in study.models:
         for arm_name, arm in model.arms.items():
@@ -140,43 +147,115 @@ def plan_study(study: Study, run_file: Path | None = None) -> StudyPlan:
                         arm.seed_base if arm.seed_base is not None else seed + CONTROL_SEED_OFFSET
                     )
                 runs.append(ArmRun(model.name, label, path, recipe, seed))
-    paths = [r.path for r in runs]
-    if run_file is None and len(set(paths)) != len(paths):
-        raise InputError("two arms map to the same run file name; rename one", field="models")
+    return runs
 
+
+def _tau2_runs(study: Study, runs_dir: Path, run_file: Path | None) -> list[ArmRun]:
+    """One run per (model, arm) for the study's τ² domains, in `<model>__<arm>__tau2.jsonl`
+    (τ²'s agent plays every arm: no repair, no planted damage; `agent` only labels)."""
+    from flatscore.tau2live.plan import RUN_SUFFIX, check_study
+
+    check_study(study)
+    runs = []
+    for model in study.models:
+        for arm_name, arm in model.arms.items():
+            name = f"{_safe(model.name)}__{_safe(arm_name)}{RUN_SUFFIX}.jsonl"
+            recipe = AgentRecipe(label=model.name, checkpoint=arm.checkpoint)
+            runs.append(
+                ArmRun(model.name, arm_name, run_file or runs_dir / name, recipe, study.seed)
+            )
+    return runs
+
+
+def _builtin_jobs(study: Study, domain_name: str, runs: list[ArmRun]) -> list[EpisodeJob]:
     budget = ErrorBudget(
         max_errors=study.error_budget.max_errors, counted=study.error_budget.counted
     )
     task_ids = study_task_ids(study)
-    jobs = []
-    for domain_name in study.domains:
-        tasks = get_domain(domain_name).tasks(study.split)
-        if task_ids is not None:
-            tasks = [t for t in tasks if t.id in task_ids]
-        for trial in range(study.trials):
-            for task in tasks:
-                for run in runs:
-                    jobs.append(
-                        EpisodeJob(
-                            run=str(run.path),
-                            study=study.name,
-                            arm=run.arm,
-                            domain=domain_name,
-                            task_id=task.id,
-                            trial=trial,
-                            seed=trial_seed(run.seed, trial),
-                            max_steps=study.max_steps,
-                            error_budget=budget,
-                            timeout_s=study.timeout_s,
-                            agent=run.recipe,
-                            user=study.user,
-                        )
+    tasks = get_domain(domain_name).tasks(study.split)
+    if task_ids is not None:
+        tasks = [t for t in tasks if t.id in task_ids]
+    return [
+        EpisodeJob(
+            run=str(run.path),
+            study=study.name,
+            arm=run.arm,
+            domain=domain_name,
+            task_id=task.id,
+            trial=trial,
+            seed=trial_seed(run.seed, trial),
+            max_steps=study.max_steps,
+            error_budget=budget,
+            timeout_s=study.timeout_s,
+            agent=run.recipe,
+            user=study.user,
+        )
+        for trial in range(study.trials)
+        for task in tasks
+        for run in runs
+    ]
+
+
+def _tau2_jobs(study: Study, domain_name: str, runs: list[ArmRun], first: int) -> list[EpisodeJob]:
+    """The jobs of a `tau2:` domain: τ²'s tasks, τ²'s trial seeds, τ²'s `max_steps`; the
+    domain is τ²'s own name (the same cells as imported τ² files)."""
+    from flatscore.tau2live.plan import recipe, task_ids, tau2_seeds, tau2_spec
+
+    seeds = tau2_seeds(study.seed, study.trials)
+    budget = ErrorBudget(max_errors=study.error_budget.max_errors, counted="all")
+    models = {m.name: m for m in study.models}
+    tasks = task_ids(study, domain_name)
+    jobs: list[EpisodeJob] = []
+    for trial in range(study.trials):
+        for task_id in tasks:
+            for run in runs:
+                jobs.append(
+                    EpisodeJob(
+                        run=str(run.path),
+                        study=study.name,
+                        arm=run.arm,
+                        domain=tau2_domain(domain_name),
+                        task_id=task_id,
+                        trial=trial,
+                        seed=seeds[trial],
+                        max_steps=tau2_spec(study).max_steps,
+                        error_budget=budget,
+                        agent=run.recipe,
+                        user=study.user,
+                        tau2=recipe(study, models[run.model], run.arm, first + len(jobs)),
                     )
+                )
+    return jobs
+
+
+def plan_study(study: Study, run_file: Path | None = None) -> StudyPlan:
+    """Every run file and every episode job of the study, in paired order: (domain, trial,
+    task), the arms interleaved, or (trial, domain, task) with `order: trial`. Built-in and
+    τ²-bench (`tau2:`) domains alike: a τ² job carries a `Tau2Recipe` and lands in the
+    arm's `__tau2` run file. With `run_file` (the quick form) every arm appends to that one
+    file instead of `<output>/runs/<model>__<arm>.jsonl`."""
+    runs_dir = study.output_dir / RUNS_DIR
+    builtin = [d for d in study.domains if not is_tau2_domain(d)]
+    runs = _arm_runs(study, runs_dir, run_file) if builtin else []
+    tau2_runs = _tau2_runs(study, runs_dir, run_file) if len(builtin) < len(study.domains) else []
+    paths = [r.path for r in runs + tau2_runs]
+    if run_file is None and len(set(paths)) != len(paths):
+        raise InputError("two arms map to the same run file name; rename one", field="models")
+
+    jobs: list[EpisodeJob] = []
+    tau2_count = 0
+    for domain_name in study.domains:
+        if is_tau2_domain(domain_name):
+            domain_jobs = _tau2_jobs(study, domain_name, tau2_runs, tau2_count)
+            tau2_count += len(domain_jobs)
+        else:
+            domain_jobs = _builtin_jobs(study, domain_name, runs)
+        jobs.extend(domain_jobs)
     if not jobs:
         raise InputError("the study selects no tasks (check split, task_ids)", field="task_ids")
     if study.order == "trial":
         jobs.sort(key=lambda job: job.trial)  # stable: within a trial, nothing moves
-    return StudyPlan(runs=runs, jobs=jobs)
+    return StudyPlan(runs=runs + tau2_runs, jobs=jobs)
 
 
 def analysis_options(study: Study) -> AnalysisOptions:
@@ -213,8 +292,12 @@ async def execute_plan(
     resume: bool = False,
     progress: bool = True,
     console: Console | None = None,
-) -> tuple[int, int, int, Counter[str]]:
-    """Run the plan's unfinished jobs; returns (planned, skipped, succeeded, terminations)."""
+    prepare: Callable[[list[EpisodeJob]], list[EpisodeJob]] | None = None,
+) -> RunCounts:
+    """Run the plan's unfinished jobs: with `resume`, every job without a result in its run
+    file (never run, or its last attempt an infrastructure error). `prepare` sees the jobs
+    about to run before the executor does (τ²: start the servers they need)."""
+    started = time.perf_counter()
     files = list(dict.fromkeys(run.path for run in plan.runs))  # the quick form: one file
     done: dict[str, set[str]] = {}
     for path in files:
@@ -223,12 +306,15 @@ async def execute_plan(
             raise InputError("already has episodes; pass --resume to continue it", file=str(path))
         done[str(path)] = finished_episode_ids(path) if resume else set()
     todo = [j for j in plan.jobs if j.episode_id not in done[j.run]]
+    if prepare is not None and todo:
+        todo = prepare(todo)
     per_cell_total: Counter[str] = Counter(plan.cell_of(j) for j in plan.jobs)
     per_cell_todo: Counter[str] = Counter(plan.cell_of(j) for j in todo)
     terminations: Counter[str] = Counter()
     succeeded = 0
     ok: dict[str, int] = defaultdict(int)
-    writers = {str(path): EpisodeWriter(path) for path in files}
+    writers = {str(path): EpisodeWriter(path, reruns=True) for path in files}
+    rerun = sum(1 for j in todo if j.episode_id in writers[j.run].attempted)
     bar = make_progress(
         console or make_console(stderr=True), "ok {task.fields[ok]}", enabled=progress
     )
@@ -255,7 +341,15 @@ async def execute_plan(
         for writer in writers.values():
             writer.close()
         executor.close()
-    return len(plan.jobs), len(plan.jobs) - len(todo), succeeded, terminations
+    return RunCounts(
+        planned=len(plan.jobs),
+        skipped=len(plan.jobs) - len(todo),
+        written=len(todo),
+        succeeded=succeeded,
+        seconds=time.perf_counter() - started,
+        terminations=dict(terminations),
+        rerun=rerun,
+    )
 
 
 def run_study(
@@ -271,37 +365,34 @@ def run_study(
     """Run the study (local executor unless given or named in the study), then write the
     report into its output folder. With `run_file` (the quick form) every episode goes to
     that one file, and neither study.json nor a report is written."""
-    from flatscore.tau2live.study_hook import builtin_study, run_tau2_domains
-
-    builtin = builtin_study(study)  # τ²-bench domains (`tau2:retail`) run apart, below
-    plan = plan_study(builtin, run_file) if builtin is not None else None
+    started = time.perf_counter()
+    plan = plan_study(study, run_file)
     out = run_file or study.output_dir
     if run_file is None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "study.json").write_text(study.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    started = time.perf_counter()
-    planned = skipped = succeeded = 0
-    terminations: Counter[str] = Counter()
-    if plan is not None:
-        executor = executor or make_executor(study.executor, study.concurrency)
-        planned, skipped, succeeded, terminations = asyncio.run(
-            execute_plan(plan, executor, resume=resume, progress=progress, console=console)
+    executor = executor or make_executor(study.executor, study.concurrency)
+    with contextlib.ExitStack() as stack:
+        prepare = None
+        if any(job.tau2 is not None for job in plan.jobs):
+            from flatscore.tau2live.endpoints import Tau2Servers
+            from flatscore.tau2live.plan import tau2_spec
+
+            say = console or make_console(stderr=True)
+            servers = Tau2Servers(tau2_spec(study), study.output_dir, say)
+            prepare = stack.enter_context(servers).prepare
+        counts = asyncio.run(
+            execute_plan(
+                plan, executor, resume=resume, progress=progress, console=console, prepare=prepare
+            )
         )
-    tau2 = run_tau2_domains(study, resume=resume, progress=progress, console=console)
-    if tau2 is not None:
-        planned, skipped = planned + tau2.planned, skipped + tau2.skipped
-        succeeded += tau2.succeeded
-        terminations.update(tau2.terminations)
     paths = result = None
     if report and run_file is None:
         result, paths = write_study_report(study)
+    seconds = time.perf_counter() - started
     return StudyOutcome(
-        planned=planned,
-        skipped=skipped,
-        written=planned - skipped,
-        succeeded=succeeded,
-        seconds=time.perf_counter() - started,
-        terminations=dict(terminations),
+        **counts.model_dump(exclude={"seconds"}),
+        seconds=seconds,
         output=out,
         report=paths,
         analysis=result,
@@ -340,6 +431,11 @@ def print_outcome(outcome: StudyOutcome, console: Console) -> None:
         styled(
             f"{outcome.written} episodes run, {outcome.skipped} already there "
             f"({outcome.seconds:.0f} s); terminations {outcome.terminations}"
+            + (
+                f"; {outcome.rerun} run again after an infrastructure error"
+                if outcome.rerun
+                else ""
+            )
         ),
         highlight=False,
     )

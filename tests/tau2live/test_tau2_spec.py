@@ -9,8 +9,8 @@ import pytest
 
 from flatscore.errors import InputError
 from flatscore.study import parse_study
-from flatscore.tau2live.runner import tau2_seeds
-from flatscore.tau2live.study_hook import builtin_study
+from flatscore.tau2live.plan import tau2_seeds
+from flatscore.tau2live.spec import is_tau2_domain
 
 MODEL = {"name": "m", "kind": "embedded", "arms": ["ref", "int4"]}
 USER = {"user": {"kind": "embedded"}}
@@ -23,10 +23,7 @@ def _parse(**extra: Any) -> Any:
 def test_tau2_domains_next_to_builtin_ones() -> None:
     study = _parse(domains=["telecom", "tau2:retail", "tau2:airline"], tau2=USER)
     assert study.tau2.max_steps == 200 and study.tau2.task_split == "base"
-    builtin = builtin_study(study)
-    assert builtin is not None and builtin.domains == ["telecom"]
-    assert builtin_study(_parse(domains=["tau2:retail"], tau2=USER)) is None
-    assert builtin_study(_parse(domains=["retail"])).domains == ["retail"]
+    assert [is_tau2_domain(d) for d in study.domains] == [False, True, True]
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,15 @@
 """Episode identity: an episode is (study, arm, model, domain, task, trial). Reading the same
 file twice, or two files holding the same simulation, must not count it twice (pass^k up to
-k = 4 on a three-trial run written twice is not a statistic)."""
+k = 4 on a three-trial run written twice is not a statistic).
+
+**Attempts.** An episode that ended in `infrastructure_error` is the machinery failing, not a
+result: `--resume` runs it again and appends the new attempt to the same run file
+(`flatscore.store`). The records of one key, in input order (line order within a file, files
+in the order given), are its attempts; an attempt is *superseded* when a later attempt of the
+same key follows it and it ended in `infrastructure_error`. The analysis uses the latest
+attempt (it is itself excluded from rates when it too ended in an infrastructure error);
+any other repetition of a key is a duplicate.
+"""
 
 from __future__ import annotations
 
@@ -30,16 +39,22 @@ def origin(ep: Episode, read_from: str | None = None) -> str:
 def unique_episodes(
     labelled: Iterable[tuple[str | None, Episode]], dedupe: bool = False
 ) -> tuple[list[Episode], list[str]]:
-    """Episodes with duplicates removed: `labelled` pairs each episode with the file it was
-    read from (None when unknown). A duplicate is an InputError naming both places, or with
-    `dedupe` the first is kept and a warning counts the rest."""
+    """Episodes with superseded attempts and duplicates removed: `labelled` pairs each
+    episode with the file it was read from (None when unknown). An infrastructure error
+    followed by a later attempt of its key is replaced by that attempt (a warning counts
+    them); a duplicate is an InputError naming both places, or with `dedupe` the first is
+    kept and a warning counts the rest."""
     seen: dict[EpisodeKey, str] = {}
-    out: list[Episode] = []
-    dropped = 0
+    kept: dict[EpisodeKey, Episode] = {}  # insertion order: where each key first appeared
+    dropped = superseded = 0
     first_pair = ""
     for where, ep in labelled:
         key = episode_key(ep)
         here = origin(ep, where)
+        if key in kept and kept[key].is_infrastructure_error:
+            superseded += 1
+            seen[key], kept[key] = here, ep
+            continue
         if key in seen and here == seen[key] and where is not None:
             here += " again"
         if key in seen:
@@ -53,11 +68,13 @@ def unique_episodes(
             dropped += 1
             first_pair = first_pair or f"{seen[key]} and {here}"
             continue
-        seen[key] = here
-        out.append(ep)
-    warnings = (
-        [f"--dedupe: {dropped} duplicate episode(s) left out (first: {first_pair})"]
-        if dropped
-        else []
-    )
-    return out, warnings
+        seen[key], kept[key] = here, ep
+    warnings = []
+    if superseded:
+        warnings.append(
+            f"{superseded} infrastructure-error attempt(s) superseded by a later attempt of "
+            "the same episode (rerun by --resume): the latest attempt is used"
+        )
+    if dropped:
+        warnings.append(f"--dedupe: {dropped} duplicate episode(s) left out (first: {first_pair})")
+    return list(kept.values()), warnings

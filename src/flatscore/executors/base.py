@@ -5,9 +5,11 @@ writes files. The study driver owns the run files and is the one writer, so a lo
 a Ray run produce the same JSONL, and resume works the same way for both.
 
 An `EpisodeJob` is plain data (pydantic, picklable): the episode's coordinates (domain,
-task, trial, seed, arm, budget) and recipes for its agent and user. `build_agent` /
-`build_user` turn recipes into objects inside the process that runs the episode; loaded
-model backends are cached per process, so a worker loads each (model, arm) once.
+task, trial, seed, arm, budget) and recipes for its agent and user — or, for a τ²-bench
+domain, a `Tau2Recipe` (τ²'s own loop runs the episode: `flatscore.tau2live.runner`).
+`build_agent` / `build_user` turn recipes into objects inside the process that runs the
+episode; loaded model backends are cached per process, so a worker loads each (model, arm)
+once.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from flatscore.models.base import Backend, Sampling
 from flatscore.models.shared import BackendSpec, get_backend
 from flatscore.runner.episode_loop import EpisodeSpec, run_episode
 from flatscore.study import SamplingSpec, UserSpec
+from flatscore.tau2live.job import Tau2Recipe
 from flatscore.users.base import User, make_user
 
 
@@ -76,6 +79,9 @@ class EpisodeJob(BaseModel):
     timeout_s: float | None = None
     agent: AgentRecipe
     user: UserSpec
+    tau2: Tau2Recipe | None = None
+    """A τ²-bench simulation (`flatscore.tau2live`): τ²'s agent at the arm's endpoint and τ²'s
+    user simulator, in place of flatscore's loop (`agent` then only labels the episode)."""
 
     @property
     def episode_id(self) -> str:
@@ -143,6 +149,10 @@ _SPEC_FROM_JOB = {f.name for f in fields(EpisodeSpec)} - {"domain", "task"}
 
 async def run_job(job: EpisodeJob) -> Episode:
     """Run one job to its finished episode in this process."""
+    if job.tau2 is not None:
+        from flatscore.tau2live.runner import run_tau2_job  # imports τ²-bench: only here
+
+        return await run_tau2_job(job)
     domain = get_domain(job.domain)
     spec = EpisodeSpec(
         domain=domain,

