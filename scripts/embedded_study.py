@@ -398,7 +398,6 @@ def repair_effect_command(
     """The repair effect and its interaction with precision, from the packed chunks alone:
     the repair pass against the main study's same trials (`repair_pairs`), written as
     repair-effect.json and repair-effect.md next to the repair archive."""
-    from flatscore.analysis.analyze import repair_options
     from flatscore.analysis.repair_effect import markdown_table, repair_effects
     from flatscore.study_run import analysis_options
 
@@ -408,7 +407,7 @@ def repair_effect_command(
         archived_episodes(load_study(repair_study), repair_archive),
     )
     # the main study's analysis settings, as `analyze` takes them
-    result = repair_effects(episodes, repair_options(analysis_options(main)))
+    result = repair_effects(episodes, analysis_options(main))
     if not result.cells:
         from flatscore.errors import InputError
 

@@ -82,7 +82,7 @@ def test_backend_per_arm(tmp_path: Path) -> None:
         (minimal(analysis={"budgets": [0, 5000]}), "analysis.budgets", "between 0 and 1000"),
         (minimal(analysis={"bootstrap": 10**9}), "analysis.bootstrap", "less than or equal"),
         (minimal(error_budget={"max_errors": 10**6}), "error_budget.max_errors", "less than"),
-        (minimal(analysis={"tost_margin": 0}), "analysis.tost_margin", "greater than 0"),
+        (minimal(analysis={"tost_margin": 0}), "analysis.tost_margin", "(0, 100) points"),
         (
             {"models": [{"name": "q", "kind": "openai", "arms": {"bf16": {"url": "http://x"}}}]},
             "models.0",

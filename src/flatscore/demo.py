@@ -24,7 +24,7 @@ from rich.console import Console
 
 from flatscore.console import make_console
 from flatscore.errors import InputError
-from flatscore.study import Study
+from flatscore.study import Study, study_from_json
 from flatscore.study_run import StudyOutcome, print_outcome, run_study
 
 DEMO_ARMS: tuple[str, ...] = ("ref", "int8", "int4", "int4-awq")
@@ -123,7 +123,7 @@ def _check_same_compute(study: Study) -> None:
     if not recorded.is_file():
         return
     try:
-        before = Study.model_validate_json(recorded.read_text(encoding="utf-8"))
+        before = study_from_json(recorded.read_text(encoding="utf-8"))
     except ValueError:
         return  # not ours to judge: the run files decide what resumes
     if _compute_of(before) != _compute_of(study):

@@ -26,17 +26,16 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from flatscore import defaults
 from flatscore.agents.base import agent_names, make_agent
 from flatscore.agents.inject import InjectSpec
 from flatscore.agents.repair import RepairConfig
-from flatscore.analysis.budget import parse_budgets
-from flatscore.analysis.settings import Price
+from flatscore.analysis.settings import POINTS, AnalysisSettings, Price
 from flatscore.domains import domain_names
 from flatscore.errors import InputError, from_validation
-from flatscore.limits import MAX_BOOTSTRAP, MAX_BUDGET, MIN_BOOTSTRAP
+from flatscore.limits import MAX_BUDGET
 from flatscore.models.base import DEFAULT_KV_MEMORY_MB, Compute
 from flatscore.models.shared import BackendSpec
-from flatscore.runner import defaults
 from flatscore.strict import StrictModel
 from flatscore.tau2live.spec import Tau2Spec, check_tau2_domains, is_tau2_domain
 
@@ -238,7 +237,11 @@ class UserSpec(StrictModel):
     reached like any arm: `backend`)."""
 
     kind: Literal["scripted", "llm"] = "scripted"
-    patience: int = Field(3, ge=1, description="scripted: turns without progress before giving up")
+    patience: int = Field(
+        defaults.USER_PATIENCE,
+        ge=1,
+        description="scripted: turns without progress before giving up",
+    )
     backend: BackendSpec | None = None
     sampling: SamplingSpec = Field(default_factory=SamplingSpec)
 
@@ -258,41 +261,18 @@ class ErrorBudgetSpec(StrictModel):
     counted: Literal["all", "agent"] = defaults.COUNTED
 
 
-class RepairSpec(StrictModel):
+class RepairSpec(RepairConfig):
     """Reflective repair as a factor: `off`, `on` (every arm repaired) or `both` (every arm
-    twice, `<arm>` and `<arm>+repair`)."""
+    twice, `<arm>` and `<arm>+repair`), with the repair settings (`RepairConfig`)."""
 
     mode: Literal["off", "on", "both"] = "off"
-    channels: list[str] = Field(default_factory=lambda: ["unknown_tool"], min_length=1)
-    attempts: int = Field(3, ge=1)
+
+    def config(self) -> RepairConfig:
+        """The settings an arm's agent is wrapped with (no `mode`)."""
+        return RepairConfig(channels=self.channels, attempts=self.attempts)
 
     def levels(self) -> list[bool]:
         return {"off": [False], "on": [True], "both": [False, True]}[self.mode]
-
-
-class AnalysisSpec(StrictModel):
-    """Analysis settings (`flatscore analyze`'s flags). `tost_margin` is in points."""
-
-    reference: str | None = None
-    budgets: list[int] | str | None = None
-    count: Literal["all", "agent"] = "all"
-    tost_margin: float = Field(7.5, gt=0, lt=100)
-    bootstrap: int = Field(5000, ge=MIN_BOOTSTRAP, le=MAX_BOOTSTRAP)
-    seed: int = 0
-    correction: Literal["holm", "bh"] = "holm"
-    channel_rules: str | None = None
-
-    @field_validator("budgets")
-    @classmethod
-    def _budgets(cls, value: list[int] | str | None) -> list[int] | str | None:
-        if isinstance(value, str):
-            try:
-                parse_budgets(value)
-            except InputError as exc:
-                raise ValueError(exc.message) from None
-        elif isinstance(value, list) and any(not 0 <= k <= MAX_BUDGET for k in value):
-            raise ValueError(f"budgets must be between 0 and {MAX_BUDGET}")
-        return value
 
 
 class ExecutorSpec(StrictModel):
@@ -332,7 +312,10 @@ class Study(StrictModel):
     repair: RepairSpec = Field(default_factory=RepairSpec)
     concurrency: int = Field(defaults.CONCURRENCY, ge=1)
     executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
-    analysis: AnalysisSpec = Field(default_factory=AnalysisSpec)
+    analysis: AnalysisSettings = Field(
+        default_factory=AnalysisSettings,
+        description="the analysis settings (`tost_margin` in points, as on the command line)",
+    )
     tau2: Tau2Spec | None = Field(None, description="τ²-bench domains (`tau2:retail`)")
     title: str | None = None
     base_dir: Path = Field(Path("."), exclude=True, description="folder of the study file")
@@ -440,11 +423,6 @@ def check_names(study: Study, file: str | None = None) -> None:
                         file=file,
                         field=f"models.{i}.arms.{arm_name}.{where}",
                     )
-    if study.repair.mode != "off":
-        try:
-            RepairConfig(channels=study.repair.channels, attempts=study.repair.attempts)
-        except ValidationError as exc:
-            raise from_validation(exc, file=file, prefix="repair.") from None
 
 
 def parse_study(data: Any, *, file: str | None = None, base_dir: Path | None = None) -> Study:
@@ -452,7 +430,10 @@ def parse_study(data: Any, *, file: str | None = None, base_dir: Path | None = N
     if not isinstance(data, dict):
         raise InputError("a study file must be a mapping (key: value)", file=file)
     try:
-        study = Study.model_validate({**data, "base_dir": base_dir or Path(".")})
+        study = Study.model_validate(
+            {**data, "base_dir": base_dir or Path(".")},
+            context={**POINTS, "base_dir": base_dir or Path(".")},
+        )
     except ValidationError as exc:
         raise from_validation(
             exc,
@@ -462,6 +443,16 @@ def parse_study(data: Any, *, file: str | None = None, base_dir: Path | None = N
         ) from None
     check_names(study, file)
     return study
+
+
+def study_json(study: Study) -> str:
+    """A study as study.json: in the study file's units, so it reads back as a study file."""
+    return study.model_dump_json(indent=2, by_alias=True, context=POINTS) + "\n"
+
+
+def study_from_json(text: str) -> Study:
+    """The study a study.json records (`study_json`'s inverse)."""
+    return Study.model_validate_json(text, context=POINTS)
 
 
 def load_study(path: str | Path) -> Study:

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from flatscore import defaults
 from flatscore.cli.app import app, console
 from flatscore.console import styled
 from flatscore.errors import InputError
 from flatscore.limits import MAX_BUDGET
-from flatscore.runner import defaults
 
 if TYPE_CHECKING:
     from flatscore.study import Study
