@@ -38,9 +38,17 @@ from flatscore.models.base import DEFAULT_KV_MEMORY_MB, Compute
 from flatscore.models.shared import BackendSpec
 from flatscore.strict import StrictModel
 from flatscore.tau2live.spec import Tau2Spec, check_tau2_domains, is_tau2_domain
+from flatscore.users.base import user_names
 
 ModelKind = Literal["embedded", "local", "openai", "agent"]
 DEFAULT_STUDY_NAME = defaults.STUDY_NAME
+
+
+def _registered(name: str, known: list[str], kind: str) -> str:
+    """`name` if its registry holds it: the registry, not a `Literal`, lists the kinds."""
+    if name not in known:
+        raise ValueError(f"unknown {kind} {name!r} (known: {', '.join(known)})")
+    return name
 
 
 class SamplingSpec(StrictModel):
@@ -236,7 +244,7 @@ class UserSpec(StrictModel):
     """The user simulator: `scripted` (deterministic per seed, no model) or `llm` (a model
     reached like any arm: `backend`)."""
 
-    kind: Literal["scripted", "llm"] = "scripted"
+    kind: str = Field("scripted", description="a registered user simulator (`USERS`)")
     patience: int = Field(
         defaults.USER_PATIENCE,
         ge=1,
@@ -244,6 +252,11 @@ class UserSpec(StrictModel):
     )
     backend: BackendSpec | None = None
     sampling: SamplingSpec = Field(default_factory=SamplingSpec)
+
+    @field_validator("kind")
+    @classmethod
+    def _registered_user(cls, value: str) -> str:
+        return _registered(value, user_names(), "user simulator")
 
     @model_validator(mode="after")
     def _needs_backend(self) -> UserSpec:
@@ -279,13 +292,20 @@ class ExecutorSpec(StrictModel):
     """Where episodes run: `local` (asyncio in this process) or `ray` (Ray tasks on a
     cluster: `address` is `ray://host:10001`, `auto`, or empty for a local instance)."""
 
-    kind: Literal["local", "ray"] = "local"
+    kind: str = Field("local", description="a registered executor (`EXECUTORS`)")
     address: str | None = None
     num_cpus: int | None = Field(None, ge=1, description="ray: CPUs of a local instance")
     cpus_per_episode: float = Field(1.0, gt=0)
     runtime_env: dict[str, Any] | None = Field(
         None, description="ray: runtime_env for the workers (e.g. pip: [flatscore])"
     )
+
+    @field_validator("kind")
+    @classmethod
+    def _registered_executor(cls, value: str) -> str:
+        from flatscore.executors import EXECUTORS  # imports this module: not at its top
+
+        return _registered(value, EXECUTORS.names(), "executor")
 
 
 class Study(StrictModel):

@@ -21,6 +21,7 @@ from pydantic import (
     ConfigDict,
     Field,
     FieldSerializationInfo,
+    SerializerFunctionWrapHandler,
     ValidationError,
     ValidationInfo,
     field_serializer,
@@ -95,9 +96,11 @@ class AnalysisSettings(AnalysisModel):
             raise ValueError(f"expected a margin in (0, 100) points, got {value}")
         return value / 100.0
 
-    @field_serializer("tost_margin")
-    def _margin_out(self, value: float, info: FieldSerializationInfo) -> float:
-        return round(value * 100.0, 10) if _in_points(info) else value
+    @field_serializer("tost_margin", mode="wrap")  # wrap: the schema keeps the field's own
+    def _margin_out(
+        self, value: float, handler: SerializerFunctionWrapHandler, info: FieldSerializationInfo
+    ):  # no return annotation: one would replace the field's schema (docs/analysis.schema.json)
+        return round(value * 100.0, 10) if _in_points(info) else handler(value)
 
     @field_validator("budgets", mode="before")
     @classmethod
