@@ -22,6 +22,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from flatscore import defaults
 from flatscore.console import make_console
 from flatscore.errors import InputError
 from flatscore.study import Study, study_from_json
@@ -66,7 +67,7 @@ def demo_study(
     arms: tuple[str, ...] = DEMO_ARMS,
     concurrency: int = DEMO_CONCURRENCY,
     model: str = "embedded",
-    bootstrap: int = 5000,
+    bootstrap: int = defaults.BOOTSTRAP,
     repair: str = "off",
     compute: str = "fp32",
     planted: tuple[float, float] | None = None,

@@ -133,12 +133,14 @@ def power(
     ],
     tasks: Annotated[int, typer.Option(help="Tasks in the study.")],
     trials: Annotated[int, typer.Option(help="Trials per task.")] = 1,
-    k: Annotated[int, typer.Option("--K", help="Error budget K at which to detect the gap.")] = 2,
+    k: Annotated[
+        int, typer.Option("--K", help="Error budget K at which to detect the gap.")
+    ] = defaults.TIGHT_K,
     calls: Annotated[int, typer.Option(help="Agent tool calls per episode.")] = 10,
     simulations: Annotated[
         int, typer.Option(help="Simulated studies per amplification level.")
     ] = 500,
-    seed: Annotated[int, typer.Option(help="Simulation seed.")] = 0,
+    seed: Annotated[int, typer.Option(help="Simulation seed.")] = defaults.ANALYSIS_SEED,
 ) -> None:
     """The smallest Gap(K) a study of this size detects with 80% power (simulation)."""
     from rich.table import Table
