@@ -184,16 +184,21 @@ def test_parse_study_roundtrips_through_json() -> None:
 def test_kinds_come_from_the_registries() -> None:
     """A plug-in registered under a new name is a valid kind: no `Literal` restates names."""
     from flatscore.executors import EXECUTORS, LocalExecutor
-    from flatscore.study import ExecutorSpec, UserSpec
+    from flatscore.models.shared import BACKENDS, BackendSpec
+    from flatscore.study import ExecutorSpec, ModelSpec, UserSpec
     from flatscore.users.base import USERS
 
     EXECUTORS.register("mine", lambda spec, concurrency: LocalExecutor(concurrency))
     USERS.register("echo", lambda **_: None)  # type: ignore[arg-type,return-value]
+    BACKENDS.register("remote", lambda spec: None)  # type: ignore[arg-type,return-value]
     try:
         assert ExecutorSpec(kind="mine").kind == "mine"
         assert UserSpec(kind="echo").kind == "echo"
+        assert BackendSpec(kind="remote").kind == "remote"
+        assert ModelSpec(name="m", kind="remote", arms={"a": {}}).kind == "remote"
     finally:
         EXECUTORS.unregister("mine")
         USERS.unregister("echo")
+        BACKENDS.unregister("remote")
     with pytest.raises(ValueError, match="unknown executor 'mine'"):
         ExecutorSpec(kind="mine")

@@ -35,12 +35,14 @@ from flatscore.domains import domain_names
 from flatscore.errors import InputError, from_validation
 from flatscore.limits import MAX_BUDGET
 from flatscore.models.base import DEFAULT_KV_MEMORY_MB, Compute
-from flatscore.models.shared import BackendSpec
+from flatscore.models.shared import BACKENDS, BackendSpec
 from flatscore.strict import StrictModel
 from flatscore.tau2live.spec import Tau2Spec, check_tau2_domains, is_tau2_domain
 from flatscore.users.base import user_names
 
-ModelKind = Literal["embedded", "local", "openai", "agent"]
+AGENT_KIND = "agent"
+"""The model kind without a backend: a registered agent (`AGENTS`); every other kind is a
+registered backend (`flatscore.models.shared.BACKENDS`)."""
 DEFAULT_STUDY_NAME = defaults.STUDY_NAME
 
 
@@ -97,7 +99,7 @@ class ModelSpec(StrictModel):
     cells by it), so keep it the same across arms."""
 
     name: str = Field(min_length=1)
-    kind: ModelKind = "embedded"
+    kind: str = Field("embedded", description="a registered backend, or 'agent'")
     path: str | None = None
     agent: str | None = None
     arms: dict[str, ArmSpec] = Field(min_length=1)
@@ -119,6 +121,14 @@ class ModelSpec(StrictModel):
         description="embedded/local: MiB of KV cache per arm (sequences in flight + prefix "
         "cache); less memory, fewer sequences per pass",
     )
+
+    @field_validator("kind")
+    @classmethod
+    def _registered_kind(cls, value: str) -> str:
+        if value == AGENT_KIND:
+            return value
+        known = [*BACKENDS.names(), AGENT_KIND]
+        return _registered(value, known, "model kind")
 
     @field_validator("arms", mode="before")
     @classmethod

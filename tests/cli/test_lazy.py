@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import typer
@@ -76,3 +77,18 @@ def test_a_lazy_command_runs_and_misspellings_are_suggested() -> None:
     assert done.returncode == 0 and "--tost-margin" in done.stdout
     wrong = flatscore("analyse")
     assert wrong.returncode == 2 and "Did you mean 'analyze'?" in wrong.stderr
+
+
+def test_every_command_module_is_in_the_table() -> None:
+    """A module the table never names would never be imported: its commands (a group's
+    subcommands too, like `import inspect`) would silently vanish."""
+    import flatscore.cli
+
+    package = Path(flatscore.cli.__file__).parent
+    files = {p.stem for p in package.glob("commands_*.py")}
+    named = {
+        m
+        for lazy in COMMANDS.values()
+        for m in ((lazy.module,) if isinstance(lazy.module, str) else lazy.module)
+    }
+    assert files == named

@@ -22,8 +22,9 @@ from typer.main import get_command_from_info, get_group_from_info
 
 
 class Lazy(NamedTuple):
-    module: str
-    """The module under `flatscore.cli` that registers the command."""
+    module: str | tuple[str, ...]
+    """The module(s) under `flatscore.cli` that register the command (a group's
+    subcommands may come from several)."""
     summary: str
     """What `flatscore --help` says of it: the first paragraph of its docstring."""
 
@@ -78,8 +79,11 @@ COMMANDS: dict[str, Lazy] = {
         "commands_gate",
         "May the candidate replace the reference? Exit 0 pass, 3 damage, 4 inconclusive.",
     ),
-    "import": Lazy("commands_import", "Import other benchmarks' result files as flatscore runs."),
-    "export": Lazy("commands_import", "Export runs as flat tables."),
+    "import": Lazy(
+        ("commands_import", "commands_inspect"),
+        "Import other benchmarks' result files as flatscore runs.",
+    ),
+    "export": Lazy(("commands_import", "commands_inspect"), "Export runs as flat tables."),
 }
 
 
@@ -125,9 +129,10 @@ class LazyGroup(TyperGroup):
                 exc.message = f"{exc.message.rstrip('.')}. Did you mean {suggestions}?"
             raise
 
-    def _load(self, module: str) -> None:
+    def _load(self, modules: str | tuple[str, ...]) -> None:
         """Import `flatscore.cli.<module>` and add what it registered on the app."""
-        importlib.import_module(f"flatscore.cli.{module}")
+        for module in (modules,) if isinstance(modules, str) else modules:
+            importlib.import_module(f"flatscore.cli.{module}")
         app = self.app
         assert app is not None, "LazyGroup.app is set by flatscore.cli.app"
         for info in app.registered_commands:
