@@ -164,7 +164,8 @@ def test_the_committed_repair_pass_pairs_as_its_effect_was_computed(tmp_path: Pa
     repair-effect.json's point values: S(K) with and without, effects, interactions and
     repair counts. (Its intervals predate the re-analysis's: not compared.)"""
     from flatscore.analysis.balanced import repair_pairs
-    from flatscore.analysis.repair_effect import RepairEffectResult, RepairOptions, repair_effects
+    from flatscore.analysis.repair_effect import RepairEffectResult, repair_effects
+    from flatscore.analysis.settings import AnalysisSettings
     from flatscore.store import read_episodes
 
     runs = tmp_path / "runs"
@@ -173,7 +174,7 @@ def test_the_committed_repair_pass_pairs_as_its_effect_was_computed(tmp_path: Pa
     episodes = [e for p in sorted(runs.rglob("*.jsonl")) for e in read_episodes(p)]
     pairs = repair_pairs(episodes)
     assert len(pairs) == 1140
-    options = RepairOptions(reference="ref", budgets=list(range(10)), bootstrap=200)
+    options = AnalysisSettings(reference="ref", budgets=list(range(10)), bootstrap=200)
     got = repair_effects(pairs, options)
     want = RepairEffectResult.model_validate_json(
         (STUDY_DOCS / "repair" / "repair-effect.json").read_text("utf-8")

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from flatscore.analysis.budget import parse_budgets
 from flatscore.study import load_study
 from flatscore.study_run import plan_study, run_study
 from run_files import study_episodes
@@ -39,8 +38,7 @@ def test_embedded_study_file_is_the_documented_design() -> None:
     assert study.user.kind == "scripted"
     assert (study.error_budget.max_errors, study.error_budget.counted) == (10, "all")
     assert study.analysis.reference == "ref"
-    assert isinstance(study.analysis.budgets, str)
-    assert parse_budgets(study.analysis.budgets) == list(range(10))  # S(K), K = 0..9
+    assert study.analysis.budgets == list(range(10))  # `0-9` in the file: S(K), K = 0..9
 
     plan = plan_study(study)
     assert len(plan.jobs) == 114 * 4 * 5 * 2

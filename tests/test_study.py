@@ -82,7 +82,9 @@ def test_backend_per_arm(tmp_path: Path) -> None:
         (minimal(analysis={"budgets": [0, 5000]}), "analysis.budgets", "between 0 and 1000"),
         (minimal(analysis={"bootstrap": 10**9}), "analysis.bootstrap", "less than or equal"),
         (minimal(error_budget={"max_errors": 10**6}), "error_budget.max_errors", "less than"),
-        (minimal(analysis={"tost_margin": 0}), "analysis.tost_margin", "greater than 0"),
+        (minimal(analysis={"tost_margin": 0}), "analysis.tost_margin", "(0, 100) points"),
+        (minimal(executor={"kind": "slurm"}), "executor.kind", "known: local, ray"),
+        (minimal(user={"kind": "robot"}), "user.kind", "known: llm, scripted"),
         (
             {"models": [{"name": "q", "kind": "openai", "arms": {"bf16": {"url": "http://x"}}}]},
             "models.0",
@@ -177,3 +179,26 @@ def test_parse_study_roundtrips_through_json() -> None:
     study = parse_study(minimal(trials=3, seed=7))
     again = Study.model_validate_json(study.model_dump_json())
     assert again == study
+
+
+def test_kinds_come_from_the_registries() -> None:
+    """A plug-in registered under a new name is a valid kind: no `Literal` restates names."""
+    from flatscore.executors import EXECUTORS, LocalExecutor
+    from flatscore.models.shared import BACKENDS, BackendSpec
+    from flatscore.study import ExecutorSpec, ModelSpec, UserSpec
+    from flatscore.users.base import USERS
+
+    EXECUTORS.register("mine", lambda spec, concurrency: LocalExecutor(concurrency))
+    USERS.register("echo", lambda **_: None)  # type: ignore[arg-type,return-value]
+    BACKENDS.register("remote", lambda spec: None)  # type: ignore[arg-type,return-value]
+    try:
+        assert ExecutorSpec(kind="mine").kind == "mine"
+        assert UserSpec(kind="echo").kind == "echo"
+        assert BackendSpec(kind="remote").kind == "remote"
+        assert ModelSpec(name="m", kind="remote", arms={"a": {}}).kind == "remote"
+    finally:
+        EXECUTORS.unregister("mine")
+        USERS.unregister("echo")
+        BACKENDS.unregister("remote")
+    with pytest.raises(ValueError, match="unknown executor 'mine'"):
+        ExecutorSpec(kind="mine")

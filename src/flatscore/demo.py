@@ -22,9 +22,10 @@ from pathlib import Path
 
 from rich.console import Console
 
+from flatscore import defaults
 from flatscore.console import make_console
 from flatscore.errors import InputError
-from flatscore.study import Study
+from flatscore.study import Study, study_from_json
 from flatscore.study_run import StudyOutcome, print_outcome, run_study
 
 DEMO_ARMS: tuple[str, ...] = ("ref", "int8", "int4", "int4-awq")
@@ -66,7 +67,7 @@ def demo_study(
     arms: tuple[str, ...] = DEMO_ARMS,
     concurrency: int = DEMO_CONCURRENCY,
     model: str = "embedded",
-    bootstrap: int = 5000,
+    bootstrap: int = defaults.BOOTSTRAP,
     repair: str = "off",
     compute: str = "fp32",
     planted: tuple[float, float] | None = None,
@@ -123,7 +124,7 @@ def _check_same_compute(study: Study) -> None:
     if not recorded.is_file():
         return
     try:
-        before = Study.model_validate_json(recorded.read_text(encoding="utf-8"))
+        before = study_from_json(recorded.read_text(encoding="utf-8"))
     except ValueError:
         return  # not ours to judge: the run files decide what resumes
     if _compute_of(before) != _compute_of(study):

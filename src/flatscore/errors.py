@@ -7,8 +7,10 @@ error, located by file, record and field path (`models.0.arms.int4.url`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
+if TYPE_CHECKING:  # a type only: `flatscore --help` need not import pydantic
+    from pydantic import ValidationError
 
 
 class InputError(Exception):

@@ -30,22 +30,31 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from flatscore import defaults
 from flatscore.agents.base import agent_names, make_agent
 from flatscore.agents.inject import InjectSpec
 from flatscore.agents.repair import RepairConfig
-from flatscore.analysis.budget import parse_budgets
-from flatscore.analysis.settings import Price
+from flatscore.analysis.settings import POINTS, AnalysisSettings, Price
 from flatscore.domains import domain_names
 from flatscore.errors import InputError, from_validation
-from flatscore.limits import MAX_BOOTSTRAP, MAX_BUDGET, MIN_BOOTSTRAP
+from flatscore.limits import MAX_BUDGET
 from flatscore.models.base import DEFAULT_KV_MEMORY_MB, Compute
-from flatscore.models.shared import BackendSpec
-from flatscore.runner import defaults
+from flatscore.models.shared import BACKENDS, BackendSpec
 from flatscore.strict import StrictModel
 from flatscore.tau2live.spec import Tau2Spec, check_tau2_domains, is_tau2_domain
+from flatscore.users.base import user_names
 
-ModelKind = Literal["embedded", "local", "openai", "gguf", "agent"]
+AGENT_KIND = "agent"
+"""The model kind without a backend: a registered agent (`AGENTS`); every other kind is a
+registered backend (`flatscore.models.shared.BACKENDS`)."""
 DEFAULT_STUDY_NAME = defaults.STUDY_NAME
+
+
+def _registered(name: str, known: list[str], kind: str) -> str:
+    """`name` if its registry holds it: the registry, not a `Literal`, lists the kinds."""
+    if name not in known:
+        raise ValueError(f"unknown {kind} {name!r} (known: {', '.join(known)})")
+    return name
 
 
 class SamplingSpec(StrictModel):
@@ -95,7 +104,7 @@ class ModelSpec(StrictModel):
     cells by it), so keep it the same across arms."""
 
     name: str = Field(min_length=1)
-    kind: ModelKind = "embedded"
+    kind: str = Field("embedded", description="a registered backend, or 'agent'")
     path: str | None = None
     agent: str | None = None
     arms: dict[str, ArmSpec] = Field(min_length=1)
@@ -117,6 +126,14 @@ class ModelSpec(StrictModel):
         description="embedded/local: MiB of KV cache per arm (sequences in flight + prefix "
         "cache); less memory, fewer sequences per pass",
     )
+
+    @field_validator("kind")
+    @classmethod
+    def _registered_kind(cls, value: str) -> str:
+        if value == AGENT_KIND:
+            return value
+        known = [*BACKENDS.names(), AGENT_KIND]
+        return _registered(value, known, "model kind")
 
     @field_validator("arms", mode="before")
     @classmethod
@@ -262,10 +279,19 @@ class UserSpec(StrictModel):
     """The user simulator: `scripted` (deterministic per seed, no model) or `llm` (a model
     reached like any arm: `backend`)."""
 
-    kind: Literal["scripted", "llm"] = "scripted"
-    patience: int = Field(3, ge=1, description="scripted: turns without progress before giving up")
+    kind: str = Field("scripted", description="a registered user simulator (`USERS`)")
+    patience: int = Field(
+        defaults.USER_PATIENCE,
+        ge=1,
+        description="scripted: turns without progress before giving up",
+    )
     backend: BackendSpec | None = None
     sampling: SamplingSpec = Field(default_factory=SamplingSpec)
+
+    @field_validator("kind")
+    @classmethod
+    def _registered_user(cls, value: str) -> str:
+        return _registered(value, user_names(), "user simulator")
 
     @model_validator(mode="after")
     def _needs_backend(self) -> UserSpec:
@@ -283,54 +309,38 @@ class ErrorBudgetSpec(StrictModel):
     counted: Literal["all", "agent"] = defaults.COUNTED
 
 
-class RepairSpec(StrictModel):
+class RepairSpec(RepairConfig):
     """Reflective repair as a factor: `off`, `on` (every arm repaired) or `both` (every arm
-    twice, `<arm>` and `<arm>+repair`)."""
+    twice, `<arm>` and `<arm>+repair`), with the repair settings (`RepairConfig`)."""
 
     mode: Literal["off", "on", "both"] = "off"
-    channels: list[str] = Field(default_factory=lambda: ["unknown_tool"], min_length=1)
-    attempts: int = Field(3, ge=1)
+
+    def config(self) -> RepairConfig:
+        """The settings an arm's agent is wrapped with (no `mode`)."""
+        return RepairConfig(channels=self.channels, attempts=self.attempts)
 
     def levels(self) -> list[bool]:
         return {"off": [False], "on": [True], "both": [False, True]}[self.mode]
-
-
-class AnalysisSpec(StrictModel):
-    """Analysis settings (`flatscore analyze`'s flags). `tost_margin` is in points."""
-
-    reference: str | None = None
-    budgets: list[int] | str | None = None
-    count: Literal["all", "agent"] = "all"
-    tost_margin: float = Field(7.5, gt=0, lt=100)
-    bootstrap: int = Field(5000, ge=MIN_BOOTSTRAP, le=MAX_BOOTSTRAP)
-    seed: int = 0
-    correction: Literal["holm", "bh"] = "holm"
-    channel_rules: str | None = None
-
-    @field_validator("budgets")
-    @classmethod
-    def _budgets(cls, value: list[int] | str | None) -> list[int] | str | None:
-        if isinstance(value, str):
-            try:
-                parse_budgets(value)
-            except InputError as exc:
-                raise ValueError(exc.message) from None
-        elif isinstance(value, list) and any(not 0 <= k <= MAX_BUDGET for k in value):
-            raise ValueError(f"budgets must be between 0 and {MAX_BUDGET}")
-        return value
 
 
 class ExecutorSpec(StrictModel):
     """Where episodes run: `local` (asyncio in this process) or `ray` (Ray tasks on a
     cluster: `address` is `ray://host:10001`, `auto`, or empty for a local instance)."""
 
-    kind: Literal["local", "ray"] = "local"
+    kind: str = Field("local", description="a registered executor (`EXECUTORS`)")
     address: str | None = None
     num_cpus: int | None = Field(None, ge=1, description="ray: CPUs of a local instance")
     cpus_per_episode: float = Field(1.0, gt=0)
     runtime_env: dict[str, Any] | None = Field(
         None, description="ray: runtime_env for the workers (e.g. pip: [flatscore])"
     )
+
+    @field_validator("kind")
+    @classmethod
+    def _registered_executor(cls, value: str) -> str:
+        from flatscore.executors import EXECUTORS  # imports this module: not at its top
+
+        return _registered(value, EXECUTORS.names(), "executor")
 
 
 class Study(StrictModel):
@@ -357,7 +367,10 @@ class Study(StrictModel):
     repair: RepairSpec = Field(default_factory=RepairSpec)
     concurrency: int = Field(defaults.CONCURRENCY, ge=1)
     executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
-    analysis: AnalysisSpec = Field(default_factory=AnalysisSpec)
+    analysis: AnalysisSettings = Field(
+        default_factory=AnalysisSettings,
+        description="the analysis settings (`tost_margin` in points, as on the command line)",
+    )
     tau2: Tau2Spec | None = Field(None, description="τ²-bench domains (`tau2:retail`)")
     title: str | None = None
     base_dir: Path = Field(Path("."), exclude=True, description="folder of the study file")
@@ -480,11 +493,6 @@ def check_names(study: Study, file: str | None = None) -> None:
                     )
         if model.kind == "gguf":
             _check_gguf(model, i, file)
-    if study.repair.mode != "off":
-        try:
-            RepairConfig(channels=study.repair.channels, attempts=study.repair.attempts)
-        except ValidationError as exc:
-            raise from_validation(exc, file=file, prefix="repair.") from None
 
 
 def _check_gguf(model: ModelSpec, i: int, file: str | None) -> None:
@@ -531,7 +539,10 @@ def parse_study(data: Any, *, file: str | None = None, base_dir: Path | None = N
     if not isinstance(data, dict):
         raise InputError("a study file must be a mapping (key: value)", file=file)
     try:
-        study = Study.model_validate({**data, "base_dir": base_dir or Path(".")})
+        study = Study.model_validate(
+            {**data, "base_dir": base_dir or Path(".")},
+            context={**POINTS, "base_dir": base_dir or Path(".")},
+        )
     except ValidationError as exc:
         raise from_validation(
             exc,
@@ -541,6 +552,16 @@ def parse_study(data: Any, *, file: str | None = None, base_dir: Path | None = N
         ) from None
     check_names(study, file)
     return study
+
+
+def study_json(study: Study) -> str:
+    """A study as study.json: in the study file's units, so it reads back as a study file."""
+    return study.model_dump_json(indent=2, by_alias=True, context=POINTS) + "\n"
+
+
+def study_from_json(text: str) -> Study:
+    """The study a study.json records (`study_json`'s inverse)."""
+    return Study.model_validate_json(text, context=POINTS)
 
 
 def load_study(path: str | Path) -> Study:

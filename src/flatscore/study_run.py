@@ -41,22 +41,20 @@ from pathlib import Path
 from rich.console import Console
 
 from flatscore.agents.repair import repair_arm_label
-from flatscore.analysis.analyze import AnalysisOptions, AnalysisSettings
-from flatscore.analysis.budget import parse_budgets
-from flatscore.analysis.channels import load_rules
 from flatscore.analysis.result import AnalysisResult
+from flatscore.analysis.settings import AnalysisSettings
 from flatscore.console import make_console, styled
 from flatscore.console import progress as make_progress
 from flatscore.domains import get_domain
 from flatscore.episode import ErrorBudget
 from flatscore.errors import InputError
 from flatscore.executors import make_executor
-from flatscore.executors.base import AgentRecipe, EpisodeJob, Executor, RepairRecipe
+from flatscore.executors.base import AgentRecipe, EpisodeJob, Executor
 from flatscore.report import ReportPaths
 from flatscore.report.rebuild import rebuild
 from flatscore.report.verdicts import headlines
 from flatscore.store import EpisodeWriter, RunCounts, finished_episode_ids
-from flatscore.study import CONTROL_SEED_OFFSET, Study
+from flatscore.study import CONTROL_SEED_OFFSET, Study, study_json
 from flatscore.tau2live.spec import is_tau2_domain, tau2_domain
 
 RUNS_DIR = "runs"
@@ -131,11 +129,7 @@ def _arm_runs(study: Study, runs_dir: Path, run_file: Path | None) -> list[ArmRu
                     options=played.options,
                     backend=model.backend(arm_name, study.output_dir),
                     sampling=model.sampling,
-                    repair=RepairRecipe(
-                        channels=study.repair.channels, attempts=study.repair.attempts
-                    )
-                    if repaired
-                    else None,
+                    repair=study.repair.config() if repaired else None,
                     checkpoint=played.checkpoint,
                     control_of=arm.control_of,
                     inject=arm.inject,
@@ -258,25 +252,15 @@ def plan_study(study: Study, run_file: Path | None = None) -> StudyPlan:
     return StudyPlan(runs=runs + tau2_runs, jobs=jobs)
 
 
-def analysis_options(study: Study) -> AnalysisOptions:
-    """The study's analysis settings as `flatscore analyze` options."""
-    a = study.analysis
-    budgets = parse_budgets(a.budgets) if isinstance(a.budgets, str) else a.budgets
-    rules_path = None
-    if a.channel_rules is not None:
-        rules_path = Path(a.channel_rules).expanduser()
-        if not rules_path.is_absolute():
-            rules_path = (study.base_dir / rules_path).resolve()
+def analysis_options(study: Study) -> AnalysisSettings:
+    """The study's analysis settings, with the prices its arms give (`model/arm`) added."""
     prices = {
         f"{m.name}/{name}": arm.price
         for m in study.models
         for name, arm in m.arms.items()
         if arm.price is not None
     }
-    settings = AnalysisSettings.from_points(
-        budgets=budgets, prices=prices, **a.model_dump(exclude={"budgets", "channel_rules"})
-    )
-    return AnalysisOptions(**settings.model_dump(), rules=load_rules(rules_path))
+    return study.analysis.model_copy(update={"prices": {**study.analysis.prices, **prices}})
 
 
 def write_study_report(study: Study) -> tuple[AnalysisResult, ReportPaths]:
@@ -370,7 +354,7 @@ def run_study(
     out = run_file or study.output_dir
     if run_file is None:
         out.mkdir(parents=True, exist_ok=True)
-        (out / "study.json").write_text(study.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        (out / "study.json").write_text(study_json(study), encoding="utf-8")
     executor = executor or make_executor(study.executor, study.concurrency)
     with contextlib.ExitStack() as stack:
         prepare = None

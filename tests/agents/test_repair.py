@@ -246,7 +246,8 @@ def test_repair_runs_are_visible_to_the_analysis(tmp_path: Path) -> None:
     reference arm, with it as the 'quantized' arm, each with and without repair. The
     analysis keeps the four arms apart and measures the repair effect and interaction."""
     from flatscore.analysis.analyze import AnalysisOptions, analyze
-    from flatscore.analysis.repair_effect import RepairOptions, repair_effects
+    from flatscore.analysis.repair_effect import repair_effects
+    from flatscore.analysis.settings import AnalysisSettings
 
     path = tmp_path / "study.jsonl"
     tasks = [t.id for t in get_domain("retail").tasks("test")[:3]]
@@ -271,7 +272,7 @@ def test_repair_runs_are_visible_to_the_analysis(tmp_path: Path) -> None:
 
     episodes = list(read_episodes(path))
     assert len(episodes) == 12
-    effect = repair_effects(episodes, RepairOptions(bootstrap=200))
+    effect = repair_effects(episodes, AnalysisSettings(bootstrap=200))
     [cell] = effect.cells
     ref, q = cell.arms
     assert (cell.reference, ref.arm, q.arm) == ("bf16", "bf16", "int4")

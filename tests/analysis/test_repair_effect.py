@@ -17,13 +17,13 @@ from flatscore.analysis.paired_score import paired_difference_interval
 from flatscore.analysis.repair_effect import (
     REPAIR_SUFFIX,
     RepairEffectResult,
-    RepairOptions,
     base_arm,
     has_repair_runs,
     is_repaired,
     markdown_table,
     repair_effects,
 )
+from flatscore.analysis.settings import AnalysisSettings
 from flatscore.episode import Episode
 
 OK = ("get_user", "ok")
@@ -54,7 +54,7 @@ def study() -> list[Episode]:
 
 @pytest.fixture(scope="module")
 def result() -> RepairEffectResult:
-    return repair_effects(study(), RepairOptions(bootstrap=2000, seed=3))
+    return repair_effects(study(), AnalysisSettings(bootstrap=2000, seed=3))
 
 
 def test_detection_and_labels() -> None:
@@ -123,7 +123,7 @@ def test_intervals_are_score_intervals_and_no_bootstrap_on_4_tasks(
 
 def test_unmatched_runs_warn_and_table_renders(result: RepairEffectResult) -> None:
     lone = repair_effects(
-        [repaired(episode("int4", "t0", calls=[BAD, OK]))], RepairOptions(bootstrap=100)
+        [repaired(episode("int4", "t0", calls=[BAD, OK]))], AnalysisSettings(bootstrap=100)
     )
     assert lone.cells == [] and "without a matching plain run" in lone.warnings[0]
     table = markdown_table(result)
@@ -140,10 +140,10 @@ def test_no_difference_means_zero_effect_and_order_free(
     for arm in ("int8", "int8+repair", "bf16", "bf16+repair"):
         for i, ok in enumerate(outcomes):
             eps.append(episode(arm, f"t{i}", calls=[OK], success=ok))
-    a = repair_effects(eps, RepairOptions(bootstrap=200))
+    a = repair_effects(eps, AnalysisSettings(bootstrap=200))
     shuffled = list(eps)
     rnd.shuffle(shuffled)
-    b = repair_effects(shuffled, RepairOptions(bootstrap=200))
+    b = repair_effects(shuffled, AnalysisSettings(bootstrap=200))
     assert a == b
     for effect in a.cells[0].arms:
         iv = effect.effect

@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 import pickle
 
-from flatscore.agents.repair import RepairAgent
+from flatscore.agents.repair import RepairAgent, RepairConfig
 from flatscore.episode import ErrorBudget
 from flatscore.executors.base import (
     AgentRecipe,
     EpisodeJob,
-    RepairRecipe,
     build_agent,
     build_user,
     run_job,
@@ -36,7 +35,7 @@ def job(arm: str = "ref", label: str = "oracle", **recipe: object) -> EpisodeJob
 
 
 def test_job_is_plain_data() -> None:
-    j = job(options={"slip_rate": 0.5}, repair=RepairRecipe(channels=["unknown_tool"], attempts=2))
+    j = job(options={"slip_rate": 0.5}, repair=RepairConfig(channels=["unknown_tool"], attempts=2))
     assert pickle.loads(pickle.dumps(j)) == j
     assert EpisodeJob.model_validate_json(j.model_dump_json()) == j
 
@@ -52,7 +51,7 @@ def test_build_agent_label_and_repair() -> None:
     agent = build_agent(job(label="my-model").agent, 300)
     assert agent.name == "my-model"
     repaired = build_agent(
-        job(repair=RepairRecipe(channels=["unknown_tool"], attempts=2)).agent, 300
+        job(repair=RepairConfig(channels=["unknown_tool"], attempts=2)).agent, 300
     )
     assert isinstance(repaired, RepairAgent) and repaired.name == "oracle"
     assert repaired.config.attempts == 2

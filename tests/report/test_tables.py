@@ -9,8 +9,9 @@ from pathlib import Path
 from analysis_builders import episode, repaired
 from cli_runner import flatscore
 from flatscore.analysis.analyze import AnalysisOptions, analyze
-from flatscore.analysis.repair_effect import RepairOptions, repair_effects
+from flatscore.analysis.repair_effect import repair_effects
 from flatscore.analysis.result import AnalysisResult
+from flatscore.analysis.settings import AnalysisSettings
 from flatscore.report import tables
 from flatscore.store import EpisodeWriter
 
@@ -115,7 +116,7 @@ def test_repair_tables_carry_the_known_effect_and_interaction() -> None:
         repaired(episode("int4", "t2", calls=[ok])),
         repaired(episode("int4", "t3", success=False)),
     ]
-    result = repair_effects(eps, RepairOptions(bootstrap=200, bootstrap_min_tasks=2))
+    result = repair_effects(eps, AnalysisSettings(bootstrap=200, bootstrap_min_tasks=2))
     text = "\n".join(tables.repair_tables(result))
     effect = _row(text, "Repair effect", "retail", "int4")
     assert effect[2:6] == ["unknown_tool", "4", "25.0", "75.0"]

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+from flatscore import defaults
 from flatscore.errors import InputError
-from flatscore.runner import defaults
 from flatscore.runner.quick import QuickRun, run_quick
 from flatscore.store import read_episodes
 from flatscore.study import load_study

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from flatscore import defaults
 from flatscore.agents.base import Agent, ToolSchema
 from flatscore.analysis.channels import (
     LEAF_CHANNELS,
@@ -61,12 +62,18 @@ _HINTS = {
 
 
 class RepairConfig(BaseModel):
-    """How repair runs; recorded in every repaired episode's metadata."""
+    """How repair runs: the one repair model. A study's `repair` section extends it with
+    `mode` (`flatscore.study.RepairSpec`), an arm's recipe carries it as it is, and every
+    repaired episode's metadata records it."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    channels: list[str] = Field(default_factory=lambda: ["unknown_tool"], min_length=1)
-    attempts: int = Field(3, ge=1, description="instructions per failure chain")
+    channels: list[str] = Field(
+        default_factory=lambda: list(defaults.REPAIR_CHANNELS), min_length=1
+    )
+    attempts: int = Field(
+        defaults.REPAIR_ATTEMPTS, ge=1, description="instructions per failure chain"
+    )
 
     @field_validator("channels")
     @classmethod

@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
-from pydantic import ConfigDict
-
 import flatscore
 from flatscore.analysis.arm_stats import arm_stats
 from flatscore.analysis.budget import FALLBACK_DEFAULT_K, recorded_max_errors
@@ -23,7 +21,7 @@ from flatscore.analysis.facts import EpisodeFacts, episode_facts
 from flatscore.analysis.identity import unique_episodes
 from flatscore.analysis.noise_floor import CellFloor, noise_floor
 from flatscore.analysis.precision import ReferenceUndecided, choose_reference, precision_order
-from flatscore.analysis.repair_effect import RepairOptions, has_repair_runs, repair_effects
+from flatscore.analysis.repair_effect import has_repair_runs, repair_effects
 from flatscore.analysis.result import AnalysisResult, Cell, Comparison, Settings
 from flatscore.analysis.risk import risk_screen
 from flatscore.analysis.settings import AnalysisSettings
@@ -32,22 +30,10 @@ from flatscore.analysis.task_matrix import task_matrix
 from flatscore.episode import Episode
 from flatscore.errors import InputError
 
-__all__ = ["VERDICT_ORDER", "AnalysisOptions", "AnalysisSettings", "analyze", "repair_options"]
+__all__ = ["VERDICT_ORDER", "AnalysisOptions", "AnalysisSettings", "analyze"]
 
-
-class AnalysisOptions(AnalysisSettings):
-    """The settings plus the loaded channel rules (a runtime object, not a setting)."""
-
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-
-    rules: ChannelRules | None = None
-
-
-def repair_options(options: AnalysisOptions) -> RepairOptions:
-    """The repair-effect settings an analysis implies: every setting the two share (reference,
-    budgets, count, bootstrap, seed, confidence, the rules object) taken as it is."""
-    shared = set(RepairOptions.model_fields) - {"rules"}  # rules: an object, not dumped
-    return RepairOptions(**options.model_dump(include=shared), rules=options.rules)
+AnalysisOptions = AnalysisSettings
+"""The old name of `AnalysisSettings` (the one settings model), kept for the tests that use it."""
 
 
 Grouped = dict[tuple[str, str], dict[str, list[EpisodeFacts]]]
@@ -116,10 +102,10 @@ def _default_k(all_facts: list[EpisodeFacts], warnings: list[str]) -> tuple[int,
     return recorded - 1, f"recorded max_errors = {recorded} → K = {recorded - 1}"
 
 
-def analyze(episodes: Iterable[Episode], options: AnalysisOptions | None = None) -> AnalysisResult:
+def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None) -> AnalysisResult:
     """The full diagnostic on a set of episodes (any order; the result does not depend on it).
     Duplicate episodes are an InputError unless `options.dedupe`."""
-    options = options or AnalysisOptions()
+    options = options or AnalysisSettings()
     rules = options.rules or load_rules()
     unique, warnings = unique_episodes(((None, ep) for ep in episodes), options.dedupe)
     controls: dict[tuple[str, str], str] = {}
@@ -198,7 +184,7 @@ def analyze(episodes: Iterable[Episode], options: AnalysisOptions | None = None)
     repair = (
         repair_effects(
             unique,
-            repair_options(options.model_copy(update={"budgets": budgets, "rules": rules})),
+            options.model_copy(update={"budgets": budgets, "rules": rules}),
         )
         if has_repair_runs(unique)
         else None
@@ -231,7 +217,7 @@ def _cell(
     infra: dict[tuple[str, str, str], int],
     budgets: list[int],
     default_k: int,
-    options: AnalysisOptions,
+    options: AnalysisSettings,
     controls: dict[tuple[str, str], str],
 ) -> tuple[dict[str, object], list[Comparison]]:
     """One cell's arms and (not yet corrected) comparisons. A negative control is never

@@ -22,14 +22,17 @@ from typing import Literal
 
 from pydantic import Field
 
-from flatscore.analysis.analyze import AnalysisOptions, analyze
+from flatscore import defaults
+from flatscore.analysis.analyze import analyze
 from flatscore.analysis.channels import CHANNELS
-from flatscore.analysis.outputs import AnalysisModel
+from flatscore.analysis.outputs import AnalysisModel, CountMode
 from flatscore.analysis.power import power_analysis
 from flatscore.analysis.result import AnalysisResult, ArmStats, Comparison
+from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.stats import p_is
 from flatscore.episode import Episode, ErrorBudget
 from flatscore.errors import InputError
+from flatscore.limits import MAX_BOOTSTRAP, MIN_BOOTSTRAP
 
 GateVerdict = Literal["pass", "damage", "inconclusive"]
 EXIT_CODES: dict[GateVerdict, int] = {"pass": 0, "damage": 3, "inconclusive": 4}
@@ -45,14 +48,14 @@ class GateOptions(AnalysisModel):
     None takes the analysis' default (recorded max_errors − 1); `channels` None: every
     channel."""
 
-    tost_margin: float = Field(0.075, gt=0, lt=1)
-    tight_k: int = Field(2, ge=0)
+    tost_margin: float = Field(defaults.TOST_MARGIN, gt=0, lt=1)
+    tight_k: int = Field(defaults.TIGHT_K, ge=0)
     default_k: int | None = Field(None, ge=0)
     channels: list[str] | None = None
-    bootstrap: int = 5000
-    seed: int = 0
-    count: Literal["all", "agent"] = "all"
-    simulations: int = Field(300, ge=50)
+    bootstrap: int = Field(defaults.BOOTSTRAP, ge=MIN_BOOTSTRAP, le=MAX_BOOTSTRAP)
+    seed: int = defaults.ANALYSIS_SEED
+    count: CountMode = defaults.COUNT
+    simulations: int = Field(defaults.GATE_SIMULATIONS, ge=50)
 
 
 class BudgetCheck(AnalysisModel):
@@ -166,7 +169,7 @@ def _analysis(
     episodes: list[Episode], reference: str, k: int | None, o: GateOptions
 ) -> AnalysisResult:
     eps = _with_budget(episodes, k) if k is not None else episodes
-    options = AnalysisOptions(
+    options = AnalysisSettings(
         reference=reference,
         budgets=[k] if k is not None else None,
         count=o.count,

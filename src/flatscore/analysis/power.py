@@ -21,6 +21,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 from scipy.stats import binom
 
+from flatscore import defaults
 from flatscore.analysis.paired_score import paired_test
 
 TASK_CONCENTRATION = 4.0
@@ -91,12 +92,12 @@ def power_analysis(
     *,
     tasks: int,
     trials: int = 1,
-    k: int = 2,
+    k: int = defaults.TIGHT_K,
     calls: int = 10,
     simulations: int = 500,
-    alpha: float = 0.05,
+    alpha: float = defaults.ALPHA,
     target_power: float = 0.8,
-    seed: int = 0,
+    seed: int = defaults.ANALYSIS_SEED,
     max_multiplier: float = 10.0,
     grid: int = 24,
     refine: int = 4,

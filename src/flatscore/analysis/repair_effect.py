@@ -23,18 +23,18 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from flatscore.analysis.budget import FALLBACK_DEFAULT_K
-from flatscore.analysis.channels import CHANNELS, LEAF_CHANNELS, ChannelRules, load_rules
+from flatscore.analysis.channels import CHANNELS, LEAF_CHANNELS, load_rules
 from flatscore.analysis.facts import EpisodeFacts, episode_facts
 from flatscore.analysis.outputs import AnalysisModel, CountMode, Interval
 from flatscore.analysis.paired_score import paired_difference_interval, paired_test
 from flatscore.analysis.precision import ReferenceUndecided, choose_reference, precision_order
+from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.stats import percentile_ci, ratio, resample_counts, stable_rng
 from flatscore.analysis.task_matrix import MALFORMED, TaskMatrix, task_matrix
 from flatscore.episode import Episode
-from flatscore.limits import MAX_BOOTSTRAP, MIN_BOOTSTRAP
 
 REPAIR_SUFFIX = "+repair"
 
@@ -51,19 +51,6 @@ DEFINITIONS = {
     "test": "paired test (t, or McNemar's score) on per-task success at the default K, with vs "
     "without repair",
 }
-
-
-class RepairOptions(AnalysisModel):
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-
-    reference: str | None = None
-    budgets: list[int] | None = None
-    count: CountMode = "all"
-    bootstrap: int = Field(5000, ge=MIN_BOOTSTRAP, le=MAX_BOOTSTRAP)
-    bootstrap_min_tasks: int = 30
-    seed: int = 0
-    confidence: float = 0.95
-    rules: ChannelRules | None = None
 
 
 class EffectPoint(AnalysisModel):
@@ -145,10 +132,10 @@ def _channel_rate(
 
 
 def repair_effects(
-    episodes: Iterable[Episode], options: RepairOptions | None = None
+    episodes: Iterable[Episode], options: AnalysisSettings | None = None
 ) -> RepairEffectResult:
     """Repair effect per (model, domain) cell and base arm, and the interaction with precision."""
-    options = options or RepairOptions()
+    options = options or AnalysisSettings()
     rules = options.rules or load_rules()
     groups: dict[tuple[str, str], dict[tuple[str, bool], list[EpisodeFacts]]] = defaultdict(
         lambda: defaultdict(list)
@@ -340,7 +327,6 @@ __all__ = [
     "RepairArmEffect",
     "RepairCell",
     "RepairEffectResult",
-    "RepairOptions",
     "base_arm",
     "has_repair_runs",
     "is_repaired",

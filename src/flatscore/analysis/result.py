@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from flatscore.analysis.channels import CHANNELS
+from flatscore.analysis.channels import CHANNELS, ChannelRules
 from flatscore.analysis.margins_result import MarginsResult
 from flatscore.analysis.outputs import AnalysisModel, CountMode, Interval
 from flatscore.analysis.repair_effect import RepairEffectResult
@@ -326,6 +326,8 @@ class Settings(AnalysisSettings):
     default_K: int
     default_K_source: str
     channel_rules: str
+    rules: ChannelRules | None = Field(None, exclude=True)
+    """Not part of the record (`channel_rules` names them): `options_from_settings` loads them."""
     tool_list_sources: dict[str, int]
     precision_order: list[str]
     weighting: str = WEIGHTING

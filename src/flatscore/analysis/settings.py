@@ -1,25 +1,51 @@
-"""The analysis settings: one model for the Python API, the CLI flags, study files and the
-`settings` block of analysis.json (which adds what the data decided: default K, tool-list
-sources, precision order). Every rate, gap and margin is a fraction (0.075 = 7.5 points);
-only the CLI's and the study file's `tost_margin` are written in points, and are converted
-by `AnalysisSettings.from_points`."""
+"""The analysis settings: one model for the Python API, the CLI flags (`analyze`, `report`,
+`repair-effect`), study files and the `settings` block of analysis.json (which adds what the
+data decided: default K, tool-list sources, precision order). Defaults come from
+`flatscore.defaults`.
+
+Every rate, gap and margin is a fraction (0.075 = 7.5 points). People write `tost_margin`
+in points (the CLI's `--tost-margin`, a study file's `analysis.tost_margin`): validating
+with the `POINTS` context converts it, and dumping with it converts back, so a study file
+and the study.json written from it say the same. `budgets` may be written as text (`0-9`,
+`0,2,5`); `channel_rules` names a rules file (relative to the context's `base_dir`, when
+given) and is loaded into the `ChannelRules` it names while validating.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import (
+    AliasChoices,
+    ConfigDict,
+    Field,
+    FieldSerializationInfo,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    ValidationInfo,
+    field_serializer,
+    field_validator,
+)
 
+from flatscore import defaults
+from flatscore.analysis.budget import parse_budgets
+from flatscore.analysis.channels import BUILTIN_RULES, ChannelRules, load_rules
 from flatscore.analysis.outputs import AnalysisModel, CountMode
-from flatscore.limits import MAX_BOOTSTRAP, MIN_BOOTSTRAP
+from flatscore.errors import InputError, from_validation
+from flatscore.limits import MAX_BOOTSTRAP, MAX_BUDGET, MIN_BOOTSTRAP
 
 Correction = Literal["holm", "bh"]
-DEFAULT_RISK_THRESHOLD = 0.02
-BOOTSTRAP_MIN_TASKS = 30
-"""Below this many paired tasks a percentile task bootstrap does not keep its coverage (it
-collapses to [0, 0] without discordant tasks); such intervals are left out (null, with a
-note) and success differences use the paired interval (paired_score), which holds at every
-size."""
+BOOTSTRAP_MIN_TASKS = defaults.BOOTSTRAP_MIN_TASKS
+DEFAULT_RISK_THRESHOLD = defaults.RISK_THRESHOLD
+
+POINTS: dict[str, Any] = {"units": "points"}
+"""Validation/serialization context of values people write: `tost_margin` in points."""
+
+
+def _in_points(info: ValidationInfo | FieldSerializationInfo) -> bool:
+    context = info.context
+    return isinstance(context, dict) and context.get("units") == "points"
 
 
 class Price(AnalysisModel):
@@ -33,27 +59,94 @@ class Price(AnalysisModel):
 
 
 class AnalysisSettings(AnalysisModel):
-    """What a person chooses; fractions throughout."""
+    """What a person chooses; fractions throughout (see the module docstring for units)."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     reference: str | None = None
     budgets: list[int] | None = None
-    count: CountMode = "all"
-    tost_margin: float = Field(0.075, gt=0, lt=1, description="fraction, 0.075 = 7.5 points")
-    bootstrap: int = Field(5000, ge=MIN_BOOTSTRAP, le=MAX_BOOTSTRAP)
-    bootstrap_min_tasks: int = Field(BOOTSTRAP_MIN_TASKS, ge=2)
-    seed: int = 0
-    correction: Correction = "holm"
-    confidence: float = 0.95
-    alpha: float = 0.05
-    risk_threshold: float = DEFAULT_RISK_THRESHOLD
+    count: CountMode = defaults.COUNT
+    tost_margin: float = Field(
+        defaults.TOST_MARGIN, gt=0, lt=1, description="fraction, 0.075 = 7.5 points"
+    )
+    bootstrap: int = Field(defaults.BOOTSTRAP, ge=MIN_BOOTSTRAP, le=MAX_BOOTSTRAP)
+    bootstrap_min_tasks: int = Field(defaults.BOOTSTRAP_MIN_TASKS, ge=2)
+    seed: int = defaults.ANALYSIS_SEED
+    correction: Correction = defaults.CORRECTION
+    confidence: float = defaults.CONFIDENCE
+    alpha: float = defaults.ALPHA
+    risk_threshold: float = defaults.RISK_THRESHOLD
     dedupe: bool = False
     prices: dict[str, Price] = Field(
         default_factory=dict, description="by arm name, or 'model/arm' (the study file's)"
     )
+    rules: ChannelRules | None = Field(
+        None,
+        validation_alias=AliasChoices("rules", "channel_rules"),
+        serialization_alias="channel_rules",
+        description="the channel rules (a file's path as input; None: the built-in rules)",
+    )
+
+    @field_validator("tost_margin", mode="before")
+    @classmethod
+    def _margin_points(cls, value: Any, info: ValidationInfo) -> Any:
+        if not _in_points(info) or isinstance(value, bool) or not isinstance(value, int | float):
+            return value
+        if not 0 < value < 100:
+            raise ValueError(f"expected a margin in (0, 100) points, got {value}")
+        return value / 100.0
+
+    @field_serializer("tost_margin", mode="wrap")  # wrap: the schema keeps the field's own
+    def _margin_out(
+        self, value: float, handler: SerializerFunctionWrapHandler, info: FieldSerializationInfo
+    ):  # no return annotation: one would replace the field's schema (docs/analysis.schema.json)
+        return round(value * 100.0, 10) if _in_points(info) else handler(value)
+
+    @field_validator("budgets", mode="before")
+    @classmethod
+    def _budget_text(cls, value: Any) -> Any:
+        """`0-9` / `0,2,5` → the list; a list's values must be valid budgets."""
+        if isinstance(value, str):
+            try:
+                return parse_budgets(value)
+            except InputError as exc:
+                raise ValueError(exc.message) from None
+        if isinstance(value, list) and any(
+            isinstance(k, int) and not 0 <= k <= MAX_BUDGET for k in value
+        ):
+            raise ValueError(f"budgets must be between 0 and {MAX_BUDGET}")
+        return value
+
+    @field_validator("rules", mode="before")
+    @classmethod
+    def _load_rules(cls, value: Any, info: ValidationInfo) -> Any:
+        """A rules file's path → its loaded rules (relative to the context's `base_dir`)."""
+        if not isinstance(value, str | Path):
+            return value
+        if str(value) == BUILTIN_RULES:
+            return load_rules()
+        path = Path(value).expanduser()
+        base = info.context.get("base_dir") if isinstance(info.context, dict) else None
+        if base is not None and not path.is_absolute():
+            path = (Path(base) / path).resolve()
+        try:
+            return load_rules(path)
+        except InputError as exc:
+            raise ValueError(exc.one_line()) from None
+
+    @field_serializer("rules")
+    def _rules_out(self, value: ChannelRules | None) -> str | None:
+        return None if value is None else value.source
 
     @classmethod
-    def from_points(cls, **values: Any) -> AnalysisSettings:
-        """Settings from user-facing values, where `tost_margin` is in points."""
-        if values.get("tost_margin") is not None:
-            values["tost_margin"] = values["tost_margin"] / 100.0
-        return cls(**{k: v for k, v in values.items() if v is not None})
+    def from_flags(cls, **values: Any) -> AnalysisSettings:
+        """Settings from command-line flags (`tost_margin` in points; None: the default).
+        A bad value is one InputError naming the flag."""
+        try:
+            return cls.model_validate(
+                {k: v for k, v in values.items() if v is not None}, context=POINTS
+            )
+        except ValidationError as exc:
+            raise from_validation(
+                exc, field=lambda loc: "--" + str(loc[0]).replace("_", "-") if loc else None
+            ) from None

@@ -9,19 +9,7 @@ from flatscore.cli.app import app, err_console
 from flatscore.console import styled
 from flatscore.errors import InputError
 
-# Each module registers its commands on `app` when imported.
-from flatscore.cli import commands_import  # noqa: F401  isort: skip
-from flatscore.cli import commands_inspect  # noqa: F401  isort: skip
-from flatscore.cli import commands_analyze  # noqa: F401  isort: skip
-from flatscore.cli import commands_serve  # noqa: F401  isort: skip
-from flatscore.cli import commands_report  # noqa: F401  isort: skip
-from flatscore.cli import commands_run  # noqa: F401  isort: skip
-from flatscore.cli import commands_demo  # noqa: F401  isort: skip
-from flatscore.cli import commands_train  # noqa: F401  isort: skip
-from flatscore.cli import commands_margins  # noqa: F401  isort: skip
-from flatscore.cli import commands_repair  # noqa: F401  isort: skip
-from flatscore.cli import commands_gate  # noqa: F401  isort: skip
-from flatscore.cli import commands_archive  # noqa: F401  isort: skip
+# Command modules register on `app` when their command is used (`flatscore.cli.lazy`).
 
 __all__ = ["app", "main"]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from flatscore.cli.lazy import LazyGroup
 from flatscore.console import make_console, quiet_third_party
 
 quiet_third_party()  # before any command imports transformers
@@ -14,7 +15,9 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    cls=LazyGroup,  # command modules are imported on use (flatscore.cli.lazy)
 )
+LazyGroup.app = app
 
 console = make_console()
 err_console = make_console(stderr=True)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from flatscore import defaults
 from flatscore.cli.app import app, console
 from flatscore.cli.options import (
     Balanced,
@@ -19,10 +20,9 @@ from flatscore.cli.options import (
 )
 from flatscore.console import styled
 from flatscore.errors import InputError
-from flatscore.limits import MAX_BOOTSTRAP, MIN_BOOTSTRAP
 
 if TYPE_CHECKING:
-    from flatscore.analysis.analyze import AnalysisOptions
+    from flatscore.analysis.settings import AnalysisSettings
     from flatscore.episode import Episode
 
 
@@ -36,37 +36,22 @@ def options_from_flags(
     correction: str,
     channel_rules: Path | None,
     dedupe: bool = False,
-) -> AnalysisOptions:
-    """Validate the analysis flags shared by `analyze`, `report` and studies (bad values: one
-    InputError naming the flag)."""
-    from flatscore.analysis.analyze import AnalysisOptions, AnalysisSettings
-    from flatscore.analysis.budget import parse_budgets
-    from flatscore.analysis.channels import load_rules
+) -> AnalysisSettings:
+    """The analysis flags shared by `analyze` and `report`, validated by the one settings
+    model (bad values: one InputError naming the flag)."""
+    from flatscore.analysis.settings import AnalysisSettings
 
-    if count not in ("all", "agent"):
-        raise InputError(f"expected all or agent, got {count!r}", field="--count")
-    if correction not in ("holm", "bh"):
-        raise InputError(f"expected holm or bh, got {correction!r}", field="--correction")
-    if not 0 < tost_margin < 100:
-        raise InputError(
-            f"expected a margin in (0, 100) points, got {tost_margin}", field="--tost-margin"
-        )
-    if not MIN_BOOTSTRAP <= bootstrap <= MAX_BOOTSTRAP:
-        raise InputError(
-            f"expected {MIN_BOOTSTRAP} to {MAX_BOOTSTRAP:,} resamples, got {bootstrap}",
-            field="--bootstrap",
-        )
-    settings = AnalysisSettings.from_points(
+    return AnalysisSettings.from_flags(
         reference=reference,
-        budgets=parse_budgets(budgets) if budgets else None,
+        budgets=budgets,
         count=count,
         tost_margin=tost_margin,
         bootstrap=bootstrap,
         seed=seed,
         correction=correction,
+        channel_rules=channel_rules,
         dedupe=dedupe,
     )
-    return AnalysisOptions(**settings.model_dump(), rules=load_rules(channel_rules))
 
 
 def _balanced(episodes: list[Episode], warnings: list[str]) -> tuple[list[Episode], list[str]]:
@@ -102,11 +87,11 @@ def analyze(
     ] = None,
     count: Annotated[
         str, typer.Option(help="Errors counted for S(K): all (agent + user, like τ²) or agent.")
-    ] = "all",
-    tost_margin: TostMargin = 7.5,
-    bootstrap: Bootstrap = 5000,
-    seed: BootstrapSeed = 0,
-    correction: Correction = "holm",
+    ] = defaults.COUNT,
+    tost_margin: TostMargin = defaults.TOST_MARGIN * 100,
+    bootstrap: Bootstrap = defaults.BOOTSTRAP,
+    seed: BootstrapSeed = defaults.ANALYSIS_SEED,
+    correction: Correction = defaults.CORRECTION,
     channel_rules: Annotated[
         Path | None, typer.Option(help="YAML error-text rules (replaces the bundled ones).")
     ] = None,
@@ -166,12 +151,14 @@ def power(
     ],
     tasks: Annotated[int, typer.Option(help="Tasks in the study.")],
     trials: Annotated[int, typer.Option(help="Trials per task.")] = 1,
-    k: Annotated[int, typer.Option("--K", help="Error budget K at which to detect the gap.")] = 2,
+    k: Annotated[
+        int, typer.Option("--K", help="Error budget K at which to detect the gap.")
+    ] = defaults.TIGHT_K,
     calls: Annotated[int, typer.Option(help="Agent tool calls per episode.")] = 10,
     simulations: Annotated[
         int, typer.Option(help="Simulated studies per amplification level.")
     ] = 500,
-    seed: Annotated[int, typer.Option(help="Simulation seed.")] = 0,
+    seed: Annotated[int, typer.Option(help="Simulation seed.")] = defaults.ANALYSIS_SEED,
 ) -> None:
     """The smallest Gap(K) a study of this size detects with 80% power (simulation)."""
     from rich.table import Table

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from flatscore import defaults
 from flatscore.cli.app import app, console
 from flatscore.cli.options import Bootstrap, BootstrapSeed
 from flatscore.errors import InputError
@@ -34,10 +35,12 @@ def gate(
     candidate_arm: Annotated[
         str | None, typer.Option(help="The candidate's arm, when its input holds several.")
     ] = None,
-    margin: Annotated[float, typer.Option(help="Equivalence margin (TOST), in points.")] = 7.5,
+    margin: Annotated[
+        float, typer.Option(help="Equivalence margin (TOST), in points.")
+    ] = defaults.TOST_MARGIN * 100,
     tight_budget: Annotated[
         int, typer.Option(help="The tight error budget K checked besides the default.")
-    ] = 2,
+    ] = defaults.TIGHT_K,
     default_budget: Annotated[
         int | None,
         typer.Option(help="The default budget K (default: recorded max_errors − 1, τ²'s 9)."),
@@ -49,9 +52,11 @@ def gate(
             "(default: every channel)."
         ),
     ] = None,
-    count: Annotated[str, typer.Option(help="Errors counted for S(K): all or agent.")] = "all",
-    bootstrap: Bootstrap = 5000,
-    seed: BootstrapSeed = 0,
+    count: Annotated[
+        str, typer.Option(help="Errors counted for S(K): all or agent.")
+    ] = defaults.COUNT,
+    bootstrap: Bootstrap = defaults.BOOTSTRAP,
+    seed: BootstrapSeed = defaults.ANALYSIS_SEED,
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the verdict as JSON (for machines).")
     ] = False,

@@ -7,10 +7,11 @@ from typing import Annotated
 
 import typer
 
+from flatscore import defaults
 from flatscore.cli.app import app, console
+from flatscore.cli.options import Bootstrap, BootstrapSeed
 from flatscore.console import styled
 from flatscore.errors import InputError
-from flatscore.limits import MAX_BOOTSTRAP, MIN_BOOTSTRAP
 
 
 @app.command("repair-effect")
@@ -22,11 +23,11 @@ def repair_effect(
         str | None, typer.Option(help="Reference arm (default: highest precision).")
     ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the result here.")] = None,
-    count: Annotated[str, typer.Option(help="Errors counted for S(K): all or agent.")] = "all",
-    bootstrap: Annotated[
-        int, typer.Option(min=MIN_BOOTSTRAP, max=MAX_BOOTSTRAP, help="Bootstrap resamples.")
-    ] = 5000,
-    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    count: Annotated[
+        str, typer.Option(help="Errors counted for S(K): all or agent.")
+    ] = defaults.COUNT,
+    bootstrap: Bootstrap = defaults.BOOTSTRAP,
+    seed: BootstrapSeed = defaults.ANALYSIS_SEED,
     budgets: Annotated[
         str | None, typer.Option(help="Error budgets K, e.g. 0-10 or 0,2,9 (default 0..default K).")
     ] = None,
@@ -47,23 +48,17 @@ def repair_effect(
     ] = None,
 ) -> None:
     """Repair effect S_with(K) − S_without(K) per arm, and its interaction with precision."""
-    from flatscore.analysis.budget import parse_budgets
-    from flatscore.analysis.repair_effect import RepairOptions, markdown_table, repair_effects
+    from flatscore.analysis.repair_effect import markdown_table, repair_effects
+    from flatscore.analysis.settings import AnalysisSettings
     from flatscore.formats import load_runs
     from flatscore.report.rebuild import expand_inputs
 
-    if count not in ("all", "agent"):
-        raise InputError(f"expected all or agent, got {count!r}", field="--count")
+    options = AnalysisSettings.from_flags(
+        reference=reference, count=count, bootstrap=bootstrap, seed=seed, budgets=budgets
+    )
     for path in runs:
         if not path.exists():
             raise InputError("run not found", file=str(path))
-    options = RepairOptions(
-        reference=reference,
-        count=count,
-        bootstrap=bootstrap,
-        seed=seed,
-        budgets=parse_budgets(budgets) if budgets else None,
-    )
     episodes = list(load_runs(expand_inputs(runs)))  # a run folder: its *.jsonl
     if balanced:
         from flatscore.analysis.balanced import repair_pairs

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from flatscore import defaults
 from flatscore.cli.app import app, console
 from flatscore.cli.options import (
     Balanced,
@@ -39,11 +40,13 @@ def report(
     budgets: Annotated[
         str | None, typer.Option(help="Error budgets K, e.g. 0-10 or 0,2,9.")
     ] = None,
-    count: Annotated[str, typer.Option(help="Errors counted for S(K): all or agent.")] = "all",
-    tost_margin: TostMargin = 7.5,
-    bootstrap: Bootstrap = 5000,
-    seed: BootstrapSeed = 0,
-    correction: Correction = "holm",
+    count: Annotated[
+        str, typer.Option(help="Errors counted for S(K): all or agent.")
+    ] = defaults.COUNT,
+    tost_margin: TostMargin = defaults.TOST_MARGIN * 100,
+    bootstrap: Bootstrap = defaults.BOOTSTRAP,
+    seed: BootstrapSeed = defaults.ANALYSIS_SEED,
+    correction: Correction = defaults.CORRECTION,
     channel_rules: Annotated[Path | None, typer.Option(help="YAML error-text rules.")] = None,
     dedupe: Dedupe = False,
     balanced: Balanced = False,

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from flatscore import defaults
 from flatscore.cli.app import app, console
 from flatscore.console import styled
 from flatscore.errors import InputError
 from flatscore.limits import MAX_BUDGET
-from flatscore.runner import defaults
 
 if TYPE_CHECKING:
     from flatscore.study import Study
@@ -307,6 +307,11 @@ class StudyOverrides:
     ray_cpus: int | None
 
     def apply(self, study: Study) -> Study:
+        from pydantic import ValidationError
+
+        from flatscore.errors import from_validation
+        from flatscore.study import ExecutorSpec
+
         updates: dict[str, Any] = {}
         if self.out is not None:
             updates["output"] = str(self.out.resolve())
@@ -314,11 +319,10 @@ class StudyOverrides:
             updates["concurrency"] = self.concurrency
         ex = study.executor
         if self.executor is not None:
-            if self.executor not in ("local", "ray"):
-                raise InputError(
-                    f"expected local or ray, got {self.executor!r}", field="--executor"
-                )
-            ex = ex.model_copy(update={"kind": self.executor})
+            try:  # the executor registry decides which names exist
+                ex = ExecutorSpec.model_validate({**ex.model_dump(), "kind": self.executor})
+            except ValidationError as exc:
+                raise from_validation(exc, field=lambda loc: "--executor") from None
         if self.ray_address is not None or self.ray_cpus is not None:
             if ex.kind != "ray":
                 raise InputError("--ray-address/--ray-cpus need --executor ray", field="--executor")

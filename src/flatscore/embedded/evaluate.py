@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from flatscore import defaults
 from flatscore.agents.model import DEFAULT_MAX_TOKENS
 from flatscore.analysis.channels import LEAF_CHANNELS, load_rules
 from flatscore.analysis.facts import episode_facts
@@ -63,7 +64,7 @@ def run_arm(
     model: str = "embedded",
     domains: tuple[str, ...] = EVAL_DOMAINS,
     split: str = "test",
-    seed: int = 300,
+    seed: int = defaults.SEED,
     task_ids: list[str] | None = None,
     progress: bool = True,
     threads: int = 1,
@@ -95,7 +96,7 @@ def eval_study(
     model: str = "embedded",
     domains: tuple[str, ...] = EVAL_DOMAINS,
     split: str = "test",
-    seed: int = 300,
+    seed: int = defaults.SEED,
     task_ids: list[str] | None = None,
     threads: int = 1,
     concurrency: int = EVAL_CONCURRENCY,

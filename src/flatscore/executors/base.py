@@ -36,13 +36,6 @@ from flatscore.tau2live.job import Tau2Recipe
 from flatscore.users.base import User, make_user
 
 
-class RepairRecipe(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    channels: list[str]
-    attempts: int
-
-
 class AgentRecipe(BaseModel):
     """How to build the agent of one arm: a model backend (+ sampling) or a registered
     agent (+ options), optionally wrapped in reflective repair. `label` becomes
@@ -55,7 +48,7 @@ class AgentRecipe(BaseModel):
     options: dict[str, Any] = Field(default_factory=dict)
     backend: BackendSpec | None = None
     sampling: SamplingSpec = Field(default_factory=SamplingSpec)
-    repair: RepairRecipe | None = None
+    repair: RepairConfig | None = None
     checkpoint: str | None = None
     control_of: str | None = None
     """A negative control: the arm this one replicates (recorded in episode metadata)."""
@@ -128,8 +121,7 @@ def build_agent(recipe: AgentRecipe, seed: int) -> Agent:
     if recipe.inject is not None:
         agent = InjectAgent(agent, recipe.inject)
     if recipe.repair is not None:
-        config = RepairConfig(channels=recipe.repair.channels, attempts=recipe.repair.attempts)
-        agent = RepairAgent(agent, config)
+        agent = RepairAgent(agent, recipe.repair)
     agent.name = recipe.label
     return agent
 

@@ -8,9 +8,9 @@ user simulator that needs it: the study executors and the registry's model agent
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from flatscore.models.base import DEFAULT_KV_MEMORY_MB, Compute
 from flatscore.models.openai import OpenAIBackend, OpenAIConfig
@@ -20,14 +20,12 @@ from flatscore.strict import StrictModel
 if TYPE_CHECKING:
     from flatscore.models.base import Backend
 
-BackendKind = Literal["embedded", "local", "openai", "gguf"]
-
 
 class BackendSpec(StrictModel):
     """How to reach one model in one precision: in-process or over HTTP. Hashable by its
     JSON, so a worker process loads each distinct backend once."""
 
-    kind: BackendKind
+    kind: str = Field(description="a registered backend (`BACKENDS`: embedded, local, openai)")
     path: str = "embedded"
     quant: str = "ref"
     url: str | None = None
@@ -41,6 +39,14 @@ class BackendSpec(StrictModel):
     compute: Compute = "fp32"
     kv_memory_mb: float | None = Field(DEFAULT_KV_MEMORY_MB, gt=0)
     batch_invariant: bool = True
+
+    @field_validator("kind")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        """The registry, not a `Literal`, lists the kinds (`BACKENDS`, below)."""
+        if value not in BACKENDS:
+            raise ValueError(f"unknown backend {value!r} (known: {', '.join(BACKENDS.names())})")
+        return value
 
     def key(self) -> str:
         return self.model_dump_json()

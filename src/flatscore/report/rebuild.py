@@ -12,10 +12,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from flatscore.analysis.analyze import AnalysisOptions, AnalysisSettings, analyze
-from flatscore.analysis.channels import BUILTIN_RULES, load_rules
+from flatscore.analysis.analyze import analyze
 from flatscore.analysis.identity import unique_episodes
 from flatscore.analysis.result import AnalysisResult, Settings
+from flatscore.analysis.settings import AnalysisSettings
 from flatscore.errors import InputError, from_validation
 from flatscore.formats import load_runs
 from flatscore.report import ReportPaths, write_report
@@ -33,14 +33,12 @@ def expand_inputs(paths: Sequence[Path]) -> list[Path]:
     return out
 
 
-def options_from_settings(settings: Settings) -> AnalysisOptions:
-    """The analysis options that reproduce a previous analysis.json exactly."""
-    chosen = AnalysisSettings.model_fields.keys()
-    return AnalysisOptions(
-        **settings.model_dump(include=set(chosen)),
-        rules=load_rules(
-            None if settings.channel_rules == BUILTIN_RULES else settings.channel_rules
-        ),
+def options_from_settings(settings: Settings) -> AnalysisSettings:
+    """The analysis settings that reproduce a previous analysis.json exactly (its
+    `channel_rules` names the rules it was computed with)."""
+    chosen = set(AnalysisSettings.model_fields) - {"rules"}
+    return AnalysisSettings.model_validate(
+        {**settings.model_dump(include=chosen), "channel_rules": settings.channel_rules}
     )
 
 
@@ -62,7 +60,7 @@ def settings_from_file(path: Path) -> Settings:
 def rebuild(
     inputs: Sequence[Path],
     out_dir: Path,
-    options: AnalysisOptions,
+    options: AnalysisSettings,
     *,
     title: str = "flatscore report",
     generated_at: str | None = None,

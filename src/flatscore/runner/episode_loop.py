@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from flatscore import defaults
 from flatscore.agents.base import Agent
 from flatscore.domains.framework import Domain, Environment, Task
 from flatscore.episode import (
@@ -44,7 +45,6 @@ from flatscore.episode import (
     make_episode_id,
 )
 from flatscore.models.base import BackendError, ContextWindowExceeded
-from flatscore.runner import defaults
 from flatscore.runner.views import agent_view, user_view
 from flatscore.users.base import STOP, User, is_stop
 

@@ -6,7 +6,7 @@
 the agent's name), and `run_quick` runs it through the study planner and executors
 (`flatscore.study_run.run_study`) with every episode appended to the one `--out` file. So
 the quick form and a study file share one writer, one resume, one progress bar, one
-episode id and one set of defaults (`flatscore.runner.defaults`).
+episode id and one set of defaults (`flatscore.defaults`).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 from rich.console import Console
 
+from flatscore import defaults
 from flatscore.agents.base import agent_names, make_agent
 from flatscore.agents.repair import RepairConfig
 from flatscore.domains import domain_names
 from flatscore.errors import InputError, from_validation
-from flatscore.runner import defaults
 from flatscore.strict import StrictModel
 from flatscore.study import Study, check_names
 from flatscore.study_run import StudyOutcome, run_study
@@ -47,8 +47,8 @@ class QuickRun(StrictModel):
     study: str = Field(defaults.QUICK_STUDY_NAME, min_length=1)
     arm: str | None = Field(None, description="the arm label (default: the agent's name)")
     repair: bool = False
-    repair_channels: list[str] = Field(default_factory=lambda: ["unknown_tool"])
-    repair_attempts: int = Field(3, ge=1)
+    repair_channels: list[str] = Field(default_factory=lambda: list(defaults.REPAIR_CHANNELS))
+    repair_attempts: int = Field(defaults.REPAIR_ATTEMPTS, ge=1)
 
     @classmethod
     def parse(cls, **settings: Any) -> QuickRun:

@@ -1,0 +1,5 @@
+"""`python -m flatscore.cli`: the `flatscore` command."""
+
+from flatscore.cli import main
+
+main()

@@ -1,0 +1,87 @@
+"""Every default flatscore has, in one place: how episodes are run (both forms of `flatscore
+run`, study files, `demo`), how reflective repair runs, and how the analysis, `gate` and the
+report compute their numbers. Everything else refers here, so a default changes once.
+
+Run defaults follow τ²-bench where τ² has one: an episode stops at its 10th counted failed
+tool call (`MAX_ERRORS`, τ²'s `max_errors`, so the analysis's default budget is K = 9),
+counting agent and user errors (`COUNTED`), and trial `t` uses seed `SEED + t`. Documented
+in docs/studies.md ("Run defaults") and docs/analysis.md.
+
+A floor module: it imports nothing of flatscore's, so any layer may use it.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+# --- running episodes -------------------------------------------------------------------
+
+MAX_ERRORS: Final = 10
+"""Counted failed tool calls that end an episode (`too_many_errors`): τ²'s default."""
+
+COUNTED: Final[Literal["all", "agent"]] = "all"
+"""Which failed calls count against the budget: agent and user (`all`, like τ²) or `agent`."""
+
+MAX_STEPS: Final = 40
+"""Messages after the greeting before an episode ends `max_steps`."""
+
+SEED: Final = 300
+"""Base seed (τ²'s): trial `t` uses `SEED + t` for every task and arm."""
+
+TRIALS: Final = 1
+SPLIT: Final[Literal["train", "test", "all"]] = "test"
+
+CONCURRENCY: Final = 2
+"""Episodes in flight with the local executor (one torch thread each on CPU)."""
+
+STUDY_NAME: Final = "study"
+"""The study label of a study file without `name`."""
+
+QUICK_STUDY_NAME: Final = "adhoc"
+"""The study label of a quick-form run without `--study`."""
+
+USER_PATIENCE: Final = 3
+"""Scripted user: turns without progress before it gives up."""
+
+# --- reflective repair --------------------------------------------------------------------
+
+REPAIR_CHANNELS: Final = ("unknown_tool",)
+"""Channels whose failures trigger a repair instruction (the study's leak)."""
+
+REPAIR_ATTEMPTS: Final = 3
+"""Repair instructions per failure chain."""
+
+# --- analysis (`analyze`, `report`, `gate`, `repair-effect`, study files) ------------------
+
+COUNT: Final[Literal["all", "agent"]] = "all"
+"""Which failed calls count against K in S(K): all (like τ²) or the agent's only."""
+
+TOST_MARGIN: Final = 0.075
+"""TOST equivalence margin, a fraction (7.5 points where the CLI and study files speak points)."""
+
+BOOTSTRAP: Final = 5000
+"""Bootstrap resamples."""
+
+BOOTSTRAP_MIN_TASKS: Final = 30
+"""Below this many paired tasks a percentile task bootstrap does not keep its coverage (it
+collapses to [0, 0] without discordant tasks); such intervals are left out (null, with a
+note) and success differences use the paired interval (paired_score), which holds at every
+size."""
+
+ANALYSIS_SEED: Final = 0
+"""Seed of the analysis' resampling and simulations (reports are reproducible)."""
+
+CORRECTION: Final[Literal["holm", "bh"]] = "holm"
+"""Multiple-testing correction across the study's comparisons."""
+
+CONFIDENCE: Final = 0.95
+ALPHA: Final = 0.05
+
+RISK_THRESHOLD: Final = 0.02
+"""Risk screen: a reference channel rate at or above this counts as an established channel."""
+
+TIGHT_K: Final = 2
+"""`gate` and `power`: the tight error budget at which a hidden gap is looked for."""
+
+GATE_SIMULATIONS: Final = 300
+"""`gate`: simulated studies per power estimate."""
