@@ -43,7 +43,8 @@ COMMANDS: dict[str, Lazy] = {
     ),
     "report": Lazy(
         "commands_report",
-        "Rebuild the report from episode logs: the same logs and settings give the same bytes.",
+        "Rebuild the report (report.html, summary.md, analysis.json, tables.md) from episode "
+        "logs: the same logs and settings give the same bytes.",
     ),
     "run": Lazy(
         "commands_run",
