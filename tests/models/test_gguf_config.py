@@ -115,7 +115,11 @@ def test_backend_of_each_arm(tmp_path: Path) -> None:
             "models.0",
             "file applies to kind gguf only",
         ),
-        ({"name": "s", "kind": "ggml", "arms": ["ref"]}, "models.0.kind", "'gguf'"),
+        (
+            {"name": "s", "kind": "ggml", "arms": ["ref"]},
+            "models.0.kind",
+            "unknown model kind 'ggml' (known: embedded, gguf",
+        ),
     ],
 )
 def test_bad_gguf_models_name_file_and_field(
