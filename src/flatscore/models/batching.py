@@ -57,7 +57,11 @@ class SeqKV:
     A cache may continue a shared prefix (`SeqKV.on(base)`): it reads the base's positions
     and holds only its own, so the system turn every episode of a domain starts with is in
     memory once per arm, not once per sequence. Attention then sees the two joined
-    (`torch.cat`, one layer at a time: the same values, a transient copy)."""
+    (`torch.cat`, one layer at a time: the same values, a transient copy).
+
+    `want` (positions, its base's included; 0: unknown) is the length the cache is known to
+    reach: its buffers are then allocated to exactly that at once, instead of growing by
+    25% (each growth a copy, and up to a quarter of the buffer never used)."""
 
     def __init__(self, layers: int) -> None:
         self.keys: list[torch.Tensor | None] = [None] * layers
@@ -65,6 +69,7 @@ class SeqKV:
         self.length = 0
         self.base: SeqKV | None = None  # a shared prefix, read only
         self.offset = 0  # positions held by `base`
+        self.want = 0  # the length it will reach, when known (exact allocation)
 
     @classmethod
     def on(cls, base: SeqKV) -> SeqKV:
@@ -90,7 +95,8 @@ class SeqKV:
         end = used + k.shape[2]
         buf_k, buf_v = self.keys[layer], self.values[layer]
         if buf_k is None or buf_v is None or buf_k.shape[2] < end:
-            cap = max(end + end // 4, 64)
+            exact = self.want - self.offset
+            cap = exact if end <= exact else max(end + end // 4, 64)
             new_k = k.new_empty((1, k.shape[1], cap, k.shape[3]))
             new_v = v.new_empty((1, v.shape[1], cap, v.shape[3]))
             if buf_k is not None and buf_v is not None and used:
@@ -124,6 +130,7 @@ class SeqKV:
         if self.base is None:
             return self
         out = SeqKV(len(self.keys))
+        out.want = self.length
         for i in range(len(self.keys)):
             out.write(i, *self._joined(i))
         out.advance(self.length)
@@ -226,19 +233,27 @@ class KVStore:
         return best.kv.copy_prefix(keep), keep  # copy-on-write (outside the lock)
 
     def has_prefix(self, ids: list[int]) -> bool:
+        """Whether `ids` is stored as a shared prefix (what `lookup` reads in place; another
+        conversation's turn that starts with it is not used, so it does not count)."""
         with self._lock:
-            return any(common_prefix(e.ids, ids) >= len(ids) for e in self._entries)
+            return any(e.shared and e.ids == ids for e in self._entries)
+
+    def _evict(self, limit: int) -> None:
+        """Drop least recently used entries until at most `limit` positions are held; shared
+        prefixes last (every sequence in flight reads one in place, so dropping it frees
+        nothing while they run, and the next episodes would each compute it again)."""
+        total = sum(e.kv.capacity for e in self._entries)
+        for entry in sorted(self._entries, key=lambda e: (e.shared, e.used)):
+            if total <= limit:
+                break
+            self._entries.remove(entry)
+            total -= entry.kv.capacity
 
     def fit(self, limit: int) -> None:
         """Evict least recently used entries until the store holds at most `limit`
         positions (room for the sequences in flight: `BatchEngine`'s `kv_budget`)."""
         with self._lock:
-            total = sum(e.kv.capacity for e in self._entries)
-            for entry in sorted(self._entries, key=lambda e: e.used):
-                if total <= limit:
-                    break
-                self._entries.remove(entry)
-                total -= entry.kv.capacity
+            self._evict(limit)
 
     def put(self, ids: list[int], kv: SeqKV, *, prompt_len: int = 0, shared: bool = False) -> None:
         """Keep `kv` (holding `ids`), evicting least recently used entries over budget."""
@@ -249,12 +264,7 @@ class KVStore:
         with self._lock:
             self._entries = [e for e in self._entries if e.ids != ids]
             self._entries.append(_Entry(list(ids), kv, shared, prompt_len or len(ids)))
-            total = sum(e.kv.capacity for e in self._entries)
-            for entry in sorted(self._entries, key=lambda e: e.used):
-                if total <= self.max_tokens:
-                    break
-                self._entries.remove(entry)
-                total -= entry.kv.capacity
+            self._evict(self.max_tokens)
 
 
 # ---------------------------------------------------------------------- attention
@@ -548,9 +558,10 @@ class BatchEngine:
     # -------------------------------------------------------------- the loop
 
     def _need(self, request: Request) -> int:
-        """KV positions `request` will have allocated by its end (`SeqKV` grows by 25%, at
-        least 64 positions): its shared prefix aside when it reads one from the store, with
-        it when it computes the prefix itself (before the prefix is stored, it is its own)."""
+        """KV positions `request` will have allocated by its end: its shared prefix aside
+        when it reads one from the store, with it when it computes the prefix itself (before
+        the prefix is stored, it is its own). Exact when `max_new` is known (`SeqKV.want`);
+        else `SeqKV`'s growth: +25%, at least 64 positions."""
         if request.kv is not None:
             reads_shared = request.kv.base is not None
         else:
@@ -558,7 +569,19 @@ class BatchEngine:
             reads_shared = bool(prefix) and self.reuse and self.store.has_prefix(prefix)
         shared = request.prefix_len if reads_shared else 0
         own = len(request.ids) - shared + request.max_new
-        return max(own + own // 4 + 1, 64, request.kv.capacity if request.kv is not None else 0)
+        need = own if request.max_new else max(own + own // 4 + 1, 64)
+        return max(need, request.kv.capacity if request.kv is not None else 0)
+
+    def _want(self, request: Request, kv: SeqKV) -> int:
+        """The length `request`'s cache will reach (`SeqKV.want`; 0: unknown, it grows): its
+        prompt and every token it may generate. A sequence computing the shared prefix
+        itself first holds just the prefix, which then becomes the store's entry."""
+        if not request.max_new:
+            return 0
+        computing = kv.base is None and kv.length < request.prefix_len
+        if self.reuse and request.prefix_len and computing:
+            return request.prefix_len
+        return len(request.ids) + request.max_new
 
     def _joining(self) -> list[Request]:
         """Waiting requests that join now (as many as there is room for, in slots and in
@@ -599,6 +622,7 @@ class BatchEngine:
             kv, keep = self.store.lookup(ids)
         else:
             kv, keep = SeqKV(self._layers), 0
+        kv.want = self._want(request, kv)
         request.kv, request.held, request.pending = kv, ids[:keep], ids[keep:]
         request.encoded = len(request.pending)
 
@@ -668,17 +692,14 @@ class BatchEngine:
         for i, (request, fed) in enumerate(zip(active, feeds, strict=True)):
             request.held.extend(fed)
             request.pending = request.pending[len(fed) :]
-            if (
-                self.reuse
-                and request.prefix_len
-                and len(request.held) == request.prefix_len
-                and not self.store.has_prefix(request.held)
-            ):
+            if request.prefix_len and len(request.held) == request.prefix_len:
                 assert request.kv is not None and request.kv.length == request.prefix_len
-                # The prefix becomes the shared entry, read in place by this sequence too.
-                shared = request.kv.flat()
-                request.kv = SeqKV.on(shared)
-                self.store.put(list(request.held), shared, shared=True)
+                if self.reuse and not self.store.has_prefix(request.held):
+                    # The prefix becomes the shared entry, read in place by this sequence too.
+                    shared = request.kv.flat()
+                    request.kv = SeqKV.on(shared)
+                    self.store.put(list(request.held), shared, shared=True)
+                request.kv.want = self._want(request, request.kv)
             if request.pending:
                 still.append(request)
                 continue
