@@ -200,13 +200,14 @@ def test_ctrl_c_stops_the_demo_within_seconds_leaving_a_resumable_run(tmp_path: 
     out = tmp_path / "d"
     cmd = [sys.executable, "-c", "from flatscore.cli import main; main()", "demo"]
     args = ["--out", str(out), "--tasks", "1", "--arms", "ref", "--no-progress"]
-    proc = subprocess.Popen(
-        [*cmd, *args],
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    log = tmp_path / "demo.log"  # a file, not a pipe: a helper process may keep a pipe open
+    with log.open("w", encoding="utf-8") as sink:
+        proc = subprocess.Popen(
+            [*cmd, *args],
+            env={**os.environ, "OMP_NUM_THREADS": "1"},
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
     run = out / "runs" / "smollm2-135m__ref.jsonl"
     deadline = time.monotonic() + 3600
     while proc.poll() is None and time.monotonic() < deadline:
@@ -216,7 +217,8 @@ def test_ctrl_c_stops_the_demo_within_seconds_leaving_a_resumable_run(tmp_path: 
     assert proc.poll() is None, "both episodes ended before the interrupt"
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
-    output, _ = proc.communicate(timeout=60)
+    proc.wait(timeout=60)
+    output = log.read_text(encoding="utf-8")
     assert proc.returncode == 130, output
     assert time.monotonic() - sent < 15, output
     assert "interrupted" in output and "terminate called" not in output
