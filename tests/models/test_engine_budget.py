@@ -110,9 +110,9 @@ def test_an_idle_engine_gives_freed_memory_back_once() -> None:
 
 
 def test_closing_abandons_the_pass_in_progress_between_layers() -> None:
-    """close() returns within a layer, not after the whole pass (a long prefill on a loaded
-    host outlasted a Ctrl-C by over a minute): the layers after it do not run, the request
-    in flight fails, nothing hangs. Fails if the engine finishes the pass first."""
+    """close() returns within a layer, not after the whole pass (on a loaded host one
+    prefill pass is many seconds): the layers after it do not run, the request in flight
+    fails, nothing hangs. Fails if the engine finishes the pass first."""
     import time
 
     engine = BatchEngine(tiny_llama(), max_batch=16)
