@@ -12,6 +12,7 @@ arm, so the resident peak can be set against its parts.
 from __future__ import annotations
 
 import argparse
+import resource
 import shutil
 import threading
 import time
@@ -76,6 +77,7 @@ def main() -> None:
     parser.add_argument("--arms", default=",".join(DEMO_ARMS))
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--compute", default="fp32")
+    parser.add_argument("--kv-memory-mb", type=float, help="per arm (default: the demo's)")
     args = parser.parse_args()
     shutil.rmtree(args.out, ignore_errors=True)
     study = demo_study(
@@ -85,14 +87,21 @@ def main() -> None:
         concurrency=args.concurrency,
         compute=args.compute,
     )
+    if args.kv_memory_mb is not None:
+        study.models[0].kv_memory_mb = args.kv_memory_mb
     sampler = Sampler()
     sampler.start()
     started = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_SELF)
     outcome = run_study(study, progress=False)
+    after = resource.getrusage(resource.RUSAGE_SELF)
     wall = time.perf_counter() - started
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     sampler.stop.set()
     sampler.join()
-    print(f"{outcome.planned} episodes, {wall:.0f} s wall")
+    # On a shared host compare CPU, not wall: episodes per CPU-minute.
+    print(f"{outcome.planned} episodes, {wall:.0f} s wall, {cpu:.0f} CPU-s")
+    print(f"{outcome.planned / cpu * 60:.2f} episodes per CPU-minute")
     print(f"peak RSS (sampled) {sampler.peak_rss / 2**30:.2f} GiB")
     loaded = backends()
     for arm, backend in loaded.items():

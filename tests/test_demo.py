@@ -185,3 +185,42 @@ def test_planted_adds_an_inject_arm_on_the_first_arm(tmp_path: Path) -> None:
     assert arm.inject is not None and (arm.inject.base, arm.inject.role_confusion) == ("ref", 0.1)
     assert study.models[0].backend("ref-planted") == study.models[0].backend("ref")
     assert list(study.models[0].arms)[:4] == list(DEMO_ARMS)
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_demo_within_seconds_leaving_a_resumable_run(tmp_path: Path) -> None:
+    """SIGINT while the engine is mid-episode: exit 130 within seconds, not an abort from a
+    forward pass still running at exit (was: 'terminate called without an active
+    exception', exit -6), and the run file holds the finished episodes, whole."""
+    import signal
+    import time
+
+    from flatscore.store import finished_episode_ids, read_episodes
+
+    out = tmp_path / "d"
+    cmd = [sys.executable, "-c", "from flatscore.cli import main; main()", "demo"]
+    args = ["--out", str(out), "--tasks", "1", "--arms", "ref", "--no-progress"]
+    log = tmp_path / "demo.log"  # a file, not a pipe: a helper process may keep a pipe open
+    with log.open("w", encoding="utf-8") as sink:
+        proc = subprocess.Popen(
+            [*cmd, *args],
+            env={**os.environ, "OMP_NUM_THREADS": "1"},
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    run = out / "runs" / "smollm2-135m__ref.jsonl"
+    deadline = time.monotonic() + 3600
+    while proc.poll() is None and time.monotonic() < deadline:
+        if run.is_file() and run.read_text(encoding="utf-8").count("\n") >= 1:
+            break
+        time.sleep(0.5)
+    assert proc.poll() is None, "both episodes ended before the interrupt"
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+    output = log.read_text(encoding="utf-8")
+    assert proc.returncode == 130, output
+    assert time.monotonic() - sent < 15, output
+    assert "interrupted" in output and "terminate called" not in output
+    episodes = list(read_episodes(run))
+    assert len(episodes) == 1 and finished_episode_ids(run) == {episodes[0].episode_id}

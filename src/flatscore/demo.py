@@ -149,6 +149,10 @@ def run_demo(
     if resume:
         _check_same_compute(study)
         console.print(f"resuming the demo in {study.output_dir} (--fresh starts over)")
-    outcome = run_study(study, resume=resume, progress=progress, console=console)
+    try:
+        outcome = run_study(study, resume=resume, progress=progress, console=console)
+    except KeyboardInterrupt:  # finished episodes are on disk (each fsynced as it ends)
+        console.print(f"interrupted: run the demo again to resume it from {runs}")
+        raise
     print_outcome(outcome, console)
     return outcome

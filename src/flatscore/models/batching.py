@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -42,11 +44,29 @@ from typing import Any
 import torch
 
 MIN_ROWS = 16  # pad every forward to at least this many rows (batch invariance, above)
+IDLE_TRIM_S = 1.0  # an engine idle this long gives its freed heap back (`release_freed_memory`)
 ATTENTION = "flatscore_ragged"
 PACK_GQA = "flatscore_pack_gqa"  # model attribute: decode with `gqa_decode_attention`
 
 
 # ---------------------------------------------------------------------- KV storage
+
+
+@functools.cache
+def _malloc_trim() -> Any:
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc: nothing to call
+        return None
+
+
+def release_freed_memory() -> bool:
+    """Give freed heap pages back to the OS (glibc's `malloc_trim`; False where there is
+    none). glibc keeps the pages of freed KV buffers: KV churn like the engine's (16
+    sequences growing to 300-2,500 positions, four waves) left +1,002 MiB resident after
+    every cache was freed, +70 MiB after a trim (docs/benchmarks.md)."""
+    trim = _malloc_trim()
+    return trim is not None and bool(trim(0))
 
 
 class SeqKV:
@@ -57,7 +77,11 @@ class SeqKV:
     A cache may continue a shared prefix (`SeqKV.on(base)`): it reads the base's positions
     and holds only its own, so the system turn every episode of a domain starts with is in
     memory once per arm, not once per sequence. Attention then sees the two joined
-    (`torch.cat`, one layer at a time: the same values, a transient copy)."""
+    (`torch.cat`, one layer at a time: the same values, a transient copy).
+
+    `want` (positions, its base's included; 0: unknown) is the length the cache is known to
+    reach: its buffers are then allocated to exactly that at once, instead of growing by
+    25% (each growth a copy, and up to a quarter of the buffer never used)."""
 
     def __init__(self, layers: int) -> None:
         self.keys: list[torch.Tensor | None] = [None] * layers
@@ -65,6 +89,7 @@ class SeqKV:
         self.length = 0
         self.base: SeqKV | None = None  # a shared prefix, read only
         self.offset = 0  # positions held by `base`
+        self.want = 0  # the length it will reach, when known (exact allocation)
 
     @classmethod
     def on(cls, base: SeqKV) -> SeqKV:
@@ -90,7 +115,8 @@ class SeqKV:
         end = used + k.shape[2]
         buf_k, buf_v = self.keys[layer], self.values[layer]
         if buf_k is None or buf_v is None or buf_k.shape[2] < end:
-            cap = max(end + end // 4, 64)
+            exact = self.want - self.offset
+            cap = exact if end <= exact else max(end + end // 4, 64)
             new_k = k.new_empty((1, k.shape[1], cap, k.shape[3]))
             new_v = v.new_empty((1, v.shape[1], cap, v.shape[3]))
             if buf_k is not None and buf_v is not None and used:
@@ -124,6 +150,7 @@ class SeqKV:
         if self.base is None:
             return self
         out = SeqKV(len(self.keys))
+        out.want = self.length
         for i in range(len(self.keys)):
             out.write(i, *self._joined(i))
         out.advance(self.length)
@@ -226,19 +253,27 @@ class KVStore:
         return best.kv.copy_prefix(keep), keep  # copy-on-write (outside the lock)
 
     def has_prefix(self, ids: list[int]) -> bool:
+        """Whether `ids` is stored as a shared prefix (what `lookup` reads in place; another
+        conversation's turn that starts with it is not used, so it does not count)."""
         with self._lock:
-            return any(common_prefix(e.ids, ids) >= len(ids) for e in self._entries)
+            return any(e.shared and e.ids == ids for e in self._entries)
+
+    def _evict(self, limit: int) -> None:
+        """Drop least recently used entries until at most `limit` positions are held; shared
+        prefixes last (every sequence in flight reads one in place, so dropping it frees
+        nothing while they run, and the next episodes would each compute it again)."""
+        total = sum(e.kv.capacity for e in self._entries)
+        for entry in sorted(self._entries, key=lambda e: (e.shared, e.used)):
+            if total <= limit:
+                break
+            self._entries.remove(entry)
+            total -= entry.kv.capacity
 
     def fit(self, limit: int) -> None:
         """Evict least recently used entries until the store holds at most `limit`
         positions (room for the sequences in flight: `BatchEngine`'s `kv_budget`)."""
         with self._lock:
-            total = sum(e.kv.capacity for e in self._entries)
-            for entry in sorted(self._entries, key=lambda e: e.used):
-                if total <= limit:
-                    break
-                self._entries.remove(entry)
-                total -= entry.kv.capacity
+            self._evict(limit)
 
     def put(self, ids: list[int], kv: SeqKV, *, prompt_len: int = 0, shared: bool = False) -> None:
         """Keep `kv` (holding `ids`), evicting least recently used entries over budget."""
@@ -249,12 +284,7 @@ class KVStore:
         with self._lock:
             self._entries = [e for e in self._entries if e.ids != ids]
             self._entries.append(_Entry(list(ids), kv, shared, prompt_len or len(ids)))
-            total = sum(e.kv.capacity for e in self._entries)
-            for entry in sorted(self._entries, key=lambda e: e.used):
-                if total <= self.max_tokens:
-                    break
-                self._entries.remove(entry)
-                total -= entry.kv.capacity
+            self._evict(self.max_tokens)
 
 
 # ---------------------------------------------------------------------- attention
@@ -368,12 +398,22 @@ class _Packed:
         return _RaggedKV(keys, self), _RaggedKV(values, self)
 
 
+class EngineClosed(RuntimeError):
+    """The engine was closed during a forward pass (raised between layers)."""
+
+
 def packed_forward(
-    model: Any, kvs: list[SeqKV], feeds: list[list[int]], min_rows: int = MIN_ROWS
+    model: Any,
+    kvs: list[SeqKV],
+    feeds: list[list[int]],
+    min_rows: int = MIN_ROWS,
+    stop: Callable[[], bool] | None = None,
 ) -> torch.Tensor:
     """One forward pass over every sequence's new tokens; returns fp32 logits of each
     sequence's last new token, one row per sequence. Advances every `SeqKV`. Rows are
-    padded to `min_rows` (batch invariance; 1: no padding)."""
+    padded to `min_rows` (batch invariance; 1: no padding). `stop()` is asked between
+    layers: True abandons the pass (`EngineClosed`; the caches are then unusable), so a
+    closing engine does not wait for a long prefill on a loaded machine."""
     inner = model.model
     lengths = [len(f) for f in feeds]
     ids = [t for f in feeds for t in f]
@@ -389,6 +429,8 @@ def packed_forward(
     hidden = inner.embed_tokens(input_ids)
     position_embeddings = inner.rotary_emb(hidden, position_ids=position_ids)
     for layer in inner.layers[: model.config.num_hidden_layers]:
+        if stop is not None and stop():
+            raise EngineClosed("the batch engine was closed")
         hidden = layer(
             hidden,
             attention_mask=None,
@@ -480,6 +522,7 @@ class BatchEngine:
         self.peak_active = 0
         self.peak_kv_tokens = 0  # KV positions held at once: in flight + prefix cache
         self.encoded_tokens = 0
+        self.trims = 0  # idle periods that ended in `release_freed_memory`
 
     # -------------------------------------------------------------- submitting
 
@@ -539,6 +582,7 @@ class BatchEngine:
         if self._thread is not None:
             self._thread.join(timeout=60)
         self.store.clear()
+        release_freed_memory()
 
     @property
     def active_tokens(self) -> int:
@@ -548,9 +592,10 @@ class BatchEngine:
     # -------------------------------------------------------------- the loop
 
     def _need(self, request: Request) -> int:
-        """KV positions `request` will have allocated by its end (`SeqKV` grows by 25%, at
-        least 64 positions): its shared prefix aside when it reads one from the store, with
-        it when it computes the prefix itself (before the prefix is stored, it is its own)."""
+        """KV positions `request` will have allocated by its end: its shared prefix aside
+        when it reads one from the store, with it when it computes the prefix itself (before
+        the prefix is stored, it is its own). Exact when `max_new` is known (`SeqKV.want`);
+        else `SeqKV`'s growth: +25%, at least 64 positions."""
         if request.kv is not None:
             reads_shared = request.kv.base is not None
         else:
@@ -558,7 +603,19 @@ class BatchEngine:
             reads_shared = bool(prefix) and self.reuse and self.store.has_prefix(prefix)
         shared = request.prefix_len if reads_shared else 0
         own = len(request.ids) - shared + request.max_new
-        return max(own + own // 4 + 1, 64, request.kv.capacity if request.kv is not None else 0)
+        need = own if request.max_new else max(own + own // 4 + 1, 64)
+        return max(need, request.kv.capacity if request.kv is not None else 0)
+
+    def _want(self, request: Request, kv: SeqKV) -> int:
+        """The length `request`'s cache will reach (`SeqKV.want`; 0: unknown, it grows): its
+        prompt and every token it may generate. A sequence computing the shared prefix
+        itself first holds just the prefix, which then becomes the store's entry."""
+        if not request.max_new:
+            return 0
+        computing = kv.base is None and kv.length < request.prefix_len
+        if self.reuse and request.prefix_len and computing:
+            return request.prefix_len
+        return len(request.ids) + request.max_new
 
     def _joining(self) -> list[Request]:
         """Waiting requests that join now (as many as there is room for, in slots and in
@@ -599,6 +656,7 @@ class BatchEngine:
             kv, keep = self.store.lookup(ids)
         else:
             kv, keep = SeqKV(self._layers), 0
+        kv.want = self._want(request, kv)
         request.kv, request.held, request.pending = kv, ids[:keep], ids[keep:]
         request.encoded = len(request.pending)
 
@@ -629,8 +687,13 @@ class BatchEngine:
     def _loop(self) -> None:
         while True:
             with self._cond:
+                trimmed = False
                 while not self._closed and not self._waiting and not self._active:
-                    self._cond.wait()
+                    # Idle a while (an arm done with its episodes): freed KV back to the OS.
+                    if not self._cond.wait(None if trimmed else IDLE_TRIM_S):
+                        trimmed = True
+                        release_freed_memory()
+                        self.trims += 1
                 if self._closed:
                     for r in self._waiting + self._active:
                         self._finish(r, RuntimeError("the batch engine was closed"))
@@ -661,24 +724,27 @@ class BatchEngine:
             return
         feeds = [self._feed(r) for r in active]
         kvs = [r.kv for r in active]
-        logits = packed_forward(self.model, kvs, feeds, self.min_rows)  # type: ignore[arg-type]
+        logits = packed_forward(
+            self.model,
+            kvs,  # type: ignore[arg-type]
+            feeds,
+            self.min_rows,
+            stop=lambda: self._closed,
+        )
         self.steps += 1
         self.peak_kv_tokens = max(self.peak_kv_tokens, self.active_tokens + self.store.tokens)
         still: list[Request] = []
         for i, (request, fed) in enumerate(zip(active, feeds, strict=True)):
             request.held.extend(fed)
             request.pending = request.pending[len(fed) :]
-            if (
-                self.reuse
-                and request.prefix_len
-                and len(request.held) == request.prefix_len
-                and not self.store.has_prefix(request.held)
-            ):
+            if request.prefix_len and len(request.held) == request.prefix_len:
                 assert request.kv is not None and request.kv.length == request.prefix_len
-                # The prefix becomes the shared entry, read in place by this sequence too.
-                shared = request.kv.flat()
-                request.kv = SeqKV.on(shared)
-                self.store.put(list(request.held), shared, shared=True)
+                if self.reuse and not self.store.has_prefix(request.held):
+                    # The prefix becomes the shared entry, read in place by this sequence too.
+                    shared = request.kv.flat()
+                    request.kv = SeqKV.on(shared)
+                    self.store.put(list(request.held), shared, shared=True)
+                request.kv.want = self._want(request, request.kv)
             if request.pending:
                 still.append(request)
                 continue

@@ -7,6 +7,7 @@ user simulator that needs it: the study executors and the registry's model agent
 
 from __future__ import annotations
 
+import atexit
 import threading
 from typing import TYPE_CHECKING
 
@@ -82,6 +83,13 @@ def clear_backends() -> None:
         for backend in _BACKENDS.values():
             backend.close()
         _BACKENDS.clear()
+
+
+# Engine threads are daemons: at exit (a Ctrl-C included) one still inside a forward pass
+# aborts the process from torch's C++ ("terminate called without an active exception",
+# exit -6) instead of exiting 130. Closing the backends first waits for the pass in
+# progress (the engine stops between passes) and drops the waiting requests.
+atexit.register(clear_backends)
 
 
 _SAME_IN_OPENAI = {"api_key_env", "timeout_s", "max_retries", "cache_path"}
