@@ -11,9 +11,10 @@ from flatscore.store import read_episodes
 
 
 def comparable_episodes(paths: Iterable[Path]) -> dict[str, dict[str, Any]]:
-    """Every episode of `paths`, by id, with `timing` and each message's `latency_s` dropped
-    (the only fields allowed to differ between two runs of the same seeds); fails on an id
-    written twice."""
+    """Every episode of `paths`, by id, with the measurements of the machine dropped — `timing`,
+    each message's `latency_s` and `timing` (prefill/decode seconds, tokens encoded: a warm
+    prefix cache encodes fewer), `serving.peak_rss_bytes` — the only fields allowed to differ
+    between two runs of the same seeds; fails on an id written twice."""
     out: dict[str, dict[str, Any]] = {}
     for path in paths:
         for ep in read_episodes(path):
@@ -21,6 +22,9 @@ def comparable_episodes(paths: Iterable[Path]) -> dict[str, dict[str, Any]]:
             data = ep.model_dump(mode="json", exclude={"timing"})
             for message in data["messages"]:
                 message.pop("latency_s")
+                message.pop("timing", None)
+            if isinstance(data.get("serving"), dict):
+                data["serving"].pop("peak_rss_bytes", None)
             out[ep.episode_id] = data
     return out
 

@@ -155,14 +155,17 @@ def findings_table(result: AnalysisResult) -> list[str]:
                 if comp.hallucinated_names_union
                 else "no hallucinated names"
             )
-            p = "—" if comp.p_adjusted is None else f"{comp.p_adjusted:.3g}"
+            if comp.p_adjusted is None:
+                p = "p = —"
+            else:  # 0.0 is an underflow of a tiny p-value, not a certainty
+                p = f"p = {comp.p_adjusted:.3g}" if comp.p_adjusted > 0 else "p < 1e-300"
             small = gap_at(comp, 2)
             rows.append(
                 [
                     cell.domain,
                     comp.arm,
                     str(comp.paired_tasks),
-                    f"{interval(comp.success_difference)}; p = {p}; "
+                    f"{interval(comp.success_difference)}; {p}; "
                     f"TOST {'yes' if comp.tost_equivalent else 'no'}",
                     f"{amplification}; amplified: {', '.join(comp.amplified_channels) or 'none'}",
                     names,
