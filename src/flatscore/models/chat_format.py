@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flatscore.episode import Message, ToolCall
+from flatscore.models.base import ContextWindowExceeded, Sampling
 
 IM_START = "<|im_start|>"
 IM_END = "<|im_end|>"
@@ -215,3 +216,34 @@ def parse_assistant(text: str, call_id_prefix: str = "call") -> Message:
     if not stripped:
         return malformed
     return Message(role="assistant", content=stripped)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One turn's prompt as a local backend feeds it: the token ids, the tools offered and
+    the forced prefix the model's text continues (empty unless `tool_choice` forces a call)."""
+
+    ids: list[int]
+    offered: list[dict[str, Any]]
+    prefix: str
+
+
+def encode_prompt(
+    messages: list[Message],
+    tools: list[dict[str, Any]],
+    sampling: Sampling,
+    encode: Any,
+    max_context: int,
+) -> Prompt:
+    """Render and encode one turn (no tools offered under `tool_choice: none`), refusing a
+    prompt whose tokens plus `max_tokens` do not fit the context window: the one rule every
+    local backend (the engine, llama.cpp) applies."""
+    offered = [] if sampling.tool_choice == "none" else tools
+    prefix = forced_prefix(sampling.tool_choice) if offered else ""
+    ids = encode(render(messages, offered).text + prefix)
+    if len(ids) + sampling.max_tokens > max_context:
+        raise ContextWindowExceeded(
+            f"prompt of {len(ids)} tokens + max_tokens {sampling.max_tokens} exceeds the "
+            f"context window of {max_context}"
+        )
+    return Prompt(ids=ids, offered=offered, prefix=prefix)

@@ -32,12 +32,15 @@ import numpy as np
 from flatscore.episode import Message, Serving, TokenLogprob, TokenUsage, TopLogprob, TurnTiming
 from flatscore.models.base import (
     Backend,
-    ContextWindowExceeded,
     FinishReason,
     Generation,
     Sampling,
 )
-from flatscore.models.chat_format import IM_END, forced_prefix, parse_assistant, render
+from flatscore.models.chat_format import (
+    IM_END,
+    encode_prompt,
+    parse_assistant,
+)
 from flatscore.models.gguf_files import GgufArm, require_llama_cpp, resolve_arm
 
 DEFAULT_CONTEXT = 8192
@@ -167,14 +170,8 @@ class GgufBackend(Backend):
 
         start = time.perf_counter()
         check_cancelled()
-        offered = [] if sampling.tool_choice == "none" else tools
-        prefix = forced_prefix(sampling.tool_choice) if offered else ""
-        ids = self.encode(render(messages, offered).text + prefix)
-        if len(ids) + sampling.max_tokens > self.max_context:
-            raise ContextWindowExceeded(
-                f"prompt of {len(ids)} tokens + max_tokens {sampling.max_tokens} exceeds the "
-                f"context window of {self.max_context}"
-            )
+        prompt = encode_prompt(messages, tools, sampling, self.encode, self.max_context)
+        ids, prefix = prompt.ids, prompt.prefix
         seed = sampling.seed if sampling.seed is not None else random.getrandbits(63)
         rng = np.random.default_rng(seed)
         stops = (*sampling.stop, IM_END)

@@ -23,13 +23,12 @@ from flatscore.models.base import (
     DEFAULT_KV_MEMORY_MB,
     Backend,
     Compute,
-    ContextWindowExceeded,
     FinishReason,
     Generation,
     Sampling,
 )
 from flatscore.models.batching import BatchEngine, Request, common_prefix
-from flatscore.models.chat_format import forced_prefix, parse_assistant, render
+from flatscore.models.chat_format import encode_prompt, parse_assistant, render
 from flatscore.models.embedded import LoadedModel
 from flatscore.models.footprint import Footprint
 from flatscore.quant.calibration import CalibrationSource
@@ -272,14 +271,8 @@ class LocalBackend(Backend):
     def _request(
         self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
     ) -> tuple[Request, _Decoding, str]:
-        offered = [] if sampling.tool_choice == "none" else tools
-        prefix = forced_prefix(sampling.tool_choice) if offered else ""
-        ids = self.encode(render(messages, offered).text + prefix)
-        if len(ids) + sampling.max_tokens > self.max_context:
-            raise ContextWindowExceeded(
-                f"prompt of {len(ids)} tokens + max_tokens {sampling.max_tokens} exceeds the "
-                f"context window of {self.max_context}"
-            )
+        prompt = encode_prompt(messages, tools, sampling, self.encode, self.max_context)
+        ids, offered, prefix = prompt.ids, prompt.offered, prompt.prefix
         shared = common_prefix(self._shared_prefix(messages, offered), ids)
         decoding = _Decoding(self, sampling)
         request = Request(
