@@ -136,16 +136,6 @@ def test_bad_gguf_models_name_file_and_field(
     assert "\n" not in err.one_line()
 
 
-def test_gguf_models_are_refused_on_tau2_domains(tmp_path: Path) -> None:
-    data = {
-        "models": [gguf_model()],
-        "domains": ["tau2:retail"],
-        "tau2": {"user": {"kind": "openai", "url": "http://127.0.0.1:9/v1", "model": "u"}},
-    }
-    with pytest.raises(InputError, match="run on built-in domains only"):
-        load_study(write(tmp_path, data))
-
-
 BLOCKED = (
     "import sys; sys.modules['llama_cpp'] = None; "  # what `import llama_cpp` sees uninstalled
     "from flatscore.cli import main; sys.argv[0] = 'flatscore'; main()"
