@@ -10,6 +10,7 @@ reason shown, only where llama-cpp-python (or τ²-bench) is not installed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ import sys
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -69,8 +71,20 @@ def lines(runs: Path) -> int:
     return sum(f.read_bytes().count(b"\n") for f in runs.glob("*.jsonl")) if runs.exists() else 0
 
 
-def test_four_gguf_arms_on_builtin_and_tau2_domains_cut_and_resumed(tmp_path: Path) -> None:
-    mark = uuid.uuid4().hex
+@pytest.fixture
+def mark() -> Iterator[str]:
+    """This test's marker; whatever carries it is killed at the end, so a failing run
+    leaves no server behind."""
+    value = uuid.uuid4().hex
+    yield value
+    for pid in marked(value):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_four_gguf_arms_on_builtin_and_tau2_domains_cut_and_resumed(
+    tmp_path: Path, mark: str
+) -> None:
     out = tmp_path / "out"
     with ScriptedEndpoint(TAU2_SCRIPTS) as user:
         study = {

@@ -93,7 +93,10 @@ def _agent_endpoint(model: ModelSpec, arm: str) -> Tau2Endpoint:
         assert backend is not None
         path, quant = backend.path, quant_type(backend.quant) or backend.quant
         return Tau2Endpoint(
-            label=f"serve:gguf:{path}@{quant}", serve_path=path, serve_quant=quant, serve_kind="gguf"
+            label=f"serve:gguf:{path}@{quant}",
+            serve_path=path,
+            serve_quant=quant,
+            serve_kind="gguf",
         )
     path = model.path or "embedded"
     quant = spec.quant or arm
