@@ -416,19 +416,6 @@ class Study(StrictModel):
         return self
 
     @model_validator(mode="after")
-    def _gguf_on_builtin_domains(self) -> Study:
-        """τ² domains reach local arms through `flatscore serve`, which does not serve GGUF
-        files through llama.cpp yet."""
-        gguf = [m.name for m in self.models if m.kind == "gguf"]
-        tau2 = [d for d in self.domains if is_tau2_domain(d)]
-        if gguf and tau2:
-            raise ValueError(
-                f"gguf models ({', '.join(gguf)}) run on built-in domains only for now, "
-                f"not on {', '.join(tau2)}"
-            )
-        return self
-
-    @model_validator(mode="after")
     def _tau2_section(self) -> Study:
         if any(is_tau2_domain(d) for d in self.domains) and self.tau2 is None:
             raise ValueError("tau2:<domain> domains need a 'tau2' section (tau2.user at least)")
