@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import cast
-
 import typer
 
 from flatscore.cli.app import app, err_console
@@ -41,19 +39,17 @@ def serve(
     import torch
     import uvicorn
 
-    from flatscore.models.base import COMPUTES, Compute
+    from flatscore.models.base import COMPUTES
     from flatscore.models.local import LocalBackend
     from flatscore.redaction import register_secret
     from flatscore.serve.app import create_app
     from flatscore.serve.guard import GuardConfig
 
     if compute not in COMPUTES:
-        raise InputError(f"{compute!r}: use {' or '.join(COMPUTES)}", field="--compute")
+        raise InputError(f"{compute!r}: use {' or '.join(COMPUTES.names())}", field="--compute")
     if threads:
         torch.set_num_threads(threads)
-    backend = LocalBackend.from_spec(
-        model, arm, compute=cast(Compute, compute), batch_invariant=batch_invariant
-    )
+    backend = LocalBackend.from_spec(model, arm, compute=compute, batch_invariant=batch_invariant)
     served = name or f"{backend.loaded.name}@{arm}"
     err_console.print(
         f"serving {served} ({backend.loaded.description}; arm {arm}; {compute} compute) "
