@@ -80,6 +80,8 @@ def report(
             channel_rules,
             dedupe,
         )
+    if balanced:  # also over --settings-from (whose analysis records it when it was on)
+        options = options.model_copy(update={"balanced": True})
     with console.status("reading episodes, analysing, drawing the report…"):
         result, paths = rebuild(
             runs,
@@ -88,6 +90,5 @@ def report(
             title=title,
             generated_at=generated_at,
             margins=margins,
-            balanced=balanced,
         )
     print_verdicts(result, paths, console, sentences=False)

@@ -64,7 +64,7 @@ def serve(
     if kind not in SERVE_KINDS:
         raise InputError(f"{kind!r}: use {' or '.join(SERVE_KINDS)}", field="--kind")
     if compute not in COMPUTES:
-        raise InputError(f"{compute!r}: use {' or '.join(COMPUTES)}", field="--compute")
+        raise InputError(f"{compute!r}: use {' or '.join(COMPUTES.names())}", field="--compute")
     backend: Backend
     if kind == "gguf":
         if compute != "fp32":
