@@ -58,12 +58,12 @@ COUPLINGS = {"independent": 0.0, "coupled": 0.75}
 GAPS = (0.0, 0.05, 0.075, 0.10, 0.20)
 PROFILES = (0.6, 0.9)
 STUDIES = 2000
-EXACT_STUDIES = 500
+EXACT_STUDIES = 250
 """Studies per condition on which the exact yardsticks are computed (the first ones)."""
 EXACT_TOLERANCE = 0.01
-"""Our mean width may exceed the exact unconditional interval's by 1% (Monte-Carlo noise of
-500 studies is not the issue, the studies are the same; the yardstick's own p-value is a
-supremum over a grid of the nuisance, so it is if anything slightly too narrow)."""
+"""Our mean width may exceed the exact unconditional interval's by 1% (both on the same
+studies; the yardstick's p-value is a supremum over a grid of the nuisance, so it is if
+anything slightly too narrow). Measured: 0.975–1.002×."""
 EXEMPT_AT_MOST = 4
 """Conditions from 30 tasks up still exempt (several trials, sparse): the test fails if more
 appear."""

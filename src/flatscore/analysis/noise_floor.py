@@ -86,7 +86,7 @@ def _named(*matrices: TaskMatrix) -> np.ndarray:
     return np.flatnonzero(np.any([m.name_means.any(axis=0) for m in matrices], axis=0))
 
 
-def _level(ref: _Sums, arm: _Sums, rho: np.ndarray | None = None) -> dict[str, np.ndarray]:
+def _level(ref: _Sums, arm: _Sums, *, rho: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """ρ and novel share of `arm` against `ref`, one value per row (`rho` when already
     known: ρ is symmetric, the novel share is not)."""
     a, b = ref.names, arm.names
@@ -173,7 +173,7 @@ class CellFloor:
                 # (ρ is symmetric, to the bit): rank each resample once per split.
                 other = self._floors.get(((split[1], split[0]), mask.tobytes()))
                 rho = None if other is None or other[1] is None else other[1]["spearman_rho"]
-                boot = _level(*(_sums(m, mask, names, self.weights) for m in (r1, r2)), rho)
+                boot = _level(*(_sums(m, mask, names, self.weights) for m in (r1, r2)), rho=rho)
             self._floors[key] = ({**_level(s1, s2), **_signed(s1, s2, cols, gap_ks)}, boot)
         return self._floors[key]
 
