@@ -7,21 +7,26 @@ trials × true gaps 0, 5, 7.5, 10 and 20 points × two difficulty profiles, 2,00
 - from 30 tasks up, mean width ≤ 1.15× the interval computed with the true variance
   (2 · 1.96 · σ / √n, σ exact from the model);
 - below 30 tasks, mean width no wider than the interval it replaces (Tango's score interval
-  with ½ continuity correction, valid but conservative). The exact sign-flip (permutation)
-  interval's width and coverage are printed beside it, not asserted: it is exact only for
-  symmetric differences and under-covers the one-sided ones a gap makes (down to 49%), yet
-  where it does hold (10 tasks × 4 trials) it is up to ~2–3× narrower than this interval —
-  issue 26's "no wider than an exact method's" is not met there;
+  with ½ continuity correction, valid but conservative);
+- from 30 tasks up, where the interval covers more than 97.5% or is wider than 1.15× the
+  true-variance interval, issue 26's rule: no wider than an exact method's. With one trial
+  per task the yardstick is the **exact unconditional interval** (`flatscore.analysis.
+  exact_paired`: Tango's statistic, the p-value maximised over the nuisance discordance rate,
+  Berger–Boos; coverage ≥ 95% for every truth), on the first `EXACT_STUDIES` studies of the
+  condition: our mean width there must be ≤ its mean width × (1 + `EXACT_TOLERANCE`);
 - TOST ±7.5 at 114 × 4: with no gap, equivalent in ≥ 80% of studies or within 5 points of
   what the true-variance TOST can reach (at 60% success with independent trials no test can
   reach 80%: the true-variance TOST gets 65%, `test_tost_power_is_what_the_true_variance_
   allows`); with a true gap equal to the margin, in ≤ 5% (`test_tost_size_at_the_margin`,
   on `SIZE_STUDIES` studies per setting: 2,000 resolve a rate of 5% only to ±1 point).
 
-Exempt from the upper-coverage and width bounds (but not from ≥ 93%): conditions with fewer
-than 12 discordant tasks per study on average (2 × `DISCORDANT_MIN`). There the study is a
-handful of binary outcomes, and a valid interval for a handful of events over-covers (the
-t-interval, narrower, covers 87.5% at 30 × 1 coupled). The table marks them `sparse`.
+Still exempt from the upper-coverage and width bounds (but not from ≥ 93%): conditions with
+several trials per task and fewer than 12 discordant tasks per study on average (2 ×
+`DISCORDANT_MIN`; the table marks them `sparse`) — `EXEMPT_AT_MOST` of them. No valid exact
+method for fractional per-task differences is implemented: the exact sign-flip interval
+(printed by `--full`) is exact only for differences symmetric about the truth, and it
+under-covers once a gap makes them one-sided (86% at 30 × 1 trial, coupled, 90% success,
+gap 5), so it is shown, never a yardstick.
 
 Model: task solve probabilities q ~ Beta(4·s, 4·(1 − s)), s = 0.6 and 0.9; the arm solves
 with q·(1 − gap/s), so the expected gap is `gap`. Trials: independent (fresh uniforms per arm)
@@ -34,12 +39,12 @@ tests/analysis/test_coverage.py` prints the table in docs/analysis.md.
 from __future__ import annotations
 
 import functools
-import itertools
 
 import numpy as np
 import pytest
 from scipy.stats import binomtest, norm
 
+from flatscore.analysis.exact_paired import exact_unconditional_intervals, sign_flip_intervals
 from flatscore.analysis.paired_score import (
     DISCORDANT_MIN,
     paired_interval,
@@ -53,7 +58,15 @@ COUPLINGS = {"independent": 0.0, "coupled": 0.75}
 GAPS = (0.0, 0.05, 0.075, 0.10, 0.20)
 PROFILES = (0.6, 0.9)
 STUDIES = 2000
-EXACT_STUDIES = 500
+EXACT_STUDIES = 250
+"""Studies per condition on which the exact yardsticks are computed (the first ones)."""
+EXACT_TOLERANCE = 0.01
+"""Our mean width may exceed the exact unconditional interval's by 1% (both on the same
+studies; the yardstick's p-value is a supremum over a grid of the nuisance, so it is if
+anything slightly too narrow). Measured: 0.975–1.002×."""
+EXEMPT_AT_MOST = 4
+"""Conditions from 30 tasks up still exempt (several trials, sparse): the test fails if more
+appear."""
 MARGIN = 0.075
 CONCENTRATION = 4.0
 SIZE_STUDIES = 20_000
@@ -84,28 +97,6 @@ def true_sd(trials: int, gap: float, s: float, coupling: float) -> float:
     return float(np.sqrt(within / trials + (gap / s) ** 2 * (m2 - m1 * m1)))
 
 
-def sign_flip_bounds(
-    d: np.ndarray, alpha: float = 0.05, grid: int = 401
-) -> tuple[np.ndarray, np.ndarray]:
-    """Ends of the exact sign-flip interval {Δ: p(Δ) > alpha} per study (rows of d), on a grid
-    of Δ in [−1, 1]: p(Δ) = share of the 2ⁿ sign patterns s with |Σ sᵢ(dᵢ − Δ)| ≥
-    |Σ (dᵢ − Δ)|. NaN where no Δ of the grid is kept."""
-    n = d.shape[1]
-    signs = np.array(list(itertools.product((1.0, -1.0), repeat=n)))  # (2ⁿ × n)
-    deltas = np.linspace(-1, 1, grid)
-    lo, hi = np.full(d.shape[0], np.nan), np.full(d.shape[0], np.nan)
-    for start in range(0, d.shape[0], 10):
-        x = d[start : start + 10]
-        flipped = (x @ signs.T)[:, :, None] - signs.sum(axis=1)[None, :, None] * deltas
-        observed = x.sum(axis=1)[:, None] - n * deltas[None, :]
-        p = (np.abs(flipped) >= np.abs(observed)[:, None, :] - 1e-12).mean(axis=1)
-        kept = np.where(p > alpha, deltas[None, :], np.nan)
-        with np.errstate(all="ignore"):
-            lo[start : start + 10] = np.nanmin(np.where(np.isnan(kept), np.inf, kept), axis=1)
-            hi[start : start + 10] = np.nanmax(np.where(np.isnan(kept), -np.inf, kept), axis=1)
-    return np.where(np.isfinite(lo), lo, np.nan), np.where(np.isfinite(hi), hi, np.nan)
-
-
 def condition(
     rng: np.random.Generator,
     pairing: str,
@@ -121,23 +112,32 @@ def condition(
     oracle = 2 * norm.ppf(0.975) * sigma / np.sqrt(tasks)
     width = float(np.mean(hi - lo))
     discordant = float((d != 0).sum(axis=1).mean())
+    coverage = float(np.mean((lo <= gap + 1e-12) & (gap - 1e-12 <= hi)))
     row: Row = {
         "pairing": pairing,
         "success": s,
         "trials": trials,
         "tasks": tasks,
         "gap": gap,
-        "coverage": float(np.mean((lo <= gap + 1e-12) & (gap - 1e-12 <= hi))),
+        "coverage": coverage,
         "width": width,
         "width_ratio": width / oracle if oracle > 0 else float("nan"),
         "discordant": discordant,
         "sparse": discordant < 2 * DISCORDANT_MIN,
     }
-    if tasks < 30 and compare_old:  # printed beside, not asserted (see the docstring)
-        elo, ehi = sign_flip_bounds(d[:EXACT_STUDIES])
-        row["exact_width"] = float(np.mean(np.nan_to_num(ehi - elo)))
-        row["exact_coverage"] = float(np.mean((elo <= gap + 1e-12) & (gap - 1e-12 <= ehi)))
+    over = tasks >= 30 and (coverage > 0.975 or width > 1.15 * oracle)
+    row["over"] = over
+    head = d[:EXACT_STUDIES]
+    if over or (compare_old and tasks < 30):
         row["width_same_studies"] = float(np.mean((hi - lo)[:EXACT_STUDIES]))
+    if trials == 1 and over:  # the yardstick, asserted
+        elo, ehi = exact_unconditional_intervals(head)
+        row["exact_width"] = float(np.mean(ehi - elo))
+        row["exact_coverage"] = float(np.mean((elo <= gap + 1e-12) & (gap - 1e-12 <= ehi)))
+    if compare_old and (over or tasks < 30):  # printed beside, never asserted (docstring)
+        slo, shi = sign_flip_intervals(head)
+        row["flip_width"] = float(np.mean(np.nan_to_num(shi - slo)))
+        row["flip_coverage"] = float(np.mean((slo <= gap + 1e-12) & (gap - 1e-12 <= shi)))
     if tasks < 30 or compare_old:  # the interval this one replaced
         old_lo, old_hi = score_interval(d, continuity=0.5)
         row["old_width"] = float(np.mean(old_hi - old_lo))
@@ -178,10 +178,15 @@ def failures(rows: list[Row]) -> list[str]:
         cov, big = float(r["coverage"]), int(r["tasks"]) >= 30
         if cov < 0.93:
             out.append(f"{name}: coverage {cov:.3f} < 0.93")
-        if big and not r["sparse"] and cov > 0.975:
-            out.append(f"{name}: coverage {cov:.3f} > 0.975")
-        if big and not r["sparse"] and float(r["width_ratio"]) > 1.15:
-            out.append(f"{name}: width {float(r['width_ratio']):.2f}x the true-variance width")
+        if r["over"] and "exact_width" in r:  # one trial: no wider than the exact interval
+            ours, exact = float(r["width_same_studies"]), float(r["exact_width"])
+            if ours > exact * (1 + EXACT_TOLERANCE):
+                out.append(f"{name}: width {ours:.4f} > the exact unconditional {exact:.4f}")
+        elif r["over"] and not (r["sparse"] and int(r["trials"]) > 1):
+            if cov > 0.975:
+                out.append(f"{name}: coverage {cov:.3f} > 0.975")
+            if float(r["width_ratio"]) > 1.15:
+                out.append(f"{name}: width {float(r['width_ratio']):.2f}x the true-variance width")
         if not big and float(r["width"]) > float(r["old_width"]) + 1e-9:
             out.append(f"{name}: wider than the score interval with continuity correction")
         if "equivalent" in r:
@@ -195,6 +200,8 @@ def test_interval_and_tost_are_calibrated_at_every_study_size() -> None:
     rows = coverage_table()
     assert len(rows) == len(COUPLINGS) * len(PROFILES) * len(TRIALS) * len(TASKS) * len(GAPS)
     assert not failures(rows), failures(rows)
+    exempt = [r for r in rows if r["over"] and "exact_width" not in r]
+    assert len(exempt) <= EXEMPT_AT_MOST, [(r["pairing"], r["success"], r["tasks"]) for r in exempt]
     # The 114 x 4 TOST rates of issue 26's done-when, where the model allows them.
     tost = {
         (r["pairing"], r["success"], r["gap"]): float(r["equivalent"])
@@ -255,13 +262,20 @@ def test_true_sd_matches_the_simulation() -> None:
 def markdown(rows: list[Row]) -> str:
     lines = [
         "| pairing | s | trials | tasks | gap | coverage | width | × true-σ width "
-        "| discordant tasks | old width | sign-flip width (its coverage) | TOST ±7.5 equivalent |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| discordant tasks | old width | exact unconditional width (its coverage) "
+        "| sign-flip width (its coverage) | TOST ±7.5 equivalent |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         exact = (
-            f"{100 * float(r['exact_width']):.1f} ({100 * float(r['exact_coverage']):.1f}%)"
+            f"{100 * float(r['exact_width']):.2f} ({100 * float(r['exact_coverage']):.1f}%; "
+            f"ours {100 * float(r['width_same_studies']):.2f})"
             if "exact_width" in r
+            else ""
+        )
+        flip = (
+            f"{100 * float(r['flip_width']):.1f} ({100 * float(r['flip_coverage']):.1f}%)"
+            if "flip_width" in r
             else ""
         )
         old = f"{100 * float(r['old_width']):.1f}" if "old_width" in r else ""
@@ -277,7 +291,7 @@ def markdown(rows: list[Row]) -> str:
             f"| {100 * float(r['gap']):g} | {100 * float(r['coverage']):.1f}% "
             f"| {100 * float(r['width']):.1f} | {'—' if np.isnan(ratio) else f'{ratio:.2f}'} "
             f"| {float(r['discordant']):.1f}{' sparse' if r['sparse'] else ''} "
-            f"| {old} | {exact} | {tost} |"
+            f"| {old} | {exact} | {flip} | {tost} |"
         )
     return "\n".join(lines)
 

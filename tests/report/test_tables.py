@@ -127,3 +127,14 @@ def test_repair_tables_carry_the_known_effect_and_interaction() -> None:
     # unknown_tool calls / agent calls (one episode per task): 5 / 6 without, 2 / 5 with
     rates = _row(text, "Repaired channels", "retail", "int4")
     assert rates[2].startswith("-43.3 [")
+
+
+def test_an_underflowed_p_value_is_printed_as_a_bound() -> None:
+    """A p-value that underflowed to 0.0 is tiny, not certain: the findings table prints
+    `p < 1e-300`, and a representable one with three significant digits."""
+    result = analyze(_study(), AnalysisOptions(reference="ref", bootstrap=200))
+    comp = result.cells[0].comparisons[0]
+    for p, shown in [(0.0, "p < 1e-300"), (1e-300, "p = 1e-300"), (0.01234, "p = 0.0123")]:
+        comp.p_adjusted = p
+        cells = _row(tables.render(result), "Findings", "retail", "q4")
+        assert f"; {shown}; TOST" in cells[3], cells[3]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
-from scipy.stats import rankdata, spearmanr
+from scipy.stats import spearmanr
 
 
 def name_union(ref: Counter[str], arm: Counter[str]) -> list[str]:
@@ -52,8 +52,8 @@ def rowwise_spearman(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     present = (a != 0) | (b != 0)
     # Absent columns ranked below everything (−inf) shift every present rank by the same
     # count, which centring removes: the same ranks as omitting them, on the fast path.
-    ra = rankdata(np.where(present, a, -np.inf), axis=1)
-    rb = rankdata(np.where(present, b, -np.inf), axis=1)
+    ra = rank_rows(np.where(present, a, -np.inf))
+    rb = rank_rows(np.where(present, b, -np.inf))
     n = present.sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         ra = np.where(present, ra - np.where(present, ra, 0.0).sum(axis=1, keepdims=True) / n, 0.0)
@@ -62,3 +62,22 @@ def rowwise_spearman(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         num = (ra * rb).sum(axis=1)
         rho = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
     return np.where(n[:, 0] >= 2, rho, np.nan)
+
+
+def rank_rows(x: np.ndarray) -> np.ndarray:
+    """Average ranks (1-based, ties averaged) within each row: `scipy.stats.rankdata(x,
+    axis=1)`, equal to it to the bit (ranks are exact half-integers), without its per-call
+    overhead (the noise floor ranks hundreds of thousands of short rows)."""
+    rows, m = x.shape
+    order = np.argsort(x, axis=1)
+    ordered = np.take_along_axis(x, order, axis=1)
+    starts_group = np.ones((rows, m), dtype=bool)
+    starts_group[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    flat = starts_group.ravel()
+    group = np.cumsum(flat) - 1
+    starts = np.flatnonzero(flat)
+    size = np.diff(np.append(starts, flat.size))
+    average = (starts % m) + (size + 1) / 2.0  # positions start..start+size−1, 1-based
+    out = np.empty((rows, m))
+    np.put_along_axis(out, order, average[group].reshape(rows, m), axis=1)
+    return out

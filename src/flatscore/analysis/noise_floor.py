@@ -86,12 +86,13 @@ def _named(*matrices: TaskMatrix) -> np.ndarray:
     return np.flatnonzero(np.any([m.name_means.any(axis=0) for m in matrices], axis=0))
 
 
-def _level(ref: _Sums, arm: _Sums) -> dict[str, np.ndarray]:
-    """ρ and novel share of `arm` against `ref`, one value per row."""
+def _level(ref: _Sums, arm: _Sums, *, rho: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """ρ and novel share of `arm` against `ref`, one value per row (`rho` when already
+    known: ρ is symmetric, the novel share is not)."""
     a, b = ref.names, arm.names
     total = b.sum(axis=1)
     return {
-        "spearman_rho": rowwise_spearman(a, b),
+        "spearman_rho": rowwise_spearman(a, b) if rho is None else rho,
         "novel_fraction": ratio(np.where(a == 0, b, 0.0).sum(axis=1), total),
     }
 
@@ -168,7 +169,11 @@ class CellFloor:
             s1, s2 = (_sums(m, mask, names, None) for m in (r1, r2))
             boot = None
             if self.weights is not None:
-                boot = _level(*(_sums(m, mask, names, self.weights) for m in (r1, r2)))
+                # The other orientation of the same split has the same bootstrapped ρ
+                # (ρ is symmetric, to the bit): rank each resample once per split.
+                other = self._floors.get(((split[1], split[0]), mask.tobytes()))
+                rho = None if other is None or other[1] is None else other[1]["spearman_rho"]
+                boot = _level(*(_sums(m, mask, names, self.weights) for m in (r1, r2)), rho=rho)
             self._floors[key] = ({**_level(s1, s2), **_signed(s1, s2, cols, gap_ks)}, boot)
         return self._floors[key]
 
