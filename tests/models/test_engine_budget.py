@@ -93,6 +93,44 @@ def test_unpadded_engine_gives_a_lone_sequence_nearly_the_same_numbers() -> None
         assert torch.allclose(a, b, atol=1e-4)  # other kernels, the same math
 
 
+def test_a_private_prefix_copy_changes_no_number() -> None:
+    """The unpadded engine copies the shared system turn into each sequence's own cache
+    instead of joining the two per layer per step: two turns of one conversation, then a
+    second conversation on the same system turn, give the same logits bit for bit as with
+    the joined cache, and every cache it ran on held its positions itself."""
+    model = tiny_llama()
+    first, other = prompts(2)
+    logits: dict[bool, list[torch.Tensor]] = {True: [], False: []}
+    for private in (True, False):
+        engine = BatchEngine(model, batch_invariant=False)
+        assert engine.private_prefix  # the unpadded engine's default
+        engine.private_prefix = private
+        bases: list[bool] = []
+        out: list[int] = []
+
+        def step(
+            x: torch.Tensor,
+            out: list[int] = out,
+            mode: bool = private,
+            bases: list[bool] = bases,
+            engine: BatchEngine = engine,
+        ) -> int | None:
+            logits[mode].append(x.clone())
+            bases.extend(r.kv.base is not None for r in engine._active if r.kv is not None)
+            out.append(int(torch.argmax(x)))
+            return out[-1] if len(out) % 5 else None
+
+        engine.run(Request(ids=first, step=step, prefix_len=40, max_new=5))
+        second_turn = first + out + [7, 8, 9]
+        engine.run(Request(ids=second_turn, step=step, prefix_len=40, max_new=5))
+        engine.run(Request(ids=other, step=step, prefix_len=40, max_new=5))
+        assert any(e.shared for e in engine.store._entries)
+        assert not any(bases) if private else all(bases)
+    assert len(logits[True]) == len(logits[False]) == 15
+    for a, b in zip(logits[True], logits[False], strict=True):
+        assert torch.equal(a, b)
+
+
 def test_an_idle_engine_gives_freed_memory_back_once() -> None:
     import time
 

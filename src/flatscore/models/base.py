@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from flatscore.episode import Message, Serving, TokenLogprob, TokenUsage
 
 ToolChoice = Literal["auto", "none", "required"] | dict[str, Any]
-Compute = Literal["fp32", "bf16"]
+Compute = Literal["fp32", "bf16", "fp16"]
 """A local model's compute setting (`flatscore.models.compute`)."""
 COMPUTES: tuple[Compute, ...] = get_args(Compute)
 DEFAULT_KV_MEMORY_MB = 512.0
