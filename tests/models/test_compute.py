@@ -3,6 +3,8 @@ attention's math (batched = unbatched on the real model in bf16: tests/models/te
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from torch import nn
@@ -12,8 +14,10 @@ from flatscore.models.compute import (
     BLOCK_ROWS,
     Bf16Linear,
     Fp16Linear,
+    Fp16MLP,
     apply_compute,
     bf16_is_fast,
+    fuse_fp16_mlps,
     use_bf16_linears,
     use_fp16_linears,
 )
@@ -96,6 +100,24 @@ def test_fp16_compute_replaces_every_linear_and_groups_decode_attention() -> Non
     apply_compute(other, "fp16")
     assert isinstance(other[0], Fp16Linear) and getattr(other, PACK_GQA)
     assert other[0].weight.dtype == torch.float16
+
+
+def test_the_fused_fp16_mlp_is_the_mlp_of_fp16_linears_bit_for_bit() -> None:
+    """SmolLM2's MLP shape: gate and up as one fp16 GEMV give the same bits as two, for one
+    row (the lone decode step) and for more (fp32 on the fp16 weights)."""
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaMLP
+
+    torch.manual_seed(3)
+    config = LlamaConfig(hidden_size=576, intermediate_size=1536, hidden_act="silu")
+    reference = nn.Sequential(LlamaMLP(config))
+    use_fp16_linears(reference)
+    fused = copy.deepcopy(reference)
+    assert fuse_fp16_mlps(fused) == 1 and isinstance(fused[0], Fp16MLP)
+    with torch.inference_mode():
+        for rows in (1, 2, 17):
+            x = torch.randn(1, rows, 576)
+            assert torch.equal(fused(x), reference(x)), rows
 
 
 @pytest.mark.parametrize("keys", [1, 37, 700])

@@ -32,6 +32,8 @@ one stream only (docs/benchmarks.md#one-stream-llamacpp-vs-the-engine).
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
@@ -94,6 +96,52 @@ class Fp16Linear(nn.Module):
         return out.to(x.dtype).reshape(*x.shape[:-1], self.out_features)
 
 
+class Fp16MLP(nn.Module):
+    """Llama's gated MLP, `down(act(gate(x)) * up(x))`, in the fp16 setting with the gate and
+    up weights stacked into one matrix: a one-row pass reads both in one fp16 GEMV (the same
+    dot products, bit for bit; one call and its conversions fewer per layer). More rows: the
+    two fp32 products of `Fp16Linear`."""
+
+    def __init__(self, gate: Fp16Linear, up: Fp16Linear, down: nn.Module, act: nn.Module) -> None:
+        super().__init__()
+        self.in_features = gate.in_features
+        self.inner = gate.out_features
+        self.gate_up = nn.Parameter(torch.cat([gate.weight, up.weight]), requires_grad=False)
+        self.down_proj = down
+        self.act_fn = act
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = x.reshape(-1, self.in_features)
+        if rows.shape[0] == 1:
+            both = nn.functional.linear(rows.to(torch.float16), self.gate_up).to(x.dtype)
+            gate, up = both.split(self.inner, dim=-1)
+        else:
+            weight = self.gate_up.float()
+            gate = nn.functional.linear(rows, weight[: self.inner])
+            up = nn.functional.linear(rows, weight[self.inner :])
+        hidden = (self.act_fn(gate) * up).reshape(*x.shape[:-1], self.inner)
+        return self.down_proj(hidden)
+
+
+def fuse_fp16_mlps(model: nn.Module) -> int:
+    """Replace each `LlamaMLP` whose gate and up are plain `Fp16Linear`s (no bias, no
+    activation-quantization hook) by an `Fp16MLP`, in place; returns how many."""
+
+    def plain(layer: Any) -> bool:
+        return isinstance(layer, Fp16Linear) and layer.bias is None and not layer._forward_pre_hooks
+
+    targets = [
+        (parent, name, child)
+        for parent in model.modules()
+        for name, child in parent.named_children()
+        if type(child).__name__ == "LlamaMLP" and plain(child.gate_proj) and plain(child.up_proj)
+    ]
+    for parent, name, child in targets:
+        mlp: Any = child
+        setattr(parent, name, Fp16MLP(mlp.gate_proj, mlp.up_proj, mlp.down_proj, mlp.act_fn))
+    return len(targets)
+
+
 def _replace_linears(model: nn.Module, make: type[nn.Module]) -> int:
     targets = [
         (parent, name, child)
@@ -127,6 +175,7 @@ def apply_compute(model: nn.Module, compute: Compute) -> None:
         setattr(model, PACK_GQA, True)
     elif compute == "fp16":
         use_fp16_linears(model)
+        fuse_fp16_mlps(model)
         setattr(model, PACK_GQA, True)
     elif compute != "fp32":
         raise ValueError(f"unknown compute {compute!r}; known: {', '.join(COMPUTES)}")
