@@ -19,7 +19,9 @@ def serve(
     name: str | None = typer.Option(None, help="Model id to report (default: MODEL@ARM)."),
     threads: int | None = typer.Option(None, help="torch CPU threads (default: torch's)."),
     compute: str = typer.Option(
-        "fp32", help="fp32, or bf16 linear layers (faster on CPUs with AMX; docs/backends.md)."
+        "fp32",
+        help="fp32, bf16 linear layers (faster on CPUs with AMX) or fp16 (one client with "
+        "--no-batch-invariant: ~2x faster decoding; docs/backends.md).",
     ),
     batch_invariant: bool = typer.Option(
         True,

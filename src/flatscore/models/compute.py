@@ -27,7 +27,7 @@ AMD EPYC (no AMX: bf16 was 1.2x); but its fp16 GEMM is slower than fp32's from a
 on, so passes of several rows (prefill chunks, batches) upcast the weights and run fp32's
 sgemm. Padded to 16 rows (`batch_invariant`), every pass takes the fp32 path: batched =
 unbatched, as in fp32, only slower (each pass converts the weights) — fp16 pays off for
-one stream only (docs/benchmarks.md#one-stream-llamacpp-vs-the-engine).
+one stream only (docs/benchmarks.md#one-stream-the-fp16-setting).
 """
 
 from __future__ import annotations
