@@ -7,9 +7,12 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
 import torch
 
+from flatscore.models.base import Compute
 from flatscore.models.batching import BatchEngine, Request
+from flatscore.models.compute import apply_compute
 from tiny_llama_model import tiny_llama
 
 
@@ -93,12 +96,15 @@ def test_unpadded_engine_gives_a_lone_sequence_nearly_the_same_numbers() -> None
         assert torch.allclose(a, b, atol=1e-4)  # other kernels, the same math
 
 
-def test_a_private_prefix_copy_changes_no_number() -> None:
+@pytest.mark.parametrize("compute", ["fp32", "fp16"])
+def test_a_private_prefix_copy_changes_no_number(compute: Compute) -> None:
     """The unpadded engine copies the shared system turn into each sequence's own cache
     instead of joining the two per layer per step: two turns of one conversation, then a
     second conversation on the same system turn, give the same logits bit for bit as with
-    the joined cache, and every cache it ran on held its positions itself."""
+    the joined cache, and every cache it ran on held its positions itself (fp16: the
+    grouped decode attention on the cache's strided views)."""
     model = tiny_llama()
+    apply_compute(model, compute)
     first, other = prompts(2)
     logits: dict[bool, list[torch.Tensor]] = {True: [], False: []}
     for private in (True, False):
@@ -129,6 +135,26 @@ def test_a_private_prefix_copy_changes_no_number() -> None:
     assert len(logits[True]) == len(logits[False]) == 15
     for a, b in zip(logits[True], logits[False], strict=True):
         assert torch.equal(a, b)
+
+
+def test_the_fp16_setting_decodes_a_lone_sequence_close_to_fp32() -> None:
+    """Unpadded, one sequence: the fp16 stack (fp16 one-row linears, fused gate/up, grouped
+    decode attention) computes the same model as fp32, to fp16's rounding."""
+    (prompt,) = prompts(1)
+    logits: dict[str, list[torch.Tensor]] = {"fp32": [], "fp16": []}
+    for compute in logits:
+        model = tiny_llama()
+        apply_compute(model, compute)  # type: ignore[arg-type]
+        out: list[int] = []
+
+        def step(x: torch.Tensor, out: list[int] = out, mode: str = compute) -> int | None:
+            logits[mode].append(x.clone())
+            out.append(int(torch.argmax(logits["fp32"][len(out)])))  # fp32's path, teacher-forced
+            return out[-1] if len(out) < 6 else None
+
+        BatchEngine(model, batch_invariant=False).run(Request(ids=prompt, step=step))
+    for a, b in zip(logits["fp32"], logits["fp16"], strict=True):
+        assert torch.allclose(a, b, atol=2e-2) and not torch.equal(a, b)
 
 
 def test_an_idle_engine_gives_freed_memory_back_once() -> None:
