@@ -6,10 +6,12 @@ kind: the file dequantized to fp32, flatscore's engine), in one process, alterna
 
 For each held-out agent prompt, each backend encodes it from scratch (its caches emptied
 first) and decodes `--steps` tokens greedily as the only sequence in flight; prefill and
-decode are timed apart from the turn's own `TurnTiming`. The engine runs both unpadded
-(`batch_invariant=False`, its single-stream setting) and padded to 16 rows (the default).
-Agreement: whether the two tokenizers give the same prompt ids, and whether llama.cpp and
-the engine wrote the same greedy text (and where they first differ).
+decode are timed apart from the turn's own `TurnTiming`. The engine runs unpadded
+(`batch_invariant=False`, its single-stream setting) in fp32 and in the `fp16` compute
+setting (one-row passes in fp16: `flatscore.models.compute`), and padded to 16 rows (the
+default; `--no-padded` leaves it out). Agreement: whether the two tokenizers give the same
+prompt ids, and whether llama.cpp and the engine wrote the same greedy text (and where
+they first differ).
 """
 
 from __future__ import annotations
@@ -58,14 +60,19 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=32)
     parser.add_argument("--prompts", type=int, default=4)
     parser.add_argument("--gguf", default=str(embedded_gguf()))
+    parser.add_argument("--no-padded", dest="padded", action="store_false")
     args = parser.parse_args()
     torch.set_num_threads(1)
 
     backends: dict[str, Backend] = {
         "llama.cpp": GgufBackend.from_spec(args.gguf, "ref", threads=1),
         "engine unpadded": LocalBackend.from_spec(args.gguf, arm="ref", batch_invariant=False),
-        "engine padded": LocalBackend.from_spec(args.gguf, arm="ref"),
+        "engine fp16 unpadded": LocalBackend.from_spec(
+            args.gguf, arm="ref", compute="fp16", batch_invariant=False
+        ),
     }
+    if args.padded:
+        backends["engine padded"] = LocalBackend.from_spec(args.gguf, arm="ref")
     ctxs = contexts(args.prompts)
     llama, engine = backends["llama.cpp"], backends["engine unpadded"]
     assert isinstance(llama, GgufBackend) and isinstance(engine, LocalBackend)
@@ -106,13 +113,20 @@ def main() -> None:
         print(f"| {name} | {statistics.median(prefill[name]):.0f} | {d:.1f} | {d / base:.2f}x |")
     for i in range(len(ctxs)):
         a, b = texts["llama.cpp"][i], texts["engine unpadded"][i]
-        c = texts["engine padded"][i]
-        cut = next((j for j, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
-        if cut is None and len(a) != len(b):
-            cut = min(len(a), len(b))
-        same = "same text" if cut is None else f"first differs at character {cut}"
-        print(f"prompt {i}: llama.cpp vs engine: {same}; engine padded = unpadded: {b == c}")
-        print(f"  llama.cpp: {a[:120]!r}\n  engine:    {b[:120]!r}")
+        f = texts["engine fp16 unpadded"][i]
+        padded = texts["engine padded"][i] == b if args.padded else "not run"
+        print(
+            f"prompt {i}: llama.cpp vs engine: {differs(a, b)}; fp16 vs fp32 engine: "
+            f"{differs(f, b)}; engine padded = unpadded: {padded}"
+        )
+        print(f"  llama.cpp: {a[:120]!r}\n  engine:    {b[:120]!r}\n  fp16:      {f[:120]!r}")
+
+
+def differs(a: str, b: str) -> str:
+    cut = next((j for j, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
+    if cut is None and len(a) != len(b):
+        cut = min(len(a), len(b))
+    return "same text" if cut is None else f"first differs at character {cut}"
 
 
 if __name__ == "__main__":

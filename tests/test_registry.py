@@ -69,7 +69,7 @@ def test_arms_and_compute_settings_are_registries() -> None:
     assert {"ref", "int8", "int4", "int4-awq"} <= set(ARMS.names())
     assert isinstance(ARMS.make("int4-awq"), Arm) and ARMS.make("int4-awq").awq
     assert ARMS.make("int8") is ARMS.make("int8")
-    assert COMPUTES.names() == ["bf16", "fp32"]
+    assert COMPUTES.names() == ["bf16", "fp16", "fp32"]
 
 
 def test_takes_reads_the_factory_signature() -> None:

@@ -142,18 +142,20 @@ def same(a: Any, b: Any) -> bool:
     ]
 
 
-@pytest.fixture(scope="module", params=["fp32", "bf16"])
+@pytest.fixture(scope="module", params=["fp32", "bf16", "fp16"])
 def computed_model(request: pytest.FixtureRequest, loaded_model: Any) -> Any:
-    """The embedded model in each compute setting (bf16: a copy, where AMX makes it fast)."""
+    """The embedded model in each compute setting (a copy; bf16 where AMX makes it fast;
+    fp16 padded: its fp32 path on fp16 weights)."""
     if request.param == "fp32":
         return loaded_model
-    if not bf16_is_fast():
+    if request.param == "bf16" and not bf16_is_fast():
         pytest.skip("bf16 compute's invariance was measured on AMX kernels; no AMX here")
     model = copy.deepcopy(loaded_model.model)
-    apply_compute(model, "bf16")
+    apply_compute(model, request.param)
     return LoadedModel(
-        model=model, tokenizer=loaded_model.tokenizer, name="bf16", description="bf16"
-    )
+        model=model, tokenizer=loaded_model.tokenizer, name=request.param,
+        description=request.param,
+    )  # fmt: skip
 
 
 @pytest.mark.slow
@@ -187,7 +189,7 @@ def test_batched_generation_equals_unbatched_exactly(computed_model: Any) -> Non
 
 @pytest.mark.slow
 def test_bf16_compute_is_not_fp32(computed_model: Any, loaded_model: Any) -> None:
-    """The bf16 setting really computes otherwise (its logprobs differ from fp32's)."""
+    """The bf16 and fp16 settings really compute otherwise (logprobs differ from fp32's)."""
     conv = bundled("heldout")[0]
     sampling = Sampling(max_tokens=4, logprobs=True)
     ours = replay(LocalBackend(computed_model), conv, sampling)

@@ -3,6 +3,8 @@ attention's math (batched = unbatched on the real model in bf16: tests/models/te
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from torch import nn
@@ -11,9 +13,13 @@ from flatscore.models.batching import PACK_GQA, gqa_decode_attention
 from flatscore.models.compute import (
     BLOCK_ROWS,
     Bf16Linear,
+    Fp16Linear,
+    Fp16MLP,
     apply_compute,
     bf16_is_fast,
+    fuse_fp16_mlps,
     use_bf16_linears,
+    use_fp16_linears,
 )
 
 
@@ -62,7 +68,56 @@ def test_apply_compute_fp32_changes_nothing_and_refuses_unknown() -> None:
     apply_compute(model, "fp32")
     assert type(model[0]) is nn.Linear and not getattr(model, PACK_GQA, False)
     with pytest.raises(ValueError, match="unknown compute"):
-        apply_compute(model, "fp16")  # type: ignore[arg-type]
+        apply_compute(model, "fp8")  # type: ignore[arg-type]
+
+
+def test_fp16_linear_one_row_in_fp16_more_rows_in_fp32_on_fp16_weights() -> None:
+    """One row: torch's fp16 linear on the row rounded to fp16, result rounded to fp16 (fp32
+    accumulation: as close to the exact product as rounding the exact result to fp16).
+    More rows: fp32 on the fp16-rounded weights, so a padded pass is fp32's sgemm."""
+    torch.manual_seed(2)
+    linear = nn.Linear(576, 1536)
+    layer = Fp16Linear(linear)
+    w16, b16 = linear.weight.half(), linear.bias.half()
+    x = torch.randn(3, 576)
+    with torch.inference_mode():
+        one = layer(x[:1])
+        assert one.dtype == torch.float32 and one.shape == (1, 1536)
+        assert torch.equal(one, nn.functional.linear(x[:1].half(), w16, b16).float())
+        exact = x[:1].half().double() @ w16.double().T + b16.double()
+        assert (one.double() - exact).abs().max() <= (exact.half().double() - exact).abs().max()
+        many = layer(x[None])  # leading dimensions kept
+        assert many.shape == (1, 3, 1536)
+        assert torch.equal(many[0], nn.functional.linear(x, w16.float(), b16.float()))
+        assert not torch.equal(many[0], linear(x))  # the weights were rounded
+
+
+def test_fp16_compute_replaces_every_linear_and_groups_decode_attention() -> None:
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Sequential(nn.Linear(8, 2)))
+    assert use_fp16_linears(model) == 2
+    assert sum(isinstance(m, Fp16Linear) for m in model.modules()) == 2
+    other = nn.Sequential(nn.Linear(4, 4))
+    apply_compute(other, "fp16")
+    assert isinstance(other[0], Fp16Linear) and getattr(other, PACK_GQA)
+    assert other[0].weight.dtype == torch.float16
+
+
+def test_the_fused_fp16_mlp_is_the_mlp_of_fp16_linears_bit_for_bit() -> None:
+    """SmolLM2's MLP shape: gate and up as one fp16 GEMV give the same bits as two, for one
+    row (the lone decode step) and for more (fp32 on the fp16 weights)."""
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaMLP
+
+    torch.manual_seed(3)
+    config = LlamaConfig(hidden_size=576, intermediate_size=1536, hidden_act="silu")
+    reference = nn.Sequential(LlamaMLP(config))
+    use_fp16_linears(reference)
+    fused = copy.deepcopy(reference)
+    assert fuse_fp16_mlps(fused) == 1 and isinstance(fused[0], Fp16MLP)
+    with torch.inference_mode():
+        for rows in (1, 2, 17):
+            x = torch.randn(1, rows, 576)
+            assert torch.equal(fused(x), reference(x)), rows
 
 
 @pytest.mark.parametrize("keys", [1, 37, 700])

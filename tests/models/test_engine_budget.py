@@ -7,9 +7,12 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
 import torch
 
+from flatscore.models.base import Compute
 from flatscore.models.batching import BatchEngine, Request
+from flatscore.models.compute import apply_compute
 from tiny_llama_model import tiny_llama
 
 
@@ -91,6 +94,67 @@ def test_unpadded_engine_gives_a_lone_sequence_nearly_the_same_numbers() -> None
         engine.run(Request(ids=prompt, step=step))
     for a, b in zip(logits[True], logits[False], strict=True):
         assert torch.allclose(a, b, atol=1e-4)  # other kernels, the same math
+
+
+@pytest.mark.parametrize("compute", ["fp32", "fp16"])
+def test_a_private_prefix_copy_changes_no_number(compute: Compute) -> None:
+    """The unpadded engine copies the shared system turn into each sequence's own cache
+    instead of joining the two per layer per step: two turns of one conversation, then a
+    second conversation on the same system turn, give the same logits bit for bit as with
+    the joined cache, and every cache it ran on held its positions itself (fp16: the
+    grouped decode attention on the cache's strided views)."""
+    model = tiny_llama()
+    apply_compute(model, compute)
+    first, other = prompts(2)
+    logits: dict[bool, list[torch.Tensor]] = {True: [], False: []}
+    for private in (True, False):
+        engine = BatchEngine(model, batch_invariant=False)
+        assert engine.private_prefix  # the unpadded engine's default
+        engine.private_prefix = private
+        bases: list[bool] = []
+        out: list[int] = []
+
+        def step(
+            x: torch.Tensor,
+            out: list[int] = out,
+            mode: bool = private,
+            bases: list[bool] = bases,
+            engine: BatchEngine = engine,
+        ) -> int | None:
+            logits[mode].append(x.clone())
+            bases.extend(r.kv.base is not None for r in engine._active if r.kv is not None)
+            out.append(int(torch.argmax(x)))
+            return out[-1] if len(out) % 5 else None
+
+        engine.run(Request(ids=first, step=step, prefix_len=40, max_new=5))
+        second_turn = first + out + [7, 8, 9]
+        engine.run(Request(ids=second_turn, step=step, prefix_len=40, max_new=5))
+        engine.run(Request(ids=other, step=step, prefix_len=40, max_new=5))
+        assert any(e.shared for e in engine.store._entries)
+        assert not any(bases) if private else all(bases)
+    assert len(logits[True]) == len(logits[False]) == 15
+    for a, b in zip(logits[True], logits[False], strict=True):
+        assert torch.equal(a, b)
+
+
+def test_the_fp16_setting_decodes_a_lone_sequence_close_to_fp32() -> None:
+    """Unpadded, one sequence: the fp16 stack (fp16 one-row linears, fused gate/up, grouped
+    decode attention) computes the same model as fp32, to fp16's rounding."""
+    (prompt,) = prompts(1)
+    logits: dict[str, list[torch.Tensor]] = {"fp32": [], "fp16": []}
+    for compute in logits:
+        model = tiny_llama()
+        apply_compute(model, compute)  # type: ignore[arg-type]
+        out: list[int] = []
+
+        def step(x: torch.Tensor, out: list[int] = out, mode: str = compute) -> int | None:
+            logits[mode].append(x.clone())
+            out.append(int(torch.argmax(logits["fp32"][len(out)])))  # fp32's path, teacher-forced
+            return out[-1] if len(out) < 6 else None
+
+        BatchEngine(model, batch_invariant=False).run(Request(ids=prompt, step=step))
+    for a, b in zip(logits["fp32"], logits["fp16"], strict=True):
+        assert torch.allclose(a, b, atol=2e-2) and not torch.equal(a, b)
 
 
 def test_an_idle_engine_gives_freed_memory_back_once() -> None:

@@ -22,7 +22,7 @@ ToolChoice = Literal["auto", "none", "required"] | dict[str, Any]
 COMPUTES: Registry[Callable[[Any], None]] = Registry(
     "compute", builtins="flatscore.models.compute", cached=True
 )
-"""A local model's compute settings by name (fp32, bf16): each puts a loaded model (its
+"""A local model's compute settings by name (fp32, bf16, fp16): each puts a loaded model (its
 precision arm applied) in that compute, in place (`flatscore.models.compute`, which imports
 torch: registered on first use)."""
 DEFAULT_KV_MEMORY_MB = 512.0

@@ -1,0 +1,98 @@
+"""One decode step's linear layers for one sequence (one row), by weight format: what a lone
+sequence pays per token for SmolLM2-135M's shapes (30 layers of q/k/v/o/gate/up/down + the
+49,152-row output head), random weights, alternating rounds in one process, best of each.
+docs/benchmarks.md#one-stream-the-fp16-setting.
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/one_row_linears.py [--rounds 6]
+
+Formats: fp32 (`nn.functional.linear`, MKL's sgemm), bf16 and fp16 (torch's CPU kernels),
+int8 per row (`_weight_int8pack_mm`) and int4 in groups of 32 (`_weight_int4pack_mm_for_cpu`,
+the layout of a Q4_1 file). Also the process's read bandwidth (a sum over 200 MB), for the
+bytes-per-token bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+
+import torch
+from torch.nn.functional import linear
+
+LAYER = [(576, 576), (192, 576), (192, 576), (576, 576), (1536, 576), (1536, 576), (576, 1536)]
+SHAPES = LAYER * 30 + [(49152, 576)]
+
+
+def dense(dtype: torch.dtype) -> Callable[[], None]:
+    weights = [torch.randn(o, i).mul_(0.05).to(dtype) for o, i in SHAPES]
+    rows = {k: torch.randn(1, k).to(dtype) for k in (576, 1536)}
+
+    def step() -> None:
+        for w in weights:
+            linear(rows[w.shape[1]], w)
+
+    return step
+
+
+def int8() -> Callable[[], None]:
+    weights = [
+        (torch.randint(-127, 128, (o, i), dtype=torch.int8), torch.rand(o)) for o, i in SHAPES
+    ]
+    rows = {k: torch.randn(1, k) for k in (576, 1536)}
+
+    def step() -> None:
+        for q, scale in weights:
+            torch.ops.aten._weight_int8pack_mm(rows[q.shape[1]], q, scale)
+
+    return step
+
+
+def int4() -> Callable[[], None]:
+    pack = torch.ops.aten._convert_weight_to_int4pack_for_cpu
+    weights = [
+        (pack(torch.randint(0, 16, (o, i), dtype=torch.int32), 1), torch.rand(i // 32, o, 2), i)
+        for o, i in SHAPES
+    ]
+    rows = {k: torch.randn(1, k) for k in (576, 1536)}
+
+    def step() -> None:
+        for packed, scales, k in weights:
+            torch.ops.aten._weight_int4pack_mm_for_cpu(rows[k], packed, 32, scales)
+
+    return step
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=6)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    runs = {
+        "fp32": dense(torch.float32),
+        "bf16": dense(torch.bfloat16),
+        "fp16": dense(torch.float16),
+        "int8": int8(),
+        "int4 (groups of 32)": int4(),
+    }
+    best = dict.fromkeys(runs, float("inf"))
+    for _ in range(args.rounds):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            best[name] = min(best[name], time.perf_counter() - start)
+    params = sum(o * i for o, i in SHAPES)
+    print(f"{params / 1e6:.1f}M weights per token; best of {args.rounds} alternating rounds")
+    print("| format | ms per token | vs fp32 |\n|---|---:|---:|")
+    for name, seconds in best.items():
+        print(f"| {name} | {seconds * 1e3:.1f} | {best['fp32'] / seconds:.2f}x |")
+    data = torch.randn(50_000_000)
+    start = time.perf_counter()
+    for _ in range(5):
+        data.sum()
+    rate = 5 * data.nbytes / (time.perf_counter() - start) / 1e9
+    print(f"read bandwidth (a sum over 200 MB): {rate:.1f} GB/s")
+
+
+if __name__ == "__main__":
+    main()
