@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import ijson
 import yaml
@@ -567,16 +567,19 @@ def inspect_log_info(path: str | Path) -> InspectLogInfo:
     )
 
 
-def read_inspect(
-    path: str | Path,
-    *,
-    arm: str | None = None,
-    model: str | None = None,
-    study: str | None = None,
-    domain: str | None = None,
-    scorer: str | None = None,
-    error_map: ErrorMap | None = None,
-) -> Iterator[Episode]:
+class InspectOptions(TypedDict, total=False):
+    """How an Inspect log's episodes are labelled and scored (`read_inspect`, and
+    `import_inspect` passes them on); each one left out or None takes its default."""
+
+    arm: str | None
+    model: str | None
+    study: str | None
+    domain: str | None
+    scorer: str | None
+    error_map: ErrorMap | None
+
+
+def read_inspect(path: str | Path, **options: Unpack[InspectOptions]) -> Iterator[Episode]:
     """Stream canonical episodes from one Inspect log.
 
     Defaults: arm = the log's model (its name carries the precision words the analysis reads;
@@ -590,12 +593,12 @@ def read_inspect(
     ctx = _Context(
         path=p,
         fmt=info.format,
-        study=study or info.study or DEFAULT_STUDY,
-        arm=arm or info.arm or info.model,
-        model=model or info.model,
-        domain=domain or info.task,
-        scorer=scorer,
-        errors=error_map or load_error_map(),
+        study=options.get("study") or info.study or DEFAULT_STUDY,
+        arm=options.get("arm") or info.arm or info.model,
+        model=options.get("model") or info.model,
+        domain=options.get("domain") or info.task,
+        scorer=options.get("scorer"),
+        errors=options.get("error_map") or load_error_map(),
         ours=info.arm is not None,
     )
     for index, sample in enumerate(_samples(p)):
