@@ -22,20 +22,15 @@ EPISODES_FILE = "episodes.parquet"
 TOOL_CALLS_FILE = "tool_calls.parquet"
 BATCH_ROWS = 5_000
 
-_CELL = [
-    ("arm", pa.string()),
-    ("model", pa.string()),
-    ("domain", pa.string()),
-    ("task_id", pa.string()),
-    ("trial", pa.int64()),
-]
-"""The columns after the episode id that say which arm, task and trial a row belongs to."""
-
 EPISODE_SCHEMA = pa.schema(
     [
         ("episode_id", pa.string()),
         ("study", pa.string()),
-        *_CELL,
+        ("arm", pa.string()),
+        ("model", pa.string()),
+        ("domain", pa.string()),
+        ("task_id", pa.string()),
+        ("trial", pa.int64()),
         ("seed", pa.int64()),
         ("split", pa.string()),
         ("termination_reason", pa.string()),
@@ -66,7 +61,11 @@ EPISODE_SCHEMA = pa.schema(
 TOOL_CALL_SCHEMA = pa.schema(
     [
         ("episode_id", pa.string()),
-        *_CELL,
+        ("arm", pa.string()),
+        ("model", pa.string()),
+        ("domain", pa.string()),
+        ("task_id", pa.string()),
+        ("trial", pa.int64()),
         ("call_index", pa.int64()),  # position among the episode's tool calls, from 0
         ("message_index", pa.int64()),
         ("call_id", pa.string()),
