@@ -74,13 +74,12 @@ def import_tau2_command(
     model: Annotated[
         str | None,
         typer.Option(
-            help="Model name (default: the file's agent model). Arms of one model must share it.",
+            help="Model name (default: the file's agent model). Arms of one model must share it."
         ),
     ] = None,
     study: Annotated[str | None, typer.Option(help="Study name (default: tau2).")] = None,
     skip_invalid: Annotated[
-        bool,
-        typer.Option("--skip-invalid", help="Skip bad simulations, report them, and go on."),
+        bool, typer.Option("--skip-invalid", help="Skip bad simulations, report them, and go on.")
     ] = False,
 ) -> None:
     """Import τ²-bench results as one arm of a flatscore run."""

@@ -23,13 +23,12 @@ def import_inspect_command(
     logs: Annotated[list[Path], typer.Argument(help="Inspect AI eval logs (.eval or .json).")],
     out: ImportOut,
     arm: Annotated[
-        str | None,
-        typer.Option(help="The precision arm (default: the log's model name)."),
+        str | None, typer.Option(help="The precision arm (default: the log's model name).")
     ] = None,
     model: Annotated[
         str | None,
         typer.Option(
-            help="Model name (default: the log's model). Arms of one model must share it.",
+            help="Model name (default: the log's model). Arms of one model must share it."
         ),
     ] = None,
     domain: Annotated[
@@ -37,14 +36,13 @@ def import_inspect_command(
     ] = None,
     study: Annotated[str | None, typer.Option(help="Study name (default: inspect).")] = None,
     scorer: Annotated[
-        str | None,
-        typer.Option(help="The score that is the task's success (default: first)."),
+        str | None, typer.Option(help="The score that is the task's success (default: first).")
     ] = None,
     error_map: Annotated[
         Path | None,
         typer.Option(
             help="YAML mapping of Inspect tool-error types to channels "
-            "(default: the bundled inspect_errors.yaml).",
+            "(default: the bundled inspect_errors.yaml)."
         ),
     ] = None,
 ) -> None:
