@@ -407,23 +407,21 @@ class Study(StrictModel):
         """τ²'s own orchestrator runs τ² domains against a served model: planted damage is
         applied by flatscore's episode loop only, so it cannot reach them."""
         injected = [f"{m.name}/{a}" for m in self.models for a, s in m.arms.items() if s.inject]
-        tau2 = [d for d in self.domains if is_tau2_domain(d)]
-        if injected and tau2:
-            raise ValueError(
-                f"inject arms ({', '.join(injected)}) run on built-in domains only, "
-                f"not on {', '.join(tau2)}"
-            )
-        return self
+        return self._builtin_only("inject arms", injected)
 
     @model_validator(mode="after")
     def _gguf_on_builtin_domains(self) -> Study:
         """τ² domains reach local arms through `flatscore serve`, which does not serve GGUF
         files through llama.cpp yet."""
         gguf = [m.name for m in self.models if m.kind == "gguf"]
+        return self._builtin_only("gguf models", gguf, " for now")
+
+    def _builtin_only(self, what: str, names: list[str], when: str = "") -> Study:
+        """The study, unless `names` (of `what`) meet τ² domains."""
         tau2 = [d for d in self.domains if is_tau2_domain(d)]
-        if gguf and tau2:
+        if names and tau2:
             raise ValueError(
-                f"gguf models ({', '.join(gguf)}) run on built-in domains only for now, "
+                f"{what} ({', '.join(names)}) run on built-in domains only{when}, "
                 f"not on {', '.join(tau2)}"
             )
         return self
@@ -482,17 +480,26 @@ def check_names(study: Study, file: str | None = None) -> None:
                     continue  # it runs the arm it replicates, checked as that arm
                 if arm.inject is not None:
                     continue  # its base arm is checked
-                quant = arm.quant or arm_name
-                if quant not in ARMS:
-                    where = "quant" if arm.quant else "(name)"
-                    raise InputError(
-                        f"unknown precision format {quant!r} (known: {', '.join(ARMS)}); name "
-                        "the arm after one, or give 'quant'",
-                        file=file,
-                        field=f"models.{i}.arms.{arm_name}.{where}",
+                if (arm.quant or arm_name) not in ARMS:
+                    raise _unknown_quant(
+                        "precision format", ", ".join(ARMS), arm_name, arm, i, file
                     )
         if model.kind == "gguf":
             _check_gguf(model, i, file)
+
+
+def _unknown_quant(
+    what: str, known: str, arm_name: str, arm: ArmSpec, i: int, file: str | None, also: str = ""
+) -> InputError:
+    """An arm whose quantization (its `quant`, else its name) is none of `known`, naming the
+    field to fix."""
+    where = "quant" if arm.quant else "(name)"
+    return InputError(
+        f"unknown {what} {arm.quant or arm_name!r} (known: {known}); name the arm after one, "
+        f"or give 'quant'{also}",
+        file=file,
+        field=f"models.{i}.arms.{arm_name}.{where}",
+    )
 
 
 def _check_gguf(model: ModelSpec, i: int, file: str | None) -> None:
@@ -523,13 +530,8 @@ def _check_gguf(model: ModelSpec, i: int, file: str | None) -> None:
             path = Path(arm.file).expanduser()
             check(f"models.{i}.arms.{arm_name}.file", lambda p=path: check_gguf_file(p))
         elif quant_type(arm.quant or arm_name) is None:
-            where = "quant" if arm.quant else "(name)"
-            raise InputError(
-                f"unknown GGUF quant type {arm.quant or arm_name!r} (known: {known_quants()}); "
-                "name the arm after one, or give 'quant' or 'file'",
-                file=file,
-                field=f"models.{i}.arms.{arm_name}.{where}",
-            )
+            known = known_quants()
+            raise _unknown_quant("GGUF quant type", known, arm_name, arm, i, file, " or 'file'")
     if not llama_cpp_available():
         raise InputError(GGUF_EXTRA, file=file, field=f"models.{i}.kind")
 
