@@ -23,7 +23,6 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-import ijson
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -47,6 +46,7 @@ from flatscore.inputs import (
     TooDeep,
     check_regular_file,
     error_text,
+    json_array,
     open_json,
 )
 
@@ -251,26 +251,8 @@ def _validated(data: Any, path: Path, index: int) -> EvalSample:
 
 def _json_samples(path: Path) -> Iterator[EvalSample]:
     """`samples` of a `.json` log, one at a time (ijson), each validated by Inspect's model."""
-    index = 0
-    with open_json(path) as fh:
-        try:
-            for data in ijson.items(fh, "samples.item", use_float=True):
-                yield _validated(data, path, index)
-                index += 1
-        except TooDeep as exc:
-            raise InputError(str(exc), file=str(path)) from None
-        except (ijson.JSONError, ValueError) as exc:
-            text = error_text(exc)
-            raise InputError(
-                f"invalid or truncated JSON ({text})" if text else "invalid or truncated JSON",
-                file=str(path),
-                record=f"#{index}",
-            ) from None
-    if index == 0:  # tell "no samples" apart from a `samples` that is not a list
-        with open_json(path) as fh:
-            samples = next(ijson.items(fh, "samples", use_float=True), None)
-        if samples is not None and not isinstance(samples, list):
-            raise InputError("must be a list", file=str(path), field="samples")
+    for index, data in enumerate(json_array(path, "samples", lambda i: f"#{i}")):
+        yield _validated(data, path, index)
 
 
 def _eval_samples(path: Path) -> Iterator[EvalSample]:
