@@ -30,8 +30,21 @@ GGUF_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGM
   -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF \
   -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DGGML_BLAS=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF
+# Built once per pin and flags into a wheel kept in the user cache, then installed from
+# there (seconds; CI does this on every clean clone). Not pip's own wheel cache: it is keyed
+# by the sdist alone and would hand back a wheel built with other CMAKE_ARGS (a native
+# build crashes here).
+GGUF_PIN    := llama-cpp-python==0.3.36
+GGUF_KEY    := $(shell printf '%s' '$(GGUF_PIN) $(GGUF_CMAKE)' | sha256sum | cut -c1-12)
+GGUF_WHEELS := $(or $(FLATSCORE_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/flatscore)/wheels/llama-cpp-python-$(GGUF_KEY)
 gguf: $(VENV)/.installed-demo
-	CMAKE_ARGS="$(GGUF_CMAKE)" $(PIP) install -q -e '.[gguf]'
+	@if ! ls $(GGUF_WHEELS)/*.whl >/dev/null 2>&1; then \
+	  echo "building $(GGUF_PIN) (once, ~8-15 min on 2 cores) into $(GGUF_WHEELS)"; \
+	  rm -rf $(GGUF_WHEELS).tmp && \
+	  CMAKE_ARGS="$(GGUF_CMAKE)" $(PIP) wheel -q --no-deps --no-cache-dir -w $(GGUF_WHEELS).tmp $(GGUF_PIN) && \
+	  mkdir -p $(GGUF_WHEELS) && mv $(GGUF_WHEELS).tmp/*.whl $(GGUF_WHEELS)/ && rm -rf $(GGUF_WHEELS).tmp; \
+	fi
+	$(PIP) install -q --find-links $(GGUF_WHEELS) -e '.[gguf]'
 
 demo: $(VENV)/.installed-demo
 	$(VENV)/bin/flatscore demo

@@ -407,21 +407,10 @@ class Study(StrictModel):
         """τ²'s own orchestrator runs τ² domains against a served model: planted damage is
         applied by flatscore's episode loop only, so it cannot reach them."""
         injected = [f"{m.name}/{a}" for m in self.models for a, s in m.arms.items() if s.inject]
-        return self._builtin_only("inject arms", injected)
-
-    @model_validator(mode="after")
-    def _gguf_on_builtin_domains(self) -> Study:
-        """τ² domains reach local arms through `flatscore serve`, which does not serve GGUF
-        files through llama.cpp yet."""
-        gguf = [m.name for m in self.models if m.kind == "gguf"]
-        return self._builtin_only("gguf models", gguf, " for now")
-
-    def _builtin_only(self, what: str, names: list[str], when: str = "") -> Study:
-        """The study, unless `names` (of `what`) meet τ² domains."""
         tau2 = [d for d in self.domains if is_tau2_domain(d)]
-        if names and tau2:
+        if injected and tau2:
             raise ValueError(
-                f"{what} ({', '.join(names)}) run on built-in domains only{when}, "
+                f"inject arms ({', '.join(injected)}) run on built-in domains only, "
                 f"not on {', '.join(tau2)}"
             )
         return self

@@ -20,14 +20,17 @@ RETAIL, TELECOM = get_domain("retail"), get_domain("telecom")
     domain=st.sampled_from(["retail", "telecom"]),
     pick=st.integers(0, 10_000),
     seed=st.integers(0, 10_000),
+    natural=st.booleans(),
 )
 def test_every_option_fails_in_its_channel_and_changes_nothing(
-    domain: str, pick: int, seed: int
+    domain: str, pick: int, seed: int, natural: bool
 ) -> None:
     d = get_domain(domain)
     task = d.tasks()[pick % len(d.tasks())]
     index = seed % len(task.actions)
-    options = mistake_options(d, task, index, random.Random(seed), MISTAKE_CHANNELS)
+    options = mistake_options(
+        d, task, index, random.Random(seed), MISTAKE_CHANNELS, natural=natural
+    )
     env = d.new_environment(task)
     for action in task.actions[:index]:
         env.apply(action)
@@ -77,3 +80,27 @@ def test_a_clarifying_question_follows_a_wrong_value_the_user_gave() -> None:
         assert following[1].tool_calls[0].name == gold.name
     else:
         assert following[0].tool_calls[0].arguments == gold.arguments
+
+
+def test_natural_mistakes_are_the_kinds_the_reference_made() -> None:
+    """An argument no tool takes (`return_items(..., refund=...)`) and a value typed as the
+    name are offered with `natural`, never without."""
+    task = next(t for t in RETAIL.tasks("train") if t.template == "return")
+    index = next(i for i, a in enumerate(task.actions) if a.name == "return_items")
+    plain = mistake_options(RETAIL, task, index, random.Random(0), MISTAKE_CHANNELS)
+    natural = mistake_options(RETAIL, task, index, random.Random(0), MISTAKE_CHANNELS, natural=True)
+    extra = [
+        m
+        for m in natural["bad_arguments"]
+        if set(m.call.arguments) - set(task.actions[index].arguments)
+    ]
+    assert extra and not [
+        m
+        for m in plain["bad_arguments"]
+        if set(m.call.arguments) - set(task.actions[index].arguments) - {"id"}
+    ]
+    # the user's first name typed as the tool's name (the reference's 'Xavier')
+    first = mistake_options(RETAIL, task, 0, random.Random(0), MISTAKE_CHANNELS, natural=True)
+    first_name = task.actions[0].arguments["first_name"]
+    assert task.actions[0].name == "find_user_by_name_zip"
+    assert first_name in {m.call.name for m in first["not_a_name"]}

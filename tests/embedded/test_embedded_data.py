@@ -182,3 +182,56 @@ def test_detour_is_a_no_op_without_identification() -> None:
     task = get_domain("telecom").tasks("train")[0]
     example = make_example(task, 5, with_mistake=False, detour=True)
     assert example is not None and not example.detour
+
+
+@pytest.mark.parametrize("domain", ["retail", "telecom"])
+def test_several_repeated_mistakes_each_fail_then_are_corrected(domain: str) -> None:
+    """The recovery stage's mix: up to three mistakes, some made twice. Every failing call
+    is a planted one and carries no loss; after the last failing call of each mistake the
+    agent does something else (the correction or a question), which is trained."""
+    from flatscore.embedded.data import MistakeMix
+
+    mix = MistakeMix(most=3, repeat_share=1.0, natural=True)
+    seen_many = seen_repeat = 0
+    for n, task in enumerate(get_domain(domain).tasks("train")[::3]):
+        example = make_example(task, n, with_mistake=True, mix=mix)
+        if example is None:
+            continue
+        msgs = example.messages
+        failed = [
+            i - 1
+            for i, m in enumerate(msgs)
+            if m.role == "tool" and m.tool_result is not None and m.tool_result.error
+        ]
+        channels = (example.mistake or "").split("+")
+        assert len(failed) == 2 * len(channels)  # every mistake made twice
+        seen_many += len(channels) > 1
+        for a, b in zip(failed[::2], failed[1::2], strict=True):
+            assert msgs[a].tool_calls[0].model_dump(exclude={"id"}) == msgs[b].tool_calls[
+                0
+            ].model_dump(exclude={"id"})
+            seen_repeat += 1
+        for bad in failed:
+            assert bad not in example.trained
+        for bad in failed[1::2]:
+            nxt = next(i for i in range(bad + 2, len(msgs)) if msgs[i].role == "assistant")
+            assert nxt in example.trained
+            assert msgs[nxt].tool_calls[:1] != msgs[bad].tool_calls[:1]
+    assert seen_many > 0 and seen_repeat > 0
+
+
+def test_the_default_mix_plants_what_plant_one_plants() -> None:
+    """The first recovery data's draws are unchanged (its sha256 is pinned in the docs)."""
+    import random
+
+    from flatscore.agents.mistakes import plant, plant_one
+
+    for domain in DOMAINS:
+        d = get_domain(domain)
+        for n, task in enumerate(d.tasks("train")[:12]):
+            one = plant_one(d, task, random.Random(n), MISTAKE_CHANNELS)
+            many = plant(d, task, random.Random(n), MISTAKE_CHANNELS, count=1)
+            assert many == ([one] if one else [])
+            three = plant(d, task, random.Random(n), MISTAKE_CHANNELS, count=3)
+            assert len({m.before for m in three}) == len(three) <= 3
+            assert [m.before for m in three] == sorted(m.before for m in three)

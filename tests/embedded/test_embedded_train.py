@@ -127,3 +127,57 @@ def test_lr_schedule_known_values() -> None:
 def test_every_epoch_is_a_permutation(n: int, epoch: int, seed: int) -> None:
     picks = [example_order(n, epoch * n + i, seed) for i in range(n)]
     assert sorted(picks) == list(range(n))
+
+
+def test_a_recovery_stage_starts_from_the_pinned_adapter(
+    straight: Path, tmp_path: Path, tokenizer: Any
+) -> None:
+    """A recipe with `init_adapter_sha256` trains on top of that adapter: its first step's
+    loss is the first stage's trained loss, not the base model's; a wrong or missing
+    adapter is one line naming the file or the field."""
+    from flatscore.embedded.train import adapter_sha256
+
+    first = straight / "adapter"
+    stage = CONFIG.model_copy(update={"init_adapter_sha256": adapter_sha256(first), "steps": 1})
+    (tmp_path / "dataset.json").write_text((straight / "dataset.json").read_text())
+    from_init = RunOptions(progress=False, init=first)
+    assert train(stage, tmp_path, options=from_init, loaded=_tiny(tokenizer))
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "dataset.json").write_text((straight / "dataset.json").read_text())
+    train(CONFIG.model_copy(update={"steps": 1}), base, options=OPTIONS, loaded=_tiny(tokenizer))
+    # the same first example, different starting weights
+    assert read_losses(tmp_path)[0]["loss"] != read_losses(base)[0]["loss"]
+
+    with pytest.raises(InputError, match="pass --init DIR"):
+        train(stage, tmp_path / "x", options=OPTIONS, loaded=_tiny(tokenizer))
+    wrong = stage.model_copy(update={"init_adapter_sha256": "0" * 64})
+    with pytest.raises(InputError, match="the recipe pins 0000") as err:
+        train(wrong, tmp_path / "y", options=from_init, loaded=_tiny(tokenizer))
+    assert "adapter_model.safetensors" in err.value.one_line()
+
+
+def test_a_recipe_file_is_validated_in_one_line(tmp_path: Path) -> None:
+    from flatscore.embedded.train import load_recipe
+
+    assert load_recipe(None) == TrainConfig()
+    good = tmp_path / "recipe.json"
+    good.write_text(json.dumps({"steps": 7, "mistakes_most": 3}))
+    assert load_recipe(good) == TrainConfig(steps=7, mistakes_most=3)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"steps": 7, "mistakes_most": 9}))
+    with pytest.raises(InputError) as err:
+        load_recipe(bad)
+    assert err.value.one_line().startswith(f"{bad}, field 'mistakes_most'")
+    with pytest.raises(InputError, match="cannot read the recipe"):
+        load_recipe(tmp_path / "missing.json")
+
+
+def test_the_committed_recovery_recipe_pins_the_committed_first_stage() -> None:
+    """docs/embedded-train-v3/recipe.json starts from docs/embedded-train-v2's adapter."""
+    from flatscore.embedded.train import adapter_sha256, load_recipe
+
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    recipe = load_recipe(docs / "embedded-train-v3" / "recipe.json")
+    assert recipe.init_adapter_sha256 == adapter_sha256(docs / "embedded-train-v2")
+    assert recipe.natural_mistakes and recipe.mistakes_most > 1 and recipe.repeat_share > 0

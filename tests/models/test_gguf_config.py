@@ -20,6 +20,7 @@ from flatscore.models.gguf_files import (
     quant_type,
     reference_file,
 )
+from flatscore.models.gguf_header import read_header
 from flatscore.study import load_study
 
 
@@ -53,6 +54,25 @@ def test_the_embedded_file_is_the_q4_1_gguf() -> None:
     assert info.file_type == "Q4_1"
     assert info.tensor_types == {"Q4_1": 210, "F32": 61, "Q8_0": 1}
     assert info.context_length == 8192
+
+
+def test_the_lean_header_reads_what_gguf_reader_reads() -> None:
+    """`read_header` against gguf's own reader on the shipped file: every scalar and string
+    field, and every tensor's type."""
+    from collections import Counter
+
+    from gguf import GGUFReader, GGUFValueType
+
+    path = reference_file("embedded-base")
+    reader = GGUFReader(path)
+    header = read_header(path)
+    scalars = {
+        name: field.contents()
+        for name, field in reader.fields.items()
+        if field.types and field.types[0] != GGUFValueType.ARRAY and not name.startswith("GGUF.")
+    }
+    assert len(scalars) > 10 and header.fields == scalars
+    assert header.tensor_types == Counter(t.tensor_type.name for t in reader.tensors)
 
 
 def test_file_checks(tmp_path: Path) -> None:
@@ -134,16 +154,6 @@ def test_bad_gguf_models_name_file_and_field(
     assert (err.file, err.field) == (str(path), field)
     assert words.replace("TMP/", f"{tmp_path}/") in err.message
     assert "\n" not in err.one_line()
-
-
-def test_gguf_models_are_refused_on_tau2_domains(tmp_path: Path) -> None:
-    data = {
-        "models": [gguf_model()],
-        "domains": ["tau2:retail"],
-        "tau2": {"user": {"kind": "openai", "url": "http://127.0.0.1:9/v1", "model": "u"}},
-    }
-    with pytest.raises(InputError, match="run on built-in domains only"):
-        load_study(write(tmp_path, data))
 
 
 BLOCKED = (

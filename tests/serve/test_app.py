@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from cli_runner import flatscore
 from flatscore.episode import Message
 from flatscore.models.base import BackendError, ContextWindowExceeded, Sampling
 from flatscore.models.local import LocalBackend
@@ -84,6 +85,22 @@ def client(url: str, **kw: Any) -> OpenAIBackend:
 def test_models_endpoint(server: str) -> None:
     data = httpx.get(server + "/models").json()
     assert [m["id"] for m in data["data"]] == ["smol"]
+    # what plays the model, for flatscore's τ² episodes (`metadata.weights`)
+    assert "loaded in fp32" in data["data"][0]["flatscore"]["weights"]
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--kind", "vllm"], "'vllm': use local or embedded or gguf"),
+        (["--kind", "gguf", "--compute", "bf16"], "applies to --kind local only"),
+    ],
+)
+def test_bad_serve_options_are_one_line_exit_2(args: list[str], field: str) -> None:
+    done = flatscore("serve", *args, "--port", "9")
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("error: field ") and field in line
 
 
 def test_served_generation_equals_in_process(server: str, tiny_loaded: Any) -> None:

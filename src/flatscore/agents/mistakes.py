@@ -77,6 +77,7 @@ class Mistake:
     channel: str
     call: ToolCall
     ask: list[str] = field(default_factory=list)
+    repeat: int = 1  # how many times the failing call is made before the recovery
 
 
 def _near_misses(name: str) -> list[str]:
@@ -124,6 +125,31 @@ def _bad_arguments(action: Action, rng: random.Random) -> list[dict[str, Any] | 
     return out
 
 
+# Argument names a small model adds that no tool takes (seen on held-out tasks: `user_id` on
+# `get_order`, `refund` on `return_items`, `item_ids` on `get_order`).
+EXTRA_KEYS = ("user_id", "item_ids", "refund", "status", "reason", "customer_id", "amount")
+
+
+def _extra_argument(action: Action, results: list[str], rng: random.Random) -> dict[str, Any]:
+    """The right arguments plus one the tool does not take, valued from the conversation."""
+    key = rng.choice([k for k in EXTRA_KEYS if k not in action.arguments])
+    seen = sorted({m for text in results for m in _ID.findall(text)})
+    value: Any = rng.choice(seen) if seen and key.endswith("_id") else "yes"
+    if key == "item_ids":
+        value = [rng.choice(seen)] if seen else ["I1000"]
+    elif key in ("refund", "amount"):
+        value = round(rng.uniform(10, 120), 2)
+    return {**action.arguments, key: value}
+
+
+def _bare_value(action: Action) -> str | None:
+    """A value the user gave typed into the name slot ('Xavier', 'Headphones')."""
+    for value in action.arguments.values():
+        if isinstance(value, str) and value[:1].isupper() and value.replace(" ", "").isalpha():
+            return value
+    return None
+
+
 def _seen_ids(results: list[str], value: str) -> list[str]:
     """Record ids in earlier results with the same prefix as `value`, other than it."""
     prefix = re.match(r"[A-Z]+", value)
@@ -159,8 +185,17 @@ class _Scratch:
 
 
 def _candidates(
-    domain: Domain[Any], task: Task, index: int, rng: random.Random, scratch: _Scratch
+    domain: Domain[Any],
+    task: Task,
+    index: int,
+    rng: random.Random,
+    scratch: _Scratch,
+    natural: bool = False,
 ) -> list[Mistake]:
+    """Every candidate mistake before gold action `index`, checked to fail in its channel.
+    `natural` adds the kinds the trained reference made on its own on held-out tasks (an
+    argument no tool takes, a real id of the wrong record, a bare value as the name); off,
+    the candidates and the random draws are exactly those of the first recovery data."""
     action = task.actions[index]
     if action.requestor == "user":
         # The agent calls the phone tool itself instead of asking the user to.
@@ -186,6 +221,19 @@ def _candidates(
             ask = ASK_AGAIN.get(key, [key]) if known.get(key) == value else []
             add("entity_not_found", action.name, {**args, key: _corrupt(value, rng)}, ask)
     scratch.advance_to(index)
+    if natural:
+        add("bad_arguments", action.name, _extra_argument(action, scratch.results, rng), [])
+        bare = _bare_value(action)
+        if bare is not None and bare not in taken:
+            add("not_a_name", bare, args, [])
+        for key, value in sorted(args.items()):
+            if isinstance(value, str):  # a real id of another record: no such record here
+                for other in _seen_ids(scratch.results, value):
+                    add("entity_not_found", action.name, {**args, key: other}, [])
+            elif isinstance(value, list) and value and isinstance(value[0], str):
+                for other in _seen_ids(scratch.results, value[0]):
+                    if other not in value:
+                        add("entity_not_found", action.name, {**args, key: [other]}, [])
     specs = domain.agent_toolkit.specs()
     if specs[action.name].kind == "write":  # another record the rule refuses
         for key, value in sorted(args.items()):
@@ -205,11 +253,12 @@ def mistake_options(
     rng: random.Random,
     channels: tuple[str, ...],
     scratch: _Scratch | None = None,
+    natural: bool = False,
 ) -> dict[str, list[Mistake]]:
     """The verified mistakes before gold action `index`, by channel (only `channels`)."""
     scratch = scratch or _Scratch(domain, task)
     options: dict[str, list[Mistake]] = {}
-    for m in _candidates(domain, task, index, rng, scratch):
+    for m in _candidates(domain, task, index, rng, scratch, natural):
         if m.channel in channels:
             options.setdefault(m.channel, []).append(m)
     return options
@@ -223,14 +272,39 @@ def pick(options: dict[str, list[Mistake]], rng: random.Random) -> Mistake | Non
     return rng.choice(options[channel])
 
 
+def plant(
+    domain: Domain[Any],
+    task: Task,
+    rng: random.Random,
+    channels: tuple[str, ...],
+    count: int = 1,
+    natural: bool = False,
+) -> list[Mistake]:
+    """Up to `count` mistakes before distinct gold actions: each a channel uniformly among
+    those the remaining gold actions allow, then a gold action and a mistake of that channel
+    (recovery data covers every channel). With `count` 1 it draws what `plant_one` draws."""
+    by_index: list[dict[str, list[Mistake]]] = []
+    scratch = _Scratch(domain, task)
+    for index in range(len(task.actions)):
+        by_index.append(mistake_options(domain, task, index, rng, channels, scratch, natural))
+    out: list[Mistake] = []
+    for _ in range(count):
+        used = {m.before for m in out}
+        by_channel: dict[str, list[Mistake]] = {}
+        for index, options in enumerate(by_index):
+            if index not in used:
+                for channel, ms in options.items():
+                    by_channel.setdefault(channel, []).extend(ms)
+        mistake = pick(by_channel, rng)
+        if mistake is None:
+            break
+        out.append(mistake)
+    return sorted(out, key=lambda m: m.before)
+
+
 def plant_one(
     domain: Domain[Any], task: Task, rng: random.Random, channels: tuple[str, ...]
 ) -> Mistake | None:
-    """One mistake for the episode: a channel uniformly among those any gold action allows,
-    then a gold action and a mistake of that channel (recovery data covers every channel)."""
-    by_channel: dict[str, list[Mistake]] = {}
-    scratch = _Scratch(domain, task)
-    for index in range(len(task.actions)):
-        for channel, ms in mistake_options(domain, task, index, rng, channels, scratch).items():
-            by_channel.setdefault(channel, []).extend(ms)
-    return pick(by_channel, rng)
+    """One mistake for the episode (`plant` with count 1)."""
+    planted = plant(domain, task, rng, channels)
+    return planted[0] if planted else None

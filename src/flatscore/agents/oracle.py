@@ -45,9 +45,13 @@ def ask_text(keys: list[str]) -> str:
 
 
 def mistake_turns(mistake: Mistake, index: int) -> list[Message]:
-    """The failing call, and the clarifying question when the mistake asks again."""
-    call = mistake.call.model_copy(update={"id": f"call_{index}_slip"})
-    turns = [Message(role="assistant", tool_calls=[call])]
+    """The failing call (made `mistake.repeat` times: a small model retries what failed),
+    and the clarifying question when the mistake asks again."""
+    turns = []
+    for attempt in range(mistake.repeat):
+        suffix = "" if attempt == 0 else str(attempt + 1)
+        call = mistake.call.model_copy(update={"id": f"call_{index}_slip{suffix}"})
+        turns.append(Message(role="assistant", tool_calls=[call]))
     if mistake.ask:
         turns.append(Message(role="assistant", content=f"{NOT_FOUND} {ask_text(mistake.ask)}"))
     return turns

@@ -1,23 +1,38 @@
-"""`flatscore serve`: an OpenAI-compatible endpoint over the local backend and one arm."""
+"""`flatscore serve`: an OpenAI-compatible endpoint over one model in one arm: the local
+backend (torch, in-process precision formats) or a GGUF file run by llama.cpp (`--kind gguf`)."""
 
 from __future__ import annotations
 
-from typing import cast
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import typer
 
 from flatscore.cli.app import app, err_console
 from flatscore.errors import InputError
 
+if TYPE_CHECKING:
+    from flatscore.models.local import LocalBackend
+
+SERVE_KINDS = ("local", "embedded", "gguf")
+"""`embedded` is `local` (the model kinds' names); `gguf` is llama.cpp."""
+
 
 @app.command()
 def serve(
     model: str = typer.Option("embedded", help="'embedded', a .gguf file or a model dir."),
     arm: str = typer.Option("ref", help="Precision arm (see docs/arms.md)."),
+    kind: str = typer.Option(
+        "local",
+        help="local (also: embedded): torch, the arm a format applied in-process; gguf: "
+        "llama.cpp, the arm a GGUF file (ref, or a llama.cpp type made from MODEL: Q8_0 ...).",
+    ),
     host: str = typer.Option("127.0.0.1", help="Interface to bind (loopback by default)."),
     port: int = typer.Option(8000, help="TCP port."),
     name: str | None = typer.Option(None, help="Model id to report (default: MODEL@ARM)."),
-    threads: int | None = typer.Option(None, help="torch CPU threads (default: torch's)."),
+    threads: int | None = typer.Option(
+        None, help="CPU threads: torch's (default: torch's), or llama.cpp's (default 1)."
+    ),
     compute: str = typer.Option(
         "fp32", help="fp32, or bf16 linear layers (faster on CPUs with AMX; docs/backends.md)."
     ),
@@ -34,31 +49,36 @@ def serve(
         help="Require `Authorization: Bearer KEY` on every request.",
     ),
 ) -> None:
-    """Serve a local model in one precision arm at /v1/chat/completions.
+    """Serve a local model in one precision arm at /v1/chat/completions (torch, or
+    llama.cpp with --kind gguf).
 
     Only loopback clients are served, browsers' cross-site requests are refused, and bodies
     over 4 MiB are rejected (see docs/backends.md)."""
-    import torch
     import uvicorn
 
-    from flatscore.models.base import COMPUTES, Compute
-    from flatscore.models.local import LocalBackend
+    from flatscore.models.base import COMPUTES, Backend
     from flatscore.redaction import register_secret
     from flatscore.serve.app import create_app
     from flatscore.serve.guard import GuardConfig
 
+    if kind not in SERVE_KINDS:
+        raise InputError(f"{kind!r}: use {' or '.join(SERVE_KINDS)}", field="--kind")
     if compute not in COMPUTES:
         raise InputError(f"{compute!r}: use {' or '.join(COMPUTES)}", field="--compute")
-    if threads:
-        torch.set_num_threads(threads)
-    backend = LocalBackend.from_spec(
-        model, arm, compute=cast(Compute, compute), batch_invariant=batch_invariant
-    )
-    served = name or f"{backend.loaded.name}@{arm}"
-    err_console.print(
-        f"serving {served} ({backend.loaded.description}; arm {arm}; {compute} compute) "
-        f"at http://{host}:{port}/v1"
-    )
+    backend: Backend
+    if kind == "gguf":
+        if compute != "fp32":
+            raise InputError("applies to --kind local only (llama.cpp computes)", field="--compute")
+        from flatscore.models.gguf import GgufBackend
+
+        backend = GgufBackend.from_spec(model, arm, threads=threads or 1)
+        served = name or f"gguf:{Path(model).name or model}@{arm}"
+        what = f"{backend.loaded.description}; {threads or 1} llama.cpp threads"
+    else:
+        backend = _local_backend(model, arm, threads, compute, batch_invariant)
+        served = name or f"{backend.loaded.name}@{arm}"
+        what = f"{backend.loaded.description}; arm {arm}; {compute} compute"
+    err_console.print(f"serving {served} ({what}) at http://{host}:{port}/v1")
     register_secret(api_key)
     guard = GuardConfig(bind_host=host, api_key=api_key or None)
     if not guard.loopback_only and guard.api_key is None:
@@ -68,3 +88,18 @@ def serve(
             style="yellow",
         )
     uvicorn.run(create_app(backend, served, guard), host=host, port=port, log_level="warning")
+
+
+def _local_backend(
+    model: str, arm: str, threads: int | None, compute: str, batch_invariant: bool
+) -> LocalBackend:
+    import torch
+
+    from flatscore.models.base import Compute
+    from flatscore.models.local import LocalBackend
+
+    if threads:
+        torch.set_num_threads(threads)
+    return LocalBackend.from_spec(
+        model, arm, compute=cast(Compute, compute), batch_invariant=batch_invariant
+    )

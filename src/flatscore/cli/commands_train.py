@@ -17,6 +17,16 @@ def train_embedded_command(
         typer.Option("--out", help="Training directory (default: <cache>/train/embedded)."),
     ] = None,
     steps: Annotated[int | None, typer.Option(min=1, help="Steps (default: the recipe's).")] = None,
+    recipe: Annotated[
+        Path | None,
+        typer.Option(
+            help="A recipe file (JSON, TrainConfig fields; default: the first stage's recipe)."
+        ),
+    ] = None,
+    init: Annotated[
+        Path | None,
+        typer.Option(help="The adapter directory a recovery-stage recipe starts from."),
+    ] = None,
     resume: Annotated[bool, typer.Option(help="Continue from the last checkpoint in --out.")] = (
         False
     ),
@@ -28,13 +38,17 @@ def train_embedded_command(
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ) -> None:
     """Fine-tune SmolLM2-135M-Instruct (LoRA, CPU) on oracle episodes of the train split."""
-    from flatscore.embedded.train import RunOptions, TrainConfig, train
+    from flatscore.embedded.train import RunOptions, load_recipe, train
     from flatscore.embedded.weights import ADAPTER_DIR
     from flatscore.models.embedded import cache_dir
 
     target = out or cache_dir() / "train" / "embedded"
-    config = TrainConfig() if steps is None else TrainConfig(steps=steps)
-    options = RunOptions(threads=threads, checkpoint_minutes=checkpoint_minutes, progress=progress)
+    config = load_recipe(recipe)
+    if steps is not None:
+        config = config.model_copy(update={"steps": steps})
+    options = RunOptions(
+        init=init, threads=threads, checkpoint_minutes=checkpoint_minutes, progress=progress
+    )
     adapter = train(config, target, resume=resume, options=options)
     if adapter is None:
         console.print(f"stopped early; continue with --resume --out {target}")

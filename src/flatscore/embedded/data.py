@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from flatscore.agents.mistakes import MISTAKE_CHANNELS, Mistake, plant_one
+from flatscore.agents.mistakes import MISTAKE_CHANNELS, Mistake, plant
 from flatscore.agents.oracle import OracleAgent, ask_text, oracle_plan
 from flatscore.domains import get_domain
 from flatscore.domains.framework import Task
@@ -53,10 +53,21 @@ def detour_plan(plan: list[Message]) -> list[Message]:
     return out
 
 
+@dataclass(frozen=True)
+class MistakeMix:
+    """How many mistakes a mistake conversation holds and how they look. The defaults are
+    the first recovery data's (one mistake, made once, the original candidate kinds)."""
+
+    most: int = 1  # 1..most mistakes per conversation, uniformly
+    repeat_share: float = 0.0  # chance a mistake's failing call is made twice
+    natural: bool = False  # add the kinds the reference made on its own (mistakes.plant)
+
+
 class SlipOracle(OracleAgent):
-    """The oracle, optionally with the identification detour (`detour_plan`) and with one
-    planted mistake (`flatscore.agents.mistakes.plant_one`: a channel drawn uniformly among
-    those the task allows) followed by its recovery. Training data only; never registered."""
+    """The oracle, optionally with the identification detour (`detour_plan`) and with
+    planted mistakes (`flatscore.agents.mistakes.plant`: a channel drawn uniformly among
+    those the task allows) each followed by its recovery. Training data only; never
+    registered."""
 
     name = "oracle"
 
@@ -65,22 +76,40 @@ class SlipOracle(OracleAgent):
         mistake_seed: int | None = None,
         detour: bool = False,
         channels: tuple[str, ...] = MISTAKE_CHANNELS,
+        mix: MistakeMix = MistakeMix(),
     ) -> None:
         super().__init__()
         self.mistake_seed = mistake_seed
         self.detour = detour
         self.channels = channels
+        self.mix = mix
         self.detoured = False  # whether the detour changed this episode's plan
-        self.mistake: Mistake | None = None
+        self.mistakes: list[Mistake] = []
+
+    @property
+    def mistake(self) -> Mistake | None:
+        return self.mistakes[0] if self.mistakes else None
 
     def start(self, task: Task, seed: int) -> None:
         super().start(task, seed)
-        self.mistake = None
+        self.mistakes = []
         if self.mistake_seed is not None:
             rng = random.Random(f"mistake|{self.mistake_seed}|{task.domain}|{task.id}")
-            self.mistake = plant_one(get_domain(task.domain), task, rng, self.channels)
-            if self.mistake is not None:
-                self._plan = oracle_plan(task, mistakes=(self.mistake,))
+            # counts and repeats from their own stream, so the default mix draws exactly
+            # what the first recovery data drew
+            mix_rng = random.Random(f"mix|{self.mistake_seed}|{task.domain}|{task.id}")
+            count = mix_rng.randint(1, self.mix.most) if self.mix.most > 1 else 1
+            planted = plant(
+                get_domain(task.domain), task, rng, self.channels, count, self.mix.natural
+            )
+            self.mistakes = [
+                replace(m, repeat=2)
+                if self.mix.repeat_share > 0 and mix_rng.random() < self.mix.repeat_share
+                else m
+                for m in planted
+            ]
+            if self.mistakes:
+                self._plan = oracle_plan(task, mistakes=tuple(self.mistakes))
         self.detoured = False
         if self.detour:
             plan = detour_plan(self._plan)
@@ -96,7 +125,7 @@ class Example:
     domain: str
     task_id: str
     seed: int
-    mistake: str | None
+    mistake: str | None  # the planted channels in order, joined by "+"
     detour: bool
     messages: list[Message]
     tools: list[dict[str, Any]]
@@ -127,27 +156,33 @@ def trained_messages(view: list[Message], failed: set[str]) -> list[int]:
 
 
 async def _episode(
-    task: Task, seed: int, mistake_seed: int | None, detour: bool
+    task: Task, seed: int, mistake_seed: int | None, detour: bool, mix: MistakeMix
 ) -> tuple[Episode, SlipOracle]:
     domain = get_domain(task.domain)
     spec = EpisodeSpec(
         domain=domain, task=task, trial=0, seed=seed, study="train-embedded", arm="oracle"
     )
-    agent = SlipOracle(mistake_seed, detour)
+    agent = SlipOracle(mistake_seed, detour, mix=mix)
     return await run_episode(spec, agent, ScriptedUser()), agent
 
 
 def make_example(
-    task: Task, seed: int, *, with_mistake: bool, detour: bool = False
+    task: Task,
+    seed: int,
+    *,
+    with_mistake: bool,
+    detour: bool = False,
+    mix: MistakeMix = MistakeMix(),
 ) -> Example | None:
-    """Run one oracle episode (seeded user phrasing, optional detour and planted mistake)
-    and turn it into an example. None when the episode did not succeed or the mistake did
-    not fail exactly once (so every example is a clean demonstration)."""
-    episode, agent = asyncio.run(_episode(task, seed, seed if with_mistake else None, detour))
+    """Run one oracle episode (seeded user phrasing, optional detour and planted mistakes)
+    and turn it into an example. None when the episode did not succeed or the planted calls
+    are not exactly the calls that failed (so every example is a clean demonstration)."""
+    episode, agent = asyncio.run(_episode(task, seed, seed if with_mistake else None, detour, mix))
     failed = failed_call_ids(episode)
     if not episode.succeeded:
         return None
-    if with_mistake and (agent.mistake is None or len(failed) != 1):
+    planted_calls = sum(m.repeat for m in agent.mistakes)
+    if with_mistake and (not agent.mistakes or len(failed) != planted_calls):
         return None
     if not with_mistake and failed:
         return None
@@ -160,7 +195,7 @@ def make_example(
         domain=task.domain,
         task_id=task.id,
         seed=seed,
-        mistake=agent.mistake.channel if with_mistake and agent.mistake else None,
+        mistake="+".join(m.channel for m in agent.mistakes) if with_mistake else None,
         detour=agent.detoured,
         messages=view,
         tools=domain.agent_tool_schemas(),
@@ -174,10 +209,12 @@ def build_examples(
     seed: int = 0,
     domains: tuple[str, ...] = DOMAINS,
     detour_share: float = 0.5,
+    mix: MistakeMix = MistakeMix(),
 ) -> list[Example]:
     """`variants` episodes per train task (scripted-user seeds `seed*1000 + v`); a seeded
-    `mistake_share` of them with a planted mistake and `detour_share` with the
-    identification detour (where the task asks for identification); deterministic."""
+    `mistake_share` of them with planted mistakes (`mix`: how many, repeated or not) and
+    `detour_share` with the identification detour (where the task asks for
+    identification); deterministic."""
     rng = random.Random(f"examples|{seed}")
     examples = []
     for name in domains:
@@ -186,7 +223,7 @@ def build_examples(
                 user_seed = seed * 1000 + v
                 mistake = rng.random() < mistake_share
                 detour = rng.random() < detour_share
-                ex = make_example(task, user_seed, with_mistake=mistake, detour=detour)
+                ex = make_example(task, user_seed, with_mistake=mistake, detour=detour, mix=mix)
                 if ex is not None:
                     examples.append(ex)
     return examples

@@ -19,6 +19,7 @@ Output directory:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -28,11 +29,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from flatscore.console import make_console, progress
-from flatscore.errors import InputError
+from flatscore.errors import InputError, from_validation
 
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
 TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
@@ -58,11 +60,32 @@ class TrainConfig(BaseModel):
     first_layer: int = Field(15, ge=0)
     max_tokens: int = Field(4096, ge=16)
     domains: tuple[str, ...] = ("retail", "telecom")
+    # The recovery stage (docs/embedded.md "Training"): conversations with up to
+    # `mistakes_most` planted mistakes, each repeated with `repeat_share`, including the
+    # kinds the reference made on its own (`natural_mistakes`), trained on top of the
+    # adapter whose weights hash to `init_adapter_sha256` (None: from the base model).
+    mistakes_most: int = Field(1, ge=1, le=5)
+    repeat_share: float = Field(0.0, ge=0.0, le=1.0)
+    natural_mistakes: bool = False
+    init_adapter_sha256: str | None = None
+
+
+def load_recipe(path: Path | None) -> TrainConfig:
+    """The recipe in `path` (JSON of TrainConfig fields), or the first stage's defaults."""
+    if path is None:
+        return TrainConfig()
+    try:
+        return TrainConfig.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        raise InputError(f"cannot read the recipe ({exc.strerror})", file=str(path)) from None
+    except ValidationError as exc:
+        raise from_validation(exc, file=str(path)) from None
 
 
 class RunOptions(BaseModel):
     """How this invocation runs (not part of the recipe)."""
 
+    init: Path | None = None  # the adapter directory the recipe's init_adapter_sha256 names
     threads: int = Field(1, ge=1)
     checkpoint_minutes: float = Field(4.0, gt=0)
     progress: bool = True
@@ -78,7 +101,7 @@ def load_dataset(config: TrainConfig, out: Path, tokenizer: Any) -> list[dict[st
     if path.is_file():
         data: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))
         return data
-    from flatscore.embedded.data import build_examples, tokenize
+    from flatscore.embedded.data import MistakeMix, build_examples, tokenize
 
     examples = build_examples(
         config.variants,
@@ -86,6 +109,7 @@ def load_dataset(config: TrainConfig, out: Path, tokenizer: Any) -> list[dict[st
         config.data_seed,
         tuple(config.domains),
         config.detour_share,
+        MistakeMix(config.mistakes_most, config.repeat_share, config.natural_mistakes),
     )
     data = []
     for ex in examples:
@@ -153,6 +177,32 @@ def _check_config(out: Path, config: TrainConfig, resume: bool) -> None:
     else:
         out.mkdir(parents=True, exist_ok=True)
         _atomic_write(path, config.model_dump_json(indent=2))
+
+
+def adapter_sha256(adapter_dir: Path) -> str:
+    """sha256 of an adapter's weights file (what a recovery-stage recipe pins)."""
+    return hashlib.sha256((adapter_dir / ADAPTER_WEIGHTS).read_bytes()).hexdigest()
+
+
+def init_weights(config: TrainConfig, init: Path | None) -> Path | None:
+    """The adapter the recipe starts from, checked against the hash it pins."""
+    if config.init_adapter_sha256 is None:
+        return None
+    if init is None:
+        raise InputError(
+            "the recipe starts from an adapter (init_adapter_sha256); pass --init DIR",
+            field="init_adapter_sha256",
+        )
+    if not (init / ADAPTER_WEIGHTS).is_file():
+        raise InputError(f"no {ADAPTER_WEIGHTS} here", file=str(init))
+    found = adapter_sha256(init)
+    if found != config.init_adapter_sha256:
+        raise InputError(
+            f"adapter weights hash {found[:16]}…, the recipe pins "
+            f"{config.init_adapter_sha256[:16]}…",
+            file=str(init / ADAPTER_WEIGHTS),
+        )
+    return init
 
 
 def save_checkpoint(model: Any, optimizer: Any, scheduler: Any, step: int, out: Path) -> None:
@@ -257,11 +307,14 @@ def train(
         from flatscore.models.embedded import load_model
 
         loaded = load_model(config.base)
+    init = init_weights(config, options.init)
     data = load_dataset(config, out, loaded.tokenizer)
     if not data:
         raise InputError("no training examples were produced", file=str(out))
 
     model = build_model(config, loaded.model)
+    if init is not None:
+        set_peft_model_state_dict(model, load_file(str(init / ADAPTER_WEIGHTS)))
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)

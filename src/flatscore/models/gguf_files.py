@@ -10,11 +10,11 @@ llama.cpp silently falls back to other types where a row length does not fit a K
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import os
 import tempfile
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -145,8 +145,16 @@ def embedded_reference() -> Path:
 
 
 def sha256_file(path: Path) -> str:
+    """The file's SHA-256, computed once per process while its size and mtime stay (a made
+    arm names its reference's hash twice; every arm of a study shares the reference)."""
+    stat = path.stat()
+    return _sha256(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _sha256(path: str, _size: int, _mtime_ns: int) -> str:
     digest = hashlib.sha256()
-    with path.open("rb") as f:
+    with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -163,23 +171,21 @@ class FileInfo:
 
 
 def file_info(path: Path) -> FileInfo:
-    from gguf import GGUFReader
+    from flatscore.models.gguf_header import read_header
 
-    reader = GGUFReader(path)
-    counts = Counter(t.tensor_type.name for t in reader.tensors)
-    fields = reader.fields
-    arch = fields["general.architecture"].contents() if "general.architecture" in fields else ""
-    ctx_field = fields.get(f"{arch}.context_length")
-    ftype_field = fields.get("general.file_type")
+    header = read_header(path)
+    fields = header.fields
+    ctx = fields.get(f"{fields.get('general.architecture', '')}.context_length")
     names = {v: k for k, v in QUANT_TYPES.items()} | {0: "F32"}
     ftype = "unknown"
-    if ftype_field is not None:
-        value = int(ftype_field.contents())
+    if "general.file_type" in fields:
+        value = int(fields["general.file_type"])
         ftype = names.get(value, f"ftype {value}")
+    counts = header.tensor_types
     return FileInfo(
         file_type=ftype,
         tensor_types=dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
-        context_length=int(ctx_field.contents()) if ctx_field is not None else 4096,
+        context_length=int(ctx) if ctx is not None else 4096,
     )
 
 

@@ -128,15 +128,20 @@ def completion_body(generation: Generation, model: str) -> dict[str, Any]:
 def create_app(backend: Backend, model_name: str, guard: GuardConfig | None = None) -> Starlette:
     """The app; `guard` says who may call it (default: loopback only, no API key)."""
 
+    # What plays the model (file, format, hash), for the episodes of a client that records
+    # it (flatscore's τ² runs); other clients ignore the extra field.
+    weights = getattr(getattr(backend, "loaded", None), "description", None)
+
     async def models(_request: Request) -> JSONResponse:
-        return JSONResponse(
-            {
-                "object": "list",
-                "data": [
-                    {"id": model_name, "object": "model", "created": 0, "owned_by": "flatscore"}
-                ],
-            }
-        )
+        entry: dict[str, Any] = {
+            "id": model_name,
+            "object": "model",
+            "created": 0,
+            "owned_by": "flatscore",
+        }
+        if isinstance(weights, str):
+            entry["flatscore"] = {"weights": weights}
+        return JSONResponse({"object": "list", "data": [entry]})
 
     async def chat(request: Request) -> JSONResponse:
         try:

@@ -2,7 +2,8 @@
 or a `flatscore serve` process that flatscore starts for an in-process arm (`Tau2Servers`:
 the driver starts them before the jobs that need them run).
 
-`ServerPool` starts each distinct (model, precision) once, on a free loopback port, waits
+`ServerPool` starts each distinct (kind, model, precision) once — torch (`local`) or
+llama.cpp (`gguf`) — on a free loopback port, waits
 until `/health` answers, and stops every server it started when it exits — normally, on an
 exception or on Ctrl-C. Servers run in their own session (Ctrl-C reaches only flatscore,
 which then stops them in order) and, on Linux, die with their parent even if it is killed
@@ -44,6 +45,7 @@ class Endpoint:
     model: str
     api_key_env: str | None = None
     label: str = ""  # what played the role, for the episode's metadata
+    weights: str | None = None  # what a started server says plays the model
 
     @property
     def llm(self) -> str:
@@ -83,11 +85,12 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
 
 @dataclass
 class ServedModel:
-    """One `flatscore serve` child process."""
+    """One `flatscore serve` child process (`kind`: `local` torch, or `gguf` llama.cpp)."""
 
     path: str
     quant: str
     threads: int
+    kind: str = "local"
     port: int = 0
     proc: subprocess.Popen[bytes] | None = None
     log: Path | None = None
@@ -95,7 +98,8 @@ class ServedModel:
 
     @property
     def name(self) -> str:
-        return f"{Path(self.path).name or self.path}@{self.quant}"
+        base = f"{Path(self.path).name or self.path}@{self.quant}"
+        return f"gguf:{base}" if self.kind == "gguf" else base
 
     @property
     def url(self) -> str:
@@ -103,13 +107,16 @@ class ServedModel:
 
     def start(self, log_dir: Path) -> None:
         self.port = free_port()
-        self.log = log_dir / f"serve-{self.name.replace('/', '_')}-{self.port}.log"
+        safe = self.name.replace("/", "_").replace(":", "-")
+        self.log = log_dir / f"serve-{safe}-{self.port}.log"
         env = {**os.environ, "OMP_NUM_THREADS": str(self.threads)}
         cmd = [
             sys.executable,
             "-c",
             "from flatscore.cli import main; main()",
             "serve",
+            "--kind",
+            self.kind,
             "--model",
             self.path,
             "--arm",
@@ -132,6 +139,14 @@ class ServedModel:
                 preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             )
         self.started_s = time.monotonic()
+
+    def weights(self) -> str | None:
+        """What the server says plays the model (`/v1/models`), if it says."""
+        with contextlib.suppress(httpx.HTTPError, ValueError, KeyError, IndexError, TypeError):
+            entry = httpx.get(f"{self.url}/models", timeout=10).json()["data"][0]
+            weights = entry.get("flatscore", {}).get("weights")
+            return weights if isinstance(weights, str) else None
+        return None
 
     def wait_healthy(self, timeout_s: float) -> None:
         assert self.proc is not None
@@ -173,27 +188,30 @@ class ServedModel:
 
 @dataclass
 class ServerPool:
-    """Starts `flatscore serve` once per (model, precision) and stops all of them on exit."""
+    """Starts `flatscore serve` once per (kind, model, precision) and stops all of them on
+    exit."""
 
     log_dir: Path | None = None
     threads: int = 1
     start_timeout_s: float = 900.0
     on_start: Callable[[str], None] | None = None
-    servers: dict[tuple[str, str], ServedModel] = field(default_factory=dict)
+    servers: dict[tuple[str, str, str], ServedModel] = field(default_factory=dict)
+    weights: dict[tuple[str, str, str], str | None] = field(default_factory=dict)
 
-    def endpoint(self, path: str, quant: str, label: str) -> Endpoint:
-        key = (path, quant)
+    def endpoint(self, path: str, quant: str, label: str, kind: str = "local") -> Endpoint:
+        key = (kind, path, quant)
         server = self.servers.get(key)
         if server is None:
             log_dir = self.log_dir or Path(tempfile.gettempdir())
             log_dir.mkdir(parents=True, exist_ok=True)
-            server = ServedModel(path=path, quant=quant, threads=self.threads)
+            server = ServedModel(path=path, quant=quant, threads=self.threads, kind=kind)
             self.servers[key] = server
             if self.on_start is not None:
                 self.on_start(f"starting flatscore serve for {server.name}")
             server.start(log_dir)
             server.wait_healthy(self.start_timeout_s)
-        return Endpoint(url=server.url, model=server.name, label=label)
+            self.weights[key] = server.weights()
+        return Endpoint(url=server.url, model=server.name, label=label, weights=self.weights[key])
 
     def close(self) -> None:
         for server in self.servers.values():
@@ -229,8 +247,12 @@ class Tau2Servers:
         if not endpoint.served:
             return endpoint
         assert endpoint.serve_path is not None and endpoint.serve_quant is not None
-        served = self.pool.endpoint(endpoint.serve_path, endpoint.serve_quant, endpoint.label)
-        return endpoint.model_copy(update={"url": served.url, "model": served.model})
+        served = self.pool.endpoint(
+            endpoint.serve_path, endpoint.serve_quant, endpoint.label, endpoint.serve_kind
+        )
+        return endpoint.model_copy(
+            update={"url": served.url, "model": served.model, "weights": served.weights}
+        )
 
     def prepare(self, jobs: list[EpisodeJob]) -> list[EpisodeJob]:
         out = []

@@ -29,6 +29,10 @@ class Tau2Endpoint(BaseModel):
     api_key_env: str | None = None
     serve_path: str | None = None
     serve_quant: str | None = None
+    serve_kind: str = "local"
+    """`local` (torch) or `gguf` (llama.cpp): `flatscore serve --kind`."""
+    weights: str | None = None
+    """What the started server says plays the model (file, format, hash), once started."""
 
     @property
     def served(self) -> bool:

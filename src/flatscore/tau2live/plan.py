@@ -55,7 +55,7 @@ def check_study(study: Study) -> None:
     for i, model in enumerate(study.models):
         if model.kind == "agent":
             raise InputError(
-                "τ² domains run τ²'s LLM agent: give an embedded, local or openai model",
+                "τ² domains run τ²'s LLM agent: give an embedded, local, gguf or openai model",
                 field=f"models.{i}.kind",
             )
 
@@ -86,6 +86,18 @@ def _agent_endpoint(model: ModelSpec, arm: str) -> Tau2Endpoint:
             model=spec.served_model,
             api_key_env=spec.api_key_env or model.api_key_env,
         )
+    if model.kind == "gguf":  # the file and type the arm plays, as on built-in domains
+        from flatscore.models.gguf_files import quant_type
+
+        backend = model.backend(arm)
+        assert backend is not None
+        path, quant = backend.path, quant_type(backend.quant) or backend.quant
+        return Tau2Endpoint(
+            label=f"serve:gguf:{path}@{quant}",
+            serve_path=path,
+            serve_quant=quant,
+            serve_kind="gguf",
+        )
     path = model.path or "embedded"
     quant = spec.quant or arm
     return Tau2Endpoint(label=f"serve:{path}@{quant}", serve_path=path, serve_quant=quant)
@@ -101,6 +113,13 @@ def _user_endpoint(user: Tau2UserSpec) -> Tau2Endpoint:
             api_key_env=user.api_key_env,
         )
     path = user.path or "embedded"
+    if user.kind == "gguf":
+        return Tau2Endpoint(
+            label=f"serve:gguf:{path}@{user.quant}",
+            serve_path=path,
+            serve_quant=user.quant,
+            serve_kind="gguf",
+        )
     return Tau2Endpoint(label=f"serve:{path}@{user.quant}", serve_path=path, serve_quant=user.quant)
 
 

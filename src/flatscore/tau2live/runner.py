@@ -241,6 +241,8 @@ def simulate_job(job: EpisodeJob) -> Episode:
     )
     if job.agent.checkpoint:
         episode.metadata["checkpoint"] = job.agent.checkpoint
+    if recipe.agent.weights:
+        episode.metadata["weights"] = recipe.agent.weights
     return episode
 
 

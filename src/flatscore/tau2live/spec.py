@@ -25,9 +25,11 @@ class Tau2UserSpec(_Strict):
 
     `kind: openai`: an OpenAI-compatible server (`url`, `model` = its served model name).
     `kind: embedded` / `local` (`path`, `quant`): flatscore starts `flatscore serve` for it
-    (shared with an arm that serves the same model and precision)."""
+    (shared with an arm that serves the same model and precision); `kind: gguf` the same
+    through llama.cpp (`path` the reference GGUF or `embedded`, `quant` ref or a llama.cpp
+    type)."""
 
-    kind: Literal["openai", "embedded", "local"] = "openai"
+    kind: Literal["openai", "embedded", "local", "gguf"] = "openai"
     url: str | None = None
     model: str | None = None
     api_key_env: str | None = None
@@ -64,7 +66,9 @@ class Tau2Spec(_Strict):
     max_retries: int = Field(3, ge=0, description="litellm retries per request")
     request_timeout_s: float = Field(600.0, gt=0, description="litellm timeout per request")
     user: Tau2UserSpec
-    serve_threads: int = Field(1, ge=1, description="torch threads of each started server")
+    serve_threads: int = Field(
+        1, ge=1, description="torch (or llama.cpp) threads of each started server"
+    )
     serve_start_timeout_s: float = Field(900.0, gt=0)
 
 
