@@ -24,8 +24,9 @@ import torch
 from local_backend import engine_decode, prompts, run_episodes
 
 from flatscore.demo import demo_study
+from flatscore.models.base import COMPUTES
 from flatscore.models.batching import SeqKV, packed_forward
-from flatscore.models.compute import COMPUTES, bf16_is_fast
+from flatscore.models.compute import bf16_is_fast
 from flatscore.models.local import LocalBackend
 from flatscore.models.shared import get_backend
 from flatscore.study_run import plan_study
@@ -52,7 +53,7 @@ def main() -> None:
     out = tempfile.mkdtemp(prefix="flatscore-bench-")
     plans = {
         c: plan_study(demo_study(out, tasks_per_domain=args.tasks, arms=(args.arm,), compute=c))
-        for c in COMPUTES
+        for c in COMPUTES.names()
     }
     backends: dict[str, LocalBackend] = {}
     for c, plan in plans.items():
@@ -75,7 +76,7 @@ def main() -> None:
             seconds = prefill_seconds(backend, max(batch, key=len))
             prefill[c] = min(prefill.get(c, float("inf")), seconds)
     longest = len(max(batch, key=len))
-    for c in COMPUTES:
+    for c in COMPUTES.names():
         print(
             f"{c}: decode 16 sequences {decode[c]:6.1f} tok/s ({decode[c] / decode['fp32']:.2f}x)"
             f"; prefill {longest} tokens {prefill[c]:.2f} s "

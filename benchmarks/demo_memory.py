@@ -33,9 +33,9 @@ def kv_bytes_per_position(model: Any) -> int:
 
 
 def backends() -> dict[str, Any]:
-    from flatscore.models.shared import _BACKENDS
+    from flatscore.models.shared import BACKENDS
 
-    return {b.arm: b for b in list(_BACKENDS.values()) if hasattr(b, "engine")}
+    return {b.arm: b for b in BACKENDS.made() if hasattr(b, "engine")}
 
 
 class Sampler(threading.Thread):

@@ -40,3 +40,44 @@ def test_every_kind_uses_it_with_its_builtins() -> None:
     assert DOMAINS.make("retail") is DOMAINS.make("retail")  # loaded once
     assert EXECUTORS.names() == ["local", "ray"]
     assert BACKENDS.names() == ["embedded", "gguf", "local", "openai"]
+
+
+def test_a_cached_registry_builds_once_per_name_and_options() -> None:
+    built: list[int] = []
+    reg: Registry[list[int]] = Registry("thing", cached=True)
+    reg.register("n", lambda n=0: built.append(n) or [n])
+    assert reg.make("n", n=1) is reg.make("n", n=1) is not reg.make("n", n=2)
+    assert reg.make("n") is reg.make("n") and built == [1, 2, 0]
+    assert reg.made() == [[1], [2], [0]]
+    assert reg.clear() == [[1], [2], [0]] and reg.made() == []
+    reg.make("n", n=1)
+    assert built == [1, 2, 0, 1]  # built again after clearing
+
+
+def test_check_is_a_validator_listing_the_known_names() -> None:
+    reg: Registry[int] = Registry("widget")
+    reg.register("a", lambda: 1)
+    assert reg.check("a") == "a"
+    with pytest.raises(ValueError, match=r"unknown widget 'b' \(known: a\)"):
+        reg.check("b")
+
+
+def test_arms_and_compute_settings_are_registries() -> None:
+    from flatscore.models.base import COMPUTES
+    from flatscore.quant.arms import ARMS, Arm
+
+    assert {"ref", "int8", "int4", "int4-awq"} <= set(ARMS.names())
+    assert isinstance(ARMS.make("int4-awq"), Arm) and ARMS.make("int4-awq").awq
+    assert ARMS.make("int8") is ARMS.make("int8")
+    assert COMPUTES.names() == ["bf16", "fp32"]
+
+
+def test_takes_reads_the_factory_signature() -> None:
+    reg: Registry[object] = Registry("thing")
+    reg.register("needs", lambda backend, patience=1: None)
+    reg.register("plain", lambda patience=1: None)
+    reg.register("any", lambda **options: None)
+    assert reg.takes("needs", "backend", required=True) and reg.takes("needs", "backend")
+    assert not reg.takes("needs", "patience", required=True)
+    assert not reg.takes("plain", "backend") and reg.takes("any", "backend")
+    assert not reg.takes("any", "backend", required=True)

@@ -135,7 +135,7 @@ def test_backend_per_arm(tmp_path: Path) -> None:
         (
             {"models": [{"name": "s", "compute": "fp16", "arms": ["ref"]}]},
             "models.0.compute",
-            "'fp32' or 'bf16'",
+            "unknown compute 'fp16' (known: bf16, fp32)",
         ),
         (
             {

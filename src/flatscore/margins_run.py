@@ -247,7 +247,7 @@ def run_margins(
     ]
     for a in [reference, *local]:
         if a not in ARMS:
-            raise InputError(f"unknown arm {a!r}; known: {', '.join(ARMS)}", field="--arms")
+            raise InputError(f"unknown arm {a!r}; known: {', '.join(ARMS.names())}", field="--arms")
     used, episodes, hallucinated = select_episodes(
         load_runs(runs), transcripts_arm, limit, episode_ids
     )
@@ -265,7 +265,7 @@ def run_margins(
         with torch.no_grad():
             for n, m in linears.items():
                 m.weight.data.copy_(saved[n])
-        if ARMS[name].awq and calibration is None:
+        if ARMS.make(name).awq and calibration is None:
             calibration = token_sequences(loaded.tokenizer, bundled_calibration())
         apply_arm(loaded.model, name, calibration)
 

@@ -4,12 +4,18 @@ An endpoint may echo the request's `Authorization` header back in an error body;
 then travels into `BackendError`, `metadata.error` and the run file. Two rules catch it:
 every configured key value (registered when a backend reads it) and anything shaped like an
 authorization credential (`Bearer …`, `Authorization: …`, `api-key: …`) become `***`.
+
+Registration is process-wide and lasts the process (a key may be echoed at any later time);
+`secrets_scope` bounds it where one process does unrelated jobs in turn (the test suite: a
+key a test registers must not mask another test's episodes).
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
+from collections.abc import Iterator
 
 MASK = "***"
 _MIN_SECRET_LEN = 8  # shorter values would mask ordinary words
@@ -31,6 +37,18 @@ def register_secret(value: str | None) -> None:
     if value and len(value) >= _MIN_SECRET_LEN:
         with _lock:
             _known.add(value)
+
+
+@contextlib.contextmanager
+def secrets_scope() -> Iterator[None]:
+    """Forget, at the end of the block, the secrets registered inside it."""
+    with _lock:
+        before = set(_known)
+    try:
+        yield
+    finally:
+        with _lock:
+            _known.intersection_update(before)
 
 
 def _mask_match(m: re.Match[str]) -> str:

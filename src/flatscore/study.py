@@ -38,11 +38,11 @@ from flatscore.analysis.settings import POINTS, AnalysisSettings, Price
 from flatscore.domains import domain_names
 from flatscore.errors import InputError, from_validation
 from flatscore.limits import MAX_BUDGET
-from flatscore.models.base import DEFAULT_KV_MEMORY_MB, Compute
+from flatscore.models.base import COMPUTES, DEFAULT_KV_MEMORY_MB
 from flatscore.models.shared import BACKENDS, BackendSpec
 from flatscore.strict import StrictModel
 from flatscore.tau2live.spec import Tau2Spec, check_tau2_domains, is_tau2_domain
-from flatscore.users.base import user_names
+from flatscore.users.base import USERS, user_names
 
 AGENT_KIND = "agent"
 """The model kind without a backend: a registered agent (`AGENTS`); every other kind is a
@@ -115,7 +115,7 @@ class ModelSpec(StrictModel):
     endpoint_concurrency: int = Field(8, ge=1)
     cache: bool = Field(True, description="openai: cache responses per arm under the output")
     threads: int = Field(1, ge=1, description="local: torch threads per worker")
-    compute: Compute | None = Field(
+    compute: str | None = Field(
         None,
         description="embedded/local: fp32 (default) or bf16 linear layers "
         "(faster on CPUs with AMX / AVX512-BF16; docs/backends.md)",
@@ -134,6 +134,11 @@ class ModelSpec(StrictModel):
             return value
         known = [*BACKENDS.names(), AGENT_KIND]
         return _registered(value, known, "model kind")
+
+    @field_validator("compute")
+    @classmethod
+    def _registered_compute(cls, value: str | None) -> str | None:
+        return None if value is None else COMPUTES.check(value)
 
     @field_validator("arms", mode="before")
     @classmethod
@@ -295,8 +300,14 @@ class UserSpec(StrictModel):
 
     @model_validator(mode="after")
     def _needs_backend(self) -> UserSpec:
-        if self.kind == "llm" and self.backend is None:
-            raise ValueError("an llm user needs 'backend' (kind, url/served_model or path)")
+        """Whether the simulator is reached through a model: its registered factory says
+        (it requires `backend`, or does not take one)."""
+        if self.backend is None and USERS.takes(self.kind, "backend", required=True):
+            raise ValueError(
+                f"user simulator {self.kind!r} needs 'backend' (kind, url/served_model or path)"
+            )
+        if self.backend is not None and not USERS.takes(self.kind, "backend"):
+            raise ValueError(f"'backend' does not apply to user simulator {self.kind!r} (no model)")
         return self
 
 
@@ -471,7 +482,7 @@ def check_names(study: Study, file: str | None = None) -> None:
                     continue  # its base arm is checked
                 if (arm.quant or arm_name) not in ARMS:
                     raise _unknown_quant(
-                        "precision format", ", ".join(ARMS), arm_name, arm, i, file
+                        "precision format", ", ".join(ARMS.names()), arm_name, arm, i, file
                     )
         if model.kind == "gguf":
             _check_gguf(model, i, file)

@@ -54,7 +54,7 @@ from flatscore.report import ReportPaths
 from flatscore.report.rebuild import rebuild
 from flatscore.report.verdicts import headlines
 from flatscore.store import EpisodeWriter, RunCounts, finished_episode_ids
-from flatscore.study import CONTROL_SEED_OFFSET, Study, study_json
+from flatscore.study import CONTROL_SEED_OFFSET, ArmSpec, Study, study_json
 from flatscore.tau2live.spec import is_tau2_domain, tau2_domain
 
 RUNS_DIR = "runs"
@@ -115,6 +115,14 @@ def trial_seed(base_seed: int, trial: int) -> int:
     return base_seed + trial
 
 
+def seed_base(study: Study, arm: ArmSpec) -> int:
+    """The seed of an arm's trial 0: the study's, or a control arm's own base (default: the
+    study's + `CONTROL_SEED_OFFSET`), on built-in and τ² domains alike."""
+    if arm.control_of is None:
+        return study.seed
+    return arm.seed_base if arm.seed_base is not None else study.seed + CONTROL_SEED_OFFSET
+
+
 def _arm_runs(study: Study, runs_dir: Path, run_file: Path | None) -> list[ArmRun]:
     """One run per (model, arm[, +repair]) for the study's built-in domains."""
     runs: list[ArmRun] = []
@@ -135,12 +143,7 @@ def _arm_runs(study: Study, runs_dir: Path, run_file: Path | None) -> list[ArmRu
                     inject=arm.inject,
                 )
                 path = run_file or runs_dir / f"{_safe(model.name)}__{_safe(label)}.jsonl"
-                seed = study.seed
-                if arm.control_of is not None:
-                    seed = (
-                        arm.seed_base if arm.seed_base is not None else seed + CONTROL_SEED_OFFSET
-                    )
-                runs.append(ArmRun(model.name, label, path, recipe, seed))
+                runs.append(ArmRun(model.name, label, path, recipe, seed_base(study, arm)))
     return runs
 
 
@@ -154,10 +157,12 @@ def _tau2_runs(study: Study, runs_dir: Path, run_file: Path | None) -> list[ArmR
     for model in study.models:
         for arm_name, arm in model.arms.items():
             name = f"{_safe(model.name)}__{_safe(arm_name)}{RUN_SUFFIX}.jsonl"
-            recipe = AgentRecipe(label=model.name, checkpoint=arm.checkpoint)
-            runs.append(
-                ArmRun(model.name, arm_name, run_file or runs_dir / name, recipe, study.seed)
+            played = model.arms[model.played_by(arm_name)]  # a control: the arm it replicates
+            recipe = AgentRecipe(
+                label=model.name, checkpoint=played.checkpoint, control_of=arm.control_of
             )
+            path = run_file or runs_dir / name
+            runs.append(ArmRun(model.name, arm_name, path, recipe, seed_base(study, arm)))
     return runs
 
 
@@ -191,11 +196,12 @@ def _builtin_jobs(study: Study, domain_name: str, runs: list[ArmRun]) -> list[Ep
 
 
 def _tau2_jobs(study: Study, domain_name: str, runs: list[ArmRun], first: int) -> list[EpisodeJob]:
-    """The jobs of a `tau2:` domain: τ²'s tasks, τ²'s trial seeds, τ²'s `max_steps`; the
-    domain is τ²'s own name (the same cells as imported τ² files)."""
+    """The jobs of a `tau2:` domain: τ²'s tasks, τ²'s trial seeds (from each arm's seed
+    base: a control arm's differ), τ²'s `max_steps`; the domain is τ²'s own name (the same
+    cells as imported τ² files)."""
     from flatscore.tau2live.plan import recipe, task_ids, tau2_seeds, tau2_spec
 
-    seeds = tau2_seeds(study.seed, study.trials)
+    seeds = {run.seed: tau2_seeds(run.seed, study.trials) for run in runs}
     budget = ErrorBudget(max_errors=study.error_budget.max_errors, counted="all")
     models = {m.name: m for m in study.models}
     tasks = task_ids(study, domain_name)
@@ -203,6 +209,7 @@ def _tau2_jobs(study: Study, domain_name: str, runs: list[ArmRun], first: int) -
     for trial in range(study.trials):
         for task_id in tasks:
             for run in runs:
+                model = models[run.model]
                 jobs.append(
                     EpisodeJob(
                         run=str(run.path),
@@ -211,12 +218,12 @@ def _tau2_jobs(study: Study, domain_name: str, runs: list[ArmRun], first: int) -
                         domain=tau2_domain(domain_name),
                         task_id=task_id,
                         trial=trial,
-                        seed=seeds[trial],
+                        seed=seeds[run.seed][trial],
                         max_steps=tau2_spec(study).max_steps,
                         error_budget=budget,
                         agent=run.recipe,
                         user=study.user,
-                        tau2=recipe(study, models[run.model], run.arm, first + len(jobs)),
+                        tau2=recipe(study, model, model.played_by(run.arm), first + len(jobs)),
                     )
                 )
     return jobs

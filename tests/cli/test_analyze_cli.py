@@ -226,7 +226,16 @@ def test_balanced_keeps_what_every_arm_has(
         "int8": 5,
         "int4": 5,
     }
+    assert data["settings"]["balanced"] is True  # recorded: a rebuild reproduces it
+    report = tmp_path / "report"
+    again = flatscore(
+        "report", str(run_file), str(extra), "--settings-from", str(out), "--out", str(report)
+    )
+    assert again.returncode == 0, again.stderr
+    rebuilt = json.loads((report / "analysis.json").read_text())
+    assert rebuilt["episodes_read"] == 15 and rebuilt["settings"] == data["settings"]
     whole = flatscore(
         "analyze", str(run_file), str(extra), "--json", str(out), "--bootstrap", "200"
     )
     assert whole.returncode == 0 and json.loads(out.read_text())["episodes_read"] == 29
+    assert "balanced" not in json.loads(out.read_text())["settings"]  # off: as before

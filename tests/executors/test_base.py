@@ -76,3 +76,28 @@ def test_episode_records_its_source_and_checkpoint() -> None:
     ep = run_job_sync(j)
     assert ep.metadata["played_by"] == "oracle"
     assert ep.metadata["checkpoint"] == "org/model-awq"
+
+
+def test_build_user_takes_the_kind_from_its_registry() -> None:
+    """A user simulator registered by a plug-in is built by its name, with the options its
+    spec gives; whether it needs a model is read from its factory (`backend`)."""
+    import pytest
+    from pydantic import ValidationError
+
+    from flatscore.models.shared import BackendSpec
+    from flatscore.users import ScriptedUser, register_user
+    from flatscore.users.base import USERS
+
+    class Patient(ScriptedUser):
+        pass
+
+    register_user("patient", Patient)
+    try:
+        user = build_user(UserSpec(kind="patient", patience=7), 300)
+        assert isinstance(user, Patient) and user.patience == 7
+        with pytest.raises(ValidationError, match="'backend' does not apply"):
+            UserSpec(kind="patient", backend=BackendSpec(kind="embedded"))
+        with pytest.raises(ValidationError, match="user simulator 'llm' needs 'backend'"):
+            UserSpec(kind="llm")
+    finally:
+        USERS.unregister("patient")

@@ -48,7 +48,7 @@ def test_every_registered_arm_has_a_format() -> None:
     from flatscore.quant.arms import ARMS
 
     assert format_bits("ref") is None
-    for name in ARMS:
+    for name in ARMS.names():
         if name != "ref":
             assert isinstance(format_bits(name), FormatBits), name
     assert format_bits("int4-awq") == FormatBits(4, 128, True)

@@ -208,7 +208,7 @@ def test_a_disconnected_client_stops_its_generation(server: str) -> None:
     ("flags", "words"),
     [
         (["--arm", "int5"], "unknown arm 'int5'"),
-        (["--compute", "fp16"], "'fp16': use fp32 or bf16"),
+        (["--compute", "fp16"], "'fp16': use bf16 or fp32"),
     ],
 )
 def test_unknown_arm_or_compute_is_one_line_and_exit_2(flags: list[str], words: str) -> None:

@@ -97,3 +97,46 @@ def test_gguf_arms_and_user_are_served_by_llama_cpp(tmp_path: Path) -> None:
     assert job.tau2 is not None
     user = job.tau2.user
     assert (user.serve_kind, user.serve_path, user.serve_quant) == ("gguf", "embedded-base", "ref")
+
+
+def test_a_control_arm_on_a_tau2_domain_has_its_own_seeds(tmp_path: Path) -> None:
+    """As on built-in domains: a control replicates its arm's endpoint under its own seed
+    base (default: the study's + 10,000; or `seed_base`), so τ²'s per-trial seeds differ;
+    its episodes say which arm they replicate."""
+    study = parse_study(
+        {
+            "name": "controls",
+            "output": str(tmp_path),
+            "models": [
+                {
+                    "name": "m",
+                    "kind": "embedded",
+                    "arms": {
+                        "ref": {},
+                        "int4": {},
+                        "ref-again": {"control_of": "ref"},
+                        "ref-seeded": {"control_of": "ref", "seed_base": 7},
+                    },
+                }
+            ],
+            "domains": ["tau2:retail", "telecom"],
+            "tasks_per_domain": 1,
+            "trials": 2,
+            "tau2": {"num_tasks": 2, "user": {"kind": "embedded"}},
+        }
+    )
+    plan = plan_study(study)
+    tau2 = [j for j in plan.jobs if j.tau2 is not None]
+    seeds = {arm: {(j.trial, j.seed) for j in tau2 if j.arm == arm} for arm in study.models[0].arms}
+    assert seeds["ref"] == seeds["int4"] == set(enumerate(tau2_seeds(study.seed, 2)))
+    assert seeds["ref-again"] == set(enumerate(tau2_seeds(study.seed + 10_000, 2)))
+    assert seeds["ref-seeded"] == set(enumerate(tau2_seeds(7, 2)))
+    assert seeds["ref-again"].isdisjoint(seeds["ref"])
+    for job in tau2:  # the replicated arm's endpoint, the control recorded
+        played = "ref" if job.arm.startswith("ref") else job.arm
+        assert job.tau2 is not None and job.tau2.agent.label == f"serve:embedded@{played}"
+        assert job.agent.control_of == (None if job.arm in ("ref", "int4") else "ref")
+    builtin = {(j.arm, j.trial): j.seed for j in plan.jobs if j.tau2 is None}
+    assert (
+        builtin[("ref-again", 1)] == study.seed + 10_001 and builtin[("ref", 1)] == study.seed + 1
+    )

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 import flatscore
 from flatscore.analysis.arm_stats import arm_stats
+from flatscore.analysis.balanced import balanced, left_out
 from flatscore.analysis.budget import FALLBACK_DEFAULT_K, recorded_max_errors
 from flatscore.analysis.channels import ChannelRules, load_rules
 from flatscore.analysis.comparison import VERDICT_ORDER, compare, correct_channels, finalize
@@ -108,6 +109,10 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
     options = options or AnalysisSettings()
     rules = options.rules or load_rules()
     unique, warnings = unique_episodes(((None, ep) for ep in episodes), options.dedupe)
+    if options.balanced:
+        read_all = len(unique)
+        unique = balanced(unique)
+        warnings += left_out(read_all, len(unique))
     controls: dict[tuple[str, str], str] = {}
     grouped, infra, read, tau2 = _group(unique, rules, controls)
     if read == 0:

@@ -77,6 +77,12 @@ class AnalysisSettings(AnalysisModel):
     alpha: float = defaults.ALPHA
     risk_threshold: float = defaults.RISK_THRESHOLD
     dedupe: bool = False
+    balanced: bool = Field(
+        False,
+        exclude_if=lambda on: not on,  # off: analysis.json as it was before this setting
+        description="only the (domain, task, trial) every arm of a cell has (a study cut "
+        "short; `flatscore.analysis.balanced`); recorded in analysis.json when on",
+    )
     prices: dict[str, Price] = Field(
         default_factory=dict, description="by arm name, or 'model/arm' (the study file's)"
     )

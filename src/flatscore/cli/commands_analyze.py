@@ -29,6 +29,7 @@ def options_from_flags(
     correction: str,
     channel_rules: Path | None,
     dedupe: bool = False,
+    balanced: bool = False,
 ) -> AnalysisSettings:
     """The analysis flags shared by `analyze` and `report`, validated by the one settings
     model (bad values: one InputError naming the flag)."""
@@ -44,15 +45,8 @@ def options_from_flags(
         correction=correction,
         channel_rules=channel_rules,
         dedupe=dedupe,
+        balanced=balanced,
     )
-
-
-def _balanced(episodes: list[Episode], warnings: list[str]) -> tuple[list[Episode], list[str]]:
-    """`--balanced`: the episodes every arm of their cell has, and a warning if any left."""
-    from flatscore.analysis.balanced import balanced, left_out
-
-    kept = balanced(episodes)
-    return kept, warnings + left_out(len(episodes), len(kept))
 
 
 def labelled_runs(paths: list[Path]) -> Iterator[tuple[str, Episode]]:
@@ -98,12 +92,19 @@ def analyze(
     from flatscore.report.terminal import render
 
     options = options_from_flags(
-        reference, budgets, count, tost_margin, bootstrap, seed, correction, channel_rules, dedupe
+        reference,
+        budgets,
+        count,
+        tost_margin,
+        bootstrap,
+        seed,
+        correction,
+        channel_rules,
+        dedupe,
+        balanced,  # applied and recorded by the analysis
     )
     with console.status("reading episodes and bootstrapping…"):
         episodes, dropped = unique_episodes(labelled_runs(runs), dedupe)
-        if balanced:
-            episodes, dropped = _balanced(episodes, dropped)
         result = run_analysis(episodes, options)
         result.warnings[:0] = dropped
     if margins is not None:

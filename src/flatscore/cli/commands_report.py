@@ -60,6 +60,8 @@ def report(
     else:
         flags = (reference, budgets, count, tost_margin, bootstrap, seed, correction)
         options = options_from_flags(*flags, channel_rules, dedupe)
+    if balanced:  # also over --settings-from (whose analysis records it when it was on)
+        options = options.model_copy(update={"balanced": True})
     with console.status("reading episodes, analysing, drawing the report…"):
         result, paths = rebuild(
             runs,
@@ -68,6 +70,5 @@ def report(
             title=title,
             generated_at=generated_at,
             margins=margins,
-            balanced=balanced,
         )
     print_verdicts(result, paths, console, sentences=False)

@@ -267,6 +267,7 @@ class StudyOverrides:
         from pydantic import ValidationError
 
         from flatscore.errors import from_validation
+        from flatscore.executors import RayExecutor
         from flatscore.study import ExecutorSpec
 
         updates: dict[str, Any] = {}
@@ -281,7 +282,7 @@ class StudyOverrides:
             except ValidationError as exc:
                 raise from_validation(exc, field=lambda loc: "--executor") from None
         if self.ray_address is not None or self.ray_cpus is not None:
-            if ex.kind != "ray":
+            if ex.kind != RayExecutor.name:
                 raise InputError("--ray-address/--ray-cpus need --executor ray", field="--executor")
             ex = ex.model_copy(
                 update={
@@ -297,6 +298,7 @@ def _run_study(
     path: Path, overrides: StudyOverrides, *, resume: bool, progress: bool, report: bool
 ) -> None:
     # Imported here: the analysis stack is slow to import (see run_command).
+    from flatscore.executors import LocalExecutor
     from flatscore.study import load_study
     from flatscore.study_run import print_outcome, run_study
 
@@ -304,7 +306,7 @@ def _run_study(
     ex = study.executor
     where = (
         f"concurrency {study.concurrency}"
-        if ex.kind == "local"
+        if ex.kind == LocalExecutor.name
         else ex.address or f"a local instance, {ex.num_cpus or 'all'} CPUs"
     )
     console.print(

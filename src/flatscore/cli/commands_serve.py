@@ -4,7 +4,7 @@ backend (torch, in-process precision formats) or a GGUF file run by llama.cpp (`
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -64,7 +64,7 @@ def serve(
     if kind not in SERVE_KINDS:
         raise InputError(f"{kind!r}: use {' or '.join(SERVE_KINDS)}", field="--kind")
     if compute not in COMPUTES:
-        raise InputError(f"{compute!r}: use {' or '.join(COMPUTES)}", field="--compute")
+        raise InputError(f"{compute!r}: use {' or '.join(COMPUTES.names())}", field="--compute")
     backend: Backend
     if kind == "gguf":
         if compute != "fp32":
@@ -95,11 +95,8 @@ def _local_backend(
 ) -> LocalBackend:
     import torch
 
-    from flatscore.models.base import Compute
     from flatscore.models.local import LocalBackend
 
     if threads:
         torch.set_num_threads(threads)
-    return LocalBackend.from_spec(
-        model, arm, compute=cast(Compute, compute), batch_invariant=batch_invariant
-    )
+    return LocalBackend.from_spec(model, arm, compute=compute, batch_invariant=batch_invariant)

@@ -33,8 +33,8 @@ def _ray(spec: ExecutorSpec, concurrency: int) -> Executor:
 
 
 EXECUTORS: Registry[Executor] = Registry("executor")
-EXECUTORS.register("local", _local)
-EXECUTORS.register("ray", _ray)
+EXECUTORS.register(LocalExecutor.name, _local)
+EXECUTORS.register(RayExecutor.name, _ray)
 
 
 def make_executor(spec: ExecutorSpec, concurrency: int) -> Executor:

@@ -127,12 +127,12 @@ def build_agent(recipe: AgentRecipe, seed: int) -> Agent:
 
 
 def build_user(spec: UserSpec, seed: int) -> User:
-    if spec.kind == "scripted":
-        return make_user("scripted", patience=spec.patience)
-    assert spec.backend is not None
-    return make_user(
-        "llm", backend=get_backend(spec.backend), sampling=sampling_of(spec.sampling, seed)
-    )
+    """The user simulator `spec.kind` names (`USERS`): one reached through a model gets its
+    backend and sampling, any other its patience (`UserSpec` checks which applies)."""
+    if spec.backend is None:
+        return make_user(spec.kind, patience=spec.patience)
+    backend = get_backend(spec.backend)
+    return make_user(spec.kind, backend=backend, sampling=sampling_of(spec.sampling, seed))
 
 
 _SPEC_FROM_JOB = {f.name for f in fields(EpisodeSpec)} - {"domain", "task"}
@@ -144,7 +144,10 @@ async def run_job(job: EpisodeJob) -> Episode:
     if job.tau2 is not None:
         from flatscore.tau2live.runner import run_tau2_job  # imports τ²-bench: only here
 
-        return await run_tau2_job(job)
+        episode = await run_tau2_job(job)
+        if job.agent.control_of is not None:
+            episode.metadata["control_of"] = job.agent.control_of
+        return episode
     domain = get_domain(job.domain)
     spec = EpisodeSpec(
         domain=domain,

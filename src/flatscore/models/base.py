@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from typing import Any, Literal, get_args
+from collections.abc import Callable
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from flatscore.episode import Message, Serving, TokenLogprob, TokenUsage
+from flatscore.registry import Registry
 
 ToolChoice = Literal["auto", "none", "required"] | dict[str, Any]
-Compute = Literal["fp32", "bf16"]
-"""A local model's compute setting (`flatscore.models.compute`)."""
-COMPUTES: tuple[Compute, ...] = get_args(Compute)
+COMPUTES: Registry[Callable[[Any], None]] = Registry(
+    "compute", builtins="flatscore.models.compute", cached=True
+)
+"""A local model's compute settings by name (fp32, bf16): each puts a loaded model (its
+precision arm applied) in that compute, in place (`flatscore.models.compute`, which imports
+torch: registered on first use)."""
 DEFAULT_KV_MEMORY_MB = 512.0
 """The local backend's KV memory per arm: the sequences in flight and the prefix cache
 (`flatscore.models.local.LocalBackend`'s `kv_memory_mb`; docs/benchmarks.md)."""

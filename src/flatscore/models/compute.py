@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from flatscore.models.base import COMPUTES, Compute
+from flatscore.models.base import COMPUTES
 
 BLOCK_ROWS = 32
 
@@ -67,15 +67,25 @@ def use_bf16_linears(model: nn.Module) -> int:
     return len(targets)
 
 
-def apply_compute(model: nn.Module, compute: Compute) -> None:
-    """Put `model` (its precision arm applied) in `compute`; in place."""
+def _as_loaded(model: nn.Module) -> None:
+    """fp32: the model computes as loaded."""
+
+
+def _bf16(model: nn.Module) -> None:
     from flatscore.models.batching import PACK_GQA
 
-    if compute == "bf16":
-        use_bf16_linears(model)
-        setattr(model, PACK_GQA, True)
-    elif compute != "fp32":
-        raise ValueError(f"unknown compute {compute!r}; known: {', '.join(COMPUTES)}")
+    use_bf16_linears(model)
+    setattr(model, PACK_GQA, True)
+
+
+COMPUTES.register("fp32", lambda: _as_loaded)
+COMPUTES.register("bf16", lambda: _bf16)
+
+
+def apply_compute(model: nn.Module, compute: str) -> None:
+    """Put `model` (its precision arm applied) in `compute` (a name in `COMPUTES`; else a
+    ValueError listing them); in place."""
+    COMPUTES.make(COMPUTES.check(compute))(model)
 
 
 def bf16_is_fast() -> bool:
@@ -85,6 +95,6 @@ def bf16_is_fast() -> bool:
     return bool(probe and probe())
 
 
-def auto_compute() -> Compute:
+def auto_compute() -> str:
     """bf16 where it is fast (`bf16_is_fast`), else fp32."""
     return "bf16" if bf16_is_fast() else "fp32"

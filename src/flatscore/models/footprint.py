@@ -36,7 +36,7 @@ def format_bits(arm: str) -> FormatBits | None:
     """The Linear weight format of a registered arm (None: weights as loaded)."""
     from flatscore.quant.arms import ARMS
 
-    quantize = ARMS[arm].quantize
+    quantize = ARMS.make(arm).quantize
     if quantize is None:
         return None
     name = getattr(getattr(quantize, "func", quantize), "__name__", "")

@@ -22,7 +22,6 @@ from flatscore.errors import InputError
 from flatscore.models.base import (
     DEFAULT_KV_MEMORY_MB,
     Backend,
-    Compute,
     FinishReason,
     Generation,
     Sampling,
@@ -163,7 +162,7 @@ class LocalBackend(Backend):
         model: str = "embedded",
         arm: str = "ref",
         calibration: CalibrationSource | None = None,
-        compute: Compute = "fp32",
+        compute: str = "fp32",
         **kwargs: Any,
     ) -> LocalBackend:
         """Load `model` (see `load_model`), apply precision arm `arm` to its weights, then
@@ -175,10 +174,10 @@ class LocalBackend(Backend):
         from flatscore.quant.calibration import bundled_calibration, token_sequences
 
         if arm not in ARMS:
-            raise InputError(f"unknown arm {arm!r}; known: {', '.join(ARMS)}", field="arm")
+            raise InputError(f"unknown arm {arm!r}; known: {', '.join(ARMS.names())}", field="arm")
         loaded = load_model(model)
         sequences = None
-        if ARMS[arm].awq:
+        if ARMS.make(arm).awq:
             source = calibration or bundled_calibration
             sequences = token_sequences(loaded.tokenizer, source())
         apply_arm(loaded.model, arm, sequences, awq_cache=cache_dir() / "awq")

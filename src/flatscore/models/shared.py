@@ -8,12 +8,11 @@ user simulator that needs it: the study executors and the registry's model agent
 from __future__ import annotations
 
 import atexit
-import threading
 from typing import TYPE_CHECKING
 
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
-from flatscore.models.base import DEFAULT_KV_MEMORY_MB, Compute
+from flatscore.models.base import COMPUTES, DEFAULT_KV_MEMORY_MB
 from flatscore.models.openai import OpenAIBackend, OpenAIConfig
 from flatscore.registry import Registry
 from flatscore.strict import StrictModel
@@ -23,8 +22,10 @@ if TYPE_CHECKING:
 
 
 class BackendSpec(StrictModel):
-    """How to reach one model in one precision: in-process or over HTTP. Hashable by its
-    JSON, so a worker process loads each distinct backend once."""
+    """How to reach one model in one precision: in-process or over HTTP. Frozen, hence
+    hashable: a worker process loads each distinct backend once (`get_backend`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: str = Field(description="a registered backend (`BACKENDS`: embedded, local, openai)")
     path: str = "embedded"
@@ -37,7 +38,7 @@ class BackendSpec(StrictModel):
     endpoint_concurrency: int = Field(8, ge=1)
     cache_path: str | None = None
     threads: int = Field(1, ge=1)
-    compute: Compute = "fp32"
+    compute: str = Field("fp32", description="a registered compute setting (`COMPUTES`)")
     kv_memory_mb: float | None = Field(DEFAULT_KV_MEMORY_MB, gt=0)
     batch_invariant: bool = True
 
@@ -45,44 +46,26 @@ class BackendSpec(StrictModel):
     @classmethod
     def _registered(cls, value: str) -> str:
         """The registry, not a `Literal`, lists the kinds (`BACKENDS`, below)."""
-        if value not in BACKENDS:
-            raise ValueError(f"unknown backend {value!r} (known: {', '.join(BACKENDS.names())})")
-        return value
+        return BACKENDS.check(value)
 
-    def key(self) -> str:
-        return self.model_dump_json()
-
-
-_BACKENDS: dict[str, Backend] = {}
-_BACKENDS_LOCK = threading.Lock()  # guards the dict only (held for microseconds)
-_LOAD_LOCK = threading.Lock()  # one load at a time: transformers' lazy imports are not
-# thread-safe (two threads loading at once fail with "cannot import name ...")
+    @field_validator("compute")
+    @classmethod
+    def _registered_compute(cls, value: str) -> str:
+        return COMPUTES.check(value)
 
 
 def get_backend(spec: BackendSpec) -> Backend:
     """The backend for `spec`, loaded once per process (weights are big; arms change them
-    in place, so each (model, arm) is its own copy). Loads run one at a time, but a slow
-    load (AWQ calibration) does not hold up episodes of arms already loaded."""
-    key = spec.key()
-    with _BACKENDS_LOCK:
-        if key in _BACKENDS:
-            return _BACKENDS[key]
-    with _LOAD_LOCK:
-        with _BACKENDS_LOCK:
-            if key in _BACKENDS:
-                return _BACKENDS[key]
-        backend = _load_backend(spec)
-        with _BACKENDS_LOCK:
-            _BACKENDS[key] = backend
-        return backend
+    in place, so each (model, arm) is its own copy): `BACKENDS` is the one cache. Loads run
+    one at a time, but a slow load (AWQ calibration) does not hold up episodes of arms
+    already loaded (`flatscore.registry`)."""
+    return BACKENDS.make(spec.kind, spec=spec)
 
 
 def clear_backends() -> None:
     """Drop every cached backend (frees model memory)."""
-    with _BACKENDS_LOCK:
-        for backend in _BACKENDS.values():
-            backend.close()
-        _BACKENDS.clear()
+    for backend in BACKENDS.clear():
+        backend.close()
 
 
 # Engine threads are daemons: at exit (a Ctrl-C included) one still inside a forward pass
@@ -135,19 +118,14 @@ def _gguf(spec: BackendSpec) -> Backend:
     return GgufBackend.from_spec(spec.path, spec.quant, threads=spec.threads)
 
 
-BACKENDS: Registry[Backend] = Registry("backend")
-"""How each `BackendSpec.kind` is loaded."""
+BACKENDS: Registry[Backend] = Registry("backend", cached=True)
+"""How each `BackendSpec.kind` is loaded; holds the loaded backends (one per spec)."""
 BACKENDS.register("openai", _openai)
 BACKENDS.register("embedded", _local)
 BACKENDS.register("local", _local)
 BACKENDS.register("gguf", _gguf)
 
 
-def _load_backend(spec: BackendSpec) -> Backend:
-    return BACKENDS.make(spec.kind, spec=spec)
-
-
 def loaded_backend_count() -> int:
     """How many backends this process holds (they share its memory and CPU)."""
-    with _BACKENDS_LOCK:
-        return len(_BACKENDS)
+    return len(BACKENDS.made())

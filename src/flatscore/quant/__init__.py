@@ -2,9 +2,10 @@
 
 Weights are quantized and immediately dequantized ("fake quantization"): the model keeps
 computing in fp32, so activations and the KV cache stay in the compute dtype, as in the
-study, and only the weight values change. `arms.ARMS` names every arm.
+study, and only the weight values change. `arms.ARMS` (a `flatscore.registry.Registry`)
+names every arm.
 """
 
-from flatscore.quant.arms import ARMS, Arm, apply_arm, quantizable_linears
+from flatscore.quant.arms import ARMS, Arm, apply_arm, quantizable_linears, register_arm
 
-__all__ = ["ARMS", "Arm", "apply_arm", "quantizable_linears"]
+__all__ = ["ARMS", "Arm", "apply_arm", "quantizable_linears", "register_arm"]

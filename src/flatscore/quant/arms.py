@@ -22,6 +22,7 @@ import torch
 from flatscore.quant.awq import AWQScales, apply_scales, awq_search
 from flatscore.quant.floats import bf16, fp8_e4m3, fp8_e4m3_per_token
 from flatscore.quant.integer import rtn_groupwise_asymmetric, rtn_per_channel_symmetric
+from flatscore.registry import Registry
 
 Quantizer = Callable[[torch.Tensor], torch.Tensor]
 
@@ -49,54 +50,65 @@ class QuantizeInput:
         return (self.quantize(args[0]), *args[1:])
 
 
-ARMS: dict[str, Arm] = {
-    a.name: a
-    for a in [
-        Arm("ref", "weights as loaded (the reference)"),
-        Arm("bf16", "bfloat16 round-trip", bf16),
-        Arm("fp8", "fp8 e4m3, one scale per output channel", fp8_e4m3),
-        Arm(
-            "fp8-w8a8",
-            "fp8 e4m3 weights (one scale per output channel) and activations (one scale "
-            "per token, at run time)",
-            fp8_e4m3,
-            activations=fp8_e4m3_per_token,
-        ),
-        Arm(
-            "int8",
-            "int8 symmetric RTN, one scale per output channel",
-            partial(rtn_per_channel_symmetric, bits=8),
-        ),
-        Arm(
-            "int4",
-            "int4 asymmetric RTN, groups of 128 (ragged last group)",
-            partial(rtn_groupwise_asymmetric, bits=4, group_size=128),
-        ),
-        Arm(
-            "int4-awq",
-            "int4 asymmetric, groups of 128, AWQ per-input-channel scales",
-            partial(rtn_groupwise_asymmetric, bits=4, group_size=128),
-            awq=True,
-        ),
-        Arm(
-            "int4-g32",
-            "int4 asymmetric RTN, groups of 32 (the Q4_1 grid: a control)",
-            partial(rtn_groupwise_asymmetric, bits=4, group_size=32),
-        ),
-        # Stress arms use groups of 32: at 128, int3 keeps only ~25% top-1 agreement with
-        # the reference on agent transcripts (docs/arms.md), too broken to stress anything.
-        Arm(
-            "int3",
-            "int3 asymmetric RTN, groups of 32 (stress arm)",
-            partial(rtn_groupwise_asymmetric, bits=3, group_size=32),
-        ),
-        Arm(
-            "int2",
-            "int2 asymmetric RTN, groups of 32 (stress arm; the floor)",
-            partial(rtn_groupwise_asymmetric, bits=2, group_size=32),
-        ),
-    ]
-}
+ARMS: Registry[Arm] = Registry("arm", cached=True)
+"""The in-process precision arms by name (`ARMS.make(name)`: its `Arm`)."""
+
+
+def register_arm(
+    name: str,
+    description: str,
+    quantize: Quantizer | None = None,
+    *,
+    awq: bool = False,
+    activations: Quantizer | None = None,
+) -> None:
+    """Add an arm to `ARMS` (a plug-in's format, or a test's)."""
+    ARMS.register(name, partial(Arm, name, description, quantize, awq, activations))
+
+
+register_arm("ref", "weights as loaded (the reference)")
+register_arm("bf16", "bfloat16 round-trip", bf16)
+register_arm("fp8", "fp8 e4m3, one scale per output channel", fp8_e4m3)
+register_arm(
+    "fp8-w8a8",
+    "fp8 e4m3 weights (one scale per output channel) and activations (one scale per token, "
+    "at run time)",
+    fp8_e4m3,
+    activations=fp8_e4m3_per_token,
+)
+register_arm(
+    "int8",
+    "int8 symmetric RTN, one scale per output channel",
+    partial(rtn_per_channel_symmetric, bits=8),
+)
+register_arm(
+    "int4",
+    "int4 asymmetric RTN, groups of 128 (ragged last group)",
+    partial(rtn_groupwise_asymmetric, bits=4, group_size=128),
+)
+register_arm(
+    "int4-awq",
+    "int4 asymmetric, groups of 128, AWQ per-input-channel scales",
+    partial(rtn_groupwise_asymmetric, bits=4, group_size=128),
+    awq=True,
+)
+register_arm(
+    "int4-g32",
+    "int4 asymmetric RTN, groups of 32 (the Q4_1 grid: a control)",
+    partial(rtn_groupwise_asymmetric, bits=4, group_size=32),
+)
+# Stress arms use groups of 32: at 128, int3 keeps only ~25% top-1 agreement with the
+# reference on agent transcripts (docs/arms.md), too broken to stress anything.
+register_arm(
+    "int3",
+    "int3 asymmetric RTN, groups of 32 (stress arm)",
+    partial(rtn_groupwise_asymmetric, bits=3, group_size=32),
+)
+register_arm(
+    "int2",
+    "int2 asymmetric RTN, groups of 32 (stress arm; the floor)",
+    partial(rtn_groupwise_asymmetric, bits=2, group_size=32),
+)
 
 
 @dataclass
@@ -173,9 +185,7 @@ def apply_arm(
     sequences (see `flatscore.quant.calibration`); with `awq_cache` (a folder) its scales
     are saved there and reused for the same weights and calibration (~3 s instead of
     minutes)."""
-    if arm not in ARMS:
-        raise ValueError(f"unknown arm {arm!r}; known: {', '.join(ARMS)}")
-    spec = ARMS[arm]
+    spec = ARMS.make(ARMS.check(arm))  # an unknown name: ValueError listing the known ones
     linears = quantizable_linears(model)
     if spec.quantize is None:
         return ArmResult(arm, 0.0, {n: 0.0 for n in linears})

@@ -62,7 +62,7 @@ def evaluate_arms(model_spec: str = "embedded", arms: list[str] | None = None) -
         torch.tensor([i - 1 for i in range(1, len(t.ids)) if t.agent_mask[i]]) for t in heldout
     ]
     rows = []
-    names = arms or list(ARMS)
+    names = arms or ARMS.names()
     with Progress(transient=True) as progress:
         task = progress.add_task("arms", total=len(names))
         for name in names:
@@ -74,7 +74,7 @@ def evaluate_arms(model_spec: str = "embedded", arms: list[str] | None = None) -
             rows.append(
                 ArmRow(
                     arm=name,
-                    description=ARMS[name].description,
+                    description=ARMS.make(name).description,
                     relative_error=result.relative_error,
                     all_tokens=agreement(torch.cat(ref_logits), torch.cat(arm_logits)),
                     agent_tokens=agreement(

@@ -65,25 +65,22 @@ def rebuild(
     title: str = "flatscore report",
     generated_at: str | None = None,
     margins: Path | None = None,
-    balanced: bool = False,
 ) -> tuple[AnalysisResult, ReportPaths]:
     """Episodes → analysis → report.html, summary.md, analysis.json and tables.md in
-    `out_dir`; `margins` attaches a `flatscore margins` result (its section and plot);
-    `balanced` keeps only the (domain, task, trial) every arm of a cell has."""
-    from flatscore.analysis.balanced import balanced as balanced_subset
-    from flatscore.analysis.balanced import left_out
+    `out_dir`; `margins` attaches a `flatscore margins` result (its section and plot).
+    `options.balanced` keeps only the (domain, task, trial) every arm of a cell has (the
+    analysis applies and records it)."""
+    from flatscore.analysis.balanced import balanced
     from flatscore.analysis.margins_result import load_margins
 
     labelled = ((str(p), ep) for p in expand_inputs(inputs) for ep in load_runs([p]))
     episodes, dropped = unique_episodes(labelled, options.dedupe)  # duplicates name files
-    if balanced:
-        read = len(episodes)
-        episodes = balanced_subset(episodes)
-        dropped += left_out(read, len(episodes))
     result = analyze(episodes, options)
     result.warnings[:0] = dropped
     if margins is not None:
         result.margins = load_margins(margins)
+    if options.balanced:  # the report's transcripts and tables: the episodes analysed
+        episodes = balanced(episodes)
     paths = write_report(
         result, episodes, out_dir, rules=options.rules, title=title, generated_at=generated_at
     )
