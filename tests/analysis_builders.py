@@ -24,6 +24,27 @@ USER_TOOLS = ["toggle_airplane_mode", "check_status_bar"]
 Call = tuple[str, str | None] | tuple[str, str | None, str]
 
 
+def cell(
+    task: str,
+    trial: int = 0,
+    *,
+    study: str = "s",
+    arm: str = "a",
+    model: str = "m",
+    domain: str = "d",
+) -> dict[str, Any]:
+    """The fields that name an episode (its id made from them), for `Episode(**cell(...), ...)`."""
+    return {
+        "episode_id": make_episode_id(study, arm, domain, task, trial),
+        "study": study,
+        "arm": arm,
+        "model": model,
+        "domain": domain,
+        "task_id": task,
+        "trial": trial,
+    }
+
+
 def episode(
     arm: str,
     task: str,
@@ -64,13 +85,9 @@ def episode(
     messages.append(Message(role="assistant", content="done"))
     reason = TerminationReason(termination or "user_stop")
     return episode_of(
-        arm,
-        task,
-        trial,
+        cell(task, trial, arm=arm, model=model, domain=domain),
         messages,
         success=success,
-        model=model,
-        domain=domain,
         termination=reason,
         max_errors=max_errors,
         tools=ToolLists(agent=AGENT_TOOLS, user=USER_TOOLS) if tools else ToolLists(),
@@ -104,30 +121,20 @@ def agent_call(
 
 
 def episode_of(
-    arm: str,
-    task: str,
-    trial: int,
+    names: dict[str, Any],
     messages: list[Message],
     *,
     success: bool,
-    model: str,
-    domain: str,
     termination: TerminationReason,
     max_errors: int | None,
     tools: ToolLists,
-    study: str = "s",
     **extra: Any,
 ) -> Episode:
-    """The episode around `messages`; an infrastructure error has no reward."""
+    """The episode named by `names` (a `cell`) around `messages`; an infrastructure error
+    has no reward."""
     infrastructure = termination is TerminationReason.INFRASTRUCTURE_ERROR
     return Episode(
-        episode_id=make_episode_id(study, arm, domain, task, trial),
-        study=study,
-        arm=arm,
-        model=model,
-        domain=domain,
-        task_id=task,
-        trial=trial,
+        **names,
         messages=messages,
         termination_reason=termination,
         reward=None if infrastructure else (1.0 if success else 0.0),

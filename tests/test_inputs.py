@@ -13,7 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flatscore.errors import InputError
-from flatscore.inputs import DepthGuard, TooDeep, check_regular_file, parse_json_bytes
+from flatscore.inputs import (
+    DepthGuard,
+    TooDeep,
+    check_regular_file,
+    json_array,
+    parse_json_bytes,
+)
 
 tricky = st.text(alphabet='ab[]{}"\\\n/é', max_size=12)
 values = st.recursive(
@@ -73,3 +79,47 @@ def test_only_regular_files_pass(tmp_path: Path) -> None:
     for path, what in refused:
         with pytest.raises(InputError, match=what):
             check_regular_file(path)
+
+
+def _label(index: int) -> str:
+    return f"item {index}"
+
+
+@pytest.mark.parametrize(
+    ("text", "required", "items"),
+    [
+        ('{"a": 1, "xs": [1, {"b": 2}, "c"]}', False, [1, {"b": 2}, "c"]),
+        ('{"xs": []}', True, []),
+        ('{"a": 1}', False, []),  # missing and not required: no items
+        ('{"xs": null}', False, []),
+    ],
+)
+def test_json_array_streams_the_items(
+    tmp_path: Path, text: str, required: bool, items: list[Any]
+) -> None:
+    path = tmp_path / "f.json"
+    path.write_text(text)
+    assert list(json_array(path, "xs", _label, required=required)) == items
+
+
+@pytest.mark.parametrize(
+    ("text", "required", "record", "field", "words"),
+    [
+        ('{"xs": [1, 2, {"b": ', False, "item 2", None, "invalid or truncated JSON"),
+        ('{"xs": [1, 2] x', False, "item 2", None, "invalid or truncated JSON"),
+        ('{"a": 1}', True, None, "xs", "missing field"),
+        ('{"xs": {"b": 1}}', False, None, "xs", "must be a list"),
+        ('{"xs": 3}', True, None, "xs", "must be a list"),
+        ('{"xs": ' + "[" * 200 + "]" * 200 + "}", False, None, None, "nested"),
+    ],
+)
+def test_json_array_bad_input_is_one_input_error(
+    tmp_path: Path, text: str, required: bool, record: str | None, field: str | None, words: str
+) -> None:
+    path = tmp_path / "f.json"
+    path.write_text(text)
+    with pytest.raises(InputError) as info:
+        list(json_array(path, "xs", _label, required=required))
+    err = info.value
+    assert (err.file, err.record, err.field) == (str(path), record, field)
+    assert words in err.message

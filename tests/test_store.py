@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from analysis_builders import cell
 from flatscore.episode import (
     Episode,
     Message,
     TerminationReason,
     ToolCall,
     ToolResult,
-    make_episode_id,
 )
 from flatscore.errors import InputError
 from flatscore.store import EpisodeWriter, finished_episode_ids, read_episodes
@@ -31,13 +31,7 @@ def episodes(draw: st.DrawFn) -> Episode:
         id="c1", name=draw(names), arguments=draw(st.dictionaries(names, names) | names)
     )
     return Episode(
-        episode_id=make_episode_id("s", "a", "d", task, trial),
-        study="s",
-        arm="a",
-        model="m",
-        domain="d",
-        task_id=task,
-        trial=trial,
+        **cell(task, trial),
         messages=[
             Message(role="user", content=draw(st.text(max_size=30))),
             Message(role="assistant", tool_calls=[call]),
@@ -53,12 +47,7 @@ def episodes(draw: st.DrawFn) -> Episode:
 
 def simple(i: int) -> Episode:
     return Episode(
-        episode_id=make_episode_id("s", "a", "d", f"t{i}", 0),
-        study="s",
-        arm="a",
-        model="m",
-        domain="d",
-        task_id=f"t{i}",
+        **cell(f"t{i}"),
         termination_reason=TerminationReason.USER_STOP,
         reward=1.0,
     )

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import re
 import stat
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import ijson
 import numpy as np
 import pydantic_core
 
@@ -163,6 +165,45 @@ def error_text(exc: BaseException) -> str:
     return text[:200]
 
 
+JSON_ERRORS = (ijson.JSONError, ValueError)
+"""What streaming a damaged file can raise: syntax errors, bytes that are not UTF-8
+(UnicodeDecodeError), numbers out of range and nesting past the limit (ValueError)."""
+
+
+def json_error(exc: Exception) -> str:
+    """A JSON failure as the one line an `InputError` says."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 (byte 0x{exc.object[exc.start]:02x})"
+    text = error_text(exc)  # drops yajl's caret drawing
+    return f"invalid or truncated JSON ({text})" if text else "invalid or truncated JSON"
+
+
+def json_array(
+    path: Path, field: str, record: Callable[[int], str], *, required: bool = False
+) -> Iterator[Any]:
+    """The items of the top-level array `field` of a JSON file, one at a time (ijson), for
+    files too large to load. Bad input raises one `InputError` naming the file: a JSON error
+    also names `record(index)` of the item it cut off; a `field` that is not an array says
+    so, and a missing one too when `required` (else it gives no items)."""
+    index = 0
+    with open_json(path) as fh:
+        try:
+            for data in ijson.items(fh, f"{field}.item", use_float=True):
+                yield data
+                index += 1
+        except TooDeep as exc:  # the guard reads ahead of the item being built
+            raise InputError(str(exc), file=str(path)) from None
+        except JSON_ERRORS as exc:
+            raise InputError(json_error(exc), file=str(path), record=record(index)) from None
+    if index == 0:  # tell "no items" apart from a missing or non-array field
+        with open_json(path) as fh:
+            value = next(ijson.items(fh, field, use_float=True), None)
+        if value is None and required:
+            raise InputError("missing field", file=str(path), field=field)
+        if value is not None and not isinstance(value, list):
+            raise InputError("must be a list", file=str(path), field=field)
+
+
 __all__ = [
     "MAX_DEPTH",
     "MAX_RECORD_BYTES",
@@ -171,6 +212,8 @@ __all__ = [
     "TooDeep",
     "check_regular_file",
     "error_text",
+    "json_array",
+    "json_error",
     "open_json",
     "open_regular",
     "parse_json_bytes",

@@ -480,17 +480,26 @@ def check_names(study: Study, file: str | None = None) -> None:
                     continue  # it runs the arm it replicates, checked as that arm
                 if arm.inject is not None:
                     continue  # its base arm is checked
-                quant = arm.quant or arm_name
-                if quant not in ARMS:
-                    where = "quant" if arm.quant else "(name)"
-                    raise InputError(
-                        f"unknown precision format {quant!r} (known: "
-                        f"{', '.join(ARMS.names())}); name the arm after one, or give 'quant'",
-                        file=file,
-                        field=f"models.{i}.arms.{arm_name}.{where}",
+                if (arm.quant or arm_name) not in ARMS:
+                    raise _unknown_quant(
+                        "precision format", ", ".join(ARMS.names()), arm_name, arm, i, file
                     )
         if model.kind == "gguf":
             _check_gguf(model, i, file)
+
+
+def _unknown_quant(
+    what: str, known: str, arm_name: str, arm: ArmSpec, i: int, file: str | None, also: str = ""
+) -> InputError:
+    """An arm whose quantization (its `quant`, else its name) is none of `known`, naming the
+    field to fix."""
+    where = "quant" if arm.quant else "(name)"
+    return InputError(
+        f"unknown {what} {arm.quant or arm_name!r} (known: {known}); name the arm after one, "
+        f"or give 'quant'{also}",
+        file=file,
+        field=f"models.{i}.arms.{arm_name}.{where}",
+    )
 
 
 def _check_gguf(model: ModelSpec, i: int, file: str | None) -> None:
@@ -521,13 +530,8 @@ def _check_gguf(model: ModelSpec, i: int, file: str | None) -> None:
             path = Path(arm.file).expanduser()
             check(f"models.{i}.arms.{arm_name}.file", lambda p=path: check_gguf_file(p))
         elif quant_type(arm.quant or arm_name) is None:
-            where = "quant" if arm.quant else "(name)"
-            raise InputError(
-                f"unknown GGUF quant type {arm.quant or arm_name!r} (known: {known_quants()}); "
-                "name the arm after one, or give 'quant' or 'file'",
-                file=file,
-                field=f"models.{i}.arms.{arm_name}.{where}",
-            )
+            known = known_quants()
+            raise _unknown_quant("GGUF quant type", known, arm_name, arm, i, file, " or 'file'")
     if not llama_cpp_available():
         raise InputError(GGUF_EXTRA, file=file, field=f"models.{i}.kind")
 

@@ -10,13 +10,10 @@ from pydantic import BaseModel, Field
 from flatscore.domains.framework import (
     NotFound,
     Precondition,
-    Task,
     ToolError,
     Toolkit,
     canonical_hash,
-    first_tasks,
     format_result,
-    round_robin,
     setup,
     tool,
 )
@@ -142,39 +139,3 @@ def test_format_result() -> None:
     assert format_result("plain") == "plain"
     assert format_result([Box(items={"a": 1})]) == '[{"items": {"a": 1}}]'
     assert format_result({"k": 1.5}) == '{"k": 1.5}'
-
-
-def _task(template: str, n: int) -> Task:
-    return Task.model_validate(
-        {
-            "id": f"{template}_{n:02d}",
-            "domain": "box",
-            "template": template,
-            "split": "test",
-            "scenario": {"requests": ["hi"], "instructions": "be a box"},
-            "actions": [],
-        }
-    )
-
-
-def test_first_tasks_takes_entities_in_order_and_skips_those_that_do_not_fit() -> None:
-    seen: list[tuple[int, int]] = []
-
-    def build(entity: int, n: int) -> Task | None:
-        seen.append((entity, n))
-        return None if entity % 2 else _task("even", n)
-
-    tasks = first_tasks("box", "even", range(10), 3, build)
-    assert [t.id for t in tasks] == ["even_00", "even_01", "even_02"]
-    # entity 5 does not fit; the loop stops as soon as 3 were made (6, 7, ... untouched)
-    assert seen == [(0, 0), (1, 1), (2, 1), (3, 2), (4, 2)]
-
-
-def test_first_tasks_names_the_template_when_entities_run_out() -> None:
-    with pytest.raises(ValueError, match="box template even: only 2 of 3 tasks"):
-        first_tasks("box", "even", [0, 1, 2], 3, lambda e, n: _task("even", n) if e != 1 else None)
-
-
-def test_round_robin_interleaves_templates_of_unequal_length() -> None:
-    per_template = [[_task("a", 0), _task("a", 1)], [_task("b", 0)], [_task("c", 0), _task("c", 1)]]
-    assert [t.id for t in round_robin(per_template)] == ["a_00", "b_00", "c_00", "a_01", "c_01"]

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("inspect_ai", reason="the `inspect` extra is not installed")
 
+from analysis_builders import cell
 from flatscore.episode import (
     Episode,
     Message,
@@ -22,7 +23,6 @@ from flatscore.episode import (
     ToolCall,
     ToolLists,
     ToolResult,
-    make_episode_id,
 )
 from flatscore.formats.inspect_export import export_inspect
 from flatscore.formats.inspect_log import read_inspect
@@ -73,13 +73,7 @@ def episodes(draw: st.DrawFn, task: str) -> Episode:
     )
     trial = draw(st.integers(0, 3))
     return Episode(
-        episode_id=make_episode_id("s", "int4", "retail", task, trial),
-        study="s",
-        arm="int4",
-        model="m",
-        domain="retail",
-        task_id=task,
-        trial=trial,
+        **cell(task, trial, arm="int4", domain="retail"),
         messages=messages,
         termination_reason=draw(st.sampled_from(list(TerminationReason))),
         reward=draw(st.none() | st.sampled_from([0.0, 0.5, 1.0])),

@@ -162,14 +162,19 @@ BLOCKED = (
 )
 
 
-def test_without_the_extra_the_cli_names_it_and_exits_2(tmp_path: Path) -> None:
-    study = write(tmp_path, {"models": [gguf_model()], "domains": ["retail"]})
-    done = subprocess.run(
+def _run_without_llama_cpp(study: Path) -> subprocess.CompletedProcess[str]:
+    """`flatscore run STUDY` in a fresh interpreter that cannot import llama_cpp."""
+    return subprocess.run(
         [sys.executable, "-c", BLOCKED, "run", str(study)],
         capture_output=True,
         text=True,
         timeout=300,
     )
+
+
+def test_without_the_extra_the_cli_names_it_and_exits_2(tmp_path: Path) -> None:
+    study = write(tmp_path, {"models": [gguf_model()], "domains": ["retail"]})
+    done = _run_without_llama_cpp(study)
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     lines = done.stderr.strip().splitlines()
@@ -180,12 +185,7 @@ def test_without_the_extra_the_cli_names_it_and_exits_2(tmp_path: Path) -> None:
 def test_a_missing_file_through_the_cli_is_one_line_exit_2(tmp_path: Path) -> None:
     gone = tmp_path / "gone.gguf"
     study = write(tmp_path, {"models": [gguf_model(path=str(gone))], "domains": ["retail"]})
-    done = subprocess.run(
-        [sys.executable, "-c", BLOCKED, "run", str(study)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = _run_without_llama_cpp(study)
     assert done.returncode == 2, done.stderr
     expected = f"error: {study}, field 'models.0.path': GGUF file not found ({gone})"
     assert done.stderr.strip() == expected

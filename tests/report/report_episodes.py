@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from analysis_builders import agent_call, episode_of
+from analysis_builders import agent_call, cell, episode_of
 from flatscore.analysis.analyze import AnalysisOptions, analyze
 from flatscore.analysis.result import AnalysisResult
 from flatscore.episode import Episode, Message, TerminationReason, ToolLists
@@ -74,17 +74,12 @@ def episode(
         messages.append(Message(role="assistant", content='{"name": "get_user', malformed=True))
     messages.append(Message(role="assistant", content="Done. Anything else?"))
     return episode_of(
-        arm,
-        task,
-        trial,
+        cell(task, trial, study="fixture", arm=arm, model=model, domain=domain),
         messages,
         success=success,
-        model=model,
-        domain=domain,
         termination=termination or TerminationReason.USER_STOP,
         max_errors=11,
         tools=ToolLists(agent=AGENT_TOOLS, user=USER_TOOLS, source="run"),
-        study="fixture",
     )
 
 

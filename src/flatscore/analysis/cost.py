@@ -173,6 +173,10 @@ def _money(ep: Episode, machine_s: float | None, price: Price) -> float | None:
     return sum(parts) if parts else None
 
 
+_WEIGHTS = {"parameters", "weight_bytes", "bits_per_parameter", "resident_weight_bytes"}
+"""The `Serving` figures an arm's cost row repeats (from its last episode)."""
+
+
 def arm_cost(
     model: str,
     domain: str,
@@ -185,6 +189,7 @@ def arm_cost(
     successes = sum(ep.succeeded for ep in episodes)
     servings = [ep.serving for ep in episodes if ep.serving is not None]
     last = servings[-1] if servings else None
+    weights = last.model_dump(include=_WEIGHTS) if last else {}  # as the last episode served
     peaks = [s.peak_rss_bytes for s in servings if s.peak_rss_bytes is not None]
     latencies: list[float] = []
     enc = pre = comp = dec = 0.0
@@ -230,10 +235,7 @@ def arm_cost(
         arm=arm,
         episodes=n,
         successes=successes,
-        parameters=last.parameters if last else None,
-        weight_bytes=last.weight_bytes if last else None,
-        bits_per_parameter=last.bits_per_parameter if last else None,
-        resident_weight_bytes=last.resident_weight_bytes if last else None,
+        **weights,
         peak_rss_bytes=max(peaks) if peaks else None,
         prefill_tokens_per_s=enc / pre if pre > 0 else None,
         decode_tokens_per_s=comp / dec if dec > 0 else None,

@@ -181,12 +181,8 @@ def _analysis(
 
 
 def _check(c: Comparison) -> BudgetCheck:
-    g = c.gap_default
     return BudgetCheck(
-        K=g.K,
-        gap=g.gap,
-        ci_low=g.ci_low,
-        ci_high=g.ci_high,
+        **c.gap_default.model_dump(include={"K", "gap", "ci_low", "ci_high"}),
         p_adjusted=c.p_adjusted,
         significant=c.significant,
         tost_p=c.tost_p,

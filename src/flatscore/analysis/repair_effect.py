@@ -279,10 +279,7 @@ def repair_effects(
     return RepairEffectResult(
         default_K=default_k,
         budgets=budgets,
-        count=options.count,
-        bootstrap=options.bootstrap,
-        seed=options.seed,
-        confidence=options.confidence,
+        **options.model_dump(include={"count", "bootstrap", "seed", "confidence"}),
         cells=cells,
         warnings=warnings,
     )

@@ -9,15 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from flatscore import defaults
+from flatscore.cli import options as opt
 from flatscore.cli.app import app, console
-from flatscore.cli.options import (
-    Balanced,
-    Bootstrap,
-    BootstrapSeed,
-    Correction,
-    Dedupe,
-    TostMargin,
-)
 from flatscore.console import styled
 from flatscore.errors import InputError
 
@@ -70,22 +63,18 @@ def analyze(
     runs: Annotated[
         list[Path], typer.Argument(help="Canonical JSONL runs or τ² results files/dirs.")
     ],
-    reference: Annotated[
-        str | None, typer.Option(help="Reference arm (default: highest precision).")
-    ] = None,
+    reference: opt.Reference = None,
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Write analysis.json here.")
     ] = None,
-    budgets: Annotated[
-        str | None, typer.Option(help="Error budgets K, e.g. 0-10 or 0,2,9 (default 0..default K).")
-    ] = None,
+    budgets: opt.Budgets = None,
     count: Annotated[
         str, typer.Option(help="Errors counted for S(K): all (agent + user, like τ²) or agent.")
     ] = defaults.COUNT,
-    tost_margin: TostMargin = defaults.TOST_MARGIN * 100,
-    bootstrap: Bootstrap = defaults.BOOTSTRAP,
-    seed: BootstrapSeed = defaults.ANALYSIS_SEED,
-    correction: Correction = defaults.CORRECTION,
+    tost_margin: opt.TostMargin = defaults.TOST_MARGIN * 100,
+    bootstrap: opt.Bootstrap = defaults.BOOTSTRAP,
+    seed: opt.BootstrapSeed = defaults.ANALYSIS_SEED,
+    correction: opt.Correction = defaults.CORRECTION,
     channel_rules: Annotated[
         Path | None, typer.Option(help="YAML error-text rules (replaces the bundled ones).")
     ] = None,
@@ -93,8 +82,8 @@ def analyze(
         Path | None,
         typer.Option(help="Attach a `flatscore margins` result (margins.json) to the output."),
     ] = None,
-    dedupe: Dedupe = False,
-    balanced: Balanced = False,
+    dedupe: opt.Dedupe = False,
+    balanced: opt.Balanced = False,
 ) -> None:
     """Per-channel error rates, S(K), amplification, invariance, recovery and paired statistics."""
     from flatscore.analysis.analyze import analyze as run_analysis

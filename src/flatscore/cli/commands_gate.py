@@ -11,8 +11,8 @@ from typing import Annotated
 import typer
 
 from flatscore import defaults
+from flatscore.cli import options as opt
 from flatscore.cli.app import app, console
-from flatscore.cli.options import Bootstrap, BootstrapSeed
 from flatscore.errors import InputError
 
 
@@ -52,11 +52,9 @@ def gate(
             "(default: every channel)."
         ),
     ] = None,
-    count: Annotated[
-        str, typer.Option(help="Errors counted for S(K): all or agent.")
-    ] = defaults.COUNT,
-    bootstrap: Bootstrap = defaults.BOOTSTRAP,
-    seed: BootstrapSeed = defaults.ANALYSIS_SEED,
+    count: opt.Count = defaults.COUNT,
+    bootstrap: opt.Bootstrap = defaults.BOOTSTRAP,
+    seed: opt.BootstrapSeed = defaults.ANALYSIS_SEED,
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the verdict as JSON (for machines).")
     ] = False,

@@ -20,6 +20,11 @@ export_app = typer.Typer(help="Export runs as flat tables.", no_args_is_help=Tru
 app.add_typer(import_app, name="import")
 app.add_typer(export_app, name="export")
 
+ExportRuns = Annotated[
+    list[Path], typer.Argument(help="Runs (.jsonl) or τ² results files to export.")
+]
+ImportOut = Annotated[Path, typer.Option(help="The run file to append to (JSONL).")]
+
 
 def print_import_summary(summary: ImportSummary) -> None:
     """What an import wrote (per file, per termination reason), what it left out and why:
@@ -64,21 +69,17 @@ def import_tau2_command(
         list[Path],
         typer.Argument(help="τ²-bench results files (v0.1–v1.x) or v1.x result directories."),
     ],
-    arm: Annotated[str, typer.Option("--arm", help="The precision arm these episodes belong to.")],
-    out: Annotated[Path, typer.Option("--out", help="The run file to append to (JSONL).")],
+    arm: Annotated[str, typer.Option(help="The precision arm these episodes belong to.")],
+    out: ImportOut,
     model: Annotated[
         str | None,
         typer.Option(
-            "--model",
-            help="Model name (default: the file's agent model). Arms of one model must share it.",
+            help="Model name (default: the file's agent model). Arms of one model must share it."
         ),
     ] = None,
-    study: Annotated[
-        str | None, typer.Option("--study", help="Study name (default: tau2).")
-    ] = None,
+    study: Annotated[str | None, typer.Option(help="Study name (default: tau2).")] = None,
     skip_invalid: Annotated[
-        bool,
-        typer.Option("--skip-invalid", help="Skip bad simulations, report them, and go on."),
+        bool, typer.Option("--skip-invalid", help="Skip bad simulations, report them, and go on.")
     ] = False,
 ) -> None:
     """Import τ²-bench results as one arm of a flatscore run."""
@@ -109,10 +110,8 @@ def import_tau2_command(
 
 @export_app.command("parquet")
 def export_parquet_command(
-    runs: Annotated[
-        list[Path], typer.Argument(help="Runs (.jsonl) or τ² results files to export.")
-    ],
-    out: Annotated[Path, typer.Option("--out", help="Directory for the Parquet tables.")],
+    runs: ExportRuns,
+    out: Annotated[Path, typer.Option(help="Directory for the Parquet tables.")],
 ) -> None:
     """Write episodes.parquet and tool_calls.parquet (one row per tool call)."""
     from flatscore.export import EPISODES_FILE, TOOL_CALLS_FILE, export_parquet

@@ -9,40 +9,40 @@ from typing import Annotated
 import typer
 
 from flatscore.cli.app import console
-from flatscore.cli.commands_import import export_app, import_app, print_import_summary
+from flatscore.cli.commands_import import (
+    ExportRuns,
+    ImportOut,
+    export_app,
+    import_app,
+    print_import_summary,
+)
 
 
 @import_app.command("inspect")
 def import_inspect_command(
     logs: Annotated[list[Path], typer.Argument(help="Inspect AI eval logs (.eval or .json).")],
-    out: Annotated[Path, typer.Option("--out", help="The run file to append to (JSONL).")],
+    out: ImportOut,
     arm: Annotated[
-        str | None,
-        typer.Option("--arm", help="The precision arm (default: the log's model name)."),
+        str | None, typer.Option(help="The precision arm (default: the log's model name).")
     ] = None,
     model: Annotated[
         str | None,
         typer.Option(
-            "--model",
-            help="Model name (default: the log's model). Arms of one model must share it.",
+            help="Model name (default: the log's model). Arms of one model must share it."
         ),
     ] = None,
     domain: Annotated[
-        str | None, typer.Option("--domain", help="Domain (default: the log's task name).")
+        str | None, typer.Option(help="Domain (default: the log's task name).")
     ] = None,
-    study: Annotated[
-        str | None, typer.Option("--study", help="Study name (default: inspect).")
-    ] = None,
+    study: Annotated[str | None, typer.Option(help="Study name (default: inspect).")] = None,
     scorer: Annotated[
-        str | None,
-        typer.Option("--scorer", help="The score that is the task's success (default: first)."),
+        str | None, typer.Option(help="The score that is the task's success (default: first).")
     ] = None,
     error_map: Annotated[
         Path | None,
         typer.Option(
-            "--error-map",
             help="YAML mapping of Inspect tool-error types to channels "
-            "(default: the bundled inspect_errors.yaml).",
+            "(default: the bundled inspect_errors.yaml)."
         ),
     ] = None,
 ) -> None:
@@ -66,10 +66,8 @@ def import_inspect_command(
 
 @export_app.command("inspect")
 def export_inspect_command(
-    runs: Annotated[
-        list[Path], typer.Argument(help="Runs (.jsonl) or τ² results files to export.")
-    ],
-    out: Annotated[Path, typer.Option("--out", help="Directory for the Inspect .eval logs.")],
+    runs: ExportRuns,
+    out: Annotated[Path, typer.Option(help="Directory for the Inspect .eval logs.")],
 ) -> None:
     """Write Inspect AI .eval logs (one per model, domain and arm) for `inspect view`."""
     from flatscore.formats import load_runs

@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from flatscore import defaults
+from flatscore.cli import options as opt
 from flatscore.cli.app import app, console
-from flatscore.cli.options import Bootstrap, BootstrapSeed
 from flatscore.console import styled
 from flatscore.errors import InputError
 
@@ -19,18 +19,12 @@ def repair_effect(
     runs: Annotated[
         list[Path], typer.Argument(help="Runs (files or run folders) with and without --repair.")
     ],
-    reference: Annotated[
-        str | None, typer.Option(help="Reference arm (default: highest precision).")
-    ] = None,
+    reference: opt.Reference = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the result here.")] = None,
-    count: Annotated[
-        str, typer.Option(help="Errors counted for S(K): all or agent.")
-    ] = defaults.COUNT,
-    bootstrap: Bootstrap = defaults.BOOTSTRAP,
-    seed: BootstrapSeed = defaults.ANALYSIS_SEED,
-    budgets: Annotated[
-        str | None, typer.Option(help="Error budgets K, e.g. 0-10 or 0,2,9 (default 0..default K).")
-    ] = None,
+    count: opt.Count = defaults.COUNT,
+    bootstrap: opt.Bootstrap = defaults.BOOTSTRAP,
+    seed: opt.BootstrapSeed = defaults.ANALYSIS_SEED,
+    budgets: opt.Budgets = None,
     balanced: Annotated[
         bool,
         typer.Option(

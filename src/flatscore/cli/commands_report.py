@@ -8,15 +8,8 @@ from typing import Annotated
 import typer
 
 from flatscore import defaults
+from flatscore.cli import options as opt
 from flatscore.cli.app import app, console
-from flatscore.cli.options import (
-    Balanced,
-    Bootstrap,
-    BootstrapSeed,
-    Correction,
-    Dedupe,
-    TostMargin,
-)
 
 
 @app.command()
@@ -34,22 +27,18 @@ def report(
             help="Reuse the analysis settings of this analysis.json (other flags then ignored)."
         ),
     ] = None,
-    reference: Annotated[
-        str | None, typer.Option(help="Reference arm (default: highest precision).")
-    ] = None,
+    reference: opt.Reference = None,
     budgets: Annotated[
         str | None, typer.Option(help="Error budgets K, e.g. 0-10 or 0,2,9.")
     ] = None,
-    count: Annotated[
-        str, typer.Option(help="Errors counted for S(K): all or agent.")
-    ] = defaults.COUNT,
-    tost_margin: TostMargin = defaults.TOST_MARGIN * 100,
-    bootstrap: Bootstrap = defaults.BOOTSTRAP,
-    seed: BootstrapSeed = defaults.ANALYSIS_SEED,
-    correction: Correction = defaults.CORRECTION,
+    count: opt.Count = defaults.COUNT,
+    tost_margin: opt.TostMargin = defaults.TOST_MARGIN * 100,
+    bootstrap: opt.Bootstrap = defaults.BOOTSTRAP,
+    seed: opt.BootstrapSeed = defaults.ANALYSIS_SEED,
+    correction: opt.Correction = defaults.CORRECTION,
     channel_rules: Annotated[Path | None, typer.Option(help="YAML error-text rules.")] = None,
-    dedupe: Dedupe = False,
-    balanced: Balanced = False,
+    dedupe: opt.Dedupe = False,
+    balanced: opt.Balanced = False,
     title: Annotated[str, typer.Option(help="Report title.")] = "flatscore report",
     generated_at: Annotated[
         str | None,
@@ -69,17 +58,8 @@ def report(
     if settings_from is not None:
         options = options_from_settings(settings_from_file(settings_from))
     else:
-        options = options_from_flags(
-            reference,
-            budgets,
-            count,
-            tost_margin,
-            bootstrap,
-            seed,
-            correction,
-            channel_rules,
-            dedupe,
-        )
+        flags = (reference, budgets, count, tost_margin, bootstrap, seed, correction)
+        options = options_from_flags(*flags, channel_rules, dedupe)
     if balanced:  # also over --settings-from (whose analysis records it when it was on)
         options = options.model_copy(update={"balanced": True})
     with console.status("reading episodes, analysing, drawing the report…"):

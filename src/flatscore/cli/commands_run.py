@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -42,6 +43,10 @@ def _parse_options(pairs: list[str]) -> dict[str, Any]:
 QUICK = "Quick form (no study file)"
 STUDY = "With a study file"
 BOTH = "Both forms"
+_quick = partial(typer.Option, rich_help_panel=QUICK)
+_study = partial(typer.Option, rich_help_panel=STUDY)
+_both = partial(typer.Option, rich_help_panel=BOTH)
+"""`typer.Option` in the `--help` panel of the form it applies to."""
 
 
 def _given(ctx: typer.Context, names: tuple[str, ...]) -> list[str]:
@@ -89,118 +94,70 @@ def run_command(
     ] = None,
     out: Annotated[
         Path | None,
-        typer.Option(
-            "--out",
+        _both(
             help="Quick form: the JSONL file episodes are appended to. With a study: "
             "overrides its output folder.",
-            rich_help_panel=BOTH,
         ),
     ] = None,
-    resume: Annotated[
-        bool, typer.Option(help="Skip episodes already written.", rich_help_panel=BOTH)
-    ] = False,
+    resume: Annotated[bool, _both(help="Skip episodes already written.")] = False,
     concurrency: Annotated[
-        int,
-        typer.Option(min=1, help="Episodes at once (local executor).", rich_help_panel=BOTH),
+        int, _both(min=1, help="Episodes at once (local executor).")
     ] = defaults.CONCURRENCY,
-    progress: Annotated[bool, typer.Option(help="Show progress bars.", rich_help_panel=BOTH)] = (
-        True
-    ),
+    progress: Annotated[bool, _both(help="Show progress bars.")] = True,
     time_limit: Annotated[
         str | None,
-        typer.Option(
+        _both(
             help="Stop cleanly after this long (1h, 45m, 1h30m, 90s), leaving a run that "
-            "--resume continues; no report until it is complete.",
-            rich_help_panel=BOTH,
+            "--resume continues; no report until it is complete."
         ),
     ] = None,
-    domain: Annotated[
-        str, typer.Option(help="retail, telecom or all.", rich_help_panel=QUICK)
-    ] = "all",
-    agent: Annotated[
-        str,
-        typer.Option(help="Agent by registered name (oracle, noop, ...).", rich_help_panel=QUICK),
-    ] = "oracle",
+    domain: Annotated[str, _quick(help="retail, telecom or all.")] = "all",
+    agent: Annotated[str, _quick(help="Agent by registered name (oracle, noop, ...).")] = "oracle",
     agent_opt: Annotated[
         list[str] | None,
-        typer.Option(
-            "--agent-opt",
+        _quick(
             help="Agent option KEY=VALUE (repeatable; VALUE parsed as JSON when it can be), "
             "e.g. slip_rate=0.2 for a training-data oracle.",
-            rich_help_panel=QUICK,
         ),
     ] = None,
-    user: Annotated[str, typer.Option(help="User simulator (scripted).", rich_help_panel=QUICK)] = (
-        "scripted"
-    ),
-    split: Annotated[str, typer.Option(help="train, test or all.", rich_help_panel=QUICK)] = (
-        defaults.SPLIT
-    ),
-    task: Annotated[
-        list[str] | None,
-        typer.Option("--task", help="Only these task ids (repeatable).", rich_help_panel=QUICK),
-    ] = None,
-    trials: Annotated[int, typer.Option(min=1, rich_help_panel=QUICK)] = defaults.TRIALS,
-    seed: Annotated[
-        int, typer.Option(help="Base seed; trial t uses seed + t.", rich_help_panel=QUICK)
-    ] = defaults.SEED,
+    user: Annotated[str, _quick(help="User simulator (scripted).")] = "scripted",
+    split: Annotated[str, _quick(help="train, test or all.")] = defaults.SPLIT,
+    task: Annotated[list[str] | None, _quick(help="Only these task ids (repeatable).")] = None,
+    trials: Annotated[int, _quick(min=1)] = defaults.TRIALS,
+    seed: Annotated[int, _quick(help="Base seed; trial t uses seed + t.")] = defaults.SEED,
     max_errors: Annotated[
         int,
-        typer.Option(
+        _quick(
             min=1,
             max=MAX_BUDGET,
             help="τ² error budget: the episode stops at this many counted failed calls.",
-            rich_help_panel=QUICK,
         ),
     ] = defaults.MAX_ERRORS,
-    counted: Annotated[
-        str, typer.Option(help="Errors counted: all or agent.", rich_help_panel=QUICK)
-    ] = defaults.COUNTED,
-    max_steps: Annotated[int, typer.Option(min=1, rich_help_panel=QUICK)] = defaults.MAX_STEPS,
-    arm: Annotated[
-        str | None,
-        typer.Option(help="Arm label (default: the agent name).", rich_help_panel=QUICK),
-    ] = None,
-    study: Annotated[str, typer.Option(help="Study label.", rich_help_panel=QUICK)] = (
-        defaults.QUICK_STUDY_NAME
-    ),
+    counted: Annotated[str, _quick(help="Errors counted: all or agent.")] = defaults.COUNTED,
+    max_steps: Annotated[int, _quick(min=1)] = defaults.MAX_STEPS,
+    arm: Annotated[str | None, _quick(help="Arm label (default: the agent name).")] = None,
+    study: Annotated[str, _quick(help="Study label.")] = defaults.QUICK_STUDY_NAME,
     repair: Annotated[
         bool,
-        typer.Option(
-            help="Wrap the agent in reflective repair (docs/repair.md); the arm label gets "
-            "+repair.",
-            rich_help_panel=QUICK,
+        _quick(
+            help="Wrap the agent in reflective repair (docs/repair.md); the arm label gets +repair."
         ),
     ] = False,
     repair_channels: Annotated[
-        str,
-        typer.Option(help="Channels that trigger repair, comma-separated.", rich_help_panel=QUICK),
+        str, _quick(help="Channels that trigger repair, comma-separated.")
     ] = "unknown_tool",
-    repair_attempts: Annotated[
-        int, typer.Option(min=1, help="Repair instructions per failure.", rich_help_panel=QUICK)
-    ] = 3,
+    repair_attempts: Annotated[int, _quick(min=1, help="Repair instructions per failure.")] = 3,
     executor: Annotated[
-        str | None,
-        typer.Option(
-            help="Where episodes run, local or ray (default: the study's).", rich_help_panel=STUDY
-        ),
+        str | None, _study(help="Where episodes run, local or ray (default: the study's).")
     ] = None,
     ray_address: Annotated[
-        str | None,
-        typer.Option(
-            help="ray: ray://HOST:10001 or auto (default: a local instance).",
-            rich_help_panel=STUDY,
-        ),
+        str | None, _study(help="ray: ray://HOST:10001 or auto (default: a local instance).")
     ] = None,
     ray_cpus: Annotated[
-        int | None,
-        typer.Option(min=1, help="ray: CPUs of a local Ray instance.", rich_help_panel=STUDY),
+        int | None, _study(min=1, help="ray: CPUs of a local Ray instance.")
     ] = None,
     report: Annotated[
-        bool,
-        typer.Option(
-            help="Analyse and write the report when the runs finish.", rich_help_panel=STUDY
-        ),
+        bool, _study(help="Analyse and write the report when the runs finish.")
     ] = True,
 ) -> None:
     """Run a study file, or (quick form) built-in domain tasks with one agent: a one-model

@@ -1,5 +1,6 @@
-"""Flags that `flatscore analyze` and `flatscore report` share (the analysis settings), written
-once so that both commands say and default the same."""
+"""Flags that several commands share (the analysis settings, the reference arm, the error
+budgets), written once so that every command says and defaults them the same. Command modules
+import this module as `opt` and annotate with `opt.Reference` and so on."""
 
 from __future__ import annotations
 
@@ -7,6 +8,11 @@ from typing import Annotated
 
 import typer
 
+Reference = Annotated[str | None, typer.Option(help="Reference arm (default: highest precision).")]
+Budgets = Annotated[
+    str | None, typer.Option(help="Error budgets K, e.g. 0-10 or 0,2,9 (default 0..default K).")
+]
+Count = Annotated[str, typer.Option(help="Errors counted for S(K): all or agent.")]
 TostMargin = Annotated[float, typer.Option(help="TOST equivalence margin, in points.")]
 Bootstrap = Annotated[int, typer.Option(help="Bootstrap resamples.")]
 BootstrapSeed = Annotated[int, typer.Option(help="Bootstrap seed.")]

@@ -26,10 +26,8 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import zip_longest
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar, get_type_hints
 
@@ -46,7 +44,6 @@ Split = Literal["train", "test"]
 DB = TypeVar("DB", bound=BaseModel)
 F = TypeVar("F", bound=Callable[..., Any])
 R = TypeVar("R")
-E = TypeVar("E")
 
 
 # --------------------------------------------------------------------------- errors
@@ -576,64 +573,3 @@ class Environment:
 
 DOMAINS: Registry[Domain[Any]] = Registry("domain", builtins="flatscore.domains", cached=True)
 """Domains by name, each loaded once; `flatscore.domains` registers retail and telecom."""
-
-
-def first_tasks(
-    domain: str,
-    template: str,
-    entities: Iterable[E],
-    count: int,
-    build: Callable[[E, int], Task | None],
-) -> list[Task]:
-    """Exactly `count` tasks of one template, one per entity in order: `build(entity, n)`
-    makes the template's n-th task or returns None when the entity does not fit it (both
-    generators instantiate their templates this way; a shortfall is a generator bug)."""
-    tasks: list[Task] = []
-    for entity in entities:
-        if len(tasks) == count:
-            break
-        task = build(entity, len(tasks))
-        if task is not None:
-            tasks.append(task)
-    if len(tasks) < count:
-        raise ValueError(f"{domain} template {template}: only {len(tasks)} of {count} tasks")
-    return tasks
-
-
-T = TypeVar("T")
-
-
-def fill_templates(
-    rng: random.Random,
-    templates: Sequence[tuple[str, T]],
-    entities: Callable[[], list[E]],
-    counts: Mapping[str, int],
-    instantiate: Callable[[str, T, list[E], int, int], list[Task]],
-    first: Mapping[str, int] | None = None,
-) -> list[list[Task]]:
-    """The one template runner of both generators: for each template in order, a fresh
-    entity list shuffled by `rng`, then `instantiate(template, make, entities, first, count)`
-    makes `counts[template]` tasks numbered from `first[template]` (default 0). Returns the
-    tasks per template (`round_robin` interleaves them)."""
-    per_template: list[list[Task]] = []
-    for template, make in templates:
-        pool = entities()
-        rng.shuffle(pool)
-        start = (first or {}).get(template, 0)
-        per_template.append(instantiate(template, make, pool, start, counts[template]))
-    return per_template
-
-
-def round_robin(per_template: Sequence[Sequence[Task]]) -> list[Task]:
-    """The templates' tasks interleaved (first of each, then second of each, ...), so that
-    any prefix of the list covers the templates evenly."""
-    return [t for row in zip_longest(*per_template) for t in row if t is not None]
-
-
-def write_domain_data(directory: Path, db: BaseModel, tasks: Sequence[BaseModel]) -> None:
-    """Write a generated domain's `db.json` and `tasks.json` (both generators' last step)."""
-    (directory / "db.json").write_text(db.model_dump_json(indent=1) + "\n", encoding="utf-8")
-    rows = [t.model_dump(mode="json") for t in tasks]
-    (directory / "tasks.json").write_text(
-        json.dumps(rows, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
-    )

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Unpack
 
 from flatscore.episode import Episode
-from flatscore.formats.inspect_log import ErrorMap, inspect_log_info, read_inspect
+from flatscore.formats.inspect_log import InspectOptions, inspect_log_info, read_inspect
 from flatscore.formats.tau2_import import FileImport, ImportSummary
 from flatscore.store import EpisodeWriter
 
@@ -21,15 +22,11 @@ def import_inspect(
     paths: Iterable[str | Path],
     out: str | Path,
     *,
-    arm: str | None = None,
-    model: str | None = None,
-    study: str | None = None,
-    domain: str | None = None,
-    scorer: str | None = None,
-    error_map: ErrorMap | None = None,
     on_episode: Callable[[Episode], None] | None = None,
+    **options: Unpack[InspectOptions],
 ) -> ImportSummary:
-    """Append the episodes of every Inspect log to the run `out` (InputError on bad input)."""
+    """Append the episodes of every Inspect log to the run `out`, read with `options`
+    (InputError on bad input)."""
     summary = ImportSummary(out=str(out))
     reasons: Counter[str] = Counter()
     errored = 0
@@ -37,7 +34,10 @@ def import_inspect(
         for path in map(Path, paths):
             info = inspect_log_info(path)
             record = FileImport(
-                path=str(path), format=info.format, domain=domain or info.task, tool_source="-"
+                path=str(path),
+                format=info.format,
+                domain=options.get("domain") or info.task,
+                tool_source="-",
             )
             summary.files.append(record)
             if info.status != "success":
@@ -45,15 +45,7 @@ def import_inspect(
                     f"{path}: the eval's status is {info.status!r}: only the samples it "
                     "finished are in the log"
                 )
-            for ep in read_inspect(
-                path,
-                arm=arm,
-                model=model,
-                study=study,
-                domain=domain,
-                scorer=scorer,
-                error_map=error_map,
-            ):
+            for ep in read_inspect(path, **options):
                 record.episodes += 1
                 record.tool_source = ep.tools.source
                 if not writer.write(ep):

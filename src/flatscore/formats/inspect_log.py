@@ -21,9 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-import ijson
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -47,6 +46,7 @@ from flatscore.inputs import (
     TooDeep,
     check_regular_file,
     error_text,
+    json_array,
     open_json,
 )
 
@@ -251,26 +251,8 @@ def _validated(data: Any, path: Path, index: int) -> EvalSample:
 
 def _json_samples(path: Path) -> Iterator[EvalSample]:
     """`samples` of a `.json` log, one at a time (ijson), each validated by Inspect's model."""
-    index = 0
-    with open_json(path) as fh:
-        try:
-            for data in ijson.items(fh, "samples.item", use_float=True):
-                yield _validated(data, path, index)
-                index += 1
-        except TooDeep as exc:
-            raise InputError(str(exc), file=str(path)) from None
-        except (ijson.JSONError, ValueError) as exc:
-            text = error_text(exc)
-            raise InputError(
-                f"invalid or truncated JSON ({text})" if text else "invalid or truncated JSON",
-                file=str(path),
-                record=f"#{index}",
-            ) from None
-    if index == 0:  # tell "no samples" apart from a `samples` that is not a list
-        with open_json(path) as fh:
-            samples = next(ijson.items(fh, "samples", use_float=True), None)
-        if samples is not None and not isinstance(samples, list):
-            raise InputError("must be a list", file=str(path), field="samples")
+    for index, data in enumerate(json_array(path, "samples", lambda i: f"#{i}")):
+        yield _validated(data, path, index)
 
 
 def _eval_samples(path: Path) -> Iterator[EvalSample]:
@@ -567,16 +549,19 @@ def inspect_log_info(path: str | Path) -> InspectLogInfo:
     )
 
 
-def read_inspect(
-    path: str | Path,
-    *,
-    arm: str | None = None,
-    model: str | None = None,
-    study: str | None = None,
-    domain: str | None = None,
-    scorer: str | None = None,
-    error_map: ErrorMap | None = None,
-) -> Iterator[Episode]:
+class InspectOptions(TypedDict, total=False):
+    """How an Inspect log's episodes are labelled and scored (`read_inspect`, and
+    `import_inspect` passes them on); each one left out or None takes its default."""
+
+    arm: str | None
+    model: str | None
+    study: str | None
+    domain: str | None
+    scorer: str | None
+    error_map: ErrorMap | None
+
+
+def read_inspect(path: str | Path, **options: Unpack[InspectOptions]) -> Iterator[Episode]:
     """Stream canonical episodes from one Inspect log.
 
     Defaults: arm = the log's model (its name carries the precision words the analysis reads;
@@ -590,12 +575,12 @@ def read_inspect(
     ctx = _Context(
         path=p,
         fmt=info.format,
-        study=study or info.study or DEFAULT_STUDY,
-        arm=arm or info.arm or info.model,
-        model=model or info.model,
-        domain=domain or info.task,
-        scorer=scorer,
-        errors=error_map or load_error_map(),
+        study=options.get("study") or info.study or DEFAULT_STUDY,
+        arm=options.get("arm") or info.arm or info.model,
+        model=options.get("model") or info.model,
+        domain=options.get("domain") or info.task,
+        scorer=options.get("scorer"),
+        errors=options.get("error_map") or load_error_map(),
         ours=info.arm is not None,
     )
     for index, sample in enumerate(_samples(p)):

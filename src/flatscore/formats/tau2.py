@@ -49,9 +49,11 @@ from flatscore.episode import (
 )
 from flatscore.errors import InputError, from_validation
 from flatscore.inputs import (
+    JSON_ERRORS,
     TooDeep,
     check_regular_file,
-    error_text,
+    json_array,
+    json_error,
     open_json,
     open_regular,
     parse_json_bytes,
@@ -183,16 +185,7 @@ def _layout(path: Path) -> _Layout:
 
 # Every ijson call passes use_float=True: without it, yajl2_c (ijson 3.6) segfaults on an
 # integer of ~5,000 digits; with it, integers past 64 bits are a clean "integer overflow".
-# What a damaged file can raise while streaming: syntax errors, bytes that are not UTF-8
-# (UnicodeDecodeError), numbers out of range and nesting past the limit (ValueError).
-_JSON_ERRORS = (ijson.JSONError, ValueError)
-
-
-def _json_error(exc: Exception) -> str:
-    if isinstance(exc, UnicodeDecodeError):
-        return f"not UTF-8 (byte 0x{exc.object[exc.start]:02x})"
-    text = error_text(exc)  # drops yajl's caret drawing
-    return f"invalid or truncated JSON ({text})" if text else "invalid or truncated JSON"
+# What a damaged file can raise while streaming is `JSON_ERRORS` (flatscore.inputs).
 
 
 def _first_byte(path: Path) -> bytes:
@@ -222,8 +215,8 @@ def _read_info(meta: Path) -> dict[str, Any]:
             info = next(ijson.items(fh, "info", use_float=True), None)
         except TooDeep as exc:  # the guard reads ahead: anywhere in the file, not only `info`
             raise InputError(str(exc), file=str(meta)) from None
-        except _JSON_ERRORS as exc:
-            raise InputError(_json_error(exc), file=str(meta), field="info") from None
+        except JSON_ERRORS as exc:
+            raise InputError(json_error(exc), file=str(meta), field="info") from None
     if info is None:
         raise InputError("missing field", file=str(meta), field="info")
     if not isinstance(info, dict):
@@ -325,33 +318,22 @@ def _id_at(meta: Path, index: int) -> str | None:
                     return value
                 elif seen > index:
                     return None
-    except _JSON_ERRORS:
+    except JSON_ERRORS:
         pass
     return None
 
 
 def _stream_single_file(meta: Path) -> Iterator[_Raw | InputError]:
     """Simulations of a single results file. A JSON error ends the stream (yielded last)."""
-    index = 0
-    with open_json(meta) as fh:
-        try:
-            for data in ijson.items(fh, "simulations.item", use_float=True):
-                yield _Raw(index, meta, data)
-                index += 1
-        except TooDeep as exc:  # the guard reads ahead of the simulation being built
-            yield InputError(str(exc), file=str(meta))
-            return
-        except _JSON_ERRORS as exc:
-            sim_id = _id_at(meta, index)
-            yield InputError(_json_error(exc), file=str(meta), record=_record_label(index, sim_id))
-            return
-    if index == 0:  # tell "no simulations" apart from "no simulations field"
-        with open_json(meta) as fh:
-            sims = next(ijson.items(fh, "simulations", use_float=True), None)
-        if sims is None:
-            yield InputError("missing field", file=str(meta), field="simulations")
-        elif not isinstance(sims, list):
-            yield InputError("must be a list", file=str(meta), field="simulations")
+
+    def label(index: int) -> str:  # the id needs a rescan: only on the error path
+        return _record_label(index, _id_at(meta, index))
+
+    try:
+        for index, data in enumerate(json_array(meta, "simulations", label, required=True)):
+            yield _Raw(index, meta, data)
+    except InputError as exc:
+        yield exc
 
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}(?<!\.\.)")  # a file name, never a path
@@ -362,8 +344,8 @@ def _dir_entries(meta: Path, sims_dir: Path) -> list[Path]:
     with open_json(meta) as fh:
         try:
             index = next(ijson.items(fh, "simulation_index", use_float=True), None)
-        except _JSON_ERRORS as exc:
-            raise InputError(_json_error(exc), file=str(meta), field="simulation_index") from None
+        except JSON_ERRORS as exc:
+            raise InputError(json_error(exc), file=str(meta), field="simulation_index") from None
     if isinstance(index, list):
         files = []
         for i, entry in enumerate(index):
@@ -398,7 +380,7 @@ def _stream_dir(meta: Path, sims_dir: Path) -> Iterator[_Raw | InputError]:
             continue
         except ValueError as exc:
             yield InputError(
-                _json_error(exc), file=str(file), record=_record_label(index, file.stem)
+                json_error(exc), file=str(file), record=_record_label(index, file.stem)
             )
             continue
         yield _Raw(index, file, data)

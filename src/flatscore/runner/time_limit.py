@@ -15,7 +15,6 @@ import re
 import signal
 import sys
 import threading
-from types import TracebackType
 
 from flatscore.errors import InputError
 
@@ -75,12 +74,7 @@ class TimeLimit:
         self._timer.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_: object) -> None:
         with self._lock:
             self._stopped.set()
         self._timer.cancel()

@@ -10,17 +10,10 @@ import random
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
-from flatscore.domains.framework import (
-    Action,
-    Ask,
-    Task,
-    UserScenario,
-    fill_templates,
-    first_tasks,
-    round_robin,
-    write_domain_data,
-)
+from flatscore.domains.framework import Action, Ask, Task, UserScenario
+from flatscore.domains.generation import fill_templates, first_tasks, round_robin, write_domain_data
 from flatscore.domains.retail.models import Order, OrderItem, Product, RetailDB, User, Variant
 
 DATA_DIR = Path(__file__).parent
@@ -543,34 +536,27 @@ def _instantiate(
     """`count` tasks of one template, numbered from `first`, each for another user of
     `users` (in order); the split is set by the caller."""
 
-    def build(user: User, n: int) -> Task | None:
+    def build(user: User, index: int) -> dict[str, Any] | None:
         parts = make(builder, user)
         if parts is None:
             return None
-        index = first + n
         requests, actions, communicate, final, goal = parts
         auth, known, keys, who = builder.auth(user, by_email=index % 2 == 0)
         instructions = (
             f"You are {user.first_name} {user.last_name}, a customer of an online shop. "
             f"{goal} {who} Only give this information when asked."
         )
-        return Task(
-            id=f"{template}_{index:02d}",
-            domain="retail",
-            template=template,
-            split="test",
-            scenario=UserScenario(
-                requests=requests,
-                known_info=known,
-                instructions=instructions,
+        return {
+            "scenario": UserScenario(
+                requests=requests, known_info=known, instructions=instructions
             ),
-            actions=[auth, *actions],
-            communicate=communicate,
-            asks=[Ask(before=0, keys=keys)],
-            final_message=final,
-        )
+            "actions": [auth, *actions],
+            "communicate": communicate,
+            "asks": [Ask(before=0, keys=keys)],
+            "final_message": final,
+        }
 
-    return first_tasks("retail", template, users, count, build)
+    return first_tasks("retail", template, users, count, first, build)
 
 
 def build_tasks(db: RetailDB, seed: int = TASK_SEED) -> list[Task]:

@@ -12,18 +12,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from flatscore.domains.framework import (
-    Action,
-    Ask,
-    DeviceAssertion,
-    Split,
-    Task,
-    UserScenario,
-    fill_templates,
-    first_tasks,
-    round_robin,
-    write_domain_data,
-)
+from flatscore.domains.framework import Action, Ask, DeviceAssertion, Split, Task, UserScenario
+from flatscore.domains.generation import fill_templates, first_tasks, round_robin, write_domain_data
 from flatscore.domains.telecom.models import Bill, Customer, Line, Plan, TelecomDB
 
 DATA_DIR = Path(__file__).parent
@@ -542,7 +532,7 @@ def _instantiate(
     """`count` tasks of one template, numbered from `first`, each on another line of
     `lines` (in order); the split is set by the caller."""
 
-    def build(line: Line, n: int) -> Task | None:
+    def build(line: Line, index: int) -> dict[str, Any] | None:
         parts = make(rng, db, line)
         if parts is None:
             return None
@@ -552,25 +542,20 @@ def _instantiate(
             f"{line.phone_number}; give it only when asked. You can act on your phone with "
             "your tools, but only when the agent asks you to."
         )
-        return Task(
-            id=f"{template}_{first + n:02d}",
-            domain="telecom",
-            template=template,
-            split="test",
-            scenario=UserScenario(
-                requests=parts.requests,
-                known_info={"phone_number": line.phone_number, "name": name},
-                instructions=instructions,
+        known = {"phone_number": line.phone_number, "name": name}
+        return {
+            "scenario": UserScenario(
+                requests=parts.requests, known_info=known, instructions=instructions
             ),
-            setup=parts.setup,
-            actions=parts.actions,
-            device_assertions=parts.assertions,
-            communicate=parts.communicate,
-            asks=parts.asks,
-            final_message=parts.final,
-        )
+            "setup": parts.setup,
+            "actions": parts.actions,
+            "device_assertions": parts.assertions,
+            "communicate": parts.communicate,
+            "asks": parts.asks,
+            "final_message": parts.final,
+        }
 
-    return first_tasks("telecom", template, lines, count, build)
+    return first_tasks("telecom", template, lines, count, first, build)
 
 
 def build_split(

@@ -39,6 +39,13 @@ class TelecomTools(Toolkit[TelecomDB]):
     def _line(self, line_id: str) -> Line:
         return lookup(self.db.lines, "Line", line_id)
 
+    def _active_line(self, line_id: str) -> Line:
+        """A line that changes on a write tool must not be suspended."""
+        line = self._line(line_id)
+        if line.status != "active":
+            raise Precondition(f"Line '{line_id}' is suspended: resume it first.")
+        return line
+
     @tool("read")
     def find_customer_by_phone(self, phone_number: str) -> dict[str, Any]:
         """Find a customer by a phone number. Returns the customer and their lines."""
@@ -106,9 +113,7 @@ class TelecomTools(Toolkit[TelecomDB]):
     @tool("write")
     def enable_roaming(self, line_id: str) -> Line:
         """Enable international roaming on a line."""
-        line = self._line(line_id)
-        if line.status != "active":
-            raise Precondition(f"Line '{line_id}' is suspended: resume it first.")
+        line = self._active_line(line_id)
         if line.roaming_enabled:
             raise Precondition(f"Roaming is already enabled on line '{line_id}'.")
         line.roaming_enabled = True
@@ -117,9 +122,7 @@ class TelecomTools(Toolkit[TelecomDB]):
     @tool("write")
     def add_data(self, line_id: str, gb: Annotated[int, Field(ge=1, le=10)]) -> dict[str, Any]:
         """Add extra data (1 to 10 GB) to an active line."""
-        line = self._line(line_id)
-        if line.status != "active":
-            raise Precondition(f"Line '{line_id}' is suspended: resume it first.")
+        line = self._active_line(line_id)
         line.extra_data_gb += gb
         return self.get_line(line_id)
 
