@@ -39,7 +39,9 @@ COMMANDS: dict[str, Lazy] = {
         "The smallest Gap(K) a study of this size detects with 80% power (simulation).",
     ),
     "serve": Lazy(
-        "commands_serve", "Serve a local model in one precision arm at /v1/chat/completions."
+        "commands_serve",
+        "Serve a local model in one precision arm at /v1/chat/completions (torch, or "
+        "llama.cpp with --kind gguf).",
     ),
     "report": Lazy(
         "commands_report",
