@@ -56,6 +56,8 @@ def test_card_states_origin_data_and_results(tmp_path: Path) -> None:
         malformed=1,
         channels={"role_confusion": 2},
         terminations={"user_stop": 4},
+        # task-weighted (the analysis' rate), not 2/10 pooled: the card prints this one
+        channel_rates={"role_confusion": 0.25, "near_miss": None},
     )
     (evals / "summary.json").write_text(
         json.dumps({"meta": {"scope": "all test tasks"}, "summaries": [s.model_dump()]})
@@ -64,8 +66,22 @@ def test_card_states_origin_data_and_results(tmp_path: Path) -> None:
     assert "Q4_1" in card and "reference arm is not full precision" in card
     assert "| telecom | role_confusion | 1 |" in card and "| retail | clean | 1 |" in card
     assert "2 conversations, 5 tokens, 3 trained tokens" in card
-    assert "| ref | telecom | 3/4 (75.0%) | 10 | 2 | 2 (20.0%) |" in card
+    assert "| ref | telecom | 3/4 (75.0%) | 10 | 2 | 2 (25.0%) | 0 (–) |" in card
+    assert "task-weighted" in card and "analysis.json" in card
     assert "Steps logged: 4" in card
+
+
+def test_card_refuses_a_summary_without_the_analysis_rates(tmp_path: Path) -> None:
+    """A summary.json written before the card took its rates from the analysis: one line
+    naming file, record and field."""
+    evals = tmp_path / "eval"
+    evals.mkdir()
+    record = {"arm": "ref", "domain": "telecom", "episodes": 1, "succeeded": 1}
+    record |= {"agent_calls": 1, "failed_calls": 0, "malformed": 0}
+    (evals / "summary.json").write_text(json.dumps({"meta": {}, "summaries": [record]}))
+    with pytest.raises(InputError, match="rerun `flatscore eval-embedded`") as err:
+        render_card(_train_dir(tmp_path), evals)
+    assert "summaries[0]" in str(err.value) and "channel_rates" in str(err.value)
 
 
 def test_install_refuses_missing_or_oversized(tmp_path: Path) -> None:

@@ -235,3 +235,23 @@ def test_the_default_mix_plants_what_plant_one_plants() -> None:
             three = plant(d, task, random.Random(n), MISTAKE_CHANNELS, count=3)
             assert len({m.before for m in three}) == len(three) <= 3
             assert [m.before for m in three] == sorted(m.before for m in three)
+
+
+def test_training_episodes_run_through_the_executor_in_plan_order() -> None:
+    """The plan's jobs run on the local executor; the episodes come back in plan order and
+    do not depend on how many are in flight (each has its own agent, user and draws)."""
+    from flatscore.embedded.data import TRAIN_AGENT, example_from, plan_examples, run_jobs
+
+    jobs = plan_examples(variants=2, mistake_share=0.5, domains=("telecom",))[:8]
+    assert {j.agent.agent for j in jobs} == {TRAIN_AGENT}
+    assert [(j.task_id, j.trial) for j in jobs[:2]] == [(jobs[0].task_id, 0), (jobs[0].task_id, 1)]
+    one, many = run_jobs(jobs, concurrency=1), run_jobs(jobs, concurrency=4)
+    assert [e.episode_id for e in many] == [j.episode_id for j in jobs]
+    timeless = [[m.model_dump(exclude={"latency_s", "timing"}) for m in e.messages] for e in one]
+    assert timeless == [
+        [m.model_dump(exclude={"latency_s", "timing"}) for m in e.messages] for e in many
+    ]
+    planted = [j for j, e in zip(jobs, one, strict=True) if e.metadata["planted"]]
+    assert planted and all(j.agent.options["mistake_seed"] == j.seed for j in planted)
+    examples = [example_from(j, e) for j, e in zip(jobs, one, strict=True)]
+    assert all(x is None or x.seed == j.seed for x, j in zip(examples, jobs, strict=True))

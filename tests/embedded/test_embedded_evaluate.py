@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flatscore.agents.base import register_agent
+import pytest
+
+import flatscore.embedded.data  # noqa: F401  registers `slip-oracle` (training data's agent)
 from flatscore.domains import get_domain
-from flatscore.embedded.data import SlipOracle
 from flatscore.embedded.evaluate import summarize
 from flatscore.runner.quick import QuickRun, run_quick
-
-register_agent("slip-oracle", SlipOracle)  # training data only: registered for this test
 
 
 def test_summary_counts_success_calls_and_channels(tmp_path: Path) -> None:
@@ -47,3 +46,35 @@ def test_eval_runs_episodes_in_flight_by_default() -> None:
     assert eval_study("int4", concurrency=3).concurrency == 3
     cli_default = inspect.signature(eval_embedded_command).parameters["concurrency"].default
     assert cli_default == EVAL_CONCURRENCY
+
+
+def test_channel_rates_are_the_analysis_task_weighted_rates() -> None:
+    """Known answer where pooling differs: task a has two trials (4 calls, 2 bad arguments;
+    2 calls, none failed), task b one (4 calls, none failed) plus an infrastructure error.
+    Task-weighted: mean 1 failed / (mean 3 + 4 calls) = 1/7; call-pooled it would be 2/10
+    (5/13 with the infrastructure error). The rate is analysis.json's."""
+    from analysis_builders import episode
+    from flatscore.analysis.analyze import analyze
+    from flatscore.embedded.evaluate import summarize_episodes
+
+    bad, ok = ("get_user", "bad_arguments"), ("get_order", "ok")
+    episodes = [
+        episode("ref", "a", 0, [bad, bad, ok, ok]),
+        episode("ref", "a", 1, [ok, ok]),
+        episode("ref", "b", 0, [ok] * 4),
+        episode("ref", "b", 1, [bad] * 3, termination="infrastructure_error"),
+    ]
+    [s] = summarize_episodes(episodes)
+    assert (s.agent_calls, s.channels["bad_arguments"]) == (13, 5)  # counts: every episode
+    assert s.channel_rate("bad_arguments") == pytest.approx(1 / 7)
+    assert s.channel_rate("invented") == 0.0
+    [arm] = analyze(episodes).cells[0].arms
+    assert s.channel_rates == {c: arm.channels[c].rate for c in s.channel_rates}
+
+
+def test_channel_rates_without_usable_episodes_are_none() -> None:
+    from analysis_builders import episode
+    from flatscore.embedded.evaluate import summarize_episodes
+
+    [s] = summarize_episodes([episode("ref", "a", 0, termination="infrastructure_error")])
+    assert set(s.channel_rates.values()) == {None}

@@ -16,12 +16,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from flatscore.analysis.channels import LEAF_CHANNELS
 from flatscore.embedded.evaluate import ArmDomainSummary, summarize_episodes
 from flatscore.embedded.train import TrainConfig, read_losses
 from flatscore.embedded.weights import ADAPTER_FILE
 from flatscore.episode import Episode
-from flatscore.errors import InputError
+from flatscore.errors import InputError, from_validation
 from flatscore.models.embedded import EMBEDDED_DESCRIPTION
 
 MAX_ADAPTER_BYTES = 25 * 1024 * 1024
@@ -65,8 +67,21 @@ def _pct(num: int, den: int) -> str:
     return f"{100 * num / den:.1f}%" if den else "–"
 
 
+def _rate(rate: float | None) -> str:
+    return f"{100 * rate:.1f}%" if rate is not None else "–"
+
+
+RATES_STATED = (
+    "Channel counts are failed agent calls; rates are analysis.json's (`flatscore.analysis`): "
+    "failed agent calls in the channel / all agent tool calls, task-weighted (each task's "
+    "trials averaged first, then summed over tasks; with one trial per task, count / agent "
+    "calls); malformed_output counts unparseable turns."
+)
+
+
 def eval_table(summaries: list[ArmDomainSummary]) -> str:
-    """Arms × domains: success, calls, failure channels (count and rate per agent call)."""
+    """Arms × domains: success, calls, failure channels (count, and the analysis' task-weighted
+    rate per agent call)."""
     head = ["arm", "domain", "success", "agent calls", "failed", *CHANNELS, "terminations"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in summaries:
@@ -79,7 +94,7 @@ def eval_table(summaries: list[ArmDomainSummary]) -> str:
         ]
         for c in CHANNELS:
             n = s.channels.get(c, 0)
-            cells.append(f"{n} ({_pct(n, s.agent_calls)})" if c != "malformed_output" else str(n))
+            cells.append(f"{n} ({_rate(s.channel_rate(c))})" if c != "malformed_output" else str(n))
         cells.append(", ".join(f"{k} {v}" for k, v in sorted(s.terminations.items())))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -90,7 +105,19 @@ def load_summaries(eval_dir: Path) -> list[ArmDomainSummary]:
     if not path.is_file():
         return []
     raw = json.loads(path.read_text(encoding="utf-8"))
-    return [ArmDomainSummary.model_validate(r) for r in raw["summaries"]]
+    out = []
+    for i, record in enumerate(raw["summaries"]):
+        try:
+            out.append(ArmDomainSummary.model_validate(record))
+        except ValidationError as exc:
+            raise from_validation(
+                exc,
+                file=str(path),
+                record=f"summaries[{i}]",
+                missing="is missing (written before the analysis' channel rates: rerun "
+                "`flatscore eval-embedded`)",
+            ) from None
+    return out
 
 
 def _adapter_tensors(adapter_dir: Path) -> dict[str, Any]:
@@ -295,8 +322,7 @@ def render_card(
     if summaries:
         out += [
             f"Test split, scripted user, greedy, one trial per task; {meta.get('scope', '')}",
-            "Channel counts are failed agent calls (rate = count / all agent tool calls); "
-            "malformed_output counts unparseable turns.",
+            RATES_STATED,
             "",
             eval_table(summaries),
         ]

@@ -1,6 +1,12 @@
 """Training data for the embedded agent: oracle episodes on the TRAIN split of both built-in
 domains, run with the real runner and the scripted user (phrasing varied by seed).
 
+The episodes take the product's run path (docs/architecture.md, "Training data"): a plan of
+`EpisodeJob`s (`plan_examples`: one per task and user-phrasing variant, with the agent
+`slip-oracle` and its per-example mistake and detour settings as options), run by the local
+executor in one event loop (`run_job` → `run_episode`), then turned into examples
+(`example_from`) in the plan's order.
+
 A share of the episodes contain one planted mistake followed by its recovery, so the model
 sees how to recover: a failed call of one of the analysis' channels (role confusion, a
 near-miss or invented name, text in the name slot, bad arguments, a record that does not
@@ -18,20 +24,26 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from flatscore import defaults
+from flatscore.agents.base import register_agent
 from flatscore.agents.mistakes import MISTAKE_CHANNELS, Mistake, plant
 from flatscore.agents.oracle import OracleAgent, ask_text, oracle_plan
 from flatscore.domains import get_domain
 from flatscore.domains.framework import Task
-from flatscore.episode import Episode, Message
+from flatscore.episode import Episode, ErrorBudget, Message
+from flatscore.executors import AgentRecipe, EpisodeJob, LocalExecutor
 from flatscore.models.chat_format import render
-from flatscore.runner.episode_loop import GREETING, EpisodeSpec, run_episode
+from flatscore.runner.episode_loop import GREETING
 from flatscore.runner.views import agent_view
-from flatscore.users.scripted import ScriptedUser
+from flatscore.study import UserSpec
 
 DOMAINS = ("retail", "telecom")
+STUDY = "train-embedded"
+TRAIN_AGENT = "slip-oracle"
 
 EMAIL = ["email"]
 NAME_ZIP = ["first_name", "last_name", "zip"]
@@ -66,8 +78,10 @@ class MistakeMix:
 class SlipOracle(OracleAgent):
     """The oracle, optionally with the identification detour (`detour_plan`) and with
     planted mistakes (`flatscore.agents.mistakes.plant`: a channel drawn uniformly among
-    those the task allows) each followed by its recovery. Training data only; never
-    registered."""
+    those the task allows) each followed by its recovery. Training data only: registered as
+    `slip-oracle` when this module is imported (not one of the built-in agents), so the
+    executor builds it from a job like any agent; what it planted goes to the episode's
+    metadata (`episode_metadata`)."""
 
     name = "oracle"
 
@@ -116,6 +130,18 @@ class SlipOracle(OracleAgent):
             self.detoured = plan != self._plan
             self._plan = plan
 
+    def episode_metadata(self) -> dict[str, Any]:
+        """What `example_from` needs: the planted channels, how many calls they make (a
+        repeated mistake fails twice), and whether the detour changed the plan."""
+        return {
+            "planted": [m.channel for m in self.mistakes],
+            "planted_calls": sum(m.repeat for m in self.mistakes),
+            "detoured": self.detoured,
+        }
+
+
+register_agent(TRAIN_AGENT, SlipOracle)
+
 
 @dataclass
 class Example:
@@ -155,15 +181,74 @@ def trained_messages(view: list[Message], failed: set[str]) -> list[int]:
     return out
 
 
-async def _episode(
-    task: Task, seed: int, mistake_seed: int | None, detour: bool, mix: MistakeMix
-) -> tuple[Episode, SlipOracle]:
-    domain = get_domain(task.domain)
-    spec = EpisodeSpec(
-        domain=domain, task=task, trial=0, seed=seed, study="train-embedded", arm="oracle"
+def example_job(
+    task: Task,
+    seed: int,
+    *,
+    with_mistake: bool,
+    detour: bool = False,
+    mix: MistakeMix = MistakeMix(),
+    variant: int = 0,
+) -> EpisodeJob:
+    """The job of one training episode: the slip oracle (planting with `seed` when
+    `with_mistake`) against the scripted user with phrasing seed `seed`, under the run
+    defaults' step limit and error budget; `variant` is its trial (unique episode ids)."""
+    options = {"mistake_seed": seed if with_mistake else None, "detour": detour, "mix": mix}
+    return EpisodeJob(
+        run=STUDY,
+        study=STUDY,
+        arm="oracle",
+        domain=task.domain,
+        task_id=task.id,
+        trial=variant,
+        seed=seed,
+        max_steps=defaults.MAX_STEPS,
+        error_budget=ErrorBudget(max_errors=defaults.MAX_ERRORS, counted=defaults.COUNTED),
+        agent=AgentRecipe(label="oracle", agent=TRAIN_AGENT, options=options),
+        user=UserSpec(kind="scripted"),
     )
-    agent = SlipOracle(mistake_seed, detour, mix=mix)
-    return await run_episode(spec, agent, ScriptedUser()), agent
+
+
+async def _collect(jobs: Sequence[EpisodeJob], concurrency: int) -> dict[str, Episode]:
+    return {e.episode_id: e async for e in LocalExecutor(concurrency).map(jobs)}
+
+
+def run_jobs(jobs: Sequence[EpisodeJob], concurrency: int = defaults.CONCURRENCY) -> list[Episode]:
+    """The jobs' episodes, in the jobs' order: the local executor, one event loop. The
+    episodes do not depend on the concurrency (each has its own agent, user, environment
+    and seeded draws)."""
+    episodes = asyncio.run(_collect(jobs, concurrency))
+    return [episodes[job.episode_id] for job in jobs]
+
+
+def example_from(job: EpisodeJob, episode: Episode) -> Example | None:
+    """The example of `job`'s finished episode. None when the episode did not succeed or
+    the planted calls are not exactly the calls that failed (so every example is a clean
+    demonstration)."""
+    with_mistake = job.agent.options["mistake_seed"] is not None
+    failed = failed_call_ids(episode)
+    if not episode.succeeded:
+        return None
+    planted: list[str] = episode.metadata["planted"]
+    if with_mistake and (not planted or len(failed) != episode.metadata["planted_calls"]):
+        return None
+    if not with_mistake and failed:
+        return None
+    domain = get_domain(episode.domain)
+    view = agent_view(episode.messages, domain.policy)
+    # The tokens after the last agent turn carry no loss: drop them.
+    trained = trained_messages(view, failed)
+    view = view[: trained[-1] + 1]
+    return Example(
+        domain=episode.domain,
+        task_id=episode.task_id,
+        seed=job.seed,
+        mistake="+".join(planted) if with_mistake else None,
+        detour=episode.metadata["detoured"],
+        messages=view,
+        tools=domain.agent_tool_schemas(),
+        trained=trained,
+    )
 
 
 def make_example(
@@ -175,32 +260,10 @@ def make_example(
     mix: MistakeMix = MistakeMix(),
 ) -> Example | None:
     """Run one oracle episode (seeded user phrasing, optional detour and planted mistakes)
-    and turn it into an example. None when the episode did not succeed or the planted calls
-    are not exactly the calls that failed (so every example is a clean demonstration)."""
-    episode, agent = asyncio.run(_episode(task, seed, seed if with_mistake else None, detour, mix))
-    failed = failed_call_ids(episode)
-    if not episode.succeeded:
-        return None
-    planted_calls = sum(m.repeat for m in agent.mistakes)
-    if with_mistake and (not agent.mistakes or len(failed) != planted_calls):
-        return None
-    if not with_mistake and failed:
-        return None
-    domain = get_domain(task.domain)
-    view = agent_view(episode.messages, domain.policy)
-    # The tokens after the last agent turn carry no loss: drop them.
-    trained = trained_messages(view, failed)
-    view = view[: trained[-1] + 1]
-    return Example(
-        domain=task.domain,
-        task_id=task.id,
-        seed=seed,
-        mistake="+".join(m.channel for m in agent.mistakes) if with_mistake else None,
-        detour=agent.detoured,
-        messages=view,
-        tools=domain.agent_tool_schemas(),
-        trained=trained,
-    )
+    through the executor and turn it into an example (`example_from`)."""
+    job = example_job(task, seed, with_mistake=with_mistake, detour=detour, mix=mix)
+    [episode] = run_jobs([job])
+    return example_from(job, episode)
 
 
 def build_examples(
@@ -215,18 +278,43 @@ def build_examples(
     `mistake_share` of them with planted mistakes (`mix`: how many, repeated or not) and
     `detour_share` with the identification detour (where the task asks for
     identification); deterministic."""
-    rng = random.Random(f"examples|{seed}")
+    jobs = plan_examples(variants, mistake_share, seed, domains, detour_share, mix)
     examples = []
+    for job, episode in zip(jobs, run_jobs(jobs), strict=True):
+        ex = example_from(job, episode)
+        if ex is not None:
+            examples.append(ex)
+    return examples
+
+
+def plan_examples(
+    variants: int = 12,
+    mistake_share: float = 0.3,
+    seed: int = 0,
+    domains: tuple[str, ...] = DOMAINS,
+    detour_share: float = 0.5,
+    mix: MistakeMix = MistakeMix(),
+) -> list[EpisodeJob]:
+    """The training data's plan: one job per (domain, train task, variant), in that order,
+    with the seeded mistake and detour draws of `build_examples`."""
+    rng = random.Random(f"examples|{seed}")
+    jobs = []
     for name in domains:
         for task in get_domain(name).tasks("train"):
             for v in range(variants):
-                user_seed = seed * 1000 + v
                 mistake = rng.random() < mistake_share
                 detour = rng.random() < detour_share
-                ex = make_example(task, user_seed, with_mistake=mistake, detour=detour, mix=mix)
-                if ex is not None:
-                    examples.append(ex)
-    return examples
+                jobs.append(
+                    example_job(
+                        task,
+                        seed * 1000 + v,
+                        with_mistake=mistake,
+                        detour=detour,
+                        mix=mix,
+                        variant=v,
+                    )
+                )
+    return jobs
 
 
 @dataclass

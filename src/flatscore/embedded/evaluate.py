@@ -16,8 +16,9 @@ from pydantic import BaseModel, Field
 
 from flatscore import defaults
 from flatscore.agents.model import DEFAULT_MAX_TOKENS
+from flatscore.analysis.arm_stats import arm_stats
 from flatscore.analysis.channels import LEAF_CHANNELS, load_rules
-from flatscore.analysis.facts import episode_facts
+from flatscore.analysis.facts import EpisodeFacts, episode_facts
 from flatscore.episode import Episode
 from flatscore.models.shared import clear_backends
 from flatscore.store import read_episodes
@@ -36,7 +37,8 @@ default, τ²'s 10, so the card's numbers stay reproducible)."""
 
 
 class ArmDomainSummary(BaseModel):
-    """Success and failure counts of one arm in one domain."""
+    """Success and failure counts of one arm in one domain, and its channel rates as
+    analysis.json has them (`flatscore.analysis.arm_stats`: task-weighted)."""
 
     arm: str
     domain: str
@@ -47,14 +49,19 @@ class ArmDomainSummary(BaseModel):
     malformed: int
     channels: dict[str, int] = Field(default_factory=dict)
     terminations: dict[str, int] = Field(default_factory=dict)
+    channel_rates: dict[str, float | None]
+    """Per leaf channel: failed agent calls in the channel / all agent tool calls (DESIGN
+    "Channels"), task-weighted (each task's trials averaged first; DESIGN "Statistics"),
+    without infrastructure errors; None without agent calls. malformed_output: per attempt
+    (agent calls + malformed turns)."""
 
     @property
     def success_rate(self) -> float:
         return self.succeeded / self.episodes if self.episodes else 0.0
 
-    def channel_rate(self, channel: str) -> float:
-        """Failed agent calls in `channel` / all agent tool calls (DESIGN "Channels")."""
-        return self.channels.get(channel, 0) / self.agent_calls if self.agent_calls else 0.0
+    def channel_rate(self, channel: str) -> float | None:
+        """The analysis' task-weighted rate of `channel` (see `channel_rates`)."""
+        return self.channel_rates.get(channel)
 
 
 def run_arm(
@@ -131,33 +138,35 @@ def summarize(path: str | Path) -> list[ArmDomainSummary]:
 
 
 def summarize_episodes(episodes: Iterable[Episode]) -> list[ArmDomainSummary]:
-    """Per (arm, domain) counts from episodes."""
+    """Per (arm, domain) counts from episodes; the channel rates from the analysis."""
     rules = load_rules()
-    summaries: dict[tuple[str, str], ArmDomainSummary] = {}
+    groups: dict[tuple[str, str], list[tuple[Episode, EpisodeFacts]]] = {}
     for episode in episodes:
         key = (episode.arm, episode.domain)
-        s = summaries.setdefault(
-            key,
-            ArmDomainSummary(
-                arm=episode.arm,
-                domain=episode.domain,
-                episodes=0,
-                succeeded=0,
-                agent_calls=0,
-                failed_calls=0,
-                malformed=0,
-                channels=dict.fromkeys(LEAF_CHANNELS, 0),
-            ),
-        )
-        facts = episode_facts(episode, rules)
-        s.episodes += 1
-        s.succeeded += facts.succeeded
-        s.agent_calls += facts.agent_calls
-        s.failed_calls += facts.agent_failed
-        s.malformed += facts.malformed
-        for channel, n in facts.channels.items():
-            s.channels[channel] = s.channels.get(channel, 0) + n
-        terms = Counter(s.terminations)
-        terms[facts.termination] += 1
-        s.terminations = dict(terms)
-    return [summaries[k] for k in sorted(summaries)]
+        groups.setdefault(key, []).append((episode, episode_facts(episode, rules)))
+    return [_summary(arm, domain, groups[(arm, domain)]) for arm, domain in sorted(groups)]
+
+
+def _summary(arm: str, domain: str, group: list[tuple[Episode, EpisodeFacts]]) -> ArmDomainSummary:
+    facts = [f for _, f in group]
+    usable = [f for e, f in group if not e.is_infrastructure_error]
+    rates: dict[str, float | None] = dict.fromkeys(LEAF_CHANNELS)
+    if usable:
+        stats = arm_stats(arm, usable, len(facts) - len(usable), budgets=[0], count="all")
+        rates = {c: stats.channels[c].rate for c in LEAF_CHANNELS}
+    channels = dict.fromkeys(LEAF_CHANNELS, 0)
+    for f in facts:
+        for channel, n in f.channels.items():
+            channels[channel] = channels.get(channel, 0) + n
+    return ArmDomainSummary(
+        arm=arm,
+        domain=domain,
+        episodes=len(facts),
+        succeeded=sum(f.succeeded for f in facts),
+        agent_calls=sum(f.agent_calls for f in facts),
+        failed_calls=sum(f.agent_failed for f in facts),
+        malformed=sum(f.malformed for f in facts),
+        channels=channels,
+        terminations=dict(Counter(f.termination for f in facts)),
+        channel_rates=rates,
+    )
