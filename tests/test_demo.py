@@ -124,7 +124,7 @@ def test_demo_compute_is_recorded_and_a_resume_must_keep_it(tmp_path: Path) -> N
     assert info.value.field == "compute" and "--compute fp32" in info.value.one_line()
 
 
-@pytest.mark.parametrize(("flag", "value"), [("--repair", "sometimes"), ("--compute", "fp16")])
+@pytest.mark.parametrize(("flag", "value"), [("--repair", "sometimes"), ("--compute", "fp12")])
 def test_demo_cli_refuses_a_bad_mode_in_one_line(tmp_path: Path, flag: str, value: str) -> None:
     done = subprocess.run(
         [sys.executable, "-c", "from flatscore.cli import main; main()", "demo", "--out",

@@ -133,9 +133,9 @@ def test_backend_per_arm(tmp_path: Path) -> None:
         ),
         (minimal(user={"kind": "llm"}), "user", "needs 'backend'"),
         (
-            {"models": [{"name": "s", "compute": "fp16", "arms": ["ref"]}]},
+            {"models": [{"name": "s", "compute": "fp12", "arms": ["ref"]}]},
             "models.0.compute",
-            "unknown compute 'fp16' (known: bf16, fp32)",
+            "unknown compute 'fp12' (known: bf16, fp16, fp32)",
         ),
         (
             {

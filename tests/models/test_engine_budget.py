@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 import torch
 
-from flatscore.models.base import Compute
 from flatscore.models.batching import BatchEngine, Request
 from flatscore.models.compute import apply_compute
 from tiny_llama_model import tiny_llama
@@ -97,7 +96,7 @@ def test_unpadded_engine_gives_a_lone_sequence_nearly_the_same_numbers() -> None
 
 
 @pytest.mark.parametrize("compute", ["fp32", "fp16"])
-def test_a_private_prefix_copy_changes_no_number(compute: Compute) -> None:
+def test_a_private_prefix_copy_changes_no_number(compute: str) -> None:
     """The unpadded engine copies the shared system turn into each sequence's own cache
     instead of joining the two per layer per step: two turns of one conversation, then a
     second conversation on the same system turn, give the same logits bit for bit as with
