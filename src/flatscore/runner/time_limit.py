@@ -21,6 +21,7 @@ from flatscore.errors import InputError
 _PART = re.compile(r"(\d+(?:\.\d+)?)\s*(h|m|s)")
 _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0}
 GRACE_S = 60.0
+SECOND_SIGINT_S = 10.0
 FORCED_EXIT = 124
 """The exit code when the run had to be ended without its cleanup (as `timeout` uses)."""
 
@@ -62,6 +63,13 @@ class TimeLimit:
                 return
             self.reached = True
             os.kill(os.getpid(), signal.SIGINT)
+        # A person presses Ctrl-C again when the first one is not enough: asyncio turns the
+        # first into cancelling the run, which an episode in a thread can delay; the second
+        # raises KeyboardInterrupt in the main thread at once.
+        if not self._stopped.wait(min(SECOND_SIGINT_S, self.grace_s / 2)):
+            with self._lock:
+                if not self._stopped.is_set():
+                    os.kill(os.getpid(), signal.SIGINT)
         if not self._stopped.wait(self.grace_s):
             sys.stderr.write(
                 f"time limit: the run did not stop within {self.grace_s:.0f} s; exiting "
