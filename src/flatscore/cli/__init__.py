@@ -3,6 +3,7 @@ system refusal (cannot write the output folder) in one line and exit code 1."""
 
 from __future__ import annotations
 
+import signal
 import sys
 
 from flatscore.cli.app import app, err_console
@@ -15,6 +16,10 @@ __all__ = ["app", "main"]
 
 
 def main() -> None:
+    # Ctrl-C (and --time-limit, which sends SIGINT) must reach a run even when the parent left
+    # SIGINT blocked: a signal mask is inherited, and a process that loaded native thread
+    # pools (llama.cpp in a test worker) can start its children with SIGINT blocked.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
         app()
     except InputError as exc:
