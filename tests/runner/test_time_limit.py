@@ -69,10 +69,16 @@ def test_a_study_that_finishes_in_time_writes_its_report(tmp_path: Path) -> None
     assert (tmp_path / "out" / "tables.md").exists()
 
 
+def _deaf() -> None:
+    import signal
+
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def test_a_run_stops_even_if_started_with_sigint_blocked(tmp_path: Path) -> None:
     """A signal mask is inherited: a parent that blocked SIGINT (a native thread pool in a
     test worker) must not make the run deaf to Ctrl-C and to its own time limit."""
-    import signal
     import subprocess
     import sys
 
@@ -82,7 +88,7 @@ def test_a_run_stops_even_if_started_with_sigint_blocked(tmp_path: Path) -> None
         capture_output=True,
         text=True,
         timeout=120,
-        preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}),
+        preexec_fn=_deaf,
     )
     assert done.returncode == 0, done.stderr
     assert "time limit 5s reached" in done.stdout

@@ -20,6 +20,8 @@ def main() -> None:
     # SIGINT blocked: a signal mask is inherited, and a process that loaded native thread
     # pools (llama.cpp in a test worker) can start its children with SIGINT blocked.
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    # Likewise an inherited "ignore SIGINT" (Python keeps SIG_IGN when it starts with it).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         app()
     except InputError as exc:
