@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from flatscore.embedded.weights import ADAPTER_ENV, merge_adapter, shipped_adapter
+from flatscore.embedded.weights import ADAPTER_ENV, adapter_sha256, merge_adapter, shipped_adapter
 from flatscore.errors import InputError
 from tiny_llama_model import tiny_llama
 
@@ -73,6 +73,9 @@ def test_description_names_the_adapter_that_was_merged(
     monkeypatch.setenv(ADAPTER_ENV, str(adapter))
     _, name, text = apply_shipped_adapter(tiny_llama(), "tiny", "a Q4_1 base")
     assert name == "tiny+flatscore-lora"
-    assert text == f"a Q4_1 base, with the LoRA adapter at {adapter} merged in fp32"
+    digest = adapter_sha256(adapter)[:12]
+    assert text == (
+        f"a Q4_1 base, with the LoRA adapter at {adapter} (sha256 {digest}) merged in fp32"
+    )
     monkeypatch.setenv(ADAPTER_ENV, "none")
     assert apply_shipped_adapter(tiny_llama(), "tiny", "a Q4_1 base")[1:] == ("tiny", "a Q4_1 base")

@@ -37,6 +37,13 @@ def shipped_adapter() -> Path | None:
     return ADAPTER_DIR if (ADAPTER_DIR / ADAPTER_FILE).is_file() else None
 
 
+def adapter_sha256(adapter_dir: Path) -> str:
+    """sha256 of the adapter's weights file: names the adapter in every episode's metadata."""
+    import hashlib
+
+    return hashlib.sha256((adapter_dir / ADAPTER_FILE).read_bytes()).hexdigest()
+
+
 def merge_adapter(model: Any, adapter_dir: Path) -> Any:
     """`model` with the LoRA adapter in `adapter_dir` merged into its weights (returns the
     plain transformers model; the adapter's modules are gone after merging)."""
@@ -54,6 +61,7 @@ def apply_shipped_adapter(model: Any, name: str, description: str) -> tuple[Any,
     merged = merge_adapter(model, adapter)
     shipped = adapter.resolve() == ADAPTER_DIR.resolve()
     which = "the shipped flatscore LoRA adapter" if shipped else f"the LoRA adapter at {adapter}"
+    which += f" (sha256 {adapter_sha256(adapter)[:12]})"  # which adapter played: provenance
     return (
         merged,
         f"{name}+flatscore-lora",
