@@ -14,7 +14,14 @@ from flatscore.agents.oracle import NOT_FOUND
 from flatscore.analysis.channels import LEAF_CHANNELS, load_rules
 from flatscore.analysis.facts import episode_facts
 from flatscore.domains import get_domain
-from flatscore.embedded.data import DOMAINS, Example, SlipOracle, make_example, tokenize
+from flatscore.embedded.data import (
+    DOMAINS,
+    Example,
+    SlipOracle,
+    example_job,
+    make_example,
+    tokenize,
+)
 from flatscore.models.chat_format import render
 from flatscore.runner import EpisodeSpec, run_episode
 from flatscore.runner.episode_loop import GREETING
@@ -23,7 +30,7 @@ from flatscore.users import ScriptedUser
 
 def _example(domain: str, index: int, seed: int, mistake: bool) -> Example:
     task = get_domain(domain).tasks("train")[index]
-    example = make_example(task, seed, with_mistake=mistake)
+    example = make_example(example_job(task, seed, with_mistake=mistake))
     assert example is not None
     return example
 
@@ -86,7 +93,7 @@ def _recovery(example: Example) -> tuple[int, int]:
 def test_recovery_examples_fail_once_then_correct(domain: str, tokenizer: Any) -> None:
     kinds = set()
     for task in get_domain(domain).tasks("train")[::4]:
-        example = make_example(task, 7, with_mistake=True)
+        example = make_example(example_job(task, 7, with_mistake=True))
         if example is None:
             continue
         kinds.add(example.mistake)
@@ -126,8 +133,9 @@ def test_recovery_kinds_cover_the_channels() -> None:
     where the domain allows it (role confusion needs the user's tools), and every task
     gives an example (a planted mistake never spoils the episode)."""
     from flatscore.embedded.data import build_examples
+    from flatscore.embedded.train import TrainConfig
 
-    examples = build_examples(variants=1, mistake_share=1.0, seed=3)
+    examples = build_examples(TrainConfig(variants=1, mistake_share=1.0, data_seed=3))
     kinds = {(e.domain, e.mistake) for e in examples}
     assert {k for _, k in kinds} == set(MISTAKE_CHANNELS)
     assert {k for d, k in kinds if d == "retail"} == set(MISTAKE_CHANNELS) - {"role_confusion"}
@@ -167,7 +175,7 @@ def test_identification_detour_asks_the_other_way_first(index: int) -> None:
     from flatscore.embedded.data import EMAIL, NAME_ZIP
 
     task = get_domain("retail").tasks("train")[index]
-    example = make_example(task, 5, with_mistake=False, detour=True)
+    example = make_example(example_job(task, 5, with_mistake=False, detour=True))
     assert example is not None and example.detour
     asks = [m.content for m in example.messages if m.role == "assistant" and not m.tool_calls]
     if "email" in task.scenario.known_info:
@@ -180,7 +188,7 @@ def test_identification_detour_asks_the_other_way_first(index: int) -> None:
 
 def test_detour_is_a_no_op_without_identification() -> None:
     task = get_domain("telecom").tasks("train")[0]
-    example = make_example(task, 5, with_mistake=False, detour=True)
+    example = make_example(example_job(task, 5, with_mistake=False, detour=True))
     assert example is not None and not example.detour
 
 
@@ -194,7 +202,7 @@ def test_several_repeated_mistakes_each_fail_then_are_corrected(domain: str) -> 
     mix = MistakeMix(most=3, repeat_share=1.0, natural=True)
     seen_many = seen_repeat = 0
     for n, task in enumerate(get_domain(domain).tasks("train")[::3]):
-        example = make_example(task, n, with_mistake=True, mix=mix)
+        example = make_example(example_job(task, n, with_mistake=True, mix=mix))
         if example is None:
             continue
         msgs = example.messages
@@ -241,8 +249,9 @@ def test_training_episodes_run_through_the_executor_in_plan_order() -> None:
     """The plan's jobs run on the local executor; the episodes come back in plan order and
     do not depend on how many are in flight (each has its own agent, user and draws)."""
     from flatscore.embedded.data import TRAIN_AGENT, example_from, plan_examples, run_jobs
+    from flatscore.embedded.train import TrainConfig
 
-    jobs = plan_examples(variants=2, mistake_share=0.5, domains=("telecom",))[:8]
+    jobs = plan_examples(TrainConfig(variants=2, mistake_share=0.5, domains=("telecom",)))[:8]
     assert {j.agent.agent for j in jobs} == {TRAIN_AGENT}
     assert [(j.task_id, j.trial) for j in jobs[:2]] == [(jobs[0].task_id, 0), (jobs[0].task_id, 1)]
     one, many = run_jobs(jobs, concurrency=1), run_jobs(jobs, concurrency=4)
