@@ -28,7 +28,7 @@ class BackendSpec(StrictModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: str = Field(description="a registered backend (`BACKENDS`: embedded, local, openai)")
+    kind: str = Field(description="a registered backend (`BACKENDS`, `register_backend`)")
     path: str = "embedded"
     quant: str = "ref"
     url: str | None = None
