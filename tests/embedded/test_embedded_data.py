@@ -245,6 +245,33 @@ def test_the_default_mix_plants_what_plant_one_plants() -> None:
             assert [m.before for m in three] == sorted(m.before for m in three)
 
 
+def test_the_plan_takes_every_data_setting_from_the_recipe() -> None:
+    """`plan_examples(config)`: variants, seeds, shares, domains and the mistake mix all
+    come from the recipe (the one place they are written)."""
+    from flatscore.embedded.data import MistakeMix, plan_examples
+    from flatscore.embedded.train import TrainConfig
+
+    config = TrainConfig(
+        variants=3,
+        mistake_share=1.0,
+        detour_share=0.0,
+        data_seed=2,
+        domains=("telecom",),
+        mistakes_most=3,
+        repeat_share=0.35,
+        natural_mistakes=True,
+    )
+    jobs = plan_examples(config)
+    assert len(jobs) == 3 * len(get_domain("telecom").tasks("train"))
+    assert {j.domain for j in jobs} == {"telecom"}
+    assert [j.seed for j in jobs[:4]] == [2000, 2001, 2002, 2000]
+    assert all(j.agent.options["mistake_seed"] == j.seed for j in jobs)
+    assert not any(j.agent.options["detour"] for j in jobs)
+    assert {j.agent.options["mix"] for j in jobs} == {MistakeMix(3, 0.35, True)}
+    none = plan_examples(config.model_copy(update={"mistake_share": 0.0, "detour_share": 1.0}))
+    assert all(j.agent.options["mistake_seed"] is None and j.agent.options["detour"] for j in none)
+
+
 def test_training_episodes_run_through_the_executor_in_plan_order() -> None:
     """The plan's jobs run on the local executor; the episodes come back in plan order and
     do not depend on how many are in flight (each has its own agent, user and draws)."""
