@@ -17,7 +17,7 @@ import time
 import torch
 
 from flatscore.domains import get_domain
-from flatscore.embedded.data import make_example, tokenize
+from flatscore.embedded.data import example_job, make_example, tokenize
 from flatscore.embedded.train import TrainConfig, build_model, step_loss
 from flatscore.models.embedded import load_model
 
@@ -32,7 +32,9 @@ def main() -> None:
     tokenizer = load_model("embedded-base").tokenizer
     samples = []
     for domain, index in (("telecom", 0), ("retail", 0), ("retail", 12)):
-        ex = make_example(get_domain(domain).tasks("train")[index], 0, with_mistake=False)
+        ex = make_example(
+            example_job(get_domain(domain).tasks("train")[index], 0, with_mistake=False)
+        )
         assert ex is not None
         tok = tokenize(ex, tokenizer)
         samples.append((tok.ids, tok.labels_mask))

@@ -181,6 +181,47 @@ def test_parse_study_roundtrips_through_json() -> None:
     assert again == study
 
 
+def test_what_a_model_kind_takes_comes_from_its_registration(tmp_path: Path) -> None:
+    """Which study fields a backend kind takes or needs is declared where it is registered
+    (`register_backend`), not spelled in the study: a kind registered later is named in
+    the one-line refusals and gets what it declared."""
+    from flatscore.models.shared import BACKENDS, register_backend
+    from flatscore.study import ModelSpec
+
+    def refusal(model: dict[str, object]) -> str:
+        path = write(tmp_path, {"models": [model]})
+        with pytest.raises(InputError) as info:
+            load_study(path)
+        return info.value.one_line().removeprefix(f"{path}, ")
+
+    bf16 = {"name": "q", "kind": "remote", "compute": "bf16", "arms": ["a"]}
+    served = {"url": "u", "served_model": "m"}
+    openai = {"name": "q", "kind": "openai", "arms": {"a": served}}
+    assert refusal({**openai, "compute": "bf16"}) == (
+        "field 'models.0': compute applies to embedded/local models only"
+    )
+    register_backend("remote", lambda spec: None, takes=["compute"], needs=["path"])  # type: ignore[arg-type,return-value]
+    try:
+        assert refusal(bf16) == (
+            "field 'models.0': kind 'remote' needs 'path': a .gguf file or a model folder"
+        )
+        assert ModelSpec.model_validate({**bf16, "path": "p"}).compute == "bf16"
+        assert refusal({**openai, "compute": "bf16"}) == (
+            "field 'models.0': compute applies to embedded/local/remote models only"
+        )
+        assert refusal({**openai, "arms": {"a": {**served, "quant": "q"}}}) == (
+            "field 'models.0': arm 'a': quant applies to embedded/gguf/local models only"
+        )
+        assert refusal({**openai, "arms": {"a": {"url": "u"}}}) == (
+            "field 'models.0': arm 'a' of a kind 'openai' model needs served_model"
+        )
+    finally:
+        BACKENDS.unregister("remote")
+    assert refusal({**bf16, "path": "p"}).startswith(
+        "field 'models.0.kind': unknown model kind 'remote' (known: embedded, gguf, local, openai"
+    )
+
+
 def test_kinds_come_from_the_registries() -> None:
     """A plug-in registered under a new name is a valid kind: no `Literal` restates names."""
     from flatscore.executors import EXECUTORS, LocalExecutor

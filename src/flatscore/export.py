@@ -8,9 +8,9 @@ stays bounded however many episodes are exported.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, get_args, get_type_hints
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -22,62 +22,79 @@ EPISODES_FILE = "episodes.parquet"
 TOOL_CALLS_FILE = "tool_calls.parquet"
 BATCH_ROWS = 5_000
 
-EPISODE_SCHEMA = pa.schema(
-    [
-        ("episode_id", pa.string()),
-        ("study", pa.string()),
-        ("arm", pa.string()),
-        ("model", pa.string()),
-        ("domain", pa.string()),
-        ("task_id", pa.string()),
-        ("trial", pa.int64()),
-        ("seed", pa.int64()),
-        ("split", pa.string()),
-        ("termination_reason", pa.string()),
-        ("reward", pa.float64()),
-        ("succeeded", pa.bool_()),
-        ("infrastructure_error", pa.bool_()),
-        ("max_errors", pa.int64()),
-        ("errors_counted", pa.string()),
-        ("n_messages", pa.int64()),
-        ("n_agent_turns", pa.int64()),
-        ("n_agent_tool_calls", pa.int64()),
-        ("n_user_tool_calls", pa.int64()),
-        ("n_failed_agent_calls", pa.int64()),
-        ("n_failed_user_calls", pa.int64()),
-        ("prompt_tokens", pa.int64()),
-        ("completion_tokens", pa.int64()),
-        ("started_at", pa.string()),
-        ("ended_at", pa.string()),
-        ("duration_s", pa.float64()),
-        ("tool_list_source", pa.string()),
-        ("source_format", pa.string()),
-        ("source_file", pa.string()),
-        ("source_index", pa.int64()),
-        ("simulation_id", pa.string()),
-    ]
-)
 
-TOOL_CALL_SCHEMA = pa.schema(
-    [
-        ("episode_id", pa.string()),
-        ("arm", pa.string()),
-        ("model", pa.string()),
-        ("domain", pa.string()),
-        ("task_id", pa.string()),
-        ("trial", pa.int64()),
-        ("call_index", pa.int64()),  # position among the episode's tool calls, from 0
-        ("message_index", pa.int64()),
-        ("call_id", pa.string()),
-        ("requestor", pa.string()),
-        ("name", pa.string()),
-        ("arguments", pa.string()),  # JSON text of the object, or the raw unparseable string
-        ("arguments_parsed", pa.bool_()),
-        ("has_result", pa.bool_()),
-        ("error", pa.bool_()),  # null when the call got no answer
-        ("error_text", pa.string()),  # the result text of a failed call
-    ]
-)
+class EpisodeRow(TypedDict):
+    """A row of `episodes.parquet`: its columns, in order, with their types."""
+
+    episode_id: str
+    study: str
+    arm: str
+    model: str
+    domain: str
+    task_id: str
+    trial: int
+    seed: int | None
+    split: str | None
+    termination_reason: str
+    reward: float | None
+    succeeded: bool
+    infrastructure_error: bool
+    max_errors: int | None
+    errors_counted: str
+    n_messages: int
+    n_agent_turns: int
+    n_agent_tool_calls: int
+    n_user_tool_calls: int
+    n_failed_agent_calls: int
+    n_failed_user_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    started_at: str | None
+    ended_at: str | None
+    duration_s: float | None
+    tool_list_source: str
+    source_format: str | None
+    source_file: str | None
+    source_index: int | None
+    simulation_id: str | None
+
+
+class ToolCallRow(TypedDict):
+    """A row of `tool_calls.parquet`: its columns, in order, with their types."""
+
+    episode_id: str
+    arm: str
+    model: str
+    domain: str
+    task_id: str
+    trial: int
+    call_index: int  # position among the episode's tool calls, from 0
+    message_index: int
+    call_id: str
+    requestor: str
+    name: str
+    arguments: str  # JSON text of the object, or the raw unparseable string
+    arguments_parsed: bool
+    has_result: bool
+    error: bool | None  # null when the call got no answer
+    error_text: str | None  # the result text of a failed call
+
+
+_ARROW_TYPES = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
+
+
+def arrow_schema(row: type) -> pa.Schema:
+    """The parquet schema of a row type (a `TypedDict`): one nullable column per key, in
+    order, so that the columns are declared once, where the rows are typed."""
+    columns = []
+    for name, hint in get_type_hints(row).items():
+        (base,) = [t for t in get_args(hint) or (hint,) if t is not type(None)]
+        columns.append((name, _ARROW_TYPES[base]))
+    return pa.schema(columns)
+
+
+EPISODE_SCHEMA = arrow_schema(EpisodeRow)
+TOOL_CALL_SCHEMA = arrow_schema(ToolCallRow)
 
 
 class ExportCounts(BaseModel):
@@ -85,10 +102,10 @@ class ExportCounts(BaseModel):
     tool_calls: int = 0
 
 
-def tool_call_rows(ep: Episode) -> list[dict[str, Any]]:
+def tool_call_rows(ep: Episode) -> list[ToolCallRow]:
     """One row per tool call in the episode, joined to its result by call id."""
     results = ep.tool_results()
-    rows: list[dict[str, Any]] = []
+    rows: list[ToolCallRow] = []
     for message_index, msg in enumerate(ep.messages):
         for call in msg.tool_calls:
             result = results.get(call.id)
@@ -118,7 +135,7 @@ def tool_call_rows(ep: Episode) -> list[dict[str, Any]]:
     return rows
 
 
-def episode_row(ep: Episode, calls: list[dict[str, Any]]) -> dict[str, Any]:
+def episode_row(ep: Episode, calls: list[ToolCallRow]) -> EpisodeRow:
     """The episode's flat row; `calls` are its `tool_call_rows` (for the call counts)."""
 
     def count(requestor: str, failed: bool) -> int:
@@ -166,9 +183,9 @@ class _BatchWriter:
     def __init__(self, path: Path, schema: pa.Schema) -> None:
         self.schema = schema
         self.writer = pq.ParquetWriter(path, schema)
-        self.rows: list[dict[str, Any]] = []
+        self.rows: list[Mapping[str, object]] = []
 
-    def add(self, rows: Iterable[dict[str, Any]]) -> None:
+    def add(self, rows: Iterable[Mapping[str, object]]) -> None:
         self.rows.extend(rows)
         if len(self.rows) >= BATCH_ROWS:
             self.flush()

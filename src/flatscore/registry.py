@@ -31,19 +31,29 @@ class Registry(Generic[T]):
         self._builtins = builtins
         self._cached = cached
         self._factories: dict[str, Callable[..., T]] = {}
+        self._about: dict[str, Any] = {}
         self._made: dict[tuple[str, Hashable], T] = {}
         self._made_lock = threading.Lock()  # guards `_made` only (held for microseconds)
         self._build_lock = threading.RLock()  # one build at a time (a factory may make more)
 
-    def register(self, name: str, factory: Callable[..., T]) -> None:
-        """Make `make(name, **options)` call `factory(**options)` (replacing any entry)."""
+    def register(self, name: str, factory: Callable[..., T], about: Any = None) -> None:
+        """Make `make(name, **options)` call `factory(**options)` (replacing any entry);
+        `about`: what else the entry declares (`about(name)`), gone with the entry."""
         self._factories[name] = factory
+        self._about[name] = about
         self._forget(name)
 
     def unregister(self, name: str) -> None:
         """Remove an entry (a plug-in or a test cleaning up after itself)."""
         self._factories.pop(name, None)
+        self._about.pop(name, None)
         self._forget(name)
+
+    def about(self, name: str) -> Any:
+        """What `name`'s registration declared besides its factory (None if nothing, or
+        if `name` is not registered)."""
+        self._load_builtins()
+        return self._about.get(name)
 
     def _forget(self, name: str) -> None:
         with self._made_lock:

@@ -39,7 +39,7 @@ from flatscore.domains import domain_names
 from flatscore.errors import InputError, from_validation
 from flatscore.limits import MAX_BUDGET
 from flatscore.models.base import COMPUTES, DEFAULT_KV_MEMORY_MB
-from flatscore.models.shared import BACKENDS, BackendSpec
+from flatscore.models.shared import BACKENDS, BackendSpec, kind_needs, kind_takes, kinds_taking
 from flatscore.strict import StrictModel
 from flatscore.tau2live.spec import Tau2Spec, check_tau2_domains, is_tau2_domain
 from flatscore.users.base import USERS, user_names
@@ -48,6 +48,11 @@ AGENT_KIND = "agent"
 """The model kind without a backend: a registered agent (`AGENTS`); every other kind is a
 registered backend (`flatscore.models.shared.BACKENDS`)."""
 DEFAULT_STUDY_NAME = defaults.STUDY_NAME
+
+
+def _kinds(field: str) -> str:
+    """The backend kinds that take the study field `field` (`BACKENDS`' registrations)."""
+    return "/".join(kinds_taking(field))
 
 
 def _registered(name: str, known: list[str], kind: str) -> str:
@@ -164,13 +169,13 @@ class ModelSpec(StrictModel):
 
     @model_validator(mode="after")
     def _reachable(self) -> ModelSpec:
-        if self.kind == "agent":
+        if self.kind == AGENT_KIND:
             if not self.agent:
-                raise ValueError("kind 'agent' needs 'agent': a registered agent name")
+                raise ValueError(f"kind {AGENT_KIND!r} needs 'agent': a registered agent name")
         elif self.agent is not None:
-            raise ValueError(f"'agent' applies to kind 'agent' only, not {self.kind!r}")
-        if self.kind == "local" and not self.path:
-            raise ValueError("kind 'local' needs 'path': a .gguf file or a model folder")
+            raise ValueError(f"'agent' applies to kind {AGENT_KIND!r} only, not {self.kind!r}")
+        if kind_needs(self.kind, "path") and not self.path:
+            raise ValueError(f"kind {self.kind!r} needs 'path': a .gguf file or a model folder")
         for arm_name, arm in self.arms.items():
             if arm.inject is not None:
                 base = self.arms.get(arm.inject.base)
@@ -190,22 +195,29 @@ class ModelSpec(StrictModel):
                         f"{arm.inject.base!r}; remove {', '.join(given) or 'options'}"
                     )
                 continue
-            if self.kind == "openai":
-                missing = [f for f in ("url", "served_model") if getattr(arm, f) is None]
-                if missing:
-                    raise ValueError(
-                        f"arm {arm_name!r} of an openai model needs {' and '.join(missing)}"
-                    )
-            elif arm.url is not None or arm.served_model is not None:
-                raise ValueError(f"arm {arm_name!r}: url/served_model apply to kind openai only")
-            if self.kind != "agent" and arm.options:
-                raise ValueError(f"arm {arm_name!r}: options apply to kind agent only")
-            if self.kind in ("agent", "openai") and arm.quant is not None:
+            missing = [
+                f
+                for f in ("url", "served_model")
+                if kind_needs(self.kind, f) and getattr(arm, f) is None
+            ]
+            if missing:
                 raise ValueError(
-                    f"arm {arm_name!r}: quant applies to embedded/local/gguf models only"
+                    f"arm {arm_name!r} of a kind {self.kind!r} model needs {' and '.join(missing)}"
                 )
-            if arm.file is not None and self.kind != "gguf":
-                raise ValueError(f"arm {arm_name!r}: file applies to kind gguf only")
+            if not kind_takes(self.kind, "url") and (
+                arm.url is not None or arm.served_model is not None
+            ):
+                raise ValueError(
+                    f"arm {arm_name!r}: url/served_model apply to kind {_kinds('url')} only"
+                )
+            if self.kind != AGENT_KIND and arm.options:
+                raise ValueError(f"arm {arm_name!r}: options apply to kind {AGENT_KIND} only")
+            if not kind_takes(self.kind, "quant") and arm.quant is not None:
+                raise ValueError(
+                    f"arm {arm_name!r}: quant applies to {_kinds('quant')} models only"
+                )
+            if not kind_takes(self.kind, "file") and arm.file is not None:
+                raise ValueError(f"arm {arm_name!r}: file applies to kind {_kinds('file')} only")
             if arm.file is not None and arm.quant is not None:
                 raise ValueError(
                     f"arm {arm_name!r}: give either file (a GGUF as it is) or quant (made "
@@ -230,8 +242,8 @@ class ModelSpec(StrictModel):
                     f"arm {arm_name!r}: a control replicates {arm.control_of!r} as it is; "
                     f"remove {', '.join(own or ['options'])}"
                 )
-        if self.kind in ("agent", "openai", "gguf") and self.compute is not None:
-            raise ValueError("compute applies to embedded/local models only")
+        if not kind_takes(self.kind, "compute") and self.compute is not None:
+            raise ValueError(f"compute applies to {_kinds('compute')} models only")
         return self
 
     def played_by(self, arm: str) -> str:
@@ -247,14 +259,14 @@ class ModelSpec(StrictModel):
         the arm it replicates (its own response cache, so it never replays that arm's), an
         inject arm its base's (the same loaded model and response cache)."""
         spec = self.arms[self.played_by(arm)]
-        if self.kind == "agent":
+        if self.kind == AGENT_KIND:
             return None
-        if self.kind == "openai":
+        if kind_takes(self.kind, "url"):  # a server reached over HTTP
             cache = None
             if self.cache and out_dir is not None:
                 cache = str(out_dir / "cache" / f"{self.name}__{arm}.sqlite")
             return BackendSpec(
-                kind="openai",
+                kind=self.kind,
                 url=spec.url,
                 served_model=spec.served_model,
                 api_key_env=spec.api_key_env or self.api_key_env,
@@ -263,9 +275,9 @@ class ModelSpec(StrictModel):
                 endpoint_concurrency=self.endpoint_concurrency,
                 cache_path=cache,
             )
-        if self.kind == "gguf":
+        if kind_takes(self.kind, "file"):  # an arm may be a file of its own
             return BackendSpec(
-                kind="gguf",
+                kind=self.kind,
                 path=spec.file or self.path or "embedded",
                 quant="ref" if spec.file else spec.quant or self.played_by(arm),
                 threads=self.threads,
@@ -454,13 +466,13 @@ class Study(StrictModel):
 def check_names(study: Study, file: str | None = None) -> None:
     """Checks that need registries (agents, precision formats, repair channels)."""
     for i, model in enumerate(study.models):
-        if model.kind == "agent" and model.agent not in agent_names():
+        if model.kind == AGENT_KIND and model.agent not in agent_names():
             raise InputError(
                 f"unknown agent {model.agent!r} (known: {', '.join(agent_names())})",
                 file=file,
                 field=f"models.{i}.agent",
             )
-        if model.kind == "agent":
+        if model.kind == AGENT_KIND:
             for arm_name, arm in model.arms.items():
                 if arm.inject is not None:
                     continue  # its base arm is checked
@@ -472,7 +484,7 @@ def check_names(study: Study, file: str | None = None) -> None:
                         file=file,
                         field=f"models.{i}.arms.{arm_name}.options",
                     ) from None
-        if model.kind in ("embedded", "local"):
+        if kind_takes(model.kind, "compute"):  # torch in-process: arms are `ARMS` formats
             from flatscore.quant.arms import ARMS  # imports torch (the `local` extra)
 
             for arm_name, arm in model.arms.items():
@@ -484,7 +496,7 @@ def check_names(study: Study, file: str | None = None) -> None:
                     raise _unknown_quant(
                         "precision format", ", ".join(ARMS.names()), arm_name, arm, i, file
                     )
-        if model.kind == "gguf":
+        if kind_takes(model.kind, "file"):  # llama.cpp: GGUF files and quant types
             _check_gguf(model, i, file)
 
 

@@ -14,7 +14,14 @@ from flatscore.agents.oracle import NOT_FOUND
 from flatscore.analysis.channels import LEAF_CHANNELS, load_rules
 from flatscore.analysis.facts import episode_facts
 from flatscore.domains import get_domain
-from flatscore.embedded.data import DOMAINS, Example, SlipOracle, make_example, tokenize
+from flatscore.embedded.data import (
+    DOMAINS,
+    Example,
+    SlipOracle,
+    example_job,
+    make_example,
+    tokenize,
+)
 from flatscore.models.chat_format import render
 from flatscore.runner import EpisodeSpec, run_episode
 from flatscore.runner.episode_loop import GREETING
@@ -23,7 +30,7 @@ from flatscore.users import ScriptedUser
 
 def _example(domain: str, index: int, seed: int, mistake: bool) -> Example:
     task = get_domain(domain).tasks("train")[index]
-    example = make_example(task, seed, with_mistake=mistake)
+    example = make_example(example_job(task, seed, with_mistake=mistake))
     assert example is not None
     return example
 
@@ -86,7 +93,7 @@ def _recovery(example: Example) -> tuple[int, int]:
 def test_recovery_examples_fail_once_then_correct(domain: str, tokenizer: Any) -> None:
     kinds = set()
     for task in get_domain(domain).tasks("train")[::4]:
-        example = make_example(task, 7, with_mistake=True)
+        example = make_example(example_job(task, 7, with_mistake=True))
         if example is None:
             continue
         kinds.add(example.mistake)
@@ -126,8 +133,9 @@ def test_recovery_kinds_cover_the_channels() -> None:
     where the domain allows it (role confusion needs the user's tools), and every task
     gives an example (a planted mistake never spoils the episode)."""
     from flatscore.embedded.data import build_examples
+    from flatscore.embedded.train import TrainConfig
 
-    examples = build_examples(variants=1, mistake_share=1.0, seed=3)
+    examples = build_examples(TrainConfig(variants=1, mistake_share=1.0, data_seed=3))
     kinds = {(e.domain, e.mistake) for e in examples}
     assert {k for _, k in kinds} == set(MISTAKE_CHANNELS)
     assert {k for d, k in kinds if d == "retail"} == set(MISTAKE_CHANNELS) - {"role_confusion"}
@@ -167,7 +175,7 @@ def test_identification_detour_asks_the_other_way_first(index: int) -> None:
     from flatscore.embedded.data import EMAIL, NAME_ZIP
 
     task = get_domain("retail").tasks("train")[index]
-    example = make_example(task, 5, with_mistake=False, detour=True)
+    example = make_example(example_job(task, 5, with_mistake=False, detour=True))
     assert example is not None and example.detour
     asks = [m.content for m in example.messages if m.role == "assistant" and not m.tool_calls]
     if "email" in task.scenario.known_info:
@@ -180,7 +188,7 @@ def test_identification_detour_asks_the_other_way_first(index: int) -> None:
 
 def test_detour_is_a_no_op_without_identification() -> None:
     task = get_domain("telecom").tasks("train")[0]
-    example = make_example(task, 5, with_mistake=False, detour=True)
+    example = make_example(example_job(task, 5, with_mistake=False, detour=True))
     assert example is not None and not example.detour
 
 
@@ -194,7 +202,7 @@ def test_several_repeated_mistakes_each_fail_then_are_corrected(domain: str) -> 
     mix = MistakeMix(most=3, repeat_share=1.0, natural=True)
     seen_many = seen_repeat = 0
     for n, task in enumerate(get_domain(domain).tasks("train")[::3]):
-        example = make_example(task, n, with_mistake=True, mix=mix)
+        example = make_example(example_job(task, n, with_mistake=True, mix=mix))
         if example is None:
             continue
         msgs = example.messages
@@ -237,12 +245,40 @@ def test_the_default_mix_plants_what_plant_one_plants() -> None:
             assert [m.before for m in three] == sorted(m.before for m in three)
 
 
+def test_the_plan_takes_every_data_setting_from_the_recipe() -> None:
+    """`plan_examples(config)`: variants, seeds, shares, domains and the mistake mix all
+    come from the recipe (the one place they are written)."""
+    from flatscore.embedded.data import MistakeMix, plan_examples
+    from flatscore.embedded.train import TrainConfig
+
+    config = TrainConfig(
+        variants=3,
+        mistake_share=1.0,
+        detour_share=0.0,
+        data_seed=2,
+        domains=("telecom",),
+        mistakes_most=3,
+        repeat_share=0.35,
+        natural_mistakes=True,
+    )
+    jobs = plan_examples(config)
+    assert len(jobs) == 3 * len(get_domain("telecom").tasks("train"))
+    assert {j.domain for j in jobs} == {"telecom"}
+    assert [j.seed for j in jobs[:4]] == [2000, 2001, 2002, 2000]
+    assert all(j.agent.options["mistake_seed"] == j.seed for j in jobs)
+    assert not any(j.agent.options["detour"] for j in jobs)
+    assert {j.agent.options["mix"] for j in jobs} == {MistakeMix(3, 0.35, True)}
+    none = plan_examples(config.model_copy(update={"mistake_share": 0.0, "detour_share": 1.0}))
+    assert all(j.agent.options["mistake_seed"] is None and j.agent.options["detour"] for j in none)
+
+
 def test_training_episodes_run_through_the_executor_in_plan_order() -> None:
     """The plan's jobs run on the local executor; the episodes come back in plan order and
     do not depend on how many are in flight (each has its own agent, user and draws)."""
     from flatscore.embedded.data import TRAIN_AGENT, example_from, plan_examples, run_jobs
+    from flatscore.embedded.train import TrainConfig
 
-    jobs = plan_examples(variants=2, mistake_share=0.5, domains=("telecom",))[:8]
+    jobs = plan_examples(TrainConfig(variants=2, mistake_share=0.5, domains=("telecom",)))[:8]
     assert {j.agent.agent for j in jobs} == {TRAIN_AGENT}
     assert [(j.task_id, j.trial) for j in jobs[:2]] == [(jobs[0].task_id, 0), (jobs[0].task_id, 1)]
     one, many = run_jobs(jobs, concurrency=1), run_jobs(jobs, concurrency=4)

@@ -54,11 +54,11 @@ def _adapter(out: Path) -> dict[str, Any]:
 def _write_dataset(out: Path, tokenizer: Any) -> None:
     """A few real examples, tokenized as `load_dataset` would (it reuses `dataset.json`)."""
     from flatscore.domains import get_domain
-    from flatscore.embedded.data import make_example, tokenize
+    from flatscore.embedded.data import example_job, make_example, tokenize
 
     data = []
     for i, task in enumerate(get_domain("telecom").tasks("train")[:3]):
-        ex = make_example(task, i, with_mistake=i == 1)
+        ex = make_example(example_job(task, i, with_mistake=i == 1))
         assert ex is not None
         tok = tokenize(ex, tokenizer)
         data.append(

@@ -51,6 +51,30 @@ def test_mistakes_are_one_line(extra: dict[str, Any], field: str, message: str) 
     assert message in info.value.one_line()
 
 
+def test_user_kinds_come_from_the_backend_registry() -> None:
+    """The user simulator's kind is a registered backend, no `Literal`: a bad one is one
+    line naming the file and field and listing the registry's names; a backend registered
+    later is accepted, and what it takes decides what the user must give."""
+    from flatscore.models.shared import BACKENDS, register_backend
+
+    with pytest.raises(InputError) as info:
+        _parse(domains=["tau2:retail"], tau2={"user": {"kind": "ggml"}})
+    assert info.value.one_line() == (
+        "s.yaml, field 'tau2.user.kind': unknown backend 'ggml' "
+        "(known: embedded, gguf, local, openai)"
+    )
+    register_backend("remote", lambda spec: None, needs=["url", "served_model"])  # type: ignore[arg-type,return-value]
+    try:
+        with pytest.raises(InputError, match="a user of kind 'remote' needs url and model"):
+            _parse(domains=["tau2:retail"], tau2={"user": {"kind": "remote"}})
+        user = {"kind": "remote", "url": "http://x", "model": "m"}
+        assert _parse(domains=["tau2:retail"], tau2={"user": user}).tau2.user.kind == "remote"
+        with pytest.raises(InputError, match="url/model apply to kind openai/remote only"):
+            _parse(domains=["tau2:retail"], tau2={"user": {"kind": "embedded", "url": "u"}})
+    finally:
+        BACKENDS.unregister("remote")
+
+
 def test_trial_seeds_are_tau2s() -> None:
     """`tau2 run --seed 300 --num-trials 2` wrote these (tests/fixtures/tau2/v0.2/ok.json)."""
     assert tau2_seeds(300, 2) == [626729, 373753]

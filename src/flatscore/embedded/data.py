@@ -34,6 +34,7 @@ from flatscore.agents.mistakes import MISTAKE_CHANNELS, Mistake, plant
 from flatscore.agents.oracle import OracleAgent, ask_text, oracle_plan
 from flatscore.domains import get_domain
 from flatscore.domains.framework import Task
+from flatscore.embedded.train import TrainConfig
 from flatscore.episode import Episode, ErrorBudget, Message
 from flatscore.executors import AgentRecipe, EpisodeJob, LocalExecutor
 from flatscore.models.chat_format import render
@@ -73,6 +74,11 @@ class MistakeMix:
     most: int = 1  # 1..most mistakes per conversation, uniformly
     repeat_share: float = 0.0  # chance a mistake's failing call is made twice
     natural: bool = False  # add the kinds the reference made on its own (mistakes.plant)
+
+
+def mistake_mix(config: TrainConfig) -> MistakeMix:
+    """The recipe's mistake mix (`mistakes_most`, `repeat_share`, `natural_mistakes`)."""
+    return MistakeMix(config.mistakes_most, config.repeat_share, config.natural_mistakes)
 
 
 class SlipOracle(OracleAgent):
@@ -251,34 +257,17 @@ def example_from(job: EpisodeJob, episode: Episode) -> Example | None:
     )
 
 
-def make_example(
-    task: Task,
-    seed: int,
-    *,
-    with_mistake: bool,
-    detour: bool = False,
-    mix: MistakeMix = MistakeMix(),
-) -> Example | None:
-    """Run one oracle episode (seeded user phrasing, optional detour and planted mistakes)
-    through the executor and turn it into an example (`example_from`)."""
-    job = example_job(task, seed, with_mistake=with_mistake, detour=detour, mix=mix)
+def make_example(job: EpisodeJob) -> Example | None:
+    """Run one training job (`example_job`) through the executor and turn its episode into
+    an example (`example_from`)."""
     [episode] = run_jobs([job])
     return example_from(job, episode)
 
 
-def build_examples(
-    variants: int = 12,
-    mistake_share: float = 0.3,
-    seed: int = 0,
-    domains: tuple[str, ...] = DOMAINS,
-    detour_share: float = 0.5,
-    mix: MistakeMix = MistakeMix(),
-) -> list[Example]:
-    """`variants` episodes per train task (scripted-user seeds `seed*1000 + v`); a seeded
-    `mistake_share` of them with planted mistakes (`mix`: how many, repeated or not) and
-    `detour_share` with the identification detour (where the task asks for
-    identification); deterministic."""
-    jobs = plan_examples(variants, mistake_share, seed, domains, detour_share, mix)
+def build_examples(config: TrainConfig) -> list[Example]:
+    """The examples of `config`'s training data (`plan_examples`), in the plan's order;
+    deterministic."""
+    jobs = plan_examples(config)
     examples = []
     for job, episode in zip(jobs, run_jobs(jobs), strict=True):
         ex = example_from(job, episode)
@@ -287,27 +276,24 @@ def build_examples(
     return examples
 
 
-def plan_examples(
-    variants: int = 12,
-    mistake_share: float = 0.3,
-    seed: int = 0,
-    domains: tuple[str, ...] = DOMAINS,
-    detour_share: float = 0.5,
-    mix: MistakeMix = MistakeMix(),
-) -> list[EpisodeJob]:
-    """The training data's plan: one job per (domain, train task, variant), in that order,
-    with the seeded mistake and detour draws of `build_examples`."""
-    rng = random.Random(f"examples|{seed}")
+def plan_examples(config: TrainConfig) -> list[EpisodeJob]:
+    """The training data's plan: one job per (domain, train task, variant), in that order.
+    `config.variants` episodes per train task (scripted-user seeds `data_seed*1000 + v`);
+    a seeded `mistake_share` of them with planted mistakes (`mistake_mix`) and
+    `detour_share` with the identification detour (where the task asks for
+    identification)."""
+    rng = random.Random(f"examples|{config.data_seed}")
+    mix = mistake_mix(config)
     jobs = []
-    for name in domains:
+    for name in config.domains:
         for task in get_domain(name).tasks("train"):
-            for v in range(variants):
-                mistake = rng.random() < mistake_share
-                detour = rng.random() < detour_share
+            for v in range(config.variants):
+                mistake = rng.random() < config.mistake_share
+                detour = rng.random() < config.detour_share
                 jobs.append(
                     example_job(
                         task,
-                        seed * 1000 + v,
+                        config.data_seed * 1000 + v,
                         with_mistake=mistake,
                         detour=detour,
                         mix=mix,

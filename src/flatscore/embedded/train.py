@@ -101,16 +101,9 @@ def load_dataset(config: TrainConfig, out: Path, tokenizer: Any) -> list[dict[st
     if path.is_file():
         data: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))
         return data
-    from flatscore.embedded.data import MistakeMix, build_examples, tokenize
+    from flatscore.embedded.data import build_examples, tokenize
 
-    examples = build_examples(
-        config.variants,
-        config.mistake_share,
-        config.data_seed,
-        tuple(config.domains),
-        config.detour_share,
-        MistakeMix(config.mistakes_most, config.repeat_share, config.natural_mistakes),
-    )
+    examples = build_examples(config)
     data = []
     for ex in examples:
         tok = tokenize(ex, tokenizer)

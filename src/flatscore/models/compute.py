@@ -42,21 +42,30 @@ from flatscore.models.base import COMPUTES
 BLOCK_ROWS = 32
 
 
-class Bf16Linear(nn.Module):
-    """A linear layer computed in bf16, blocks of `BLOCK_ROWS` rows, fp32 in and out."""
+class _CastLinear(nn.Module):
+    """A linear layer's weights (and bias) rounded to `dtype`, frozen; its forward pre-hooks
+    (activation quantization, W8A8) kept. Subclasses compute with them."""
+
+    dtype: torch.dtype
 
     def __init__(self, linear: nn.Linear) -> None:
         super().__init__()
         self.in_features = linear.in_features
         self.out_features = linear.out_features
-        self.weight = nn.Parameter(linear.weight.detach().to(torch.bfloat16), requires_grad=False)
+        self.weight = nn.Parameter(linear.weight.detach().to(self.dtype), requires_grad=False)
         self.bias = (
             None
             if linear.bias is None
-            else nn.Parameter(linear.bias.detach().to(torch.bfloat16), requires_grad=False)
+            else nn.Parameter(linear.bias.detach().to(self.dtype), requires_grad=False)
         )
-        for hook in linear._forward_pre_hooks.values():  # activation quantization (W8A8)
+        for hook in linear._forward_pre_hooks.values():
             self.register_forward_pre_hook(hook)
+
+
+class Bf16Linear(_CastLinear):
+    """A linear layer computed in bf16, blocks of `BLOCK_ROWS` rows, fp32 in and out."""
+
+    dtype = torch.bfloat16
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.reshape(-1, self.in_features).to(torch.bfloat16)
@@ -69,22 +78,11 @@ class Bf16Linear(nn.Module):
         return out.to(x.dtype).reshape(*x.shape[:-1], self.out_features)
 
 
-class Fp16Linear(nn.Module):
+class Fp16Linear(_CastLinear):
     """A linear layer with fp16 weights: one row computes in fp16 (torch's fp16 GEMV), more
     rows in fp32 on the same weights (module docstring: why). fp32 in and out."""
 
-    def __init__(self, linear: nn.Linear) -> None:
-        super().__init__()
-        self.in_features = linear.in_features
-        self.out_features = linear.out_features
-        self.weight = nn.Parameter(linear.weight.detach().to(torch.float16), requires_grad=False)
-        self.bias = (
-            None
-            if linear.bias is None
-            else nn.Parameter(linear.bias.detach().to(torch.float16), requires_grad=False)
-        )
-        for hook in linear._forward_pre_hooks.values():  # activation quantization (W8A8)
-            self.register_forward_pre_hook(hook)
+    dtype = torch.float16
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.reshape(-1, self.in_features)

@@ -8,7 +8,8 @@ user simulator that needs it: the study executors and the registry's model agent
 from __future__ import annotations
 
 import atexit
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import ConfigDict, Field, field_validator
 
@@ -27,7 +28,7 @@ class BackendSpec(StrictModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: str = Field(description="a registered backend (`BACKENDS`: embedded, local, openai)")
+    kind: str = Field(description="a registered backend (`BACKENDS`, `register_backend`)")
     path: str = "embedded"
     quant: str = "ref"
     url: str | None = None
@@ -120,10 +121,55 @@ def _gguf(spec: BackendSpec) -> Backend:
 
 BACKENDS: Registry[Backend] = Registry("backend", cached=True)
 """How each `BackendSpec.kind` is loaded; holds the loaded backends (one per spec)."""
-BACKENDS.register("openai", _openai)
-BACKENDS.register("embedded", _local)
-BACKENDS.register("local", _local)
-BACKENDS.register("gguf", _gguf)
+
+
+class StudyFields(NamedTuple):
+    """What a backend kind declares when registered (`register_backend`): the study fields
+    (of a model or its arms) its models may give, and those they must."""
+
+    takes: frozenset[str]
+    needs: frozenset[str]
+
+
+def register_backend(
+    kind: str,
+    load: Callable[[BackendSpec], Backend],
+    *,
+    takes: Iterable[str] = (),
+    needs: Iterable[str] = (),
+) -> None:
+    """Add a backend kind to `BACKENDS`, with the study fields (of a model or its arms:
+    `path`, `quant`, `file`, `url`, `served_model`, `compute`) a model of this kind `takes`
+    and those it `needs`: the study refuses the others, naming the kinds that take them
+    (`kinds_taking`). A kind registered on `BACKENDS` directly takes none of them."""
+    fields = StudyFields(frozenset(takes) | frozenset(needs), frozenset(needs))
+    BACKENDS.register(kind, load, about=fields)
+
+
+def _fields(kind: str) -> StudyFields:
+    return BACKENDS.about(kind) or StudyFields(frozenset(), frozenset())
+
+
+def kinds_taking(field: str) -> list[str]:
+    """The registered backend kinds whose models may give `field`, in the registry's order."""
+    return [k for k in BACKENDS.names() if field in _fields(k).takes]
+
+
+def kind_takes(kind: str, field: str) -> bool:
+    """Whether a model of backend `kind` may give the study field `field`."""
+    return field in _fields(kind).takes
+
+
+def kind_needs(kind: str, field: str) -> bool:
+    """Whether a model of backend `kind` must give the study field `field`."""
+    return field in _fields(kind).needs
+
+
+_IN_PROCESS = ("path", "quant", "compute")
+register_backend("openai", _openai, takes=["api_key_env"], needs=["url", "served_model"])
+register_backend("embedded", _local, takes=_IN_PROCESS)
+register_backend("local", _local, takes=_IN_PROCESS, needs=["path"])
+register_backend("gguf", _gguf, takes=["path", "quant", "file"])
 
 
 def loaded_backend_count() -> int:

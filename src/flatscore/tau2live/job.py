@@ -34,6 +34,19 @@ class Tau2Endpoint(BaseModel):
     weights: str | None = None
     """What the started server says plays the model (file, format, hash), once started."""
 
+    @classmethod
+    def openai(cls, url: str, model: str, api_key_env: str | None) -> Tau2Endpoint:
+        """A server that is already up: `model` served at `url`."""
+        return cls(label=f"openai:{model}", url=url, model=model, api_key_env=api_key_env)
+
+    @classmethod
+    def serve(cls, path: str, quant: str, *, gguf: bool = False) -> Tau2Endpoint:
+        """A model flatscore serves itself: `path` at `quant`, by torch or (`gguf`)
+        llama.cpp."""
+        kind = "gguf" if gguf else "local"
+        label = f"serve:gguf:{path}@{quant}" if gguf else f"serve:{path}@{quant}"
+        return cls(label=label, serve_path=path, serve_quant=quant, serve_kind=kind)
+
     @property
     def served(self) -> bool:
         """Whether this endpoint is a server the driver must start (and has not yet)."""

@@ -14,6 +14,8 @@ import random
 from typing import TYPE_CHECKING, Any
 
 from flatscore.errors import InputError
+from flatscore.models.shared import BACKENDS, kind_takes
+from flatscore.study import AGENT_KIND
 from flatscore.tau2live import lib
 from flatscore.tau2live.job import Tau2Endpoint, Tau2Recipe
 from flatscore.tau2live.spec import Tau2Spec, Tau2UserSpec, tau2_domain
@@ -53,9 +55,10 @@ def check_study(study: Study) -> None:
             field="error_budget",
         )
     for i, model in enumerate(study.models):
-        if model.kind == "agent":
+        if model.kind == AGENT_KIND:
             raise InputError(
-                "τ² domains run τ²'s LLM agent: give an embedded, local, gguf or openai model",
+                "τ² domains run τ²'s LLM agent: give a model of a backend kind "
+                f"({', '.join(BACKENDS.names())})",
                 field=f"models.{i}.kind",
             )
 
@@ -78,49 +81,29 @@ def task_ids(study: Study, domain: str) -> list[str]:
 
 def _agent_endpoint(model: ModelSpec, arm: str) -> Tau2Endpoint:
     spec = model.arms[arm]
-    if model.kind == "openai":
+    if kind_takes(model.kind, "url"):  # a server that is up
         assert spec.url is not None and spec.served_model is not None
-        return Tau2Endpoint(
-            label=f"openai:{spec.served_model}",
-            url=spec.url,
-            model=spec.served_model,
-            api_key_env=spec.api_key_env or model.api_key_env,
+        return Tau2Endpoint.openai(
+            spec.url, spec.served_model, spec.api_key_env or model.api_key_env
         )
-    if model.kind == "gguf":  # the file and type the arm plays, as on built-in domains
+    if kind_takes(model.kind, "file"):  # llama.cpp: the file and type the arm plays
         from flatscore.models.gguf_files import quant_type
 
         backend = model.backend(arm)
         assert backend is not None
-        path, quant = backend.path, quant_type(backend.quant) or backend.quant
-        return Tau2Endpoint(
-            label=f"serve:gguf:{path}@{quant}",
-            serve_path=path,
-            serve_quant=quant,
-            serve_kind="gguf",
+        return Tau2Endpoint.serve(
+            backend.path, quant_type(backend.quant) or backend.quant, gguf=True
         )
-    path = model.path or "embedded"
-    quant = spec.quant or arm
-    return Tau2Endpoint(label=f"serve:{path}@{quant}", serve_path=path, serve_quant=quant)
+    return Tau2Endpoint.serve(model.path or "embedded", spec.quant or arm)
 
 
 def _user_endpoint(user: Tau2UserSpec) -> Tau2Endpoint:
-    if user.kind == "openai":
+    if kind_takes(user.kind, "url"):
         assert user.url is not None and user.model is not None
-        return Tau2Endpoint(
-            label=f"openai:{user.model}",
-            url=user.url,
-            model=user.model,
-            api_key_env=user.api_key_env,
-        )
-    path = user.path or "embedded"
-    if user.kind == "gguf":
-        return Tau2Endpoint(
-            label=f"serve:gguf:{path}@{user.quant}",
-            serve_path=path,
-            serve_quant=user.quant,
-            serve_kind="gguf",
-        )
-    return Tau2Endpoint(label=f"serve:{path}@{user.quant}", serve_path=path, serve_quant=user.quant)
+        return Tau2Endpoint.openai(user.url, user.model, user.api_key_env)
+    return Tau2Endpoint.serve(
+        user.path or "embedded", user.quant, gguf=kind_takes(user.kind, "file")
+    )
 
 
 def _agent_sampling(model: ModelSpec) -> dict[str, Any]:

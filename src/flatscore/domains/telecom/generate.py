@@ -212,11 +212,25 @@ NO_INTERNET = [
 CHECK = _user("check_status")
 
 
+def _overdue_bill(line: Line, amount: float) -> tuple[str, str, Action]:
+    """The overdue bill a task's setup adds for `line`'s customer: its id, its amount as
+    the agent should say it, and the setup action that adds it."""
+    bid = f"B9{line.line_id[1:]}"
+    add = _agent(
+        "add_bill", bill_id=bid, customer_id=line.customer_id, amount=amount, status="overdue"
+    )
+    return bid, f"{amount:.2f}", add
+
+
+def _unpaid_bill(rng: random.Random, db: TelecomDB, line: Line) -> tuple[str, str, Action]:
+    """An overdue bill of the line's plan price plus 1–20 (`_overdue_bill`)."""
+    return _overdue_bill(line, round(db.plans[line.plan_id].price + rng.randint(1, 20), 2))
+
+
 def _suspended(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
     cid = line.customer_id
-    bid = f"B9{line.line_id[1:]}"
     amount = sum(db.plans[db.lines[lid].plan_id].price for lid in db.customers[cid].line_ids)
-    money = f"{amount:.2f}"
+    bid, money, add_bill = _overdue_bill(line, amount)
     return Parts(
         NO_SERVICE,
         "Your phone has no service. You agree to pay any overdue bill.",
@@ -229,7 +243,7 @@ def _suspended(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
             _user("restart_phone"),
         ],
         setup=[
-            _agent("add_bill", bill_id=bid, customer_id=cid, amount=amount, status="overdue"),
+            add_bill,
             _agent("suspend_line", line_id=line.line_id),
             Action(name="setup_device", arguments={"registered": False}, requestor="user"),
         ],
@@ -260,9 +274,10 @@ def _roaming(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
 
 
 def _refuel(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
-    if line.plan_id == "P4":
+    out = _out_of_data(rng, db, line)
+    if out is None:
         return None
-    gb = rng.randint(1, 5)
+    gb, use_up, account = out
     return Parts(
         [
             f"I ran out of data. Please add {gb} GB to my line.",
@@ -270,12 +285,8 @@ def _refuel(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
             f"Hello, I need {gb} GB of extra data, I've used all of mine.",
         ],
         f"You used up your data and want {gb} GB of extra data on your line.",
-        [
-            _agent("find_customer_by_phone", phone_number=line.phone_number),
-            _agent("get_line", line_id=line.line_id),
-            _agent("add_data", line_id=line.line_id, gb=gb),
-        ],
-        setup=[_agent("use_all_data", line_id=line.line_id)],
+        account,
+        setup=[use_up],
         asks=[Ask(before=0, keys=["phone_number"])],
         final=f"I added {gb} GB of data to your line {line.line_id}.",
     )
@@ -304,10 +315,7 @@ def _change_plan(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
 
 
 def _bill_info(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
-    cid = line.customer_id
-    bid = f"B9{line.line_id[1:]}"
-    amount = round(db.plans[line.plan_id].price + rng.randint(1, 20), 2)
-    money = f"{amount:.2f}"
+    bid, money, add_bill = _unpaid_bill(rng, db, line)
     return Parts(
         [
             "How much do I owe? I think I have an unpaid bill.",
@@ -317,9 +325,9 @@ def _bill_info(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
         "You want to know the amount of your overdue bill. You do not want to pay it now.",
         [
             _agent("find_customer_by_phone", phone_number=line.phone_number),
-            _agent("get_bills", customer_id=cid),
+            _agent("get_bills", customer_id=line.customer_id),
         ],
-        setup=[_agent("add_bill", bill_id=bid, customer_id=cid, amount=amount, status="overdue")],
+        setup=[add_bill],
         asks=[Ask(before=0, keys=["phone_number"])],
         assertions=[],
         communicate=[money],
@@ -422,10 +430,7 @@ def _airplane_abroad(rng: random.Random, db: TelecomDB, line: Line) -> Parts | N
 def _sim_and_bill(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
     """SIM not seated, and the user asks about an overdue bill (the amount is only in the
     agent's records)."""
-    cid = line.customer_id
-    bid = f"B9{line.line_id[1:]}"
-    amount = round(db.plans[line.plan_id].price + rng.randint(1, 20), 2)
-    money = f"{amount:.2f}"
+    bid, money, add_bill = _unpaid_bill(rng, db, line)
     return Parts(
         [
             "My phone has no service. And do I have an unpaid bill? How much is it?",
@@ -437,10 +442,10 @@ def _sim_and_bill(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None
             CHECK,
             _user("reseat_sim"),
             _agent("find_customer_by_phone", phone_number=line.phone_number),
-            _agent("get_bills", customer_id=cid),
+            _agent("get_bills", customer_id=line.customer_id),
         ],
         setup=[
-            _agent("add_bill", bill_id=bid, customer_id=cid, amount=amount, status="overdue"),
+            add_bill,
             Action(name="setup_device", arguments={"sim_seated": False}, requestor="user"),
         ],
         asks=[Ask(before=2, keys=["phone_number"])],
