@@ -48,7 +48,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     count, seen = Counter(files), {f: i for i, f in reversed(list(enumerate(files)))}
     first = {f: i for i, f in enumerate(LONGEST_FIRST)}
     keys = {f: (first.get(f, len(first)), -count[f], seen[f]) for f in count}
-    items[:] = [item for _, item in sorted(zip(files, items), key=lambda p: keys[p[0]])]
+    items.sort(key=lambda item: keys[item.nodeid.split("::")[0]])  # stable: in-file order kept
 
 
 @pytest.fixture(autouse=True)
