@@ -50,9 +50,10 @@ demo: $(VENV)/.installed-demo
 	$(VENV)/bin/flatscore demo
 
 # Both cores (pytest-xdist; at most 4 workers: each may load the embedded model). loadfile
-# keeps a module's tests, and so its module-scoped servers and models, on one worker.
+# keeps a module's tests, and so its module-scoped servers and models, on one worker;
+# --no-loadscope-reorder keeps tests/conftest.py's order (its longest files first).
 test: $(VENV)/.installed-dev
-	$(PY) -m pytest -m "not slow" -q -n auto --maxprocesses 4 --dist loadfile
+	$(PY) -m pytest -m "not slow" -q -n auto --maxprocesses 4 --dist loadfile --no-loadscope-reorder
 
 test-all: $(VENV)/.installed-dev
 	$(PY) -m pytest -q

@@ -2,12 +2,14 @@
 workers on two cores; more threads would only fight over them), no Hypothesis timing checks
 (on a shared machine a draw can wait seconds for a core: a timing failure, not a bug; seen
 as `FailedHealthCheck: Input generation is slow` in tests/test_store.py under load 13-19),
-and the real embedded model loaded once per process for the tests that need it."""
+the real embedded model loaded once per process for the tests that need it, and the longest
+files handed to the workers first (`LONGEST_FIRST`)."""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,32 @@ from cli_runner import CliResult
 
 settings.register_profile("flatscore", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("flatscore")
+
+
+LONGEST_FIRST = (
+    "tests/models/test_gguf_study.py",
+    "tests/reliability/test_damaged_inputs.py",
+    "tests/runner/test_resume_kill.py",
+    "tests/report/test_cli_report.py",
+    "tests/analysis/test_coverage.py",
+    "tests/report/test_browser.py",
+    "tests/tau2live/test_tau2_runner.py",
+)
+"""Files of a few long tests each (CPU seconds in docs/benchmarks.md#the-test-suite-make-test-
+on-both-cores), run first. `make test` gives each worker whole files (`--dist loadfile`), and
+xdist by default hands them out by number of tests, most first: these came last, and one
+worker ran the last of them alone while the other had finished. The Makefile turns that
+ordering off (`--no-loadscope-reorder`) so that this one is used."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """`LONGEST_FIRST`, then the other files by number of tests (most first, as xdist
+    orders them); a file's tests stay together and in their order."""
+    files = [item.nodeid.split("::")[0] for item in items]
+    count, seen = Counter(files), {f: i for i, f in reversed(list(enumerate(files)))}
+    first = {f: i for i, f in enumerate(LONGEST_FIRST)}
+    keys = {f: (first.get(f, len(first)), -count[f], seen[f]) for f in count}
+    items.sort(key=lambda item: keys[item.nodeid.split("::")[0]])  # stable: in-file order kept
 
 
 @pytest.fixture(autouse=True)

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import BaseModel, Field
 
+from flatscore.domains import get_domain
 from flatscore.domains.framework import (
     NotFound,
     Precondition,
@@ -81,6 +82,24 @@ def test_schemas_are_openai_functions_in_definition_order() -> None:
     assert take["properties"]["mode"]["enum"] == ["one", "all"]
     assert "title" not in str(schemas)
     assert BoxTools.specs()["add"].kind == "write" and BoxTools.specs()["count"].kind == "read"
+
+
+def test_schemas_and_databases_are_fresh_copies() -> None:
+    """Both are built once per process (the schemas) or kept as text (the database): what one
+    caller changes never reaches the next one."""
+    first = BoxTools.schemas()
+    first[0]["function"]["parameters"]["properties"].clear()
+    first[0]["function"]["name"] = "changed"
+    again = BoxTools.schemas()
+    assert again[0]["function"]["name"] == "count"
+    assert again[0]["function"]["parameters"]["properties"] == {
+        "name": {"type": "string", "description": "the item name"}
+    }
+    retail = get_domain("retail")
+    db = retail.load_db()
+    before = canonical_hash(db)
+    db.orders.clear()
+    assert canonical_hash(retail.load_db()) == before != canonical_hash(db)
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,8 @@ optional user toolkit (dual control: the user's phone), a short policy and a lis
 
 from __future__ import annotations
 
+import copy
+import functools
 import hashlib
 import inspect
 import json
@@ -144,14 +146,22 @@ class ToolSpec:
     args_model: type[BaseModel]
 
     def schema(self) -> dict[str, Any]:
-        """The OpenAI function-calling schema."""
-        params = _strip_titles(self.args_model.model_json_schema())
-        params.pop("additionalProperties", None)
-        params.setdefault("properties", {})
+        """The OpenAI function-calling schema (a fresh copy: callers may change it)."""
+        params = copy.deepcopy(_parameters(self.args_model))
         return {
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": params},
         }
+
+
+@functools.cache
+def _parameters(args_model: type[BaseModel]) -> dict[str, Any]:
+    """A tool's `parameters` schema, built once per argument model: pydantic rebuilds a JSON
+    schema on every call (~0.3 ms per tool), and every agent and user turn lists the tools."""
+    params = _strip_titles(args_model.model_json_schema())
+    params.pop("additionalProperties", None)
+    params.setdefault("properties", {})
+    return params
 
 
 def _build_spec(name: str, fn: Callable[..., Any], kind: ToolKind) -> ToolSpec:
@@ -384,7 +394,7 @@ class Domain(Generic[DB]):
         self.agent_toolkit = agent_toolkit
         self.user_toolkit = user_toolkit
         self.data_dir = data_dir
-        self._db: DB | None = None
+        self._db_text: str | None = None
         self._tasks: list[Task] | None = None
         self._gold_hash: dict[str, str] = {}
 
@@ -410,11 +420,12 @@ class Domain(Generic[DB]):
 
     # data
     def load_db(self) -> DB:
-        """A fresh copy of the base database."""
-        if self._db is None:
-            text = (self.data_dir / "db.json").read_text(encoding="utf-8")
-            self._db = self.db_type.model_validate_json(text)
-        return self._db.model_copy(deep=True)
+        """A fresh copy of the base database, validated from the file's text (kept): pydantic
+        does that ~5x faster than deep-copying a loaded model (retail: 4 ms against 20 ms),
+        and every episode loads two (its own and the gold replay's)."""
+        if self._db_text is None:
+            self._db_text = (self.data_dir / "db.json").read_text(encoding="utf-8")
+        return self.db_type.model_validate_json(self._db_text)
 
     def tasks(self, split: str = "all") -> list[Task]:
         """Tasks of a split (`train`, `test` or `all`), in file order."""
