@@ -114,7 +114,7 @@ def test_the_card_refuses_a_training_run_that_is_not_the_installed_adapter(tmp_p
     installed = tmp_path / "installed"
     installed.mkdir()
     (installed / WEIGHTS).write_bytes(b"something else")
-    with pytest.raises(InputError, match="not the .* of the adapter the card describes"):
+    with pytest.raises(InputError, match=r"not the .* of the adapter the card describes"):
         render_card(second, None, init_train=first, adapter_dir=installed)
     (installed / WEIGHTS).write_bytes(b"stage 2")
     assert "this adapter" in render_card(second, None, init_train=first, adapter_dir=installed)
