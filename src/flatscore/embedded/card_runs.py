@@ -142,7 +142,7 @@ RECOVERY_STATED = (
 )
 
 
-def study_scope(study: Study, episodes: list[Episode]) -> list[str]:
+def study_scope(study: Study, episodes: list[Episode], runs_dir: Path) -> list[str]:
     """What the study planned against what the files hold, per arm and domain, and how it
     sampled."""
     from flatscore.study_run import plan_study
@@ -159,12 +159,12 @@ def study_scope(study: Study, episodes: list[Episode]) -> list[str]:
             f"trial(s), seed {study.seed}, budget max_errors {study.error_budget.max_errors} "
             f"({study.error_budget.counted} failed calls), max_steps {study.max_steps}."
         )
-        for name, arm in model.arms.items():
-            if arm.inject is not None:
-                rates = arm.inject.model_dump(exclude={"base"}, exclude_none=True)
+        for name, spec in model.arms.items():
+            if spec.inject is not None:
+                rates = spec.inject.model_dump(exclude={"base"}, exclude_none=True)
                 text = ", ".join(f"{k} p = {v:g}" for k, v in rates.items())
                 lines.append(
-                    f"- `{name}` = `{arm.inject.base}` with damage planted into its calls at "
+                    f"- `{name}` = `{spec.inject.base}` with damage planted into its calls at "
                     f"run time (`inject`: {text}); a positive control."
                 )
     for arm, domain in sorted(planned):
@@ -175,7 +175,7 @@ def study_scope(study: Study, episodes: list[Episode]) -> list[str]:
     if extra:
         raise InputError(
             f"holds episodes the study does not plan ({', '.join(f'{a} · {d}' for a, d in extra)})",
-            file=str(study.base_dir),
+            file=str(runs_dir),
         )
     return lines
 
@@ -187,7 +187,7 @@ def runs_section(runs_dir: Path, study_file: Path | None) -> list[str]:
 
     episodes = read_runs(runs_dir)
     if study_file is not None:
-        scope = study_scope(load_study(study_file), episodes)
+        scope = study_scope(load_study(study_file), episodes, runs_dir)
     else:
         cells = Counter((e.arm, e.domain) for e in episodes)
         scope = [f"- `{a}` · {d}: {n} episodes." for (a, d), n in sorted(cells.items())]
