@@ -118,3 +118,12 @@ def test_the_card_refuses_a_training_run_that_is_not_the_installed_adapter(tmp_p
         render_card(second, None, init_train=first, adapter_dir=installed)
     (installed / WEIGHTS).write_bytes(b"stage 2")
     assert "this adapter" in render_card(second, None, init_train=first, adapter_dir=installed)
+
+
+def test_bad_training_files_and_options_are_one_line(tmp_path: Path) -> None:
+    first, second = _stages(tmp_path)
+    (first / "dataset.json").write_text("[{broken")
+    proc = flatscore("embedded-card", "--train", second, "--init-train", first)
+    assert proc.returncode == 2 and "dataset.json: is not valid JSON" in proc.stderr, proc.stderr
+    proc = flatscore("embedded-card", "--train", second, "--eval-study", tmp_path / "s.yaml")
+    assert proc.returncode == 2 and "needs --eval-runs" in proc.stderr, proc.stderr

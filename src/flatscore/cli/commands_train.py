@@ -186,6 +186,8 @@ def embedded_card_command(
 
     if not (train_dir / "config.json").is_file():
         raise InputError("is not a training directory (no config.json)", file=str(train_dir))
+    if eval_study is not None and eval_runs is None:
+        raise InputError("needs --eval-runs (the run files it describes)", field="--eval-study")
     if repro_train is not None and not (repro_train / "loss.jsonl").is_file():
         raise InputError("is not a training directory (no loss.jsonl)", file=str(repro_train))
     path = write_card(

@@ -51,10 +51,14 @@ def load_stage(train_dir: Path) -> Stage:
     except ValidationError as exc:
         raise from_validation(exc, file=str(config_file)) from None
     weights = train_dir / "adapter" / ADAPTER_WEIGHTS
+    try:
+        data = json.loads((train_dir / "dataset.json").read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise InputError("is not valid JSON", file=str(train_dir / "dataset.json")) from None
     return Stage(
         path=train_dir,
         config=config,
-        data=json.loads((train_dir / "dataset.json").read_text(encoding="utf-8")),
+        data=data,
         losses=read_losses(train_dir),
         adapter_sha256=adapter_sha256(weights.parent) if weights.is_file() else None,
     )
