@@ -4,8 +4,9 @@ The embedded agent (SmolLM2-135M-Instruct + the shipped flatscore LoRA adapter) 
 precision arms — ref, int8, int4, int4-awq — on both built-in domains' test split with the
 scripted user, then the report. Sized so that drops as large as the 9-task demo's are
 significant after Holm correction (tests/analysis/test_demo_sized.py); measured at 17 min
-from a fresh clone on a 2-core host with AMX in bf16 compute, 25-27 min in fp32
-(docs/benchmarks.md, "flatscore demo"):
+from a fresh clone on a 2-core host with AMX in bf16 compute, 25-27 min in fp32, with the
+first adapter and the telecom tasks before issue 28 (docs/benchmarks.md, "flatscore demo";
+not re-measured with the recovery-trained adapter shipped since):
 `DEMO_TASKS` test tasks of each domain, taken
 round-robin over the task templates (`stratified_task_ids`) so every kind of task is in,
 one trial, `DEMO_CONCURRENCY` episodes in flight (each arm batches its episodes in one

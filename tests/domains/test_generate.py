@@ -27,8 +27,10 @@ FINGERPRINTS = {
     ("retail", "train"): "ec0cb87bd062b68bf461c3275de0bdfca6914d916a39bcc66aa7d8c4f8a44fab",
     ("retail", "test"): "067d1162a7b9f8ce2fdf90dd1fcbda383e0408513a26ed31282bc1abadd69e11",
 }
-# The shipped adapter's training data (MODEL_CARD.md: "Training data sha256").
-TRAINING_DATA_DIGEST = "32d9c8beea995693"
+# The shipped adapter's training data, per stage (MODEL_CARD.md: "Training data sha256"):
+# stage 1 = the default recipe, stage 2 = the recovery stage's recipe on top of it.
+RECOVERY_RECIPE = Path(__file__).parents[2] / "docs/embedded-train-v3/recipe.json"
+TRAINING_DATA_DIGESTS = {"stage 1": "410268454cc2c5e4", "stage 2": "995cb74cbfd29b5d"}
 
 GENERATORS: dict[str, Any] = {"retail": retail, "telecom": telecom}
 
@@ -139,20 +141,28 @@ def test_new_test_tasks_use_records_no_earlier_task_uses(domain: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # ~1.5 min idle (1,224 oracle episodes + tokenizing)
+@pytest.mark.timeout(3600)  # a few CPU minutes: 2 × 1,224 oracle episodes + tokenizing
 def test_training_data_digest_is_unchanged(tmp_path: Path) -> None:
-    """The embedded adapter's training data, rebuilt from the committed tasks, is the one
-    the shipped adapter was trained on (same digest as its model card): no retraining.
-    Fails since issue 28 regenerated telecom (and the recovery data): the next training run
-    re-pins it."""
+    """The shipped adapter's training data of both stages, rebuilt from the committed tasks,
+    is the data it was trained on (the digests its model card states): no retraining."""
     import torch
 
-    from flatscore.embedded.card import dataset_digest
-    from flatscore.embedded.train import TrainConfig, load_dataset
+    from flatscore.embedded.card_stages import dataset_digest
+    from flatscore.embedded.train import TrainConfig, load_dataset, load_recipe
     from flatscore.models.embedded import load_model
 
     torch.set_num_threads(1)
-    load_dataset(TrainConfig(), tmp_path, load_model("embedded-base").tokenizer)
-    assert dataset_digest(tmp_path) == TRAINING_DATA_DIGEST
+    tokenizer = load_model("embedded-base").tokenizer
+    recipes = {"stage 1": TrainConfig(), "stage 2": load_recipe(RECOVERY_RECIPE)}
     card = Path(__file__).parents[2] / "src/flatscore/embedded/adapter/MODEL_CARD.md"
-    assert f"Training data sha256: `{TRAINING_DATA_DIGEST}`" in card.read_text(encoding="utf-8")
+    stated = next(
+        line
+        for line in card.read_text(encoding="utf-8").splitlines()
+        if line.startswith("- Training data sha256:")
+    )
+    for stage, config in recipes.items():
+        out = tmp_path / stage.replace(" ", "")
+        out.mkdir()
+        load_dataset(config, out, tokenizer)
+        assert dataset_digest(out) == TRAINING_DATA_DIGESTS[stage], stage
+        assert f"{stage} `{TRAINING_DATA_DIGESTS[stage]}`" in stated

@@ -8,12 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from flatscore.embedded.card import (
-    adapter_distance,
-    install_adapter,
-    loss_table,
-    render_card,
-)
+from flatscore.embedded.card import adapter_distance, install_adapter, render_card
+from flatscore.embedded.card_stages import loss_table
 from flatscore.embedded.evaluate import ArmDomainSummary
 from flatscore.embedded.train import TrainConfig
 from flatscore.errors import InputError
@@ -64,7 +60,8 @@ def test_card_states_origin_data_and_results(tmp_path: Path) -> None:
     )
     card = render_card(train, evals)
     assert "Q4_1" in card and "reference arm is not full precision" in card
-    assert "| telecom | role_confusion | 1 |" in card and "| retail | clean | 1 |" in card
+    assert "| telecom | role_confusion | 1 |" in card
+    assert "| retail | 1 | 1 | 0 | 0 of 0 | 0 |" in card  # one clean conversation
     assert "2 conversations, 5 tokens, 3 trained tokens" in card
     assert "| ref | telecom | 3/4 (75.0%) | 10 | 2 | 2 (25.0%) | 0 (–) |" in card
     assert "task-weighted" in card and "analysis.json" in card

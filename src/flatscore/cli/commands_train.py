@@ -164,6 +164,20 @@ def embedded_card_command(
     repro_eval: Annotated[
         Path | None, typer.Option(help="eval-embedded --out of the rerun's adapter.")
     ] = None,
+    init_train: Annotated[
+        Path | None,
+        typer.Option(
+            help="Training directory of the stage --train started from (its recipe pins "
+            "that adapter's sha256)."
+        ),
+    ] = None,
+    eval_runs: Annotated[
+        Path | None,
+        typer.Option(help="Folder of `flatscore run` files of the adapter (<model>__<arm>.jsonl)."),
+    ] = None,
+    eval_study: Annotated[
+        Path | None, typer.Option(help="The study file the --eval-runs came from (its scope).")
+    ] = None,
 ) -> None:
     """Write the embedded adapter's model card from the training and evaluation files."""
     from flatscore.embedded.card import write_card
@@ -172,6 +186,8 @@ def embedded_card_command(
 
     if not (train_dir / "config.json").is_file():
         raise InputError("is not a training directory (no config.json)", file=str(train_dir))
+    if eval_study is not None and eval_runs is None:
+        raise InputError("needs --eval-runs (the run files it describes)", field="--eval-study")
     if repro_train is not None and not (repro_train / "loss.jsonl").is_file():
         raise InputError("is not a training directory (no loss.jsonl)", file=str(repro_train))
     path = write_card(
@@ -182,5 +198,8 @@ def embedded_card_command(
         adapter_dir=ADAPTER_DIR,
         repro_train=repro_train,
         repro_eval=repro_eval,
+        init_train=init_train,
+        eval_runs=eval_runs,
+        eval_study=eval_study,
     )
     console.print(f"wrote {path}")

@@ -2,16 +2,16 @@
 package, where `load_model("embedded")` picks it up.
 
 The card is generated from files, never typed by hand: the training directory
-(`config.json`, `dataset.json`, `loss.jsonl`) and the evaluation summaries
-(`summary.json`, written by `flatscore eval-embedded`).
+(`config.json`, `dataset.json`, `loss.jsonl`; with the directory of the stage it started
+from, for a recovery stage: `flatscore.embedded.card_stages`), the evaluation summaries
+(`summary.json`, written by `flatscore eval-embedded`) and `flatscore run` files of the
+adapter (`flatscore.embedded.card_runs`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
-from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,8 +19,17 @@ from typing import Any
 from pydantic import ValidationError
 
 from flatscore.analysis.channels import LEAF_CHANNELS
+from flatscore.embedded.card_runs import runs_section
+from flatscore.embedded.card_stages import (
+    Stage,
+    data_section,
+    dataset_digest,
+    reproduce_section,
+    stages_of,
+    training_section,
+)
 from flatscore.embedded.evaluate import ArmDomainSummary, summarize_episodes
-from flatscore.embedded.train import TrainConfig, read_losses
+from flatscore.embedded.train import adapter_sha256, read_losses
 from flatscore.embedded.weights import ADAPTER_FILE
 from flatscore.episode import Episode
 from flatscore.errors import InputError, from_validation
@@ -47,20 +56,6 @@ def install_adapter(adapter: Path, target: Path) -> Path:
     config["base_model_name_or_path"] = BASE_ID
     (target / "adapter_config.json").write_text(json.dumps(config, indent=2) + "\n")
     return target
-
-
-def loss_table(losses: list[dict[str, Any]], buckets: int = 10) -> list[tuple[int, int, float]]:
-    """(first step, last step, token-weighted mean loss) over `buckets` equal step ranges."""
-    if not losses:
-        return []
-    size = max(1, -(-len(losses) // buckets))
-    rows = []
-    for i in range(0, len(losses), size):
-        chunk = losses[i : i + size]
-        tokens = sum(r["tokens"] for r in chunk)
-        mean = sum(r["loss"] * r["tokens"] for r in chunk) / tokens if tokens else 0.0
-        rows.append((chunk[0]["step"], chunk[-1]["step"], mean))
-    return rows
 
 
 def _pct(num: int, den: int) -> str:
@@ -136,11 +131,6 @@ def adapter_distance(a: Path, b: Path) -> tuple[float, float]:
     diff = torch.cat([(ta[k].float() - tb[k].float()).flatten() for k in sorted(ta)])
     ref = torch.cat([ta[k].float().flatten() for k in sorted(ta)])
     return float(diff.abs().max()), float(diff.norm() / ref.norm())
-
-
-def dataset_digest(train_dir: Path) -> str:
-    """sha256 of the generated training data: equal digests = the same conversations."""
-    return hashlib.sha256((train_dir / "dataset.json").read_bytes()).hexdigest()[:16]
 
 
 def _episode_key(e: Episode) -> tuple[str, str, int]:
@@ -242,22 +232,23 @@ def render_card(
     adapter_dir: Path | None = None,
     repro_train: Path | None = None,
     repro_eval: Path | None = None,
+    init_train: Path | None = None,
+    eval_runs: Path | None = None,
+    eval_study: Path | None = None,
 ) -> str:
-    """The model card text; with `repro_train` (and `repro_eval`), a reproduction section
-    comparing a from-scratch run with the adapter in `adapter_dir`."""
-    config = TrainConfig.model_validate_json((train_dir / "config.json").read_text())
-    data = json.loads((train_dir / "dataset.json").read_text(encoding="utf-8"))
-    losses = read_losses(train_dir)
-    by_kind = Counter((d.get("domain", "?"), d.get("mistake") or "clean") for d in data)
-    seconds = sum(r["seconds"] for r in losses)
+    """The model card text. `init_train`: the training directory of the stage `train_dir`
+    started from (its recipe pins that adapter's sha256); `eval_runs` (+ `eval_study`):
+    `flatscore run` files of the adapter; with `repro_train` (and `repro_eval`), a
+    reproduction section comparing a from-scratch run with the adapter in `adapter_dir`."""
+    stages = stages_of(train_dir, init_train)
+    last = stages[-1]
+    _check_installed(last, adapter_dir)
     summaries = load_summaries(eval_dir) if eval_dir else []
     meta = (
         json.loads((eval_dir / "summary.json").read_text())["meta"]
         if summaries and eval_dir
         else {}
     )
-
-    first_seed = config.data_seed * 1000
     out = [
         "# flatscore embedded agent: SmolLM2-135M-Instruct + LoRA",
         "",
@@ -265,72 +256,34 @@ def render_card(
     ]
     if note:
         out += ["", f"> {note}"]
-    out += [
-        "",
-        "## Model",
-        f"- Base: {EMBEDDED_DESCRIPTION}.",
-        "- **The reference arm is not full precision.** Its origin is a Q4_1 checkpoint "
-        "(4-bit asymmetric, blocks of 32): `ref` = that Q4_1 base dequantized to fp32 with this "
-        "adapter merged in fp32. Every precision arm (int8, int4, int4-awq, int3) quantizes the "
-        "merged weights again; the `int4-g32` arm uses the Q4_1 grid itself.",
-        f"- Adapter: LoRA rank {config.rank}, alpha {config.alpha}, on "
-        f"q/k/v/o/gate/up/down of decoder layers {config.first_layer}–29 (peft); "
-        'merged into the weights on load (`load_model("embedded")`); '
-        "`embedded-base` loads the base alone.",
-        f"- Training data sha256: `{dataset_digest(train_dir)}`.",
-        "- Chat format: ChatML with the compact tool listing and `<tool_call>{json}</tool_call>` "
-        "blocks of `flatscore.models.chat_format`; the model only knows this format.",
-        "",
-        "## Training data",
-        f"- Oracle episodes on the **train split** of both built-in domains "
-        f"({', '.join(config.domains)}), run with the real runner and the scripted user, "
-        f"{config.variants} user-phrasing variants per task (scripted-user seeds "
-        f"{first_seed}–{first_seed + config.variants - 1}), "
-        f"{config.mistake_share:.0%} of them with one planted mistake followed by the correct "
-        "call (invented tool name, a phone tool called by the agent, a wrong argument name, "
-        "an id that does not exist). Planted mistakes exist only in training data: evaluation "
-        "never plants anything.",
-        f"- {config.detour_share:.0%} of retail episodes take the identification detour "
-        "(the agent asks for the identification the user does not have first; the user says "
-        "so or offers the other one): "
-        f"{sum(bool(d.get('detour')) for d in data)} conversations in all. Not a mistake: "
-        "the agent cannot know which one the user remembers.",
-        "- Loss on the agent's own tokens only (its turns, minus the fixed greeting and minus "
-        "the planted mistakes).",
-        f"- {len(data)} conversations, {sum(len(d['ids']) for d in data)} tokens, "
-        f"{sum(sum(d['mask']) for d in data)} trained tokens:",
-        "",
-        "| domain | kind | conversations |",
-        "|---|---|---|",
-        *[f"| {d} | {k} | {n} |" for (d, k), n in sorted(by_kind.items())],
-        "",
-        "## Training",
-        f"- {config.steps} steps, one conversation per step, AdamW lr {config.lr} "
-        f"(warm-up {config.warmup}, cosine to {config.min_lr_ratio:g}×), seed {config.seed}; "
-        f"fp32 on CPU. Reproduce: `flatscore train-embedded` (resumable with `--resume`).",
-        f"- Steps logged: {len(losses)}; summed step time {seconds / 3600:.2f} h "
-        "(as measured in the run, including any CPU contention).",
-        "",
-        "Loss (token-weighted mean cross-entropy on trained tokens):",
-        "",
-        "| steps | loss |",
-        "|---|---|",
-        *[f"| {a}–{b} | {m:.4f} |" for a, b, m in loss_table(losses)],
-        "",
-        "## Evaluation",
-    ]
+    out += ["", "## Model", *_model_lines(stages)]
+    for i, stage in enumerate(stages, 1):
+        title = f" (stage {i} of {len(stages)})" if len(stages) > 1 else ""
+        start = (
+            "the base model"
+            if i == 1
+            else f"stage {i - 1}'s adapter (sha256 `{stage.config.init_adapter_sha256}`)"
+        )
+        out += data_section(stage, title)
+        out += training_section(stage, title, start)
+    out += reproduce_section(stages)
+    out += ["", "## Evaluation"]
+    if eval_runs is not None:
+        out += runs_section(eval_runs, eval_study)
     if summaries:
+        if eval_runs is not None:
+            out += ["", "### Greedy (`flatscore eval-embedded`)", ""]
         out += [
             f"Test split, scripted user, greedy, one trial per task; {meta.get('scope', '')}",
             RATES_STATED,
             "",
             eval_table(summaries),
         ]
-    else:
+    if eval_runs is None and not summaries:
         out += ["Not evaluated yet: run `flatscore eval-embedded`."]
     if repro_train is not None:
         out += reproduction_section(
-            adapter_dir or train_dir / "adapter", losses, repro_train, eval_dir, repro_eval
+            adapter_dir or train_dir / "adapter", last.losses, repro_train, eval_dir, repro_eval
         )
     out += [
         "",
@@ -342,24 +295,69 @@ def render_card(
     return "\n".join(out)
 
 
-def write_card(
-    train_dir: Path,
-    eval_dir: Path | None,
-    target: Path,
-    *,
-    note: str = "",
-    adapter_dir: Path | None = None,
-    repro_train: Path | None = None,
-    repro_eval: Path | None = None,
-) -> Path:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    text = render_card(
-        train_dir,
-        eval_dir,
-        note=note,
-        adapter_dir=adapter_dir,
-        repro_train=repro_train,
-        repro_eval=repro_eval,
+def _check_installed(last: Stage, adapter_dir: Path | None) -> None:
+    """The card describes the adapter in `adapter_dir`: refuse a training directory whose
+    finished adapter is a different one."""
+    if adapter_dir is None or last.adapter_sha256 is None:
+        return
+    if not (adapter_dir / ADAPTER_FILE).is_file():
+        return
+    installed = adapter_sha256(adapter_dir)
+    if installed != last.adapter_sha256:
+        raise InputError(
+            f"has sha256 {last.adapter_sha256[:16]}…, not the {installed[:16]}… of the adapter "
+            f"the card describes ({adapter_dir / ADAPTER_FILE})",
+            file=str(last.path / "adapter" / ADAPTER_FILE),
+        )
+
+
+def _model_lines(stages: list[Stage]) -> list[str]:
+    c = stages[-1].config
+    out = [
+        f"- Base: {EMBEDDED_DESCRIPTION}.",
+        "- **The reference arm is not full precision.** Its origin is a Q4_1 checkpoint "
+        "(4-bit asymmetric, blocks of 32): `ref` = that Q4_1 base dequantized to fp32 with this "
+        "adapter merged in fp32. Every precision arm (int8, int4, int4-awq, int3) quantizes the "
+        "merged weights again; the `int4-g32` arm uses the Q4_1 grid itself.",
+        f"- Adapter: LoRA rank {c.rank}, alpha {c.alpha}, on "
+        f"q/k/v/o/gate/up/down of decoder layers {c.first_layer}–29 (peft); "
+        'merged into the weights on load (`load_model("embedded")`); '
+        "`embedded-base` loads the base alone.",
+    ]
+    if len(stages) == 1:
+        out.append(f"- Training data sha256: `{stages[0].digest}`.")
+    else:
+        out += [
+            f"- Trained in {len(stages)} stages: stage 1 from the base model, stage 2 from "
+            "stage 1's adapter, whose weights' sha256 stage 2's recipe pins "
+            "(`init_adapter_sha256`; checked against stage 1's files when this card was "
+            "written).",
+            "- Training data sha256: "
+            + ", ".join(f"stage {i} `{s.digest}`" for i, s in enumerate(stages, 1))
+            + ".",
+        ]
+    shas = [(i, s.adapter_sha256) for i, s in enumerate(stages, 1) if s.adapter_sha256]
+    if shas:
+        label = (
+            (lambda i: f"stage {i}" + (" (this adapter)" if i == len(stages) else ""))
+            if len(stages) > 1
+            else (lambda i: "this adapter")
+        )
+        out.append(
+            "- Adapter weights (`adapter_model.safetensors`) sha256: "
+            + ", ".join(f"{label(i)} `{sha}`" for i, sha in shas)
+            + "."
+        )
+    out.append(
+        "- Chat format: ChatML with the compact tool listing and `<tool_call>{json}</tool_call>` "
+        "blocks of `flatscore.models.chat_format`; the model only knows this format."
     )
+    return out
+
+
+def write_card(train_dir: Path, eval_dir: Path | None, target: Path, **options: Any) -> Path:
+    """Render the card (`render_card`'s options) into `target`."""
+    text = render_card(train_dir, eval_dir, **options)
+    target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
     return target
