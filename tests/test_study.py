@@ -68,6 +68,26 @@ def test_backend_per_arm(tmp_path: Path) -> None:
     assert w4 is not None and w4.compute == "bf16"
 
 
+def test_arms_sharing_weights_share_one_engine_with_room_for_each(tmp_path: Path) -> None:
+    """A control and an inject arm play on their base's loaded model: that one engine gets
+    each arm's sequences and KV memory (study v2's `ref` engine held three arms' episodes in
+    one arm's 16 rows and 1 GiB, and the whole study waited for it)."""
+    arms = {
+        "ref": None,
+        "int8": None,
+        "ref-control": {"control_of": "ref"},
+        "ref-planted": {"inject": {"base": "ref", "role_confusion": 0.05}},
+    }
+    data = {"models": [{"name": "s", "kind": "embedded", "kv_memory_mb": 100, "arms": arms}]}
+    model = load_study(write(tmp_path, data)).models[0]
+    specs = {arm: model.backend(arm) for arm in arms}
+    assert specs["ref"] == specs["ref-control"] == specs["ref-planted"]  # one cached engine
+    ref, int8 = specs["ref"], specs["int8"]
+    assert ref is not None and int8 is not None
+    assert (ref.max_batch, ref.kv_memory_mb) == (48, 300.0)
+    assert (int8.max_batch, int8.kv_memory_mb) == (16, 100.0)
+
+
 @pytest.mark.parametrize(
     ("data", "field", "words"),
     [

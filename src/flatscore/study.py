@@ -129,7 +129,8 @@ class ModelSpec(StrictModel):
         DEFAULT_KV_MEMORY_MB,
         gt=0,
         description="embedded/local: MiB of KV cache per arm (sequences in flight + prefix "
-        "cache); less memory, fewer sequences per pass",
+        "cache; arms sharing weights share one engine with their sum); less memory, fewer "
+        "sequences per pass",
     )
 
     @field_validator("kind")
@@ -282,13 +283,19 @@ class ModelSpec(StrictModel):
                 quant="ref" if spec.file else spec.quant or self.played_by(arm),
                 threads=self.threads,
             )
+        # Arms played by the same weights (a control, an inject arm and their base) share
+        # one loaded model and so one engine: it gets room for each of them (sequences in
+        # a pass, KV memory), as if each had its own; else they queue behind one arm's
+        # share and the whole study waits for that engine.
+        sharing = sum(self.played_by(a) == self.played_by(arm) for a in self.arms)
         return BackendSpec(
             kind=self.kind,
             path=self.path or "embedded",
             quant=spec.quant or self.played_by(arm),
             threads=self.threads,
             compute=self.compute or "fp32",
-            kv_memory_mb=self.kv_memory_mb,
+            kv_memory_mb=self.kv_memory_mb * sharing,
+            max_batch=BackendSpec.model_fields["max_batch"].default * sharing,
         )
 
 

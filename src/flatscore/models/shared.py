@@ -41,6 +41,7 @@ class BackendSpec(StrictModel):
     threads: int = Field(1, ge=1)
     compute: str = Field("fp32", description="a registered compute setting (`COMPUTES`)")
     kv_memory_mb: float | None = Field(DEFAULT_KV_MEMORY_MB, gt=0)
+    max_batch: int = Field(16, ge=1, description="local: sequences one engine decodes together")
     batch_invariant: bool = True
 
     @field_validator("kind")
@@ -108,6 +109,7 @@ def _local(spec: BackendSpec) -> Backend:
         arm=spec.quant,
         compute=spec.compute,
         kv_memory_mb=spec.kv_memory_mb,
+        max_batch=spec.max_batch,
         batch_invariant=spec.batch_invariant,
     )
 
