@@ -123,8 +123,9 @@ class ModelSpec(StrictModel):
     kv_memory_mb: float = Field(
         DEFAULT_KV_MEMORY_MB,
         gt=0,
-        description="embedded/local: MiB of KV cache per arm (sequences in flight + prefix "
-        "cache); less memory, fewer sequences per pass",
+        description="embedded/local/gguf: MiB of KV cache per arm (sequences in flight + "
+        "prefix cache; gguf: the streams of the sequences in flight, 4,096 positions each); "
+        "less memory, fewer sequences per pass",
     )
 
     @field_validator("kind")
@@ -269,6 +270,7 @@ class ModelSpec(StrictModel):
                 path=spec.file or self.path or "embedded",
                 quant="ref" if spec.file else spec.quant or self.played_by(arm),
                 threads=self.threads,
+                kv_memory_mb=self.kv_memory_mb,
             )
         return BackendSpec(
             kind=self.kind,

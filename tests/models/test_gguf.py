@@ -66,7 +66,7 @@ def backend(cache: Path):  # type: ignore[no-untyped-def]
 
 def test_greedy_is_repeatable_and_reuses_the_cached_prefix(backend) -> None:  # type: ignore[no-untyped-def]
     sampling = Sampling(max_tokens=24, logprobs=True, top_logprobs=3)
-    backend.llm.reset()
+    backend.clear_cache()
     first = backend.generate(MESSAGES, TOOLS, sampling)
     again = backend.generate(MESSAGES, TOOLS, sampling)
     assert first.cached_tokens == 0 and again.cached_tokens == first.usage.prompt_tokens - 1
