@@ -96,3 +96,10 @@ def test_generations_in_flight_together_give_what_each_gives_alone(backend: Any)
     again = backend.generate(MESSAGES, TOOLS, GREEDY)
     assert again.cached_tokens == again.usage.prompt_tokens - 1
     assert again.raw_text == alone[1].raw_text
+
+
+def test_the_context_grows_with_the_requests_waiting(backend: Any) -> None:
+    """The fixture's engine started with one KV stream; the four requests in flight above
+    made it remake the context with four (their KV carried over)."""
+    assert backend.engine.slots == backend.engine.max_slots == 4
+    assert backend.engine.grown >= 1

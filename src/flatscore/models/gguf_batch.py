@@ -124,10 +124,12 @@ class StateStore:
 
 class GgufBatchEngine:
     """Runs every submitted request of one GGUF model in shared `llama_decode` calls on one
-    thread. `slots` sequences in flight at most (each a KV stream of `context` positions,
-    allocated up front by llama.cpp: slots × context × the model's bytes per position);
-    `chunk` bounds the prompt tokens one sequence feeds per call; `store_tokens` bounds the
-    prefix cache (host memory)."""
+    thread. `slots` sequences in flight at most, each a KV stream of `context` positions
+    that llama.cpp allocates (and clears: resident) up front, slots × context × the model's
+    bytes per position. The context starts with one stream and is remade with twice as
+    many (up to `slots`) when requests wait, the sequences in flight carried over as state:
+    memory follows the concurrency actually asked for. `chunk` bounds the prompt tokens one
+    sequence feeds per call; `store_tokens` bounds the prefix cache (host memory)."""
 
     def __init__(
         self,
@@ -142,26 +144,14 @@ class GgufBatchEngine:
         store_tokens: int = 32_768,
     ) -> None:
         self._lib = llama_cpp
-        self.slots = max(1, slots)
+        self._model = model
+        self._threads = threads
+        self.max_slots = max(1, slots)
         self.context = context
         self.chunk = max(1, chunk)
-        self.budget = max(self.chunk, self.slots)  # tokens per decode call
-        params = llama_cpp.llama_context_default_params()
-        params.n_ctx = self.slots * context
-        params.n_batch = params.n_ubatch = self.budget
-        params.n_seq_max = self.slots
-        params.kv_unified = False
-        # Flash attention: a row's attention has the same bits in a call of any size (in a
-        # single stream without it, a one-row call gives other bits than a call of several).
-        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED
-        params.n_threads = params.n_threads_batch = threads
-        params.no_perf = True
-        self.ctx = llama_cpp.llama_init_from_model(model, params)
-        if self.ctx is None:
-            raise RuntimeError("llama.cpp could not create a context (memory for the KV?)")
-        self.mem = llama_cpp.llama_get_memory(self.ctx)
+        self.slots = 0
+        self.ctx: Any = None
         self.n_vocab = n_vocab
-        self.batch = llama_cpp.llama_batch_init(self.budget, 0, 1)
         self.store = StateStore(store_tokens)
         self._waiting: list[GgufRequest] = []
         self._active: list[GgufRequest] = []  # by sequence id: active[i].seq == i
@@ -174,7 +164,9 @@ class GgufBatchEngine:
         self.peak_active = 0
         self.encoded_tokens = 0
         self.moves = 0
+        self.grown = 0
         self._finished: list[tuple[GgufRequest, BaseException | None]] = []
+        self._make(1)
 
     # -------------------------------------------------------------- submitting
 
@@ -244,6 +236,35 @@ class GgufBatchEngine:
 
     # -------------------------------------------------------------- KV state
 
+    def _make(self, slots: int) -> None:
+        """(Re)create the llama.cpp context with `slots` KV streams; the sequences in flight
+        keep their KV (saved and restored as state: the same bits)."""
+        lib = self._lib
+        saved = [self._save(r.seq) for r in self._active] if self.ctx is not None else []
+        if self.ctx is not None:
+            lib.llama_batch_free(self.batch)
+            lib.llama_free(self.ctx)
+            self.ctx = None
+        self.slots = slots
+        self.budget = max(self.chunk, slots)  # tokens per decode call
+        params = lib.llama_context_default_params()
+        params.n_ctx = slots * self.context
+        params.n_batch = params.n_ubatch = self.budget
+        params.n_seq_max = slots
+        params.kv_unified = False
+        # Flash attention: a row's attention has the same bits in a call of any size (in a
+        # single stream without it, a one-row call gives other bits than a call of several).
+        params.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_ENABLED
+        params.n_threads = params.n_threads_batch = self._threads
+        params.no_perf = True
+        self.ctx = lib.llama_init_from_model(self._model, params)
+        if self.ctx is None:
+            raise RuntimeError("llama.cpp could not create a context (memory for the KV?)")
+        self.mem = lib.llama_get_memory(self.ctx)
+        self.batch = lib.llama_batch_init(self.budget, 0, 1)
+        for request, state in zip(self._active, saved, strict=True):
+            self._restore(request.seq, state)
+
     def _save(self, seq: int) -> bytes:
         size = self._lib.llama_state_seq_get_size(self.ctx, seq)
         buf = (ctypes.c_uint8 * size)()
@@ -271,17 +292,19 @@ class GgufBatchEngine:
         sequence in flight moved down into it (ids in flight stay 0..n-1)."""
         seq = request.seq
         assert seq < 0 or self._active[seq] is request
-        if error is None and request.held and self.ctx is not None:
+        if self.ctx is not None and error is None and request.held:
             self.store.put(request.held, self._save(seq))
-        if seq >= 0 and self.ctx is not None:
-            self._lib.llama_memory_seq_rm(self.mem, seq, -1, -1)
+        if seq >= 0:
             last = self._active[-1]
+            if self.ctx is not None:
+                self._lib.llama_memory_seq_rm(self.mem, seq, -1, -1)
+                if last is not request:
+                    self._restore(seq, self._save(last.seq))
+                    self._lib.llama_memory_seq_rm(self.mem, last.seq, -1, -1)
+                    self.moves += 1
             if last is not request:
-                self._restore(seq, self._save(last.seq))
-                self._lib.llama_memory_seq_rm(self.mem, last.seq, -1, -1)
                 self._active[seq] = last
                 last.seq = seq
-                self.moves += 1
             self._active.pop()
         request.seq = -1
         request.error = error
@@ -307,9 +330,15 @@ class GgufBatchEngine:
                 if self._clear:
                     self.store.clear()
                     self._clear = False
-                room = self.slots - len(self._active)
-                joining, self._waiting = self._waiting[:room], self._waiting[room:]
+                want = min(self.max_slots, len(self._active) + len(self._waiting))
+                grow = want > self.slots
             try:
+                if grow:  # more requests than streams: twice as many (or all of them)
+                    self._make(min(self.max_slots, max(want, 2 * self.slots)))
+                    self.grown += 1
+                with self._cond:
+                    room = self.slots - len(self._active)
+                    joining, self._waiting = self._waiting[:room], self._waiting[room:]
                 for request in joining:
                     self._active.append(request)
                     self._admit(request, len(self._active) - 1)
