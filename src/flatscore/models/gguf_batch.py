@@ -151,6 +151,9 @@ class GgufBatchEngine:
         self.chunk = max(1, chunk)
         self.slots = 0
         self.ctx: Any = None
+        self.mem: Any = None
+        self.batch: Any = None
+        self.budget = 0
         self.n_vocab = n_vocab
         self.store = StateStore(store_tokens)
         self._waiting: list[GgufRequest] = []
