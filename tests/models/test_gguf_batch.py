@@ -71,7 +71,6 @@ def test_generations_in_flight_together_give_what_each_gives_alone(backend: Any)
         backend.clear_cache()
         alone.append(backend.generate(MESSAGES, TOOLS, sampling))
     backend.clear_cache()
-    steps = backend.engine.steps
 
     async def together() -> list[Generation]:
         return list(
@@ -79,8 +78,9 @@ def test_generations_in_flight_together_give_what_each_gives_alone(backend: Any)
         )
 
     batched = asyncio.run(together())
-    assert backend.engine.peak_active == len(REQUESTS)  # all four shared decode calls
-    assert backend.engine.steps - steps <= FORCED.max_tokens + 2  # not one after another
+    # They shared decode calls: all four, or three after the first alone (the engine may
+    # take the first before the others arrive, and then grows its context once it is done).
+    assert backend.engine.peak_active >= len(REQUESTS) - 1
     for one, many in zip(alone, batched, strict=True):
         assert many.raw_text == one.raw_text
         assert many.message.tool_calls == one.message.tool_calls
@@ -95,11 +95,56 @@ def test_generations_in_flight_together_give_what_each_gives_alone(backend: Any)
     # Every sequence's cached prefix went to the store: the same prompt again runs one token.
     again = backend.generate(MESSAGES, TOOLS, GREEDY)
     assert again.cached_tokens == again.usage.prompt_tokens - 1
-    assert again.raw_text == alone[1].raw_text
+    assert again.raw_text == alone[1].raw_text and again.logprobs == alone[1].logprobs
 
 
-def test_the_context_grows_with_the_requests_waiting(backend: Any) -> None:
-    """The fixture's engine started with one KV stream; the four requests in flight above
-    made it remake the context with four (their KV carried over)."""
-    assert backend.engine.slots == backend.engine.max_slots == 4
+def test_the_context_grows_after_the_sequence_in_flight_and_keeps_the_numbers(
+    backend: Any,
+) -> None:
+    """A fresh engine (one KV stream) gets the other requests only once the first has
+    picked its first token: it finishes alone, then the context is remade with more streams
+    for the others, and everything matches alone."""
+    from flatscore.models.gguf_batch import GgufBatchEngine
+
+    alone = {}
+    for i, sampling in enumerate(REQUESTS):
+        backend.clear_cache()
+        alone[i] = backend.generate(MESSAGES, TOOLS, sampling)
+    engine = backend.engine
+    backend.engine = GgufBatchEngine(
+        engine._lib,
+        engine._model,
+        n_vocab=backend.n_vocab,
+        slots=4,
+        context=backend.max_context,
+        threads=1,
+    )
+    try:
+        made = [backend._request(MESSAGES, TOOLS, s) for s in REQUESTS]
+        first, decoding, _ = made[0]
+
+        def step_then_submit(logits: Any) -> int | None:
+            if not decoding.out:
+                for request, _, _ in made[1:]:
+                    backend.engine.submit(request)
+            return decoding.step(logits)
+
+        first.step = step_then_submit
+        backend.engine.run(first)
+        for request, _, _ in made[1:]:
+            request.done.wait(60)
+        assert backend.engine.grown >= 1 and backend.engine.slots >= 3
+        for i, (request, d, prefix) in enumerate(made):
+            assert request.error is None
+            gen = backend._generation(MESSAGES, request, d, prefix, 0.0)
+            assert gen.raw_text == alone[i].raw_text and gen.logprobs == alone[i].logprobs
+    finally:
+        backend.engine.close()
+        backend.engine = engine
+
+
+def test_the_context_grew_with_the_requests_waiting(backend: Any) -> None:
+    """The fixture's engine started with one KV stream; the requests in flight above made
+    it remake the context with more."""
+    assert backend.engine.max_slots == 4 and backend.engine.slots >= 3
     assert backend.engine.grown >= 1

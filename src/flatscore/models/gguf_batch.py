@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -76,6 +77,30 @@ def common_prefix(a: list[int], b: list[int]) -> int:
         return 0
     same = np.asarray(a[:n]) == np.asarray(b[:n])
     return int(n if same.all() else np.argmin(same))
+
+
+STATE_PREFIX = 8
+"""Bytes llama.cpp's sequence state starts with before the KV cache's part (llama-cpp-python
+0.3.36's llama.cpp: kept as they are)."""
+
+
+def portable_state(state: bytes, streams: int) -> bytes:
+    """One sequence's llama.cpp state (`llama_state_seq_get_data`: a prefix, the context's
+    stream count, then per stream a cell count and, where not zero, its cells; one
+    sequence's cells are in one stream) without the stream count: the prefix, then the one
+    non-empty stream's cell count and cells (b"": no cells, or a layout not recognised).
+    llama.cpp refuses state saved with another stream count, and the context grows."""
+    offset = STATE_PREFIX
+    if len(state) < offset + 4 or struct.unpack_from("<I", state, offset)[0] != streams:
+        return b""
+    offset += 4
+    for s in range(streams):
+        (cells,) = struct.unpack_from("<I", state, offset)
+        if cells:
+            end = len(state) - 4 * (streams - s - 1)  # the empty streams after it
+            return state[:STATE_PREFIX] + state[offset:end]
+        offset += 4
+    return b""
 
 
 class StateStore:
@@ -127,9 +152,11 @@ class GgufBatchEngine:
     thread. `slots` sequences in flight at most, each a KV stream of `context` positions
     that llama.cpp allocates (and clears: resident) up front, slots × context × the model's
     bytes per position. The context starts with one stream and is remade with twice as
-    many (up to `slots`) when requests wait, the sequences in flight carried over as state:
-    memory follows the concurrency actually asked for. `chunk` bounds the prompt tokens one
-    sequence feeds per call; `store_tokens` bounds the prefix cache (host memory)."""
+    many (up to `slots`) when requests wait: those in flight finish first (no new ones join
+    meanwhile), and the prefix cache starts again empty, so no KV crosses contexts. Memory
+    follows the concurrency actually asked for; at most log2(slots) such pauses per arm.
+    `chunk` bounds the prompt tokens one sequence feeds per call; `store_tokens` bounds the
+    prefix cache (host memory)."""
 
     def __init__(
         self,
@@ -240,10 +267,11 @@ class GgufBatchEngine:
     # -------------------------------------------------------------- KV state
 
     def _make(self, slots: int) -> None:
-        """(Re)create the llama.cpp context with `slots` KV streams; the sequences in flight
-        keep their KV (saved and restored as state: the same bits)."""
+        """(Re)create the llama.cpp context with `slots` KV streams (none in flight). The
+        prefix cache is dropped with it: only KV computed in this context is reused."""
         lib = self._lib
-        saved = [self._save(r.seq) for r in self._active] if self.ctx is not None else []
+        assert not self._active
+        self.store.clear()
         if self.ctx is not None:
             lib.llama_batch_free(self.batch)
             lib.llama_free(self.ctx)
@@ -265,19 +293,23 @@ class GgufBatchEngine:
             raise RuntimeError("llama.cpp could not create a context (memory for the KV?)")
         self.mem = lib.llama_get_memory(self.ctx)
         self.batch = lib.llama_batch_init(self.budget, 0, 1)
-        for request, state in zip(self._active, saved, strict=True):
-            self._restore(request.seq, state)
 
     def _save(self, seq: int) -> bytes:
+        """`seq`'s cells as llama.cpp state, without the stream count it was saved with
+        (`_restore` writes the current one): a cell count and the cells."""
         size = self._lib.llama_state_seq_get_size(self.ctx, seq)
         buf = (ctypes.c_uint8 * size)()
         n = self._lib.llama_state_seq_get_data(self.ctx, buf, size, seq)
-        return bytes(buf)[:n]
+        return portable_state(bytes(buf)[:n], self.slots)
 
     def _restore(self, seq: int, state: bytes) -> None:
         self._lib.llama_memory_seq_rm(self.mem, seq, -1, -1)
-        buf = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
-        if self._lib.llama_state_seq_set_data(self.ctx, buf, len(state), seq) == 0:
+        if not state:
+            return
+        head, cells = state[:STATE_PREFIX], state[STATE_PREFIX:]
+        full = head + struct.pack("<I", self.slots) + cells + bytes(4 * (self.slots - 1))
+        buf = (ctypes.c_uint8 * len(full)).from_buffer_copy(full)
+        if self._lib.llama_state_seq_set_data(self.ctx, buf, len(full), seq) == 0:
             raise RuntimeError(f"llama.cpp could not restore a cached KV into sequence {seq}")
 
     def _admit(self, request: GgufRequest, seq: int) -> None:
@@ -336,11 +368,12 @@ class GgufBatchEngine:
                 want = min(self.max_slots, len(self._active) + len(self._waiting))
                 grow = want > self.slots
             try:
-                if grow:  # more requests than streams: twice as many (or all of them)
+                if grow and not self._active:  # more requests than streams: twice as many
                     self._make(min(self.max_slots, max(want, 2 * self.slots)))
                     self.grown += 1
                 with self._cond:
-                    room = self.slots - len(self._active)
+                    # While a bigger context is wanted, those in flight drain first.
+                    room = 0 if grow and self._active else self.slots - len(self._active)
                     joining, self._waiting = self._waiting[:room], self._waiting[room:]
                 for request in joining:
                     self._active.append(request)
