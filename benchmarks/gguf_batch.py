@@ -1,7 +1,7 @@
 """Episodes per hour, side by side in one process: a GGUF arm run by llama.cpp (`gguf`
 kind, its batch engine) vs flatscore's batch engine (`local` kind: the same file
 dequantized), at several episodes in flight, alternating rounds (ratios, not absolutes:
-the machine is shared). docs/benchmarks.md#gguf-arms-batched.
+the machine is shared). docs/benchmarks.md ("GGUF arms batched").
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/gguf_batch.py --runs DEMO/runs/*__ref.jsonl
 
