@@ -22,16 +22,17 @@ follows (`llama_memory_seq_rm`): it encodes only the tokens after the common pre
 
 **Batch invariance.** Token picking is the caller's (`step`, on the raw logits, with the
 request's own seed). llama.cpp gives a row the same bits whatever else is in the call as
-long as prompt chunks of several sequences never share a call: llama.cpp splits such a
-call into micro-batches of several tokens per stream, and their rows came out different
-(the same generations alone and four together: different logprobs from the first token).
-So each step runs one token of every sequence in one shared call, and each prompt's next
-chunk in a call of its own; then a generation gives the same tokens and logprobs, bit for
-bit, alone or with others, and whichever cached prefix it started from
-(tests/models/test_gguf_batch.py). Measured for Q4_0, Q4_1 and Q8_0, with flash attention
-(on here: llama.cpp's single-stream path without it gives a lone row other bits). Not for
-the K-quants (Q4_K_M): their repacked kernels give a row other bits for most row counts,
-so those arms depend on the batch (docs/benchmarks.md).
+long as prompt chunks of several sequences never share a call: llama.cpp splits such a call
+into micro-batches of several tokens per stream, and their rows came out different (the same
+generations alone and four together: different logprobs from the first token). So each step
+runs one token of every sequence in one shared call, and each prompt's next chunk in a call
+of its own; then a generation gives the same tokens and logprobs, bit for bit, alone or with
+others (tests/models/test_gguf_batch.py). Not yet across prefix-cache restores: a restored
+prefix lands wherever llama.cpp's slot search starts in its stream, and where the cells lie
+changes the continuation's bits (docs/benchmarks.md). Measured for Q4_0, Q4_1 and Q8_0, with
+flash attention (on here: llama.cpp's single-stream path without it gives a lone row other
+bits). Not for the K-quants (Q4_K_M): their repacked kernels give a row other bits for most
+row counts, so those arms depend on the batch (docs/benchmarks.md).
 """
 
 from __future__ import annotations
