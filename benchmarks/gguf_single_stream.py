@@ -32,7 +32,7 @@ from flatscore.models.local import LocalBackend
 
 def clear(backend: Backend) -> None:
     if isinstance(backend, GgufBackend):
-        backend.llm.reset()
+        backend.clear_cache()
     else:
         assert isinstance(backend, LocalBackend)
         backend.clear_cache()

@@ -128,8 +128,9 @@ class ModelSpec(StrictModel):
     kv_memory_mb: float = Field(
         DEFAULT_KV_MEMORY_MB,
         gt=0,
-        description="embedded/local: MiB of KV cache per arm (sequences in flight + prefix "
-        "cache; arms sharing weights share one engine with their sum); less memory, fewer "
+        description="embedded/local/gguf: MiB of KV cache per arm (sequences in flight + "
+        "prefix cache; gguf: the streams of the sequences in flight, 4,096 positions each; "
+        "arms sharing weights share one engine with their sum); less memory, fewer "
         "sequences per pass",
     )
 
@@ -282,6 +283,7 @@ class ModelSpec(StrictModel):
                 path=spec.file or self.path or "embedded",
                 quant="ref" if spec.file else spec.quant or self.played_by(arm),
                 threads=self.threads,
+                kv_memory_mb=self.kv_memory_mb,
             )
         # Arms played by the same weights (a control, an inject arm and their base) share
         # one loaded model and so one engine: it gets room for each of them (sequences in

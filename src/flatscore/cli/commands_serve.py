@@ -71,9 +71,9 @@ def serve(
     if kind == "gguf":
         if compute != "fp32":
             raise InputError("applies to --kind local only (llama.cpp computes)", field="--compute")
-        from flatscore.models.gguf import GgufBackend
+        from flatscore.models.gguf import SERVE_CONTEXT, GgufBackend
 
-        backend = GgufBackend.from_spec(model, arm, threads=threads or 1)
+        backend = GgufBackend.from_spec(model, arm, threads=threads or 1, max_context=SERVE_CONTEXT)
         served = name or f"gguf:{Path(model).name or model}@{arm}"
         what = f"{backend.loaded.description}; {threads or 1} llama.cpp threads"
     else:

@@ -10,20 +10,22 @@ backend sees the same text. Token picking is flatscore's, not llama.cpp's sample
 is the argmax of the raw logits, sampling is temperature + top-p with a per-request seed,
 and logprobs are the log-softmax of the raw logits with top-k, as in the local backend.
 
-One sequence runs at a time per arm (a lock): llama.cpp's single stream is what it does
-fastest here, and concurrent episodes of an arm wait their turn. The KV cache of the last
-prompt is kept, and the next prompt encodes only what follows the longest common token
-prefix with it (the system turn every episode shares, or the whole previous turn of the
-same conversation). Results are deterministic for a given sequence of requests; reuse can
-change the last bits of logits (llama.cpp's kernels differ by batch size), so a rerun in
-another order may flip a near-tied greedy token. Documented in docs/backends.md.
+Several episodes of an arm run at a time (`flatscore.models.gguf_batch`): each is a
+llama.cpp sequence with its own KV stream, and every sequence in flight shares each
+`llama_decode` call; a request reuses the cached KV of the longest token prefix it shares
+with an earlier one (the previous turn of its conversation, or another episode's system
+turn) and encodes only what follows. How many run at once (`max_batch`) is bounded by the
+KV memory (`kv_memory_mb`): llama.cpp allocates each sequence's `max_context` positions up
+front. Picks are per request (own seed), so an episode's tokens do not depend on the
+others' picks; its logits can differ in the last bits with the batch it shares
+(llama.cpp's kernels differ by batch size), which flips a greedy token only at a
+near-tie. Measured in docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
 import importlib
 import random
-import threading
 import time
 from typing import Any
 
@@ -31,6 +33,7 @@ import numpy as np
 
 from flatscore.episode import Message, Serving, TokenLogprob, TokenUsage, TopLogprob, TurnTiming
 from flatscore.models.base import (
+    DEFAULT_KV_MEMORY_MB,
     Backend,
     FinishReason,
     Generation,
@@ -41,19 +44,33 @@ from flatscore.models.chat_format import (
     encode_prompt,
     parse_assistant,
 )
+from flatscore.models.gguf_batch import GgufBatchEngine, GgufRequest
 from flatscore.models.gguf_files import GgufArm, require_llama_cpp, resolve_arm
 
-DEFAULT_CONTEXT = 8192
-"""Context window (KV positions) when the file's own training context is longer."""
+DEFAULT_CONTEXT = 4096
+"""KV positions per sequence in studies (built-in domains' episodes stay under ~2,000)
+when the file's own training context is longer."""
+SERVE_CONTEXT = 8192
+"""KV positions per sequence for `flatscore serve --kind gguf` (τ²'s policies alone are
+3-4k tokens)."""
 N_BATCH = 256
-"""Prompt tokens per llama.cpp decode call (and the logits buffer's rows)."""
+"""Prompt tokens one sequence feeds per llama.cpp decode call."""
 
 
 class GgufBackend(Backend):
     """Generation over one GGUF file with llama.cpp; `threads` are llama.cpp's threads for
-    decode and prompt alike."""
+    decode and prompt alike. `max_batch` sequences in flight at most, fewer when their KV
+    (`max_context` positions each, f16) would exceed `kv_memory_mb`."""
 
-    def __init__(self, arm: GgufArm, *, threads: int = 1, max_context: int | None = None) -> None:
+    def __init__(
+        self,
+        arm: GgufArm,
+        *,
+        threads: int = 1,
+        max_context: int | None = None,
+        max_batch: int = 16,
+        kv_memory_mb: float | None = DEFAULT_KV_MEMORY_MB,
+    ) -> None:
         require_llama_cpp()
         # Typed as Any: the bindings' own types are there only where the extra is installed.
         llama_cpp: Any = importlib.import_module("llama_cpp")
@@ -62,20 +79,33 @@ class GgufBackend(Backend):
         self.loaded = arm  # read by the executor: `metadata["weights"]` = arm.description
         self.name = f"gguf:{arm.file.name}"
         self.max_context = max_context or min(arm.context_length, DEFAULT_CONTEXT)
+        # The model and its tokenizer; its own context (one small stream) is never decoded.
         self.llm: Any = llama_cpp.Llama(
             model_path=str(arm.file),
-            n_ctx=self.max_context,
-            n_batch=N_BATCH,
-            n_ubatch=N_BATCH,
+            n_ctx=64,
+            n_batch=64,
             n_threads=threads,
             n_threads_batch=threads,
             verbose=False,
         )
-        self._llama_cpp = llama_cpp
+        model = self.llm._model.model
+        self.kv_bytes_per_position = kv_bytes_per_position(llama_cpp, model)
+        slots = max_batch
+        if kv_memory_mb is not None:
+            per_sequence = self.max_context * self.kv_bytes_per_position
+            slots = min(max_batch, int(kv_memory_mb * 2**20 // per_sequence))
+        self.max_batch = max(1, slots)
         self.n_vocab = int(self.llm.n_vocab())
+        self.engine = GgufBatchEngine(
+            llama_cpp,
+            model,
+            n_vocab=self.n_vocab,
+            slots=self.max_batch,
+            context=self.max_context,
+            threads=threads,
+            chunk=N_BATCH,
+        )
         self._add_bos = bool(self.llm._model.add_bos_token())
-        self._lock = threading.Lock()
-        self.encoded_tokens = 0  # prompt tokens actually run (all calls)
         self.stop_ids = {self.llm.token_eos(), int(self.llm._model.token_eot())}
         im_end = self.llm.tokenize(IM_END.encode(), add_bos=False, special=True)
         if len(im_end) == 1:
@@ -83,8 +113,32 @@ class GgufBackend(Backend):
         self.stop_ids.discard(-1)
 
     @classmethod
-    def from_spec(cls, path: str, quant: str, *, threads: int = 1) -> GgufBackend:
-        return cls(resolve_arm(path, quant, threads=threads), threads=threads)
+    def from_spec(
+        cls,
+        path: str,
+        quant: str,
+        *,
+        threads: int = 1,
+        max_context: int | None = None,
+        max_batch: int = 16,
+        kv_memory_mb: float | None = DEFAULT_KV_MEMORY_MB,
+    ) -> GgufBackend:
+        return cls(
+            resolve_arm(path, quant, threads=threads),
+            threads=threads,
+            max_context=max_context,
+            max_batch=max_batch,
+            kv_memory_mb=kv_memory_mb,
+        )
+
+    @property
+    def encoded_tokens(self) -> int:
+        """Prompt tokens actually run (all requests)."""
+        return self.engine.encoded_tokens
+
+    def clear_cache(self) -> None:
+        """Forget cached prefixes: the next request encodes its whole prompt."""
+        self.engine.clear()
 
     # ------------------------------------------------------------------ tokens
 
@@ -96,6 +150,7 @@ class GgufBackend(Backend):
         return self.llm.detokenize(ids, special=True).decode("utf-8", errors="replace")
 
     def close(self) -> None:
+        self.engine.close()
         self.llm.close()
 
     def serving(self) -> Serving:
@@ -117,22 +172,6 @@ class GgufBackend(Backend):
         )
 
     # ------------------------------------------------------------------ one step
-
-    def _eval(self, ids: list[int]) -> np.ndarray:
-        """Run `ids` after the tokens already in the KV cache; the last position's logits."""
-        self.llm.eval(ids)
-        ptr = self._llama_cpp.llama_get_logits_ith(self.llm.ctx, -1)
-        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).astype(np.float64)
-
-    def _reuse(self, ids: list[int]) -> int:
-        """Keep the cached KV of the longest common prefix with `ids` (at least one token is
-        always run, for its logits); how many positions are kept."""
-        cached = self.llm.input_ids[: self.llm.n_tokens]
-        n = min(len(cached), len(ids) - 1)
-        same = np.asarray(cached[:n]) == np.asarray(ids[:n])
-        keep = int(n if same.all() else np.argmin(same))
-        self.llm.n_tokens = keep  # eval() drops the KV cache from here on
-        return keep
 
     @staticmethod
     def _pick(logits: np.ndarray, sampling: Sampling, rng: np.random.Generator) -> int:
@@ -163,52 +202,32 @@ class GgufBackend(Backend):
 
     # ------------------------------------------------------------------ generation
 
-    def generate(
+    def _request(
         self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
-    ) -> Generation:
-        from flatscore.serve.cancel import check_cancelled
-
-        start = time.perf_counter()
-        check_cancelled()
+    ) -> tuple[GgufRequest, _Decoding, str]:
         prompt = encode_prompt(messages, tools, sampling, self.encode, self.max_context)
-        ids, prefix = prompt.ids, prompt.prefix
-        seed = sampling.seed if sampling.seed is not None else random.getrandbits(63)
-        rng = np.random.default_rng(seed)
-        stops = (*sampling.stop, IM_END)
-        out: list[int] = []
-        logprobs: list[TokenLogprob] = []
-        finish: FinishReason = "length"
-        text = ""
-        with self._lock:
-            kept = self._reuse(ids)
-            logits = self._eval(ids[kept:])
-            self.encoded_tokens += len(ids) - kept
-            first = time.perf_counter()
-            while True:
-                token = self._pick(logits, sampling, rng)
-                if token in self.stop_ids:
-                    finish = "stop"
-                    break
-                if sampling.logprobs:
-                    logprobs.append(self._token_logprob(logits, token, sampling.top_logprobs))
-                out.append(token)
-                text = self.decode(out)
-                hits = [text.index(s) for s in stops if s in text]
-                if hits:
-                    text, finish = text[: min(hits)], "stop"
-                    break
-                if len(out) >= sampling.max_tokens:
-                    break
-                check_cancelled()  # a served client that went away (GenerationCancelled)
-                logits = self._eval([token])
-            end = time.perf_counter()
-        raw = prefix + text
+        decoding = _Decoding(self, sampling)
+        request = GgufRequest(ids=prompt.ids, step=decoding.step, max_new=sampling.max_tokens)
+        return request, decoding, prompt.prefix
+
+    def _generation(
+        self,
+        messages: list[Message],
+        request: GgufRequest,
+        d: _Decoding,
+        prefix: str,
+        start: float,
+    ) -> Generation:
+        end = time.perf_counter()
+        raw = prefix + d.text
         message = parse_assistant(raw, f"call_{len(messages)}")
+        finish = d.finish
         if message.tool_calls and finish == "stop":
             finish = "tool_calls"
-        usage = TokenUsage(prompt_tokens=len(ids), completion_tokens=len(out))
+        usage = TokenUsage(prompt_tokens=len(request.ids), completion_tokens=len(d.out))
+        first = d.first_token_at if d.first_token_at is not None else end
         timing = TurnTiming(
-            prefill_s=first - start, decode_s=end - first, encoded_tokens=len(ids) - kept
+            prefill_s=first - start, decode_s=end - first, encoded_tokens=request.encoded
         )
         message = message.model_copy(
             update={"usage": usage, "latency_s": end - start, "timing": timing}
@@ -216,9 +235,86 @@ class GgufBackend(Backend):
         return Generation(
             message=message,
             raw_text=raw,
-            logprobs=logprobs if sampling.logprobs else None,
+            logprobs=d.logprobs if d.sampling.logprobs else None,
             usage=usage,
             latency_s=end - start,
             finish_reason=finish,
-            cached_tokens=kept,
+            cached_tokens=len(request.ids) - request.encoded,
         )
+
+    def generate(
+        self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
+    ) -> Generation:
+        from flatscore.serve.cancel import check_cancelled
+
+        start = time.perf_counter()
+        check_cancelled()
+        request, decoding, prefix = self._request(messages, tools, sampling)
+        self.engine.run(request)
+        return self._generation(messages, request, decoding, prefix, start)
+
+    async def agenerate(
+        self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
+    ) -> Generation:
+        """Waits for the engine without holding a thread, so every episode of the arm in
+        flight shares its decode calls."""
+        start = time.perf_counter()
+        request, decoding, prefix = self._request(messages, tools, sampling)
+        await self.engine.arun(request)
+        return self._generation(messages, request, decoding, prefix, start)
+
+
+def kv_bytes_per_position(llama_cpp: Any, model: Any) -> int:
+    """KV bytes one position takes in every layer (f16 keys and values)."""
+    layers = int(llama_cpp.llama_model_n_layer(model))
+    heads = int(llama_cpp.llama_model_n_head(model))
+    kv_heads = int(llama_cpp.llama_model_n_head_kv(model))
+    head_dim = int(llama_cpp.llama_model_n_embd(model)) // heads
+    return layers * 2 * kv_heads * head_dim * 2
+
+
+class _Decoding:
+    """One request's decoding state, stepped by the engine thread: picks each token
+    (greedy, or sampled with the request's own seed), records logprobs, and ends the turn
+    at a stop token, a stop string or `max_tokens`."""
+
+    def __init__(self, backend: GgufBackend, sampling: Sampling) -> None:
+        from flatscore.serve import cancel
+
+        # The caller's cancellation signal (a served client that went away), checked on the
+        # engine thread between tokens.
+        self.cancelled = cancel._current.get()
+        self.backend = backend
+        self.sampling = sampling
+        seed = sampling.seed if sampling.seed is not None else random.getrandbits(63)
+        self.rng = np.random.default_rng(seed)
+        self.stops = (*sampling.stop, IM_END)
+        self.out: list[int] = []
+        self.logprobs: list[TokenLogprob] = []
+        self.finish: FinishReason = "length"
+        self.text = ""
+        self.first_token_at: float | None = None
+
+    def step(self, logits: np.ndarray) -> int | None:
+        from flatscore.serve.cancel import GenerationCancelled
+
+        if self.cancelled is not None and self.cancelled.is_set():
+            raise GenerationCancelled()
+        if self.first_token_at is None:
+            self.first_token_at = time.perf_counter()
+        b, sampling = self.backend, self.sampling
+        token = b._pick(logits, sampling, self.rng)
+        if token in b.stop_ids:
+            self.finish = "stop"
+            return None
+        if sampling.logprobs:
+            self.logprobs.append(b._token_logprob(logits, token, sampling.top_logprobs))
+        self.out.append(token)
+        self.text = b.decode(self.out)
+        hits = [self.text.index(s) for s in self.stops if s in self.text]
+        if hits:
+            self.text, self.finish = self.text[: min(hits)], "stop"
+            return None
+        if len(self.out) >= sampling.max_tokens:
+            return None
+        return token

@@ -118,7 +118,9 @@ def _gguf(spec: BackendSpec) -> Backend:
     # llama-cpp-python is the optional `gguf` extra: imported only here.
     from flatscore.models.gguf import GgufBackend
 
-    return GgufBackend.from_spec(spec.path, spec.quant, threads=spec.threads)
+    return GgufBackend.from_spec(
+        spec.path, spec.quant, threads=spec.threads, kv_memory_mb=spec.kv_memory_mb
+    )
 
 
 BACKENDS: Registry[Backend] = Registry("backend", cached=True)

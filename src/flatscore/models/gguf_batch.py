@@ -1,0 +1,445 @@
+"""Several sequences of one GGUF arm in each llama.cpp decode call: the `gguf` backend's
+batch engine.
+
+llama.cpp decodes a 135M model on a CPU bound by per-call overhead and by reading the
+weights, so one `llama_decode` over 16 sequences costs little more than over one (the
+bindings' raw batches: 94-118 tok/s at 16 sequences vs 43-67 for one stream, issue 31).
+Each sequence in flight is a llama.cpp sequence id with its own KV stream
+(`kv_unified=False`): attention reads only that sequence's cells. A unified cache would let
+sequences share cells, but every token would then attend over the cells of all of them
+(masked), which at 16 sequences of ~1,000 positions costs several times the weights.
+
+llama.cpp splits a batch of several streams into micro-batches of consecutive sequence ids
+(`split_equal`), so the sequences in flight hold the lowest ids: a request joins at the
+lowest free id, and when one leaves, the highest moves down into its place (its KV copied
+with the state API: only its own cells).
+
+**Prefix cache.** A finished sequence leaves its KV behind as host-memory state
+(`llama_state_seq_get_data`: its cells only, 23 KB per position for SmolLM2 in f16), in a
+bounded LRU store. A new request restores the entry sharing its longest token prefix (the
+previous turn of its conversation, or another episode's system turn) and trims what
+follows (`llama_memory_seq_rm`): it encodes only the tokens after the common prefix.
+
+**Batch invariance.** Token picking is the caller's (`step`, on the raw logits, with the
+request's own seed). llama.cpp gives a row the same bits whatever else is in the call as
+long as prompt chunks of several sequences never share a call: llama.cpp splits such a call
+into micro-batches of several tokens per stream, and their rows came out different (the same
+generations alone and four together: different logprobs from the first token). So each step
+runs one token of every sequence in one shared call, and each prompt's next chunk in a call
+of its own; then a generation gives the same tokens and logprobs, bit for bit, alone or with
+others (tests/models/test_gguf_batch.py). Not yet across prefix-cache restores: a restored
+prefix lands wherever llama.cpp's slot search starts in its stream, and where the cells lie
+changes the continuation's bits (docs/benchmarks.md). Measured for Q4_0, Q4_1 and Q8_0, with
+flash attention (on here: llama.cpp's single-stream path without it gives a lone row other
+bits). Not for the K-quants (Q4_K_M): their repacked kernels give a row other bits for most
+row counts, so those arms depend on the batch (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import struct
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+StepFn = Callable[[np.ndarray], "int | None"]
+"""Given the logits of a sequence's last token: the next token to feed, or None (done)."""
+
+
+@dataclass
+class GgufRequest:
+    """One generation: prompt ids and the decoding step. Filled in by the engine:
+    `encoded` (prompt tokens run through the model) and `error`."""
+
+    ids: list[int]
+    step: StepFn
+    max_new: int = 0
+    encoded: int = 0
+    error: BaseException | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+    on_done: Callable[[], None] | None = None
+    cancelled: bool = False
+    # engine state
+    seq: int = -1
+    held: list[int] = field(default_factory=list)  # ids whose KV the sequence holds
+    pending: list[int] = field(default_factory=list)  # ids still to feed
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    same = np.asarray(a[:n]) == np.asarray(b[:n])
+    return int(n if same.all() else np.argmin(same))
+
+
+STATE_PREFIX = 8
+"""Bytes llama.cpp's sequence state starts with before the KV cache's part (llama-cpp-python
+0.3.36's llama.cpp: kept as they are)."""
+
+
+def portable_state(state: bytes, streams: int) -> bytes:
+    """One sequence's llama.cpp state (`llama_state_seq_get_data`: a prefix, the context's
+    stream count, then per stream a cell count and, where not zero, its cells; one
+    sequence's cells are in one stream) without the stream count: the prefix, then the one
+    non-empty stream's cell count and cells (b"": no cells, or a layout not recognised).
+    llama.cpp refuses state saved with another stream count, and the context grows."""
+    offset = STATE_PREFIX
+    if len(state) < offset + 4 or struct.unpack_from("<I", state, offset)[0] != streams:
+        return b""
+    offset += 4
+    for s in range(streams):
+        (cells,) = struct.unpack_from("<I", state, offset)
+        if cells:
+            end = len(state) - 4 * (streams - s - 1)  # the empty streams after it
+            return state[:STATE_PREFIX] + state[offset:end]
+        offset += 4
+    return b""
+
+
+class StateStore:
+    """Finished sequences' KV as llama.cpp state bytes, LRU, bounded in positions."""
+
+    def __init__(self, max_tokens: int) -> None:
+        self.max_tokens = max_tokens
+        self._entries: OrderedDict[tuple[int, ...], bytes] = OrderedDict()
+
+    @property
+    def tokens(self) -> int:
+        return sum(len(k) for k in self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def lookup(self, ids: list[int]) -> tuple[tuple[int, ...], int]:
+        """The entry sharing the longest prefix with `ids` and that length (≤ len(ids)-1:
+        at least one token always runs, for its logits); ((), 0) when none shares any."""
+        best: tuple[int, ...] = ()
+        keep = 0
+        for key in self._entries:
+            n = min(common_prefix(list(key), ids), len(ids) - 1)
+            if n > keep:
+                best, keep = key, n
+        if best:
+            self._entries.move_to_end(best)
+        return best, keep
+
+    def get(self, key: tuple[int, ...]) -> bytes:
+        return self._entries[key]
+
+    def put(self, ids: list[int], state: bytes) -> None:
+        key = tuple(ids)
+        if len(key) > self.max_tokens:
+            return
+        for old in [k for k in self._entries if len(k) <= len(key) and key[: len(k)] == k]:
+            del self._entries[old]  # superseded: the same conversation, one turn earlier
+        self._entries[key] = state
+        while self.tokens > self.max_tokens:
+            self._entries.popitem(last=False)
+
+
+class GgufBatchEngine:
+    """Runs every submitted request of one GGUF model in shared `llama_decode` calls on one
+    thread. `slots` sequences in flight at most, each a KV stream of `context` positions
+    that llama.cpp allocates (and clears: resident) up front, slots × context × the model's
+    bytes per position. The context starts with one stream and is remade with twice as
+    many (up to `slots`) when requests wait: those in flight finish first (no new ones join
+    meanwhile), and the prefix cache starts again empty, so no KV crosses contexts. Memory
+    follows the concurrency actually asked for; at most log2(slots) such pauses per arm.
+    `chunk` bounds the prompt tokens one sequence feeds per call; `store_tokens` bounds the
+    prefix cache (host memory)."""
+
+    def __init__(
+        self,
+        llama_cpp: Any,
+        model: Any,
+        *,
+        n_vocab: int,
+        slots: int,
+        context: int,
+        threads: int,
+        chunk: int = 256,
+        store_tokens: int = 32_768,
+    ) -> None:
+        self._lib = llama_cpp
+        self._model = model
+        self._threads = threads
+        self.max_slots = max(1, slots)
+        self.context = context
+        self.chunk = max(1, chunk)
+        self.slots = 0
+        self.ctx: Any = None
+        self.mem: Any = None
+        self.batch: Any = None
+        self.budget = 0
+        self.n_vocab = n_vocab
+        self.store = StateStore(store_tokens)
+        self._waiting: list[GgufRequest] = []
+        self._active: list[GgufRequest] = []  # by sequence id: active[i].seq == i
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._clear = False
+        self.steps = 0  # shared calls (one token of every sequence in flight)
+        self.calls = 0  # llama_decode calls, prompt chunks included
+        self.peak_active = 0
+        self.encoded_tokens = 0
+        self.moves = 0
+        self.grown = 0
+        self._finished: list[tuple[GgufRequest, BaseException | None]] = []
+        self._make(1)
+
+    # -------------------------------------------------------------- submitting
+
+    def submit(self, request: GgufRequest) -> None:
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the gguf batch engine is closed")
+            self._waiting.append(request)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._loop, name="flatscore-gguf", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+
+    def run(self, request: GgufRequest) -> GgufRequest:
+        """Submit and wait (blocking)."""
+        self.submit(request)
+        request.done.wait()
+        if request.error is not None:
+            raise request.error
+        return request
+
+    async def arun(self, request: GgufRequest) -> GgufRequest:
+        """Submit and wait without holding a thread (many episodes in flight)."""
+        loop = asyncio.get_running_loop()
+        finished: asyncio.Future[None] = loop.create_future()
+
+        def settle() -> None:
+            if not finished.done():
+                finished.set_result(None)
+
+        def wake() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+                loop.call_soon_threadsafe(settle)
+
+        request.on_done = wake
+        self.submit(request)
+        try:
+            await finished
+        except asyncio.CancelledError:
+            request.cancelled = True
+            raise
+        if request.error is not None:
+            raise request.error
+        return request
+
+    def clear(self) -> None:
+        """Drop the prefix cache (the next request encodes its whole prompt)."""
+        with self._cond:
+            self._clear = True  # done by the engine thread, which owns the store
+            if self._thread is None or not self._thread.is_alive():
+                self.store.clear()
+                self._clear = False
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+        if self.ctx is not None:
+            self._lib.llama_batch_free(self.batch)
+            self._lib.llama_free(self.ctx)
+            self.ctx = None
+        self.store.clear()
+
+    # -------------------------------------------------------------- KV state
+
+    def _make(self, slots: int) -> None:
+        """(Re)create the llama.cpp context with `slots` KV streams (none in flight). The
+        prefix cache is dropped with it: only KV computed in this context is reused."""
+        lib = self._lib
+        assert not self._active
+        self.store.clear()
+        if self.ctx is not None:
+            lib.llama_batch_free(self.batch)
+            lib.llama_free(self.ctx)
+            self.ctx = None
+        self.slots = slots
+        self.budget = max(self.chunk, slots)  # tokens per decode call
+        params = lib.llama_context_default_params()
+        params.n_ctx = slots * self.context
+        params.n_batch = params.n_ubatch = self.budget
+        params.n_seq_max = slots
+        params.kv_unified = False
+        # Flash attention: a row's attention has the same bits in a call of any size (in a
+        # single stream without it, a one-row call gives other bits than a call of several).
+        params.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_ENABLED
+        params.n_threads = params.n_threads_batch = self._threads
+        params.no_perf = True
+        self.ctx = lib.llama_init_from_model(self._model, params)
+        if self.ctx is None:
+            raise RuntimeError("llama.cpp could not create a context (memory for the KV?)")
+        self.mem = lib.llama_get_memory(self.ctx)
+        self.batch = lib.llama_batch_init(self.budget, 0, 1)
+
+    def _save(self, seq: int) -> bytes:
+        """`seq`'s cells as llama.cpp state, without the stream count it was saved with
+        (`_restore` writes the current one): a cell count and the cells."""
+        size = self._lib.llama_state_seq_get_size(self.ctx, seq)
+        buf = (ctypes.c_uint8 * size)()
+        n = self._lib.llama_state_seq_get_data(self.ctx, buf, size, seq)
+        return portable_state(bytes(buf)[:n], self.slots)
+
+    def _restore(self, seq: int, state: bytes) -> None:
+        self._lib.llama_memory_seq_rm(self.mem, seq, -1, -1)
+        if not state:
+            return
+        head, cells = state[:STATE_PREFIX], state[STATE_PREFIX:]
+        full = head + struct.pack("<I", self.slots) + cells + bytes(4 * (self.slots - 1))
+        buf = (ctypes.c_uint8 * len(full)).from_buffer_copy(full)
+        if self._lib.llama_state_seq_set_data(self.ctx, buf, len(full), seq) == 0:
+            raise RuntimeError(f"llama.cpp could not restore a cached KV into sequence {seq}")
+
+    def _admit(self, request: GgufRequest, seq: int) -> None:
+        ids = request.ids
+        key, keep = self.store.lookup(ids)
+        if keep:
+            self._restore(seq, self.store.get(key))
+        self._lib.llama_memory_seq_rm(self.mem, seq, keep, -1)
+        request.seq, request.held, request.pending = seq, ids[:keep], ids[keep:]
+        request.encoded = len(request.pending)
+        self.encoded_tokens += request.encoded
+
+    def _leave(self, request: GgufRequest, error: BaseException | None = None) -> None:
+        """`request` is done: its KV to the store, its sequence id freed, and the highest
+        sequence in flight moved down into it (ids in flight stay 0..n-1)."""
+        seq = request.seq
+        assert seq < 0 or self._active[seq] is request
+        if self.ctx is not None and error is None and request.held:
+            self.store.put(request.held, self._save(seq))
+        if seq >= 0:
+            last = self._active[-1]
+            if self.ctx is not None:
+                self._lib.llama_memory_seq_rm(self.mem, seq, -1, -1)
+                if last is not request:
+                    self._restore(seq, self._save(last.seq))
+                    self._lib.llama_memory_seq_rm(self.mem, last.seq, -1, -1)
+                    self.moves += 1
+            if last is not request:
+                self._active[seq] = last
+                last.seq = seq
+            self._active.pop()
+        request.seq = -1
+        request.error = error
+        request.done.set()
+        if request.on_done is not None:
+            request.on_done()
+
+    # -------------------------------------------------------------- the loop
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._closed and not self._waiting and not self._active:
+                    self._cond.wait()
+                if self._closed:
+                    for r in self._waiting + self._active:
+                        r.error = RuntimeError("the gguf batch engine was closed")
+                        r.done.set()
+                        if r.on_done is not None:
+                            r.on_done()
+                    self._waiting, self._active = [], []
+                    return
+                if self._clear:
+                    self.store.clear()
+                    self._clear = False
+                want = min(self.max_slots, len(self._active) + len(self._waiting))
+                grow = want > self.slots
+            try:
+                if grow and not self._active:  # more requests than streams: twice as many
+                    self._make(min(self.max_slots, max(want, 2 * self.slots)))
+                    self.grown += 1
+                with self._cond:
+                    # While a bigger context is wanted, those in flight drain first.
+                    room = 0 if grow and self._active else self.slots - len(self._active)
+                    joining, self._waiting = self._waiting[:room], self._waiting[room:]
+                for request in joining:
+                    self._active.append(request)
+                    self._admit(request, len(self._active) - 1)
+                self.peak_active = max(self.peak_active, len(self._active))
+                self._step()
+            except Exception as exc:  # fail the batch, keep serving
+                for r in list(reversed(self._active)):
+                    self._leave(r, exc)
+
+    def _decode(self, feeds: list[tuple[GgufRequest, list[int]]]) -> None:
+        """One `llama_decode` of `feeds` (sequence ids ascending and consecutive); each
+        request whose prompt ends in it gets its next token picked."""
+        b = self.batch
+        b.n_tokens = 0
+        outputs: list[tuple[GgufRequest, int]] = []
+        for request, fed in feeds:
+            pos0 = len(request.held)
+            for k, token in enumerate(fed):
+                j = b.n_tokens
+                b.token[j] = token
+                b.pos[j] = pos0 + k
+                b.n_seq_id[j] = 1
+                b.seq_id[j][0] = request.seq
+                last = k == len(fed) - 1 and len(fed) == len(request.pending)
+                b.logits[j] = last
+                if last:
+                    outputs.append((request, j))
+                b.n_tokens += 1
+        rc = self._lib.llama_decode(self.ctx, b)
+        if rc != 0:
+            raise RuntimeError(f"llama_decode failed ({rc})")
+        self.calls += 1
+        for request, fed in feeds:
+            request.held.extend(fed)
+            request.pending = request.pending[len(fed) :]
+        for request, j in outputs:
+            ptr = self._lib.llama_get_logits_ith(self.ctx, j)
+            logits = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).astype(np.float64)
+            try:
+                picked = request.step(logits)
+            except Exception as exc:  # a bad step fails its own request only
+                self._finished.append((request, exc))
+                continue
+            if picked is None:
+                self._finished.append((request, None))
+            else:
+                request.pending = [picked]
+
+    def _step(self) -> None:
+        """One token of every sequence in flight in one shared call (decode tokens, and the
+        next prompt token of those still encoding), then each prompt's next chunk in a call
+        of its own (batch invariance: the module's docstring)."""
+        for request in [r for r in reversed(self._active) if r.cancelled]:
+            self._leave(request, asyncio.CancelledError())
+        for request in list(reversed(self._active)):
+            if len(request.held) + len(request.pending) > self.context:
+                self._leave(request)  # its KV stream is full: the turn ends (`length`)
+        if not self._active:
+            return
+        self._finished = []
+        self.steps += 1
+        self._decode([(r, r.pending[:1]) for r in self._active])
+        for request in list(self._active):
+            if len(request.pending) >= 2:
+                self._decode([(request, request.pending[: self.chunk])])
+        for request, error in sorted(self._finished, key=lambda f: -f[0].seq):
+            self._leave(request, error)
