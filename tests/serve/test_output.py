@@ -22,7 +22,6 @@ from flatscore.models.base import Backend, ContextWindowExceeded, Generation, Sa
 from flatscore.serve.app import DEFAULT_MAX_TOKENS, create_app
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-litellm = pytest.importorskip("litellm", reason="litellm comes with the tau2 extra")
 uvicorn = pytest.importorskip("uvicorn", reason="uvicorn comes with the local extra")
 
 WINDOW = 2000  # the scripted model's context window, in words
@@ -96,8 +95,14 @@ def served() -> Iterator[tuple[ScriptedBackend, str]]:
     thread.join(timeout=10)
 
 
+def _litellm() -> Any:
+    """litellm, imported when a test runs, not at collection: every xdist worker collects
+    every file, and importing litellm costs ~6 CPU-seconds."""
+    return pytest.importorskip("litellm", reason="litellm comes with the tau2 extra")
+
+
 def _complete(url: str, messages: list[dict[str, Any]], **kw: Any) -> Any:
-    return litellm.completion(
+    return _litellm().completion(
         model="openai/scripted",
         api_base=url,
         api_key="none",
@@ -164,7 +169,7 @@ def test_tool_call_ids_never_repeat(served: tuple[ScriptedBackend, str]) -> None
 def test_overflow_is_litellms_context_window_error(served: tuple[ScriptedBackend, str]) -> None:
     _, url = served
     too_long = [{"role": "user", "content": "word " * (WINDOW + 10)}]
-    with pytest.raises(litellm.ContextWindowExceededError):
+    with pytest.raises(_litellm().ContextWindowExceededError):
         _complete(url, too_long, max_tokens=16)
 
 
