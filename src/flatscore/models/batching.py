@@ -32,7 +32,6 @@ point, so a sequence's numbers do not depend on which entry happened to be found
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ctypes
 import functools
 import threading
@@ -42,6 +41,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+
+from flatscore.models.request_queue import QueuedRequest, RequestQueue
 
 MIN_ROWS = 16  # pad every forward to at least this many rows (batch invariance, above)
 IDLE_TRIM_S = 1.0  # an engine idle this long gives its freed heap back (`release_freed_memory`)
@@ -451,35 +452,22 @@ def packed_forward(
 
 # ---------------------------------------------------------------------- the scheduler
 
-# A request's decoding logic, run on the engine thread after each forward pass that ends
-# its pending tokens: given the logits of its last token, the next token to feed, or None
-# when the request is finished (the token picked last is then not fed).
-StepFn = Callable[[torch.Tensor], "int | None"]
-
 
 @dataclass
-class Request:
-    """One generation: the prompt ids, where the shared prefix ends (0: none known), and
-    the decoding step function. Filled in by the engine: `encoded` (prompt tokens run
-    through the model) and `error`."""
+class Request(QueuedRequest[torch.Tensor]):
+    """One generation (`QueuedRequest`: its `step` runs on the engine thread after each
+    forward pass that ends its pending tokens; the token picked last when it returns None
+    is not fed), plus where the shared prefix ends (0: none known) and its KV cache.
+    `max_new` bounds the engine's KV budget for it."""
 
-    ids: list[int]
-    step: StepFn
     prefix_len: int = 0
-    max_new: int = 0  # the most tokens it may generate (for the engine's KV budget)
-    encoded: int = 0
-    error: BaseException | None = None
-    done: threading.Event = field(default_factory=threading.Event)
-    on_done: Callable[[], None] | None = None
-    cancelled: bool = False  # set by a waiter that gave up: dropped at the next step
     # engine state
-    kv: SeqKV | None = None
-    held: list[int] = field(default_factory=list)  # the ids `kv` holds
-    pending: list[int] = field(default_factory=list)  # ids still to feed
+    kv: SeqKV | None = None  # holds `held`
 
 
-class BatchEngine:
-    """Runs every submitted request of one model in shared forward passes on one thread.
+class BatchEngine(RequestQueue[Request, list[Request]]):
+    """Runs every submitted request of one model in shared forward passes on one thread
+    (`RequestQueue`: submitting, waiting and closing).
 
     `max_batch` bounds the sequences in flight (their KV caches are in memory at once);
     `chunk` bounds the prompt tokens one sequence feeds per step, so a long prefill does
@@ -496,6 +484,10 @@ class BatchEngine:
     per turn instead of joining it to theirs in every layer of every step (`SeqKV.write`'s
     `torch.cat`: 12% of a lone decode step); the same numbers, more memory per sequence."""
 
+    label = "batch engine"
+    thread_name = "flatscore-batch"
+    idle_s = IDLE_TRIM_S  # idle this long (an arm done with its episodes): `_on_idle`
+
     def __init__(
         self,
         model: Any,
@@ -507,6 +499,7 @@ class BatchEngine:
         kv_budget: int | None = None,
         batch_invariant: bool = True,
     ) -> None:
+        super().__init__()
         use_ragged_attention(model)
         self.min_rows = MIN_ROWS if batch_invariant else 1
         self.private_prefix = not batch_invariant  # see the class docstring
@@ -518,76 +511,21 @@ class BatchEngine:
         layers = int(model.config.num_hidden_layers)
         self.store = KVStore(layers, min(store_tokens, kv_budget or store_tokens))
         self._layers = layers
-        self._waiting: list[Request] = []
-        self._active: list[Request] = []
-        self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._closed = False
-        self.steps = 0
-        self.peak_active = 0
         self.peak_kv_tokens = 0  # KV positions held at once: in flight + prefix cache
-        self.encoded_tokens = 0
         self.trims = 0  # idle periods that ended in `release_freed_memory`
-
-    # -------------------------------------------------------------- submitting
-
-    def submit(self, request: Request) -> None:
-        with self._cond:
-            if self._closed:
-                raise RuntimeError("the batch engine is closed")
-            self._waiting.append(request)
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._loop, name="flatscore-batch", daemon=True
-                )
-                self._thread.start()
-            self._cond.notify()
-
-    def run(self, request: Request) -> Request:
-        """Submit and wait (blocking)."""
-        self.submit(request)
-        request.done.wait()
-        if request.error is not None:
-            raise request.error
-        return request
-
-    async def arun(self, request: Request) -> Request:
-        """Submit and wait without holding a thread (many episodes in flight)."""
-        loop = asyncio.get_running_loop()
-        finished: asyncio.Future[None] = loop.create_future()
-
-        def settle() -> None:
-            if not finished.done():
-                finished.set_result(None)
-
-        def wake() -> None:
-            # A closed loop (the run was interrupted) has no waiter left to wake.
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(settle)
-
-        request.on_done = wake
-        self.submit(request)
-        try:
-            await finished
-        except asyncio.CancelledError:  # an episode timeout: stop spending steps on it
-            request.cancelled = True
-            raise
-        if request.error is not None:
-            raise request.error
-        return request
 
     def clear(self) -> None:
         """Drop the prefix cache (e.g. after changing the weights)."""
         self.store.clear()
 
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify()
-        if self._thread is not None:
-            self._thread.join(timeout=60)
+    def _release(self) -> None:
         self.store.clear()
         release_freed_memory()
+
+    def _on_idle(self) -> None:
+        """Idle a while (an arm done with its episodes): freed KV back to the OS."""
+        release_freed_memory()
+        self.trims += 1
 
     @property
     def active_tokens(self) -> int:
@@ -681,48 +619,33 @@ class BatchEngine:
         return request.pending[: end - start]
 
     def _finish(self, request: Request, error: BaseException | None = None) -> None:
-        request.error = error
         if error is None and self.reuse and request.kv is not None and request.held:
             self.store.put(request.held, request.kv, prompt_len=len(request.ids))
             if self.kv_budget is not None:  # the store gets what those in flight leave
                 reserved = sum(self._need(r) for r in self._active if r is not request)
                 self.store.fit(max(0, self.kv_budget - reserved))
         request.kv = None
-        request.done.set()
-        if request.on_done is not None:
-            request.on_done()
+        super()._finish(request, error)
 
-    def _loop(self) -> None:
-        while True:
-            with self._cond:
-                trimmed = False
-                while not self._closed and not self._waiting and not self._active:
-                    # Idle a while (an arm done with its episodes): freed KV back to the OS.
-                    if not self._cond.wait(None if trimmed else IDLE_TRIM_S):
-                        trimmed = True
-                        release_freed_memory()
-                        self.trims += 1
-                if self._closed:
-                    for r in self._waiting + self._active:
-                        self._finish(r, RuntimeError("the batch engine was closed"))
-                    self._waiting, self._active = [], []
-                    return
-                joining = self._joining()
-            try:
-                with torch.inference_mode():
-                    for request in joining:
-                        self._admit(request)
-                        self.encoded_tokens += request.encoded
-                    self._active.extend(joining)
-                    if joining and self.kv_budget is not None:  # room for those in flight
-                        reserved = sum(self._need(r) for r in self._active)
-                        self.store.fit(max(0, self.kv_budget - reserved))
-                    self.peak_active = max(self.peak_active, len(self._active))
-                    self._step()
-            except Exception as exc:  # fail the batch, keep serving
-                for r in self._active:
-                    self._finish(r, exc)
-                self._active = []
+    def _plan(self) -> list[Request]:
+        return self._joining()
+
+    def _advance(self, joining: list[Request]) -> None:
+        with torch.inference_mode():
+            for request in joining:
+                self._admit(request)
+                self.encoded_tokens += request.encoded
+            self._active.extend(joining)
+            if joining and self.kv_budget is not None:  # room for those in flight
+                reserved = sum(self._need(r) for r in self._active)
+                self.store.fit(max(0, self.kv_budget - reserved))
+            self.peak_active = max(self.peak_active, len(self._active))
+            self._step()
+
+    def _fail_batch(self, error: Exception) -> None:
+        for r in self._active:
+            self._finish(r, error)
+        self._active = []
 
     def _step(self) -> None:
         for request in [r for r in self._active if r.cancelled]:

@@ -25,25 +25,14 @@ near-tie. Measured in docs/benchmarks.md.
 from __future__ import annotations
 
 import importlib
-import random
-import time
 from typing import Any
 
 import numpy as np
 
-from flatscore.episode import Message, Serving, TokenLogprob, TokenUsage, TopLogprob, TurnTiming
-from flatscore.models.base import (
-    DEFAULT_KV_MEMORY_MB,
-    Backend,
-    FinishReason,
-    Generation,
-    Sampling,
-)
-from flatscore.models.chat_format import (
-    IM_END,
-    encode_prompt,
-    parse_assistant,
-)
+from flatscore.episode import Message, Serving, TokenLogprob, TopLogprob
+from flatscore.models.base import DEFAULT_KV_MEMORY_MB, Sampling
+from flatscore.models.chat_format import IM_END, encode_prompt
+from flatscore.models.engine_backend import Decoding, EngineBackend
 from flatscore.models.gguf_batch import GgufBatchEngine, GgufRequest
 from flatscore.models.gguf_files import GgufArm, require_llama_cpp, resolve_arm
 
@@ -57,10 +46,13 @@ N_BATCH = 256
 """Prompt tokens one sequence feeds per llama.cpp decode call."""
 
 
-class GgufBackend(Backend):
+class GgufBackend(EngineBackend):
     """Generation over one GGUF file with llama.cpp; `threads` are llama.cpp's threads for
     decode and prompt alike. `max_batch` sequences in flight at most, fewer when their KV
     (`max_context` positions each, f16) would exceed `kv_memory_mb`."""
+
+    engine: GgufBatchEngine
+    stop_strings = (IM_END,)  # the end of a turn even where it is not one token
 
     def __init__(
         self,
@@ -131,11 +123,6 @@ class GgufBackend(Backend):
             kv_memory_mb=kv_memory_mb,
         )
 
-    @property
-    def encoded_tokens(self) -> int:
-        """Prompt tokens actually run (all requests)."""
-        return self.engine.encoded_tokens
-
     def clear_cache(self) -> None:
         """Forget cached prefixes: the next request encodes its whole prompt."""
         self.engine.clear()
@@ -173,6 +160,9 @@ class GgufBackend(Backend):
 
     # ------------------------------------------------------------------ one step
 
+    def _generator(self, seed: int) -> Any:
+        return np.random.default_rng(seed)
+
     @staticmethod
     def _pick(logits: np.ndarray, sampling: Sampling, rng: np.random.Generator) -> int:
         if sampling.greedy:
@@ -204,64 +194,11 @@ class GgufBackend(Backend):
 
     def _request(
         self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
-    ) -> tuple[GgufRequest, _Decoding, str]:
+    ) -> tuple[GgufRequest, Decoding, str]:
         prompt = encode_prompt(messages, tools, sampling, self.encode, self.max_context)
-        decoding = _Decoding(self, sampling)
+        decoding = Decoding(self, sampling)
         request = GgufRequest(ids=prompt.ids, step=decoding.step, max_new=sampling.max_tokens)
         return request, decoding, prompt.prefix
-
-    def _generation(
-        self,
-        messages: list[Message],
-        request: GgufRequest,
-        d: _Decoding,
-        prefix: str,
-        start: float,
-    ) -> Generation:
-        end = time.perf_counter()
-        raw = prefix + d.text
-        message = parse_assistant(raw, f"call_{len(messages)}")
-        finish = d.finish
-        if message.tool_calls and finish == "stop":
-            finish = "tool_calls"
-        usage = TokenUsage(prompt_tokens=len(request.ids), completion_tokens=len(d.out))
-        first = d.first_token_at if d.first_token_at is not None else end
-        timing = TurnTiming(
-            prefill_s=first - start, decode_s=end - first, encoded_tokens=request.encoded
-        )
-        message = message.model_copy(
-            update={"usage": usage, "latency_s": end - start, "timing": timing}
-        )
-        return Generation(
-            message=message,
-            raw_text=raw,
-            logprobs=d.logprobs if d.sampling.logprobs else None,
-            usage=usage,
-            latency_s=end - start,
-            finish_reason=finish,
-            cached_tokens=len(request.ids) - request.encoded,
-        )
-
-    def generate(
-        self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
-    ) -> Generation:
-        from flatscore.serve.cancel import check_cancelled
-
-        start = time.perf_counter()
-        check_cancelled()
-        request, decoding, prefix = self._request(messages, tools, sampling)
-        self.engine.run(request)
-        return self._generation(messages, request, decoding, prefix, start)
-
-    async def agenerate(
-        self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
-    ) -> Generation:
-        """Waits for the engine without holding a thread, so every episode of the arm in
-        flight shares its decode calls."""
-        start = time.perf_counter()
-        request, decoding, prefix = self._request(messages, tools, sampling)
-        await self.engine.arun(request)
-        return self._generation(messages, request, decoding, prefix, start)
 
 
 def kv_bytes_per_position(llama_cpp: Any, model: Any) -> int:
@@ -271,50 +208,3 @@ def kv_bytes_per_position(llama_cpp: Any, model: Any) -> int:
     kv_heads = int(llama_cpp.llama_model_n_head_kv(model))
     head_dim = int(llama_cpp.llama_model_n_embd(model)) // heads
     return layers * 2 * kv_heads * head_dim * 2
-
-
-class _Decoding:
-    """One request's decoding state, stepped by the engine thread: picks each token
-    (greedy, or sampled with the request's own seed), records logprobs, and ends the turn
-    at a stop token, a stop string or `max_tokens`."""
-
-    def __init__(self, backend: GgufBackend, sampling: Sampling) -> None:
-        from flatscore.serve import cancel
-
-        # The caller's cancellation signal (a served client that went away), checked on the
-        # engine thread between tokens.
-        self.cancelled = cancel._current.get()
-        self.backend = backend
-        self.sampling = sampling
-        seed = sampling.seed if sampling.seed is not None else random.getrandbits(63)
-        self.rng = np.random.default_rng(seed)
-        self.stops = (*sampling.stop, IM_END)
-        self.out: list[int] = []
-        self.logprobs: list[TokenLogprob] = []
-        self.finish: FinishReason = "length"
-        self.text = ""
-        self.first_token_at: float | None = None
-
-    def step(self, logits: np.ndarray) -> int | None:
-        from flatscore.serve.cancel import GenerationCancelled
-
-        if self.cancelled is not None and self.cancelled.is_set():
-            raise GenerationCancelled()
-        if self.first_token_at is None:
-            self.first_token_at = time.perf_counter()
-        b, sampling = self.backend, self.sampling
-        token = b._pick(logits, sampling, self.rng)
-        if token in b.stop_ids:
-            self.finish = "stop"
-            return None
-        if sampling.logprobs:
-            self.logprobs.append(b._token_logprob(logits, token, sampling.top_logprobs))
-        self.out.append(token)
-        self.text = b.decode(self.out)
-        hits = [self.text.index(s) for s in self.stops if s in self.text]
-        if hits:
-            self.text, self.finish = self.text[: min(hits)], "stop"
-            return None
-        if len(self.out) >= sampling.max_tokens:
-            return None
-        return token

@@ -38,38 +38,23 @@ row counts, so those arms depend on the batch (docs/benchmarks.md).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ctypes
 import struct
-import threading
 from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-StepFn = Callable[[np.ndarray], "int | None"]
-"""Given the logits of a sequence's last token: the next token to feed, or None (done)."""
+from flatscore.models.request_queue import QueuedRequest, RequestQueue
 
 
 @dataclass
-class GgufRequest:
-    """One generation: prompt ids and the decoding step. Filled in by the engine:
-    `encoded` (prompt tokens run through the model) and `error`."""
+class GgufRequest(QueuedRequest[np.ndarray]):
+    """One generation (`QueuedRequest`) and, while in flight, its llama.cpp sequence id."""
 
-    ids: list[int]
-    step: StepFn
-    max_new: int = 0
-    encoded: int = 0
-    error: BaseException | None = None
-    done: threading.Event = field(default_factory=threading.Event)
-    on_done: Callable[[], None] | None = None
-    cancelled: bool = False
     # engine state
     seq: int = -1
-    held: list[int] = field(default_factory=list)  # ids whose KV the sequence holds
-    pending: list[int] = field(default_factory=list)  # ids still to feed
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:
@@ -148,16 +133,22 @@ class StateStore:
             self._entries.popitem(last=False)
 
 
-class GgufBatchEngine:
+class GgufBatchEngine(RequestQueue[GgufRequest, int]):
     """Runs every submitted request of one GGUF model in shared `llama_decode` calls on one
-    thread. `slots` sequences in flight at most, each a KV stream of `context` positions
-    that llama.cpp allocates (and clears: resident) up front, slots × context × the model's
-    bytes per position. The context starts with one stream and is remade with twice as
-    many (up to `slots`) when requests wait: those in flight finish first (no new ones join
-    meanwhile), and the prefix cache starts again empty, so no KV crosses contexts. Memory
-    follows the concurrency actually asked for; at most log2(slots) such pauses per arm.
-    `chunk` bounds the prompt tokens one sequence feeds per call; `store_tokens` bounds the
-    prefix cache (host memory)."""
+    thread (`RequestQueue`: submitting, waiting and closing). `slots` sequences in flight
+    at most, each a KV stream of `context` positions that llama.cpp allocates (and clears:
+    resident) up front, slots × context × the model's bytes per position. The context
+    starts with one stream and is remade with twice as many (up to `slots`) when requests
+    wait: those in flight finish first (no new ones join meanwhile), and the prefix cache
+    starts again empty, so no KV crosses contexts. Memory follows the concurrency actually
+    asked for; at most log2(slots) such pauses per arm. `chunk` bounds the prompt tokens
+    one sequence feeds per call; `store_tokens` bounds the prefix cache (host memory).
+
+    `_active` is by sequence id (`_active[i].seq == i`); `steps` counts the shared calls
+    (one token of every sequence in flight), `calls` every `llama_decode`."""
+
+    label = "gguf batch engine"
+    thread_name = "flatscore-gguf"
 
     def __init__(
         self,
@@ -171,6 +162,7 @@ class GgufBatchEngine:
         chunk: int = 256,
         store_tokens: int = 32_768,
     ) -> None:
+        super().__init__()
         self._lib = llama_cpp
         self._model = model
         self._threads = threads
@@ -184,81 +176,22 @@ class GgufBatchEngine:
         self.budget = 0
         self.n_vocab = n_vocab
         self.store = StateStore(store_tokens)
-        self._waiting: list[GgufRequest] = []
-        self._active: list[GgufRequest] = []  # by sequence id: active[i].seq == i
-        self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._closed = False
         self._clear = False
-        self.steps = 0  # shared calls (one token of every sequence in flight)
         self.calls = 0  # llama_decode calls, prompt chunks included
-        self.peak_active = 0
-        self.encoded_tokens = 0
         self.moves = 0
         self.grown = 0
         self._finished: list[tuple[GgufRequest, BaseException | None]] = []
         self._make(1)
 
-    # -------------------------------------------------------------- submitting
-
-    def submit(self, request: GgufRequest) -> None:
-        with self._cond:
-            if self._closed:
-                raise RuntimeError("the gguf batch engine is closed")
-            self._waiting.append(request)
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._loop, name="flatscore-gguf", daemon=True
-                )
-                self._thread.start()
-            self._cond.notify()
-
-    def run(self, request: GgufRequest) -> GgufRequest:
-        """Submit and wait (blocking)."""
-        self.submit(request)
-        request.done.wait()
-        if request.error is not None:
-            raise request.error
-        return request
-
-    async def arun(self, request: GgufRequest) -> GgufRequest:
-        """Submit and wait without holding a thread (many episodes in flight)."""
-        loop = asyncio.get_running_loop()
-        finished: asyncio.Future[None] = loop.create_future()
-
-        def settle() -> None:
-            if not finished.done():
-                finished.set_result(None)
-
-        def wake() -> None:
-            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
-                loop.call_soon_threadsafe(settle)
-
-        request.on_done = wake
-        self.submit(request)
-        try:
-            await finished
-        except asyncio.CancelledError:
-            request.cancelled = True
-            raise
-        if request.error is not None:
-            raise request.error
-        return request
-
     def clear(self) -> None:
         """Drop the prefix cache (the next request encodes its whole prompt)."""
         with self._cond:
             self._clear = True  # done by the engine thread, which owns the store
-            if self._thread is None or not self._thread.is_alive():
+            if not self._thread_alive():
                 self.store.clear()
                 self._clear = False
 
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify()
-        if self._thread is not None:
-            self._thread.join(timeout=60)
+    def _release(self) -> None:
         if self.ctx is not None:
             self._lib.llama_batch_free(self.batch)
             self._lib.llama_free(self.ctx)
@@ -343,47 +276,35 @@ class GgufBatchEngine:
                 last.seq = seq
             self._active.pop()
         request.seq = -1
-        request.error = error
-        request.done.set()
-        if request.on_done is not None:
-            request.on_done()
+        self._finish(request, error)
 
     # -------------------------------------------------------------- the loop
 
-    def _loop(self) -> None:
-        while True:
-            with self._cond:
-                while not self._closed and not self._waiting and not self._active:
-                    self._cond.wait()
-                if self._closed:
-                    for r in self._waiting + self._active:
-                        r.error = RuntimeError("the gguf batch engine was closed")
-                        r.done.set()
-                        if r.on_done is not None:
-                            r.on_done()
-                    self._waiting, self._active = [], []
-                    return
-                if self._clear:
-                    self.store.clear()
-                    self._clear = False
-                want = min(self.max_slots, len(self._active) + len(self._waiting))
-                grow = want > self.slots
-            try:
-                if grow and not self._active:  # more requests than streams: twice as many
-                    self._make(min(self.max_slots, max(want, 2 * self.slots)))
-                    self.grown += 1
-                with self._cond:
-                    # While a bigger context is wanted, those in flight drain first.
-                    room = 0 if grow and self._active else self.slots - len(self._active)
-                    joining, self._waiting = self._waiting[:room], self._waiting[room:]
-                for request in joining:
-                    self._active.append(request)
-                    self._admit(request, len(self._active) - 1)
-                self.peak_active = max(self.peak_active, len(self._active))
-                self._step()
-            except Exception as exc:  # fail the batch, keep serving
-                for r in list(reversed(self._active)):
-                    self._leave(r, exc)
+    def _plan(self) -> int:
+        """The streams wanted: one per request in flight or waiting, up to `max_slots`."""
+        if self._clear:
+            self.store.clear()
+            self._clear = False
+        return min(self.max_slots, len(self._active) + len(self._waiting))
+
+    def _advance(self, want: int) -> None:
+        grow = want > self.slots
+        if grow and not self._active:  # more requests than streams: twice as many
+            self._make(min(self.max_slots, max(want, 2 * self.slots)))
+            self.grown += 1
+        with self._cond:
+            # While a bigger context is wanted, those in flight drain first.
+            room = 0 if grow and self._active else self.slots - len(self._active)
+            joining, self._waiting = self._waiting[:room], self._waiting[room:]
+        for request in joining:
+            self._active.append(request)
+            self._admit(request, len(self._active) - 1)
+        self.peak_active = max(self.peak_active, len(self._active))
+        self._step()
+
+    def _fail_batch(self, error: Exception) -> None:
+        for r in list(reversed(self._active)):
+            self._leave(r, error)
 
     def _decode(self, feeds: list[tuple[GgufRequest, list[int]]]) -> None:
         """One `llama_decode` of `feeds` (sequence ids ascending and consecutive); each

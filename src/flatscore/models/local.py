@@ -12,23 +12,16 @@ depend on what else is in the batch (tested: batched = unbatched, token for toke
 
 from __future__ import annotations
 
-import random
-import time
 from dataclasses import dataclass
 from typing import Any
 
-from flatscore.episode import Message, Serving, TokenLogprob, TokenUsage, TopLogprob, TurnTiming
+from flatscore.episode import Message, Serving, TokenLogprob, TopLogprob
 from flatscore.errors import InputError
-from flatscore.models.base import (
-    DEFAULT_KV_MEMORY_MB,
-    Backend,
-    FinishReason,
-    Generation,
-    Sampling,
-)
+from flatscore.models.base import DEFAULT_KV_MEMORY_MB, Sampling
 from flatscore.models.batching import BatchEngine, Request, common_prefix
-from flatscore.models.chat_format import encode_prompt, parse_assistant, render
+from flatscore.models.chat_format import encode_prompt, render
 from flatscore.models.embedded import LoadedModel
+from flatscore.models.engine_backend import Decoding, EngineBackend
 from flatscore.models.footprint import Footprint
 from flatscore.quant.calibration import CalibrationSource
 
@@ -53,55 +46,7 @@ class Transcript:
     message_index: list[int]
 
 
-class _Decoding:
-    """One request's decoding state, stepped by the engine thread: picks each token
-    (greedy or seeded sampling), records logprobs, and ends the turn at a stop token, a
-    stop string or `max_tokens`."""
-
-    def __init__(self, backend: LocalBackend, sampling: Sampling) -> None:
-        import torch
-
-        from flatscore.serve import cancel
-
-        # The caller's cancellation signal (a served client that went away), checked on the
-        # engine thread between tokens.
-        self.cancelled = cancel._current.get()
-        self.backend = backend
-        self.sampling = sampling
-        seed = sampling.seed if sampling.seed is not None else random.getrandbits(63)
-        self.generator = torch.Generator().manual_seed(seed)
-        self.out: list[int] = []
-        self.logprobs: list[TokenLogprob] = []
-        self.finish: FinishReason = "length"
-        self.text = ""
-        self.first_token_at: float | None = None  # the end of prefill, for TurnTiming
-
-    def step(self, logits: Any) -> int | None:
-        from flatscore.serve.cancel import GenerationCancelled
-
-        if self.cancelled is not None and self.cancelled.is_set():
-            raise GenerationCancelled()
-        if self.first_token_at is None:
-            self.first_token_at = time.perf_counter()
-        b, sampling = self.backend, self.sampling
-        token = b._pick(logits, sampling, self.generator)
-        if token in b.stop_ids:
-            self.finish = "stop"
-            return None
-        if sampling.logprobs:
-            self.logprobs.append(b._token_logprob(logits, token, sampling.top_logprobs))
-        self.out.append(token)
-        self.text = b.tokenizer.decode(self.out)
-        hits = [self.text.index(s) for s in sampling.stop if s in self.text]
-        if hits:
-            self.text, self.finish = self.text[: min(hits)], "stop"
-            return None
-        if len(self.out) >= sampling.max_tokens:
-            return None
-        return token
-
-
-class LocalBackend(Backend):
+class LocalBackend(EngineBackend):
     """Generation, logprobs and teacher forcing over a loaded model (see `load_model`).
 
     `max_batch`: sequences decoded together (their KV caches are in memory at once);
@@ -112,6 +57,8 @@ class LocalBackend(Backend):
     rows, so one sequence alone runs faster but numbers depend on the batch (one stream at
     a time only); `reuse_kv=False` encodes every prompt in full (for
     comparisons)."""
+
+    engine: BatchEngine
 
     def __init__(
         self,
@@ -189,10 +136,8 @@ class LocalBackend(Backend):
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    @property
-    def encoded_tokens(self) -> int:
-        """Prompt tokens actually run through the model (all calls)."""
-        return self.engine.encoded_tokens
+    def decode(self, ids: list[int]) -> str:
+        return str(self.tokenizer.decode(ids))  # a str already; typed Any
 
     def clear_cache(self) -> None:
         """Drop every cached KV (e.g. after changing the weights). Not done between
@@ -238,6 +183,11 @@ class LocalBackend(Backend):
 
     # ------------------------------------------------------------------ generation
 
+    def _generator(self, seed: int) -> Any:
+        import torch
+
+        return torch.Generator().manual_seed(seed)
+
     @staticmethod
     def _pick(logits: Any, sampling: Sampling, generator: Any) -> int:
         import torch
@@ -269,11 +219,11 @@ class LocalBackend(Backend):
 
     def _request(
         self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
-    ) -> tuple[Request, _Decoding, str]:
+    ) -> tuple[Request, Decoding, str]:
         prompt = encode_prompt(messages, tools, sampling, self.encode, self.max_context)
         ids, offered, prefix = prompt.ids, prompt.offered, prompt.prefix
         shared = common_prefix(self._shared_prefix(messages, offered), ids)
-        decoding = _Decoding(self, sampling)
+        decoding = Decoding(self, sampling)
         request = Request(
             ids=ids,
             step=decoding.step,
@@ -281,55 +231,6 @@ class LocalBackend(Backend):
             max_new=sampling.max_tokens,
         )
         return request, decoding, prefix
-
-    def _generation(
-        self, messages: list[Message], request: Request, d: _Decoding, prefix: str, start: float
-    ) -> Generation:
-        raw = prefix + (d.text if d.out else "")
-        message = parse_assistant(raw, f"call_{len(messages)}")
-        finish = d.finish
-        if message.tool_calls and finish == "stop":
-            finish = "tool_calls"
-        end = time.perf_counter()
-        latency = end - start
-        usage = TokenUsage(prompt_tokens=len(request.ids), completion_tokens=len(d.out))
-        first = d.first_token_at if d.first_token_at is not None else end
-        timing = TurnTiming(
-            prefill_s=first - start, decode_s=end - first, encoded_tokens=request.encoded
-        )
-        message = message.model_copy(
-            update={"usage": usage, "latency_s": latency, "timing": timing}
-        )
-        return Generation(
-            message=message,
-            raw_text=raw,
-            logprobs=d.logprobs if d.sampling.logprobs else None,
-            usage=usage,
-            latency_s=latency,
-            finish_reason=finish,
-            cached_tokens=len(request.ids) - request.encoded,
-        )
-
-    def generate(
-        self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
-    ) -> Generation:
-        from flatscore.serve.cancel import check_cancelled
-
-        start = time.perf_counter()
-        check_cancelled()
-        request, decoding, prefix = self._request(messages, tools, sampling)
-        self.engine.run(request)
-        return self._generation(messages, request, decoding, prefix, start)
-
-    async def agenerate(
-        self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
-    ) -> Generation:
-        """Waits for the engine without holding a thread, so any number of episodes can be
-        in flight (they are batched together)."""
-        start = time.perf_counter()
-        request, decoding, prefix = self._request(messages, tools, sampling)
-        await self.engine.arun(request)
-        return self._generation(messages, request, decoding, prefix, start)
 
     # ------------------------------------------------------------------ teacher forcing
 
