@@ -7,20 +7,21 @@ from typing import Any
 
 from flatscore.episode import Message, ToolCall, ToolResult
 
-TOOLS: list[dict[str, Any]] = [
-    {
+
+def order_tool(name: str, description: str) -> dict[str, Any]:
+    """An OpenAI-style tool taking one required `order_id` string."""
+    parameters = {
+        "type": "object",
+        "properties": {"order_id": {"type": "string"}},
+        "required": ["order_id"],
+    }
+    return {
         "type": "function",
-        "function": {
-            "name": "get_order_details",
-            "description": "Get an order's status.",
-            "parameters": {
-                "type": "object",
-                "properties": {"order_id": {"type": "string"}},
-                "required": ["order_id"],
-            },
-        },
-    },
-]
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
+
+
+TOOLS: list[dict[str, Any]] = [order_tool("get_order_details", "Get an order's status.")]
 START = [
     Message(role="system", content="You are a retail support agent."),
     Message(role="user", content="Where is my order #W123?"),

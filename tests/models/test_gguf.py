@@ -16,26 +16,14 @@ from cli_runner import flatscore
 from flatscore.episode import Message
 from flatscore.models.base import Sampling
 from flatscore.models.gguf_files import EXTRA_HINT, llama_cpp_available, resolve_arm
+from sample_chat import order_tool
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not llama_cpp_available(), reason=EXTRA_HINT),
 ]
 
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_order",
-            "description": "Look up an order by its id.",
-            "parameters": {
-                "type": "object",
-                "properties": {"order_id": {"type": "string"}},
-                "required": ["order_id"],
-            },
-        },
-    }
-]
+TOOLS = [order_tool("get_order", "Look up an order by its id.")]
 MESSAGES = [
     Message(role="system", content="You are a retail support agent. Use the tools."),
     Message(role="user", content="Hi, where is my order #W123? It has not arrived."),
