@@ -135,7 +135,7 @@ def test_a_recovery_stage_starts_from_the_pinned_adapter(
     """A recipe with `init_adapter_sha256` trains on top of that adapter: its first step's
     loss is the first stage's trained loss, not the base model's; a wrong or missing
     adapter is one line naming the file or the field."""
-    from flatscore.embedded.train import adapter_sha256
+    from flatscore.embedded.weights import adapter_sha256
 
     first = straight / "adapter"
     stage = CONFIG.model_copy(update={"init_adapter_sha256": adapter_sha256(first), "steps": 1})
@@ -175,7 +175,8 @@ def test_a_recipe_file_is_validated_in_one_line(tmp_path: Path) -> None:
 
 def test_the_committed_recovery_recipe_pins_the_committed_first_stage() -> None:
     """docs/embedded-train-v3/recipe.json starts from docs/embedded-train-v2's adapter."""
-    from flatscore.embedded.train import adapter_sha256, load_recipe
+    from flatscore.embedded.train import load_recipe
+    from flatscore.embedded.weights import adapter_sha256
 
     docs = Path(__file__).resolve().parents[2] / "docs"
     recipe = load_recipe(docs / "embedded-train-v3" / "recipe.json")

@@ -29,8 +29,8 @@ from flatscore.embedded.card_stages import (
     training_section,
 )
 from flatscore.embedded.evaluate import ArmDomainSummary, summarize_episodes
-from flatscore.embedded.train import adapter_sha256, read_losses
-from flatscore.embedded.weights import ADAPTER_FILE
+from flatscore.embedded.train import read_losses
+from flatscore.embedded.weights import ADAPTER_FILE, adapter_sha256
 from flatscore.episode import Episode
 from flatscore.errors import InputError, from_validation
 from flatscore.models.embedded import EMBEDDED_DESCRIPTION

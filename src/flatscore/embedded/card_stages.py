@@ -15,7 +15,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from flatscore.embedded.composition import DomainComposition, composition
-from flatscore.embedded.train import ADAPTER_WEIGHTS, TrainConfig, adapter_sha256, read_losses
+from flatscore.embedded.train import TrainConfig, read_losses
+from flatscore.embedded.weights import ADAPTER_FILE, adapter_sha256
 from flatscore.errors import InputError, from_validation
 
 
@@ -50,7 +51,7 @@ def load_stage(train_dir: Path) -> Stage:
         config = TrainConfig.model_validate_json(config_file.read_bytes())
     except ValidationError as exc:
         raise from_validation(exc, file=str(config_file)) from None
-    weights = train_dir / "adapter" / ADAPTER_WEIGHTS
+    weights = train_dir / "adapter" / ADAPTER_FILE
     try:
         data = json.loads((train_dir / "dataset.json").read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -85,7 +86,7 @@ def stages_of(train_dir: Path, init_train: Path | None) -> list[Stage]:
             field="init_adapter_sha256",
         )
     first = load_stage(init_train)
-    weights = str(init_train / "adapter" / ADAPTER_WEIGHTS)
+    weights = str(init_train / "adapter" / ADAPTER_FILE)
     if first.adapter_sha256 is None:
         raise InputError(
             "is missing: the stage's adapter is what the next one starts from", file=weights

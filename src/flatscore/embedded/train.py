@@ -19,7 +19,6 @@ Output directory:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -32,9 +31,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from flatscore.console import make_console, progress
+from flatscore.embedded.weights import ADAPTER_FILE, adapter_sha256
 from flatscore.errors import InputError, from_validation
 
-ADAPTER_WEIGHTS = "adapter_model.safetensors"
 TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
@@ -172,11 +171,6 @@ def _check_config(out: Path, config: TrainConfig, resume: bool) -> None:
         _atomic_write(path, config.model_dump_json(indent=2))
 
 
-def adapter_sha256(adapter_dir: Path) -> str:
-    """sha256 of an adapter's weights file (what a recovery-stage recipe pins)."""
-    return hashlib.sha256((adapter_dir / ADAPTER_WEIGHTS).read_bytes()).hexdigest()
-
-
 def init_weights(config: TrainConfig, init: Path | None) -> Path | None:
     """The adapter the recipe starts from, checked against the hash it pins."""
     if config.init_adapter_sha256 is None:
@@ -186,14 +180,14 @@ def init_weights(config: TrainConfig, init: Path | None) -> Path | None:
             "the recipe starts from an adapter (init_adapter_sha256); pass --init DIR",
             field="init_adapter_sha256",
         )
-    if not (init / ADAPTER_WEIGHTS).is_file():
-        raise InputError(f"no {ADAPTER_WEIGHTS} here", file=str(init))
+    if not (init / ADAPTER_FILE).is_file():
+        raise InputError(f"no {ADAPTER_FILE} here", file=str(init))
     found = adapter_sha256(init)
     if found != config.init_adapter_sha256:
         raise InputError(
             f"adapter weights hash {found[:16]}…, the recipe pins "
             f"{config.init_adapter_sha256[:16]}…",
-            file=str(init / ADAPTER_WEIGHTS),
+            file=str(init / ADAPTER_FILE),
         )
     return init
 
@@ -307,7 +301,7 @@ def train(
 
     model = build_model(config, loaded.model)
     if init is not None:
-        set_peft_model_state_dict(model, load_file(str(init / ADAPTER_WEIGHTS)))
+        set_peft_model_state_dict(model, load_file(str(init / ADAPTER_FILE)))
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
