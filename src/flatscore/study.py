@@ -38,7 +38,7 @@ from flatscore.analysis.settings import POINTS, AnalysisSettings, Price
 from flatscore.domains import domain_names
 from flatscore.errors import InputError, from_validation
 from flatscore.limits import MAX_BUDGET
-from flatscore.models.base import COMPUTES, DEFAULT_KV_MEMORY_MB
+from flatscore.models.base import COMPUTES, DEFAULT_KV_MEMORY_MB, DEFAULT_MAX_BATCH
 from flatscore.models.shared import BACKENDS, BackendSpec, kind_needs, kind_takes, kinds_taking
 from flatscore.strict import StrictModel
 from flatscore.tau2live.spec import Tau2Spec, check_tau2_domains, is_tau2_domain
@@ -297,7 +297,7 @@ class ModelSpec(StrictModel):
             threads=self.threads,
             compute=self.compute or "fp32",
             kv_memory_mb=self.kv_memory_mb * sharing,
-            max_batch=BackendSpec.model_fields["max_batch"].default * sharing,
+            max_batch=DEFAULT_MAX_BATCH * sharing,
         )
 
 

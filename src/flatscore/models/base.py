@@ -25,6 +25,9 @@ COMPUTES: Registry[Callable[[Any], None]] = Registry(
 """A local model's compute settings by name (fp32, bf16, fp16): each puts a loaded model (its
 precision arm applied) in that compute, in place (`flatscore.models.compute`, which imports
 torch: registered on first use)."""
+DEFAULT_MAX_BATCH = 16
+"""Sequences one engine decodes together per arm: a full pass of the batch engine's 16
+padded rows (`flatscore.models.batching.MIN_ROWS`)."""
 DEFAULT_KV_MEMORY_MB = 512.0
 """The local backend's KV memory per arm: the sequences in flight and the prefix cache
 (`flatscore.models.local.LocalBackend`'s `kv_memory_mb`; docs/benchmarks.md)."""

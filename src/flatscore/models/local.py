@@ -17,7 +17,7 @@ from typing import Any
 
 from flatscore.episode import Message, Serving, TokenLogprob, TopLogprob
 from flatscore.errors import InputError
-from flatscore.models.base import DEFAULT_KV_MEMORY_MB, Sampling
+from flatscore.models.base import DEFAULT_KV_MEMORY_MB, DEFAULT_MAX_BATCH, Sampling
 from flatscore.models.batching import BatchEngine, Request, common_prefix
 from flatscore.models.chat_format import encode_prompt, render
 from flatscore.models.embedded import LoadedModel
@@ -65,7 +65,7 @@ class LocalBackend(EngineBackend):
         loaded: LoadedModel,
         *,
         arm: str = "ref",
-        max_batch: int = 16,
+        max_batch: int = DEFAULT_MAX_BATCH,
         cache_tokens: int = 32_768,
         kv_memory_mb: float | None = DEFAULT_KV_MEMORY_MB,
         batch_invariant: bool = True,

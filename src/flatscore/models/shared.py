@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import ConfigDict, Field, field_validator
 
-from flatscore.models.base import COMPUTES, DEFAULT_KV_MEMORY_MB
+from flatscore.models.base import COMPUTES, DEFAULT_KV_MEMORY_MB, DEFAULT_MAX_BATCH
 from flatscore.models.openai import OpenAIBackend, OpenAIConfig
 from flatscore.registry import Registry
 from flatscore.strict import StrictModel
@@ -41,7 +41,9 @@ class BackendSpec(StrictModel):
     threads: int = Field(1, ge=1)
     compute: str = Field("fp32", description="a registered compute setting (`COMPUTES`)")
     kv_memory_mb: float | None = Field(DEFAULT_KV_MEMORY_MB, gt=0)
-    max_batch: int = Field(16, ge=1, description="local: sequences one engine decodes together")
+    max_batch: int = Field(
+        DEFAULT_MAX_BATCH, ge=1, description="local: sequences one engine decodes together"
+    )
     batch_invariant: bool = True
 
     @field_validator("kind")
