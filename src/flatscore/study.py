@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from flatscore import defaults
 from flatscore.agents.base import agent_names, make_agent
@@ -36,7 +36,7 @@ from flatscore.agents.inject import InjectSpec
 from flatscore.agents.repair import RepairConfig
 from flatscore.analysis.settings import POINTS, AnalysisSettings, Price
 from flatscore.domains import domain_names
-from flatscore.errors import InputError, from_validation
+from flatscore.errors import InputError, validating
 from flatscore.limits import MAX_BUDGET
 from flatscore.models.base import COMPUTES, DEFAULT_KV_MEMORY_MB, DEFAULT_MAX_BATCH
 from flatscore.models.shared import BACKENDS, BackendSpec, kind_needs, kind_takes, kinds_taking
@@ -561,18 +561,15 @@ def parse_study(data: Any, *, file: str | None = None, base_dir: Path | None = N
     """Validate a study from already-parsed YAML/JSON data."""
     if not isinstance(data, dict):
         raise InputError("a study file must be a mapping (key: value)", file=file)
-    try:
+    with validating(
+        file=file,
+        field=lambda loc: ".".join(map(str, loc)) or "(study)",
+        extra="unknown field (check the spelling; see docs/studies.md)",
+    ):
         study = Study.model_validate(
             {**data, "base_dir": base_dir or Path(".")},
             context={**POINTS, "base_dir": base_dir or Path(".")},
         )
-    except ValidationError as exc:
-        raise from_validation(
-            exc,
-            file=file,
-            field=lambda loc: ".".join(map(str, loc)) or "(study)",
-            extra="unknown field (check the spelling; see docs/studies.md)",
-        ) from None
     check_names(study, file)
     return study
 
