@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 if TYPE_CHECKING:  # a type only: `flatscore --help` need not import pydantic
     from pydantic import ValidationError
@@ -73,23 +73,24 @@ def from_validation(
     return InputError(message, file=file, record=record, field=where or None)
 
 
+class Where(TypedDict, total=False):
+    """`from_validation`'s keywords: where the error is and how to say it."""
+
+    file: str | None
+    record: str | int | None
+    prefix: str
+    field: FieldOf | None
+    missing: str | None
+    extra: str | None
+
+
 @contextmanager
-def validating(
-    *,
-    file: str | None = None,
-    record: str | int | None = None,
-    prefix: str = "",
-    field: FieldOf | None = None,
-    missing: str | None = None,
-    extra: str | None = None,
-) -> Iterator[None]:
+def validating(**where: Unpack[Where]) -> Iterator[None]:
     """Run the block; a pydantic `ValidationError` raised in it leaves as `from_validation`'s
-    one `InputError` (same arguments), without the pydantic traceback behind it."""
+    one `InputError` (same keywords), without the pydantic traceback behind it."""
     from pydantic import ValidationError  # here: importing errors must not import pydantic
 
     try:
         yield
     except ValidationError as exc:
-        raise from_validation(
-            exc, file=file, record=record, prefix=prefix, field=field, missing=missing, extra=extra
-        ) from None
+        raise from_validation(exc, **where) from None
