@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -240,6 +241,38 @@ def test_what_a_model_kind_takes_comes_from_its_registration(tmp_path: Path) -> 
     assert refusal({**bf16, "path": "p"}).startswith(
         "field 'models.0.kind': unknown model kind 'remote' (known: embedded, gguf, local, openai"
     )
+
+
+def test_a_kinds_arm_check_is_the_one_it_registered(tmp_path: Path) -> None:
+    """The study runs the arm check a backend kind registered (`check_arms`), not one
+    guessed from the fields it takes: a kind taking `compute` is not held to `ARMS`
+    unless it says so, and its own check names the field it refuses."""
+    from flatscore.models.arm_checks import check_gguf_arms, check_torch_arms
+    from flatscore.models.shared import BACKENDS, arm_check, register_backend
+
+    assert arm_check("embedded") is arm_check("local") is check_torch_arms
+    assert arm_check("gguf") is check_gguf_arms
+    assert arm_check("openai") is None
+
+    def only_fast(model: Any, i: int, file: str | None) -> None:
+        for name in model.arms:
+            if name != "fast":
+                raise InputError("not a fast arm", file=file, field=f"models.{i}.arms.{name}")
+
+    def study(kind: str, arm: str) -> Path:
+        return write(tmp_path, {"models": [{"name": "q", "kind": kind, "arms": [arm]}]})
+
+    register_backend("remote", lambda spec: None, takes=["compute"])  # type: ignore[arg-type,return-value]
+    register_backend("picky", lambda spec: None, takes=["compute"], check_arms=only_fast)  # type: ignore[arg-type,return-value]
+    try:
+        assert list(load_study(study("remote", "fast")).models[0].arms) == ["fast"]  # no ARMS
+        with pytest.raises(InputError) as info:
+            load_study(study("picky", "slow"))
+        assert info.value.field == "models.0.arms.slow" and info.value.message == "not a fast arm"
+        assert list(load_study(study("picky", "fast")).models[0].arms) == ["fast"]
+    finally:
+        BACKENDS.unregister("remote")
+        BACKENDS.unregister("picky")
 
 
 def test_kinds_come_from_the_registries() -> None:

@@ -1,16 +1,22 @@
 """One error type for bad input: the CLI turns it into one clear line and exit code 2.
 
 `from_validation` is the one place a pydantic `ValidationError` becomes that line: its first
-error, located by file, record and field path (`models.0.arms.int4.url`).
+error, located by file, record and field path (`models.0.arms.int4.url`); `validating(...)`
+wraps a block that validates, so callers do not each write the `try`/`except`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 if TYPE_CHECKING:  # a type only: `flatscore --help` need not import pydantic
     from pydantic import ValidationError
+
+
+FieldOf = Callable[[tuple[int | str, ...]], str | None]
+"""The field to name for a validation error's location (e.g. a CLI flag)."""
 
 
 class InputError(Exception):
@@ -49,7 +55,7 @@ def from_validation(
     file: str | None = None,
     record: str | int | None = None,
     prefix: str = "",
-    field: Callable[[tuple[int | str, ...]], str | None] | None = None,
+    field: FieldOf | None = None,
     missing: str | None = None,
     extra: str | None = None,
 ) -> InputError:
@@ -65,3 +71,26 @@ def from_validation(
         message = extra
     where = field(loc) if field is not None else prefix + ".".join(str(p) for p in loc)
     return InputError(message, file=file, record=record, field=where or None)
+
+
+class Where(TypedDict, total=False):
+    """`from_validation`'s keywords: where the error is and how to say it."""
+
+    file: str | None
+    record: str | int | None
+    prefix: str
+    field: FieldOf | None
+    missing: str | None
+    extra: str | None
+
+
+@contextmanager
+def validating(**where: Unpack[Where]) -> Iterator[None]:
+    """Run the block; a pydantic `ValidationError` raised in it leaves as `from_validation`'s
+    one `InputError` (same keywords), without the pydantic traceback behind it."""
+    from pydantic import ValidationError  # here: importing errors must not import pydantic
+
+    try:
+        yield
+    except ValidationError as exc:
+        raise from_validation(exc, **where) from None

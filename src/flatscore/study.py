@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from flatscore import defaults
 from flatscore.agents.base import agent_names, make_agent
@@ -36,10 +36,17 @@ from flatscore.agents.inject import InjectSpec
 from flatscore.agents.repair import RepairConfig
 from flatscore.analysis.settings import POINTS, AnalysisSettings, Price
 from flatscore.domains import domain_names
-from flatscore.errors import InputError, from_validation
+from flatscore.errors import InputError, validating
 from flatscore.limits import MAX_BUDGET
 from flatscore.models.base import COMPUTES, DEFAULT_KV_MEMORY_MB, DEFAULT_MAX_BATCH
-from flatscore.models.shared import BACKENDS, BackendSpec, kind_needs, kind_takes, kinds_taking
+from flatscore.models.shared import (
+    BACKENDS,
+    BackendSpec,
+    arm_check,
+    kind_needs,
+    kind_takes,
+    kinds_taking,
+)
 from flatscore.strict import StrictModel
 from flatscore.tau2live.spec import Tau2Spec, check_tau2_domains, is_tau2_domain
 from flatscore.users.base import USERS, user_names
@@ -473,7 +480,8 @@ class Study(StrictModel):
 
 
 def check_names(study: Study, file: str | None = None) -> None:
-    """Checks that need registries (agents, precision formats, repair channels)."""
+    """Checks that need registries (agents; precision formats and files: each backend kind's
+    `arm_check`)."""
     for i, model in enumerate(study.models):
         if model.kind == AGENT_KIND and model.agent not in agent_names():
             raise InputError(
@@ -493,86 +501,24 @@ def check_names(study: Study, file: str | None = None) -> None:
                         file=file,
                         field=f"models.{i}.arms.{arm_name}.options",
                     ) from None
-        if kind_takes(model.kind, "compute"):  # torch in-process: arms are `ARMS` formats
-            from flatscore.quant.arms import ARMS  # imports torch (the `local` extra)
-
-            for arm_name, arm in model.arms.items():
-                if arm.control_of is not None:
-                    continue  # it runs the arm it replicates, checked as that arm
-                if arm.inject is not None:
-                    continue  # its base arm is checked
-                if (arm.quant or arm_name) not in ARMS:
-                    raise _unknown_quant(
-                        "precision format", ", ".join(ARMS.names()), arm_name, arm, i, file
-                    )
-        if kind_takes(model.kind, "file"):  # llama.cpp: GGUF files and quant types
-            _check_gguf(model, i, file)
-
-
-def _unknown_quant(
-    what: str, known: str, arm_name: str, arm: ArmSpec, i: int, file: str | None, also: str = ""
-) -> InputError:
-    """An arm whose quantization (its `quant`, else its name) is none of `known`, naming the
-    field to fix."""
-    where = "quant" if arm.quant else "(name)"
-    return InputError(
-        f"unknown {what} {arm.quant or arm_name!r} (known: {known}); name the arm after one, "
-        f"or give 'quant'{also}",
-        file=file,
-        field=f"models.{i}.arms.{arm_name}.{where}",
-    )
-
-
-def _check_gguf(model: ModelSpec, i: int, file: str | None) -> None:
-    """Every file exists and is a GGUF, every quant type is known, and the extra that runs
-    them is installed (checked last, so file mistakes show without it too)."""
-    from flatscore.models.gguf_files import EXTRA_HINT as GGUF_EXTRA
-    from flatscore.models.gguf_files import (
-        check_gguf_file,
-        check_reference,
-        known_quants,
-        llama_cpp_available,
-        quant_type,
-    )
-
-    def check(where: str, action: Any) -> None:
-        try:
-            action()
-        except InputError as exc:
-            name = f" ({exc.file})" if exc.file else ""
-            raise InputError(f"{exc.message}{name}", file=file, field=where) from None
-
-    played = {model.played_by(a) for a in model.arms}
-    if any(model.arms[a].file is None for a in played):
-        check(f"models.{i}.path", lambda: check_reference(model.path or "embedded"))
-    for arm_name in sorted(played):
-        arm = model.arms[arm_name]
-        if arm.file is not None:
-            path = Path(arm.file).expanduser()
-            check(f"models.{i}.arms.{arm_name}.file", lambda p=path: check_gguf_file(p))
-        elif quant_type(arm.quant or arm_name) is None:
-            known = known_quants()
-            raise _unknown_quant("GGUF quant type", known, arm_name, arm, i, file, " or 'file'")
-    if not llama_cpp_available():
-        raise InputError(GGUF_EXTRA, file=file, field=f"models.{i}.kind")
+        check_arms = arm_check(model.kind)  # the kind's own: formats, files
+        if check_arms is not None:
+            check_arms(model, i, file)
 
 
 def parse_study(data: Any, *, file: str | None = None, base_dir: Path | None = None) -> Study:
     """Validate a study from already-parsed YAML/JSON data."""
     if not isinstance(data, dict):
         raise InputError("a study file must be a mapping (key: value)", file=file)
-    try:
+    with validating(
+        file=file,
+        field=lambda loc: ".".join(map(str, loc)) or "(study)",
+        extra="unknown field (check the spelling; see docs/studies.md)",
+    ):
         study = Study.model_validate(
             {**data, "base_dir": base_dir or Path(".")},
             context={**POINTS, "base_dir": base_dir or Path(".")},
         )
-    except ValidationError as exc:
-        raise from_validation(
-            exc,
-            file=file,
-            field=lambda loc: ".".join(map(str, loc)) or "(study)",
-            extra="unknown field (check the spelling; see docs/studies.md)",
-        ) from None
     check_names(study, file)
     return study
 

@@ -114,8 +114,16 @@ def test_scope_against_the_study(tmp_path: Path) -> None:
         runs_section(runs, study)
 
 
-def test_a_folder_without_runs_is_one_line(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="holds no episodes"):
-        read_runs(tmp_path)
-    with pytest.raises(InputError, match="not a folder"):
+def test_a_folder_without_runs_is_one_line_naming_it(tmp_path: Path) -> None:
+    """The same lines as every command that reads a run folder (`archive.run_files`,
+    `formats.load_runs`)."""
+    with pytest.raises(InputError) as info:
         read_runs(tmp_path / "nope")
+    assert str(info.value) == f"{tmp_path / 'nope'}: not a run folder (no such folder)"
+    with pytest.raises(InputError) as info:
+        read_runs(tmp_path)
+    assert str(info.value) == f"{tmp_path}: not a run folder: no run files (*.jsonl) in it"
+    (tmp_path / "m__ref.jsonl").write_text("", "utf-8")
+    with pytest.raises(InputError) as info:
+        read_runs(tmp_path)
+    assert str(info.value) == f"{tmp_path / 'm__ref.jsonl'}: no episodes in the input"

@@ -92,7 +92,7 @@ def test_models_endpoint(server: str) -> None:
 @pytest.mark.parametrize(
     ("args", "field"),
     [
-        (["--kind", "vllm"], "'vllm': use local or embedded or gguf"),
+        (["--kind", "vllm"], "'vllm': use embedded or gguf or local"),
         (["--kind", "gguf", "--compute", "bf16"], "applies to --kind local only"),
     ],
 )
@@ -101,6 +101,22 @@ def test_bad_serve_options_are_one_line_exit_2(args: list[str], field: str) -> N
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("error: field ") and field in line
+
+
+def test_serve_kinds_come_from_the_backend_registry() -> None:
+    """`serve --kind` takes the registered kinds whose models are local weights (they take a
+    `path`): a plug-in's too, never an endpoint kind; no list restates their names."""
+    from flatscore.cli.commands_serve import serve_kinds
+    from flatscore.models.shared import BACKENDS, register_backend
+
+    assert serve_kinds() == ["embedded", "gguf", "local"]
+    register_backend("remote", lambda spec: None, takes=["path"])  # type: ignore[arg-type,return-value]
+    register_backend("hosted", lambda spec: None, needs=["url"])  # type: ignore[arg-type,return-value]
+    try:
+        assert serve_kinds() == ["embedded", "gguf", "local", "remote"]
+    finally:
+        BACKENDS.unregister("remote")
+        BACKENDS.unregister("hosted")
 
 
 def test_served_generation_equals_in_process(server: str, tiny_loaded: Any) -> None:

@@ -22,7 +22,6 @@ from pydantic import (
     Field,
     FieldSerializationInfo,
     SerializerFunctionWrapHandler,
-    ValidationError,
     ValidationInfo,
     field_serializer,
     field_validator,
@@ -32,7 +31,7 @@ from flatscore import defaults
 from flatscore.analysis.budget import parse_budgets
 from flatscore.analysis.channels import BUILTIN_RULES, ChannelRules, load_rules
 from flatscore.analysis.outputs import AnalysisModel, CountMode
-from flatscore.errors import InputError, from_validation
+from flatscore.errors import InputError, validating
 from flatscore.limits import MAX_BOOTSTRAP, MAX_BUDGET, MIN_BOOTSTRAP
 
 Correction = Literal["holm", "bh"]
@@ -148,11 +147,7 @@ class AnalysisSettings(AnalysisModel):
     def from_flags(cls, **values: Any) -> AnalysisSettings:
         """Settings from command-line flags (`tost_margin` in points; None: the default).
         A bad value is one InputError naming the flag."""
-        try:
+        with validating(field=lambda loc: "--" + str(loc[0]).replace("_", "-") if loc else None):
             return cls.model_validate(
                 {k: v for k, v in values.items() if v is not None}, context=POINTS
             )
-        except ValidationError as exc:
-            raise from_validation(
-                exc, field=lambda loc: "--" + str(loc[0]).replace("_", "-") if loc else None
-            ) from None

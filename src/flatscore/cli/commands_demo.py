@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from flatscore.cli import options as opt
 from flatscore.cli.app import app, console
 from flatscore.errors import InputError, from_validation
 
@@ -49,7 +50,7 @@ def demo(
         ),
     ] = None,
     fresh: Annotated[bool, typer.Option(help="Start over instead of resuming.")] = False,
-    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    progress: opt.ProgressBars = True,
 ) -> None:
     """Run the embedded agent in ref / int8 / int4 / int4-awq on both built-in domains
     (test split, scripted user), write the report and print the headline verdicts."""

@@ -60,18 +60,16 @@ def gate(
     ] = False,
 ) -> None:
     """May the candidate replace the reference? Exit 0 pass, 3 damage, 4 inconclusive."""
-    from pydantic import ValidationError
-
     from flatscore.analysis.gate import GateOptions
     from flatscore.analysis.gate import gate as run_gate
-    from flatscore.errors import from_validation
+    from flatscore.errors import validating
 
     if not 0 < margin < 100:
         raise InputError(f"expected a margin in (0, 100) points, got {margin}", field="--margin")
     if count not in ("all", "agent"):
         raise InputError(f"expected all or agent, got {count!r}", field="--count")
     chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
-    try:
+    with validating(prefix="--"):
         options = GateOptions(
             tost_margin=margin / 100,
             tight_k=tight_budget,
@@ -81,8 +79,6 @@ def gate(
             seed=seed,
             count=count,
         )
-    except ValidationError as exc:
-        raise from_validation(exc, prefix="--") from None
     with console.status("reading both runs, analysing at both budgets…"):
         result = run_gate(_load(reference), _load(candidate), options, reference_arm, candidate_arm)
     if json_out:

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from flatscore.cli import options as opt
 from flatscore.cli.app import app, console
 from flatscore.errors import InputError
 
@@ -39,7 +40,7 @@ def margins(
         list[str] | None, typer.Option("--episode", help="Only these episode ids (repeatable).")
     ] = None,
     threads: Annotated[int, typer.Option(min=1, help="torch CPU threads.")] = 1,
-    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    progress: opt.ProgressBar = True,
 ) -> None:
     """Flip rate by reference logit margin, margins at tool-name tokens, winning alternatives."""
     import torch

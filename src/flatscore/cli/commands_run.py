@@ -264,9 +264,8 @@ class StudyOverrides:
     ray_cpus: int | None
 
     def apply(self, study: Study) -> Study:
-        from pydantic import ValidationError
 
-        from flatscore.errors import from_validation
+        from flatscore.errors import validating
         from flatscore.executors import RayExecutor
         from flatscore.study import ExecutorSpec
 
@@ -277,10 +276,8 @@ class StudyOverrides:
             updates["concurrency"] = self.concurrency
         ex = study.executor
         if self.executor is not None:
-            try:  # the executor registry decides which names exist
+            with validating(field=lambda loc: "--executor"):  # the registry knows the names
                 ex = ExecutorSpec.model_validate({**ex.model_dump(), "kind": self.executor})
-            except ValidationError as exc:
-                raise from_validation(exc, field=lambda loc: "--executor") from None
         if self.ray_address is not None or self.ray_cpus is not None:
             if ex.kind != RayExecutor.name:
                 raise InputError("--ray-address/--ray-cpus need --executor ray", field="--executor")

@@ -14,9 +14,6 @@ from flatscore.errors import InputError
 if TYPE_CHECKING:
     from flatscore.models.local import LocalBackend
 
-SERVE_KINDS = ("local", "embedded", "gguf")
-"""`embedded` is `local` (the model kinds' names); `gguf` is llama.cpp."""
-
 
 @app.command()
 def serve(
@@ -63,8 +60,9 @@ def serve(
     from flatscore.serve.app import create_app
     from flatscore.serve.guard import GuardConfig
 
-    if kind not in SERVE_KINDS:
-        raise InputError(f"{kind!r}: use {' or '.join(SERVE_KINDS)}", field="--kind")
+    kinds = serve_kinds()
+    if kind not in kinds:
+        raise InputError(f"{kind!r}: use {' or '.join(kinds)}", field="--kind")
     if compute not in COMPUTES:
         raise InputError(f"{compute!r}: use {' or '.join(COMPUTES.names())}", field="--compute")
     backend: Backend
@@ -90,6 +88,15 @@ def serve(
             style="yellow",
         )
     uvicorn.run(create_app(backend, served, guard), host=host, port=port, log_level="warning")
+
+
+def serve_kinds() -> list[str]:
+    """The backend kinds `serve` runs, from their registry: those whose models are weights
+    on this machine (they take a `path`); `embedded` is `local` with the bundled model, `gguf`
+    is llama.cpp, and every other is served by torch."""
+    from flatscore.models.shared import kinds_taking
+
+    return kinds_taking("path")
 
 
 def _local_backend(

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from flatscore.cli import options as opt
 from flatscore.cli.app import app, console
 
 
@@ -30,12 +31,12 @@ def train_embedded_command(
     resume: Annotated[bool, typer.Option(help="Continue from the last checkpoint in --out.")] = (
         False
     ),
-    threads: Annotated[int, typer.Option(min=1, help="torch threads.")] = 1,
+    threads: opt.TorchThreads = 1,
     checkpoint_minutes: Annotated[float, typer.Option(min=0.1)] = 4.0,
     install: Annotated[
         bool, typer.Option(help="Copy the finished adapter into the package (the default model).")
     ] = False,
-    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    progress: opt.ProgressBar = True,
 ) -> None:
     """Fine-tune SmolLM2-135M-Instruct (LoRA, CPU) on oracle episodes of the train split."""
     from flatscore.embedded.train import RunOptions, load_recipe, train
@@ -83,7 +84,7 @@ def eval_embedded_command(
             "(e.g. a training checkpoint)."
         ),
     ] = None,
-    threads: Annotated[int, typer.Option(min=1, help="torch threads.")] = 1,
+    threads: opt.TorchThreads = 1,
     concurrency: Annotated[
         int,
         typer.Option(
@@ -92,7 +93,7 @@ def eval_embedded_command(
             help="Episodes in flight, decoded together (results do not depend on it).",
         ),
     ] = 16,
-    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    progress: opt.ProgressBar = True,
 ) -> None:
     """Evaluate the embedded agent: test split, both domains, scripted user, greedy, per arm."""
     import json

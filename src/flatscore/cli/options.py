@@ -22,3 +22,6 @@ Balanced = Annotated[
     bool,
     typer.Option(help="Only the (domain, task, trial) every arm of a cell has (a study cut short)"),
 ]
+ProgressBar = Annotated[bool, typer.Option(help="Show a progress bar.")]
+ProgressBars = Annotated[bool, typer.Option(help="Show progress bars.")]
+TorchThreads = Annotated[int, typer.Option(min=1, help="torch threads.")]

@@ -16,8 +16,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from flatscore.analysis.channels import LEAF_CHANNELS
 from flatscore.embedded.card_runs import runs_section
 from flatscore.embedded.card_stages import (
@@ -32,7 +30,7 @@ from flatscore.embedded.evaluate import ArmDomainSummary, summarize_episodes
 from flatscore.embedded.train import read_losses
 from flatscore.embedded.weights import ADAPTER_FILE, adapter_sha256
 from flatscore.episode import Episode
-from flatscore.errors import InputError, from_validation
+from flatscore.errors import InputError, validating
 from flatscore.models.embedded import EMBEDDED_DESCRIPTION
 
 MAX_ADAPTER_BYTES = 25 * 1024 * 1024
@@ -102,16 +100,13 @@ def load_summaries(eval_dir: Path) -> list[ArmDomainSummary]:
     raw = json.loads(path.read_text(encoding="utf-8"))
     out = []
     for i, record in enumerate(raw["summaries"]):
-        try:
+        with validating(
+            file=str(path),
+            record=f"summaries[{i}]",
+            missing="is missing (written before the analysis' channel rates: rerun "
+            "`flatscore eval-embedded`)",
+        ):
             out.append(ArmDomainSummary.model_validate(record))
-        except ValidationError as exc:
-            raise from_validation(
-                exc,
-                file=str(path),
-                record=f"summaries[{i}]",
-                missing="is missing (written before the analysis' channel rates: rerun "
-                "`flatscore eval-embedded`)",
-            ) from None
     return out
 
 

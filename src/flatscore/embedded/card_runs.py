@@ -24,18 +24,13 @@ BUDGETS = (0, 2, 9)
 
 
 def read_runs(runs_dir: Path) -> list[Episode]:
-    """Every episode of the run files (`*.jsonl`) in `runs_dir`; none is an error."""
-    from flatscore.store import read_episodes
+    """Every episode of the run files in `runs_dir`, read as every command reads a run folder
+    (`archive.run_files`, `formats.load_runs`): no folder, no run file or no episode is one
+    line naming the folder or the files."""
+    from flatscore.archive import run_files
+    from flatscore.formats import load_runs
 
-    if not runs_dir.is_dir():
-        raise InputError(
-            "is not a folder of run files (`<model>__<arm>.jsonl`)", file=str(runs_dir)
-        )
-    files = sorted(runs_dir.glob("*.jsonl"))
-    episodes = [e for path in files for e in read_episodes(path)]
-    if not episodes:
-        raise InputError("holds no episodes (`<model>__<arm>.jsonl` files)", file=str(runs_dir))
-    return episodes
+    return list(load_runs(run_files(runs_dir)))
 
 
 def planted_failures(episode: Episode) -> tuple[int, int]:

@@ -12,12 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from flatscore.embedded.composition import DomainComposition, composition
 from flatscore.embedded.train import TrainConfig, read_losses
 from flatscore.embedded.weights import ADAPTER_FILE, adapter_sha256
-from flatscore.errors import InputError, from_validation
+from flatscore.errors import InputError, validating
 
 
 @dataclass(frozen=True)
@@ -47,10 +45,8 @@ def load_stage(train_dir: Path) -> Stage:
     for name in ("config.json", "dataset.json"):
         if not (train_dir / name).is_file():
             raise InputError(f"is not a training directory (no {name})", file=str(train_dir))
-    try:
+    with validating(file=str(config_file)):
         config = TrainConfig.model_validate_json(config_file.read_bytes())
-    except ValidationError as exc:
-        raise from_validation(exc, file=str(config_file)) from None
     weights = train_dir / "adapter" / ADAPTER_FILE
     try:
         data = json.loads((train_dir / "dataset.json").read_text(encoding="utf-8"))

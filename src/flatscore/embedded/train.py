@@ -28,11 +28,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from flatscore.console import make_console, progress
 from flatscore.embedded.weights import ADAPTER_FILE, adapter_sha256
-from flatscore.errors import InputError, from_validation
+from flatscore.errors import InputError, validating
 
 TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
@@ -74,11 +74,11 @@ def load_recipe(path: Path | None) -> TrainConfig:
     if path is None:
         return TrainConfig()
     try:
-        return TrainConfig.model_validate_json(path.read_bytes())
+        recipe = path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read the recipe ({exc.strerror})", file=str(path)) from None
-    except ValidationError as exc:
-        raise from_validation(exc, file=str(path)) from None
+    with validating(file=str(path)):
+        return TrainConfig.model_validate_json(recipe)
 
 
 class RunOptions(BaseModel):

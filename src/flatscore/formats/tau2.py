@@ -47,7 +47,7 @@ from flatscore.episode import (
     ToolResult,
     make_episode_id,
 )
-from flatscore.errors import InputError, from_validation
+from flatscore.errors import InputError, validating
 from flatscore.inputs import (
     JSON_ERRORS,
     TooDeep,
@@ -580,12 +580,8 @@ def _episode(raw: _Raw, ctx: _Context) -> Episode:
 
     if not isinstance(raw.data, dict):
         raise err(f"a simulation must be an object, not {type(raw.data).__name__}")
-    try:
+    with validating(file=str(raw.file), record=label, field=_loc, missing="missing field"):
         sim = _Tau2Simulation.model_validate(raw.data)
-    except ValidationError as exc:
-        raise from_validation(
-            exc, file=str(raw.file), record=label, field=_loc, missing="missing field"
-        ) from None
     if sim.termination_reason not in TAU2_TERMINATION_REASONS:
         raise err(
             f"unknown termination reason {sim.termination_reason!r} "

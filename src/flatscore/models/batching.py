@@ -42,6 +42,7 @@ from typing import Any
 
 import torch
 
+from flatscore.models.prefix import common_prefix
 from flatscore.models.request_queue import QueuedRequest, RequestQueue
 
 MIN_ROWS = 16  # pad every forward to at least this many rows (batch invariance, above)
@@ -195,14 +196,6 @@ class _Entry:
     shared: bool  # a shared prefix: always copied, never taken
     prompt_len: int  # where the entry's prompt ends (its generated tokens follow)
     used: float = field(default_factory=time.monotonic)
-
-
-def common_prefix(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n
 
 
 class KVStore:

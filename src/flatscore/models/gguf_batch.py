@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from flatscore.models.prefix import common_prefix
 from flatscore.models.request_queue import QueuedRequest, RequestQueue
 
 
@@ -55,14 +56,6 @@ class GgufRequest(QueuedRequest[np.ndarray]):
 
     # engine state
     seq: int = -1
-
-
-def common_prefix(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    if n == 0:
-        return 0
-    same = np.asarray(a[:n]) == np.asarray(b[:n])
-    return int(n if same.all() else np.argmin(same))
 
 
 STATE_PREFIX = 8
@@ -112,7 +105,7 @@ class StateStore:
         best: tuple[int, ...] = ()
         keep = 0
         for key in self._entries:
-            n = min(common_prefix(list(key), ids), len(ids) - 1)
+            n = min(common_prefix(key, ids), len(ids) - 1)
             if n > keep:
                 best, keep = key, n
         if best:

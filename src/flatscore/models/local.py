@@ -18,11 +18,12 @@ from typing import Any
 from flatscore.episode import Message, Serving, TokenLogprob, TopLogprob
 from flatscore.errors import InputError
 from flatscore.models.base import DEFAULT_KV_MEMORY_MB, DEFAULT_MAX_BATCH, Sampling
-from flatscore.models.batching import BatchEngine, Request, common_prefix
+from flatscore.models.batching import BatchEngine, Request
 from flatscore.models.chat_format import encode_prompt, render
 from flatscore.models.embedded import LoadedModel
 from flatscore.models.engine_backend import Decoding, EngineBackend
 from flatscore.models.footprint import Footprint
+from flatscore.models.prefix import common_prefix
 from flatscore.quant.calibration import CalibrationSource
 
 MIN_SHARED_PREFIX = 32  # shorter system turns are not worth a cache entry of their own

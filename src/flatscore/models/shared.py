@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import ConfigDict, Field, field_validator
 
+from flatscore.models.arm_checks import check_gguf_arms, check_torch_arms
 from flatscore.models.base import COMPUTES, DEFAULT_KV_MEMORY_MB, DEFAULT_MAX_BATCH
 from flatscore.models.openai import OpenAIBackend, OpenAIConfig
 from flatscore.registry import Registry
@@ -20,6 +21,10 @@ from flatscore.strict import StrictModel
 
 if TYPE_CHECKING:
     from flatscore.models.base import Backend
+    from flatscore.study import ModelSpec
+
+ArmCheck = Callable[["ModelSpec", int, "str | None"], None]
+"""A kind's check of a study model's arms (`models[i]` of study `file`): raises InputError."""
 
 
 class BackendSpec(StrictModel):
@@ -131,10 +136,12 @@ BACKENDS: Registry[Backend] = Registry("backend", cached=True)
 
 class StudyFields(NamedTuple):
     """What a backend kind declares when registered (`register_backend`): the study fields
-    (of a model or its arms) its models may give, and those they must."""
+    (of a model or its arms) its models may give, those they must, and how their arms are
+    checked."""
 
     takes: frozenset[str]
     needs: frozenset[str]
+    check_arms: ArmCheck | None = None
 
 
 def register_backend(
@@ -143,17 +150,25 @@ def register_backend(
     *,
     takes: Iterable[str] = (),
     needs: Iterable[str] = (),
+    check_arms: ArmCheck | None = None,
 ) -> None:
     """Add a backend kind to `BACKENDS`, with the study fields (of a model or its arms:
     `path`, `quant`, `file`, `url`, `served_model`, `compute`) a model of this kind `takes`
     and those it `needs`: the study refuses the others, naming the kinds that take them
-    (`kinds_taking`). A kind registered on `BACKENDS` directly takes none of them."""
-    fields = StudyFields(frozenset(takes) | frozenset(needs), frozenset(needs))
+    (`kinds_taking`). `check_arms` checks a study model's arms (their formats or files
+    exist); the study runs it. A kind registered on `BACKENDS` directly takes none of them
+    and checks nothing."""
+    fields = StudyFields(frozenset(takes) | frozenset(needs), frozenset(needs), check_arms)
     BACKENDS.register(kind, load, about=fields)
 
 
 def _fields(kind: str) -> StudyFields:
     return BACKENDS.about(kind) or StudyFields(frozenset(), frozenset())
+
+
+def arm_check(kind: str) -> ArmCheck | None:
+    """The check `kind` registered for a study model's arms (None: it checks nothing)."""
+    return _fields(kind).check_arms
 
 
 def kinds_taking(field: str) -> list[str]:
@@ -173,9 +188,9 @@ def kind_needs(kind: str, field: str) -> bool:
 
 _IN_PROCESS = ("path", "quant", "compute")
 register_backend("openai", _openai, takes=["api_key_env"], needs=["url", "served_model"])
-register_backend("embedded", _local, takes=_IN_PROCESS)
-register_backend("local", _local, takes=_IN_PROCESS, needs=["path"])
-register_backend("gguf", _gguf, takes=["path", "quant", "file"])
+register_backend("embedded", _local, takes=_IN_PROCESS, check_arms=check_torch_arms)
+register_backend("local", _local, takes=_IN_PROCESS, needs=["path"], check_arms=check_torch_arms)
+register_backend("gguf", _gguf, takes=["path", "quant", "file"], check_arms=check_gguf_arms)
 
 
 def loaded_backend_count() -> int:

@@ -66,6 +66,12 @@ def register_arm(
     ARMS.register(name, partial(Arm, name, description, quantize, awq, activations))
 
 
+def _groupwise(bits: int, group_size: int) -> Quantizer:
+    """Asymmetric RTN at `bits` in groups of `group_size` input channels (ragged last group):
+    the grid of every intN arm below int8."""
+    return partial(rtn_groupwise_asymmetric, bits=bits, group_size=group_size)
+
+
 register_arm("ref", "weights as loaded (the reference)")
 register_arm("bf16", "bfloat16 round-trip", bf16)
 register_arm("fp8", "fp8 e4m3, one scale per output channel", fp8_e4m3)
@@ -81,34 +87,20 @@ register_arm(
     "int8 symmetric RTN, one scale per output channel",
     partial(rtn_per_channel_symmetric, bits=8),
 )
-register_arm(
-    "int4",
-    "int4 asymmetric RTN, groups of 128 (ragged last group)",
-    partial(rtn_groupwise_asymmetric, bits=4, group_size=128),
-)
+register_arm("int4", "int4 asymmetric RTN, groups of 128 (ragged last group)", _groupwise(4, 128))
 register_arm(
     "int4-awq",
     "int4 asymmetric, groups of 128, AWQ per-input-channel scales",
-    partial(rtn_groupwise_asymmetric, bits=4, group_size=128),
+    _groupwise(4, 128),
     awq=True,
 )
 register_arm(
-    "int4-g32",
-    "int4 asymmetric RTN, groups of 32 (the Q4_1 grid: a control)",
-    partial(rtn_groupwise_asymmetric, bits=4, group_size=32),
+    "int4-g32", "int4 asymmetric RTN, groups of 32 (the Q4_1 grid: a control)", _groupwise(4, 32)
 )
 # Stress arms use groups of 32: at 128, int3 keeps only ~25% top-1 agreement with the
 # reference on agent transcripts (docs/arms.md), too broken to stress anything.
-register_arm(
-    "int3",
-    "int3 asymmetric RTN, groups of 32 (stress arm)",
-    partial(rtn_groupwise_asymmetric, bits=3, group_size=32),
-)
-register_arm(
-    "int2",
-    "int2 asymmetric RTN, groups of 32 (stress arm; the floor)",
-    partial(rtn_groupwise_asymmetric, bits=2, group_size=32),
-)
+register_arm("int3", "int3 asymmetric RTN, groups of 32 (stress arm)", _groupwise(3, 32))
+register_arm("int2", "int2 asymmetric RTN, groups of 32 (stress arm; the floor)", _groupwise(2, 32))
 
 
 @dataclass

@@ -10,13 +10,11 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from flatscore.analysis.analyze import analyze
 from flatscore.analysis.identity import unique_episodes
 from flatscore.analysis.result import AnalysisResult, Settings
 from flatscore.analysis.settings import AnalysisSettings
-from flatscore.errors import InputError, from_validation
+from flatscore.errors import InputError, validating
 from flatscore.formats import load_runs
 from flatscore.report import ReportPaths, write_report
 
@@ -47,14 +45,13 @@ def settings_from_file(path: Path) -> Settings:
     if not path.exists():
         raise InputError("file not found", file=str(path))
     try:
-        data = json.loads(path.read_text("utf-8"))
-        return Settings.model_validate(data["settings"])
+        settings = json.loads(path.read_text("utf-8"))["settings"]
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON ({exc.msg})", file=str(path)) from None
     except (KeyError, TypeError):
         raise InputError("no 'settings' object: not an analysis.json", file=str(path)) from None
-    except ValidationError as exc:
-        raise from_validation(exc, file=str(path), prefix="settings.") from None
+    with validating(file=str(path), prefix="settings."):
+        return Settings.model_validate(settings)
 
 
 def rebuild(

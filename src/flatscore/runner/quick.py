@@ -14,14 +14,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 from rich.console import Console
 
 from flatscore import defaults
 from flatscore.agents.base import agent_names, make_agent
 from flatscore.agents.repair import RepairConfig
 from flatscore.domains import domain_names
-from flatscore.errors import InputError, from_validation
+from flatscore.errors import InputError, validating
 from flatscore.strict import StrictModel
 from flatscore.study import Study, check_names
 from flatscore.study_run import StudyOutcome, run_study
@@ -53,10 +53,8 @@ class QuickRun(StrictModel):
     @classmethod
     def parse(cls, **settings: Any) -> QuickRun:
         """Validated settings; a bad value raises one `InputError` naming the setting."""
-        try:
+        with validating():
             quick = cls(**settings)
-        except ValidationError as exc:
-            raise from_validation(exc) from None
         quick.check()
         return quick
 
@@ -77,10 +75,8 @@ class QuickRun(StrictModel):
         if self.user != "scripted":
             raise InputError(f"user {self.user!r} needs a model backend: use it from a study file")
         if self.repair:
-            try:
+            with validating(field=lambda loc: f"--repair-{loc[0]}"):
                 RepairConfig(channels=self.repair_channels, attempts=self.repair_attempts)
-            except ValidationError as exc:
-                raise from_validation(exc, field=lambda loc: f"--repair-{loc[0]}") from None
 
     def to_study(self) -> Study:
         """The one-model study these settings describe."""

@@ -10,7 +10,7 @@ import random
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from flatscore.domains.framework import Action, Ask, DeviceAssertion, Split, Task, UserScenario
 from flatscore.domains.generation import fill_templates, first_tasks, round_robin, write_domain_data
@@ -273,22 +273,18 @@ def _roaming(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
     )
 
 
-def _refuel(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
-    out = _out_of_data(rng, db, line)
-    if out is None:
-        return None
-    gb, use_up, account = out
+def _refuel(line: Line, top: TopUp) -> Parts:
     return Parts(
         [
-            f"I ran out of data. Please add {gb} GB to my line.",
-            f"Hi, my data is used up, can you add {gb} GB?",
-            f"Hello, I need {gb} GB of extra data, I've used all of mine.",
+            f"I ran out of data. Please add {top.gb} GB to my line.",
+            f"Hi, my data is used up, can you add {top.gb} GB?",
+            f"Hello, I need {top.gb} GB of extra data, I've used all of mine.",
         ],
-        f"You used up your data and want {gb} GB of extra data on your line.",
-        account,
-        setup=[use_up],
+        f"You used up your data and want {top.gb} GB of extra data on your line.",
+        top.account,
+        setup=[top.use_up],
         asks=[Ask(before=0, keys=["phone_number"])],
-        final=f"I added {gb} GB of data to your line {line.line_id}.",
+        final=f"I added {top.gb} GB of data to your line {line.line_id}.",
     )
 
 
@@ -356,20 +352,31 @@ def _plans_info(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
     )
 
 
-def _out_of_data(
-    rng: random.Random, db: TelecomDB, line: Line
-) -> tuple[int, Action, list[Action]] | None:
-    """The account half of a device task whose internet also needs data: the line's data
-    is used up (setup) and the user wants `gb` more; None on an unlimited line."""
-    if line.plan_id == "P4":
-        return None
-    gb = rng.randint(1, 5)
-    actions = [
-        _agent("find_customer_by_phone", phone_number=line.phone_number),
-        _agent("get_line", line_id=line.line_id),
-        _agent("add_data", line_id=line.line_id, gb=gb),
-    ]
-    return gb, _agent("use_all_data", line_id=line.line_id), actions
+class TopUp(NamedTuple):
+    """The account half of a task whose internet needs data: the line's data is used up
+    (`use_up`, a setup action) and the user wants `gb` more (the agent's `account` actions)."""
+
+    gb: int
+    use_up: Action
+    account: list[Action]
+
+
+def _data_top_up(make: Callable[[Line, TopUp], Parts]) -> Template:
+    """A template on a line whose data is used up and topped up (`TopUp`); none on an
+    unlimited line."""
+
+    def template(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
+        if line.plan_id == "P4":
+            return None
+        gb = rng.randint(1, 5)
+        actions = [
+            _agent("find_customer_by_phone", phone_number=line.phone_number),
+            _agent("get_line", line_id=line.line_id),
+            _agent("add_data", line_id=line.line_id, gb=gb),
+        ]
+        return make(line, TopUp(gb, _agent("use_all_data", line_id=line.line_id), actions))
+
+    return template
 
 
 def _device_and_data(
@@ -378,26 +385,23 @@ def _device_and_data(
     """A phone problem (fixed by the user's `fixes`) on a line whose data is also used up
     (fixed by the agent): internet needs both, so no task is solved by the phone alone."""
 
-    def make(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
-        out = _out_of_data(rng, db, line)
-        if out is None:
-            return None
-        gb, use_up, account = out
+    def make(line: Line, top: TopUp) -> Parts:
         return Parts(
             [
-                f"{complaint} I may have used up my data too: if so, please add {gb} GB.",
-                f"Hi, {complaint[0].lower()}{complaint[1:]} If my data ran out, I'd like {gb} "
-                "GB more.",
+                f"{complaint} I may have used up my data too: if so, please add {top.gb} GB.",
+                f"Hi, {complaint[0].lower()}{complaint[1:]} If my data ran out, I'd like "
+                f"{top.gb} GB more.",
             ],
-            f"{goal} You may also have used up your data; if so, you want {gb} GB of extra "
+            f"{goal} You may also have used up your data; if so, you want {top.gb} GB of extra "
             "data on your line.",
-            [CHECK, *fixes, *account],
-            setup=[use_up, Action(name="setup_device", arguments=problem, requestor="user")],
+            [CHECK, *fixes, *top.account],
+            setup=[top.use_up, Action(name="setup_device", arguments=problem, requestor="user")],
             asks=[Ask(before=1 + len(fixes), keys=["phone_number"])],
-            final=f"Your phone is fixed and I added {gb} GB of data to your line {line.line_id}.",
+            final=f"Your phone is fixed and I added {top.gb} GB of data to your line "
+            f"{line.line_id}.",
         )
 
-    return make
+    return _data_top_up(make)
 
 
 def _airplane_abroad(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None:
@@ -488,7 +492,7 @@ TEMPLATES: list[tuple[str, Template]] = [
     ),
     ("suspended", _suspended),
     ("roaming", _roaming),
-    ("refuel", _refuel),
+    ("refuel", _data_top_up(_refuel)),
     ("change_plan", _change_plan),
     ("bill_info", _bill_info),
     ("plans_info", _plans_info),
