@@ -17,9 +17,11 @@ with an earlier one (the previous turn of its conversation, or another episode's
 turn) and encodes only what follows. How many run at once (`max_batch`) is bounded by the
 KV memory (`kv_memory_mb`): llama.cpp allocates each sequence's `max_context` positions up
 front. Picks are per request (own seed), so an episode's tokens do not depend on the
-others' picks; its logits can differ in the last bits with the batch it shares
-(llama.cpp's kernels differ by batch size), which flips a greedy token only at a
-near-tie. Measured in docs/benchmarks.md.
+others' picks, and for Q4_0, Q4_1 and Q8_0 files its logits do not either: the
+engine keeps every call in llama.cpp's kernels whose bits do not depend on the call
+(`flatscore.models.gguf_batch`), so an episode gives the same tokens and logprobs alone, in
+a batch, or from a cached prefix. K-quant files depend on the batch in the last bits, which
+flips a greedy token only at a near-tie. Measured in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -42,8 +44,6 @@ when the file's own training context is longer."""
 SERVE_CONTEXT = 8192
 """KV positions per sequence for `flatscore serve --kind gguf` (τ²'s policies alone are
 3-4k tokens)."""
-N_BATCH = 256
-"""Prompt tokens one sequence feeds per llama.cpp decode call."""
 
 
 class GgufBackend(EngineBackend):
@@ -95,7 +95,6 @@ class GgufBackend(EngineBackend):
             slots=self.max_batch,
             context=self.max_context,
             threads=threads,
-            chunk=N_BATCH,
         )
         self._add_bos = bool(self.llm._model.add_bos_token())
         self.stop_ids = {self.llm.token_eos(), int(self.llm._model.token_eot())}
