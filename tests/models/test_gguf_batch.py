@@ -198,3 +198,18 @@ def test_a_position_gives_the_same_bits_in_any_call_under_64_rows(backend: Any) 
         lib.llama_free(ctx)
     assert np.array_equal(chunked, one_by_one)
     assert not np.array_equal(tiled, one_by_one)
+
+
+def test_teacher_forcing_gives_the_logits_a_generation_saw(backend: Any) -> None:
+    """`GgufBackend.teacher_force` on a prompt and the tokens a greedy turn generated gives,
+    at every generated position, the logprob the turn recorded, bit for bit (what the
+    fidelity table rests on: a GGUF arm's teacher-forced logits are its generation's)."""
+    backend.clear_cache()
+    request, decoding, _ = backend._request(MESSAGES, TOOLS, GREEDY)
+    backend.engine.run(request)
+    ids = request.ids + decoding.out
+    rows = backend.teacher_force(ids, list(range(len(request.ids), len(ids))))
+    assert rows.shape == (len(decoding.out), backend.n_vocab) and len(decoding.out) > 0
+    for row, token, lp in zip(rows, decoding.out, decoding.logprobs, strict=True):
+        assert int(row.argmax()) == token  # greedy
+        assert backend._token_logprob(row.astype("float64"), token, 3) == lp
