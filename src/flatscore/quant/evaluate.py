@@ -3,12 +3,17 @@
 On the same token sequences, the arm's and the reference's next-token distributions are
 compared at every position (or only at agent-written tokens): top-1 agreement and the mean
 KL(ref || arm). Also used to check an arm end to end: `python -m flatscore.quant.evaluate`.
+
+`fidelity` puts the deployment formats beside the simulations: GGUF files run by llama.cpp
+(`GgufBackend.teacher_force`) and in-process arms, on the same token ids, against the same
+torch reference (`python -m flatscore.quant.evaluate --fidelity`; docs/arms.md).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 
@@ -105,8 +110,142 @@ def markdown_table(rows: list[ArmRow]) -> str:
     return "\n".join(lines)
 
 
+@dataclass
+class Tally:
+    """Top-1 agreement, KL(ref || arm) and the largest reference margin (top-1 minus top-2
+    logprob) among the positions whose top-1 the arm changed, summed over transcripts."""
+
+    positions: int = 0
+    same: int = 0
+    kl_sum: float = 0.0
+    flip_margins: list[float] = field(default_factory=list)
+
+    def add(self, ref_logits: np.ndarray, arm_logits: np.ndarray) -> None:
+        ref_lp = torch.log_softmax(torch.from_numpy(ref_logits).float(), dim=-1)
+        arm_lp = torch.log_softmax(torch.from_numpy(arm_logits).float(), dim=-1)
+        ref_top = ref_lp.argmax(dim=-1)
+        same = ref_top == arm_lp.argmax(dim=-1)
+        self.positions += int(same.numel())
+        self.same += int(same.sum())
+        self.kl_sum += float((ref_lp.exp() * (ref_lp - arm_lp)).sum(dim=-1).sum())
+        top2 = torch.topk(ref_lp[~same], 2, dim=-1).values if (~same).any() else None
+        if top2 is not None:
+            self.flip_margins += (top2[:, 0] - top2[:, 1]).tolist()
+
+    @property
+    def agreement(self) -> Agreement:
+        n = self.positions
+        return Agreement(n, self.same / n if n else 1.0, self.kl_sum / n if n else 0.0)
+
+
+@dataclass
+class FidelityRow:
+    arm: str
+    kind: str  # "simulation" (in-process, torch) or "deployment" (a GGUF file, llama.cpp)
+    description: str
+    all_tokens: Tally
+    agent_tokens: Tally
+    vs_gguf_ref: Tally | None = None  # a GGUF arm against the GGUF reference file
+
+
+def fidelity(
+    model_spec: str = "embedded",
+    arms: tuple[str, ...] = ("int8", "int4"),
+    quants: tuple[str, ...] = ("ref", "Q8_0", "Q4_0"),
+    transcripts: int = 0,
+) -> list[FidelityRow]:
+    """In-process `arms` and GGUF `quants` of `model_spec` (`ref`: the GGUF reference file)
+    teacher-forced on the same held-out bundled transcripts (the first `transcripts`; 0:
+    all), each against the torch reference (the weights as loaded, fp32). One transcript
+    at a time, so only one transcript's logits per arm are held."""
+    from flatscore.models.embedded import load_model
+    from flatscore.models.gguf import GgufBackend
+    from flatscore.models.local import LocalBackend
+    from flatscore.quant.arms import ARMS, apply_arm, quantizable_linears
+    from flatscore.quant.calibration import bundled, token_sequences
+
+    # GGUF files first (the embedded reference is exported from a model load of its own).
+    ggufs = {
+        q: GgufBackend.from_spec(model_spec, q, threads=1, max_context=64, max_batch=1)
+        for q in quants
+    }
+    loaded = load_model(model_spec)
+    backend = LocalBackend(loaded)
+    linears = quantizable_linears(loaded.model)
+    ref_weights = {n: m.weight.detach().clone() for n, m in linears.items()}
+    convs = bundled("heldout")[: transcripts or None]
+    calibration = token_sequences(loaded.tokenizer, bundled("calibration"))
+    rows = [
+        FidelityRow(a, "simulation", ARMS.make(a).description, Tally(), Tally()) for a in arms
+    ] + [
+        FidelityRow(
+            f"gguf:{q}",
+            "deployment",
+            f"llama.cpp, {g.arm.quant} file",
+            Tally(),
+            Tally(),
+            Tally() if q != "ref" and "ref" in ggufs else None,
+        )
+        for q, g in ggufs.items()
+    ]
+    for conv in convs:
+        t = backend.transcript(conv.messages, conv.tools)
+        agent = np.array([t.agent_mask[i] for i in range(1, len(t.ids))])
+        with torch.no_grad():
+            for n, m in linears.items():
+                m.weight.data.copy_(ref_weights[n])
+        ref = backend.teacher_force(t.ids).numpy()
+        logits: dict[str, np.ndarray] = {}
+        for a in arms:
+            with torch.no_grad():
+                for n, m in linears.items():
+                    m.weight.data.copy_(ref_weights[n])
+            apply_arm(loaded.model, a, calibration)
+            logits[a] = backend.teacher_force(t.ids).numpy()
+        for q, g in ggufs.items():
+            logits[f"gguf:{q}"] = g.teacher_force(t.ids)
+        for row in rows:
+            row.all_tokens.add(ref, logits[row.arm])
+            row.agent_tokens.add(ref[agent], logits[row.arm][agent])
+            if row.vs_gguf_ref is not None:
+                row.vs_gguf_ref.add(logits["gguf:ref"], logits[row.arm])
+    with torch.no_grad():
+        for n, m in linears.items():
+            m.weight.data.copy_(ref_weights[n])
+    for g in ggufs.values():
+        g.close()
+    return rows
+
+
+def fidelity_table(rows: list[FidelityRow]) -> str:
+    lines = [
+        "| arm | kind | format | top-1 agree (all) | mean KL (all) | top-1 agree (agent) "
+        "| mean KL (agent) | flips (agent) | largest ref margin at a flip (agent) "
+        "| top-1 agree vs GGUF ref (all) |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        a, g = r.all_tokens.agreement, r.agent_tokens.agreement
+        margins = r.agent_tokens.flip_margins
+        vs = r.vs_gguf_ref.agreement if r.vs_gguf_ref is not None else None
+        lines.append(
+            f"| `{r.arm}` | {r.kind} | {r.description} | {100 * a.top1_agreement:.1f}% "
+            f"| {a.mean_kl:.4f} | {100 * g.top1_agreement:.1f}% | {g.mean_kl:.4f} "
+            f"| {len(margins)} | {max(margins, default=0.0):.2f} "
+            f"| {f'{100 * vs.top1_agreement:.1f}%' if vs is not None else '-'} |"
+        )
+    n_all, n_agent = rows[0].all_tokens.positions, rows[0].agent_tokens.positions
+    lines.append("")
+    lines.append(f"Positions: {n_all} (all), {n_agent} (agent-written tokens).")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     import sys
 
-    torch.set_num_threads(int(sys.argv[1]) if len(sys.argv) > 1 else 1)
-    print(markdown_table(evaluate_arms()))
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    torch.set_num_threads(int(args[0]) if args else 1)
+    if "--fidelity" in sys.argv:  # optional: the number of held-out transcripts
+        print(fidelity_table(fidelity(transcripts=int(args[1]) if len(args) > 1 else 0)))
+    else:
+        print(markdown_table(evaluate_arms()))
