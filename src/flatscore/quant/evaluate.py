@@ -143,8 +143,7 @@ class FidelityRow:
     arm: str
     kind: str  # "simulation" (in-process, torch) or "deployment" (a GGUF file, llama.cpp)
     description: str
-    all_tokens: Tally
-    agent_tokens: Tally
+    vs_ref: Tally  # against the torch reference
     vs_gguf_ref: Tally | None = None  # a GGUF arm against the GGUF reference file
 
 
@@ -156,87 +155,83 @@ def fidelity(
 ) -> list[FidelityRow]:
     """In-process `arms` and GGUF `quants` of `model_spec` (`ref`: the GGUF reference file)
     teacher-forced on the same held-out bundled transcripts (the first `transcripts`; 0:
-    all), each against the torch reference (the weights as loaded, fp32). One transcript
-    at a time, so only one transcript's logits per arm are held."""
+    all), at the agent-written tokens, each against the torch reference (the weights as
+    loaded, fp32). One transcript and one arm at a time: a 135M model's logits are 200 KB a
+    position, so only the reference's and one arm's are held (peak ~1.6 GB for SmolLM2)."""
     from flatscore.models.embedded import load_model
     from flatscore.models.gguf import GgufBackend
+    from flatscore.models.gguf_files import resolve_arm
     from flatscore.models.local import LocalBackend
     from flatscore.quant.arms import ARMS, apply_arm, quantizable_linears
     from flatscore.quant.calibration import bundled, token_sequences
 
     # GGUF files first (the embedded reference is exported from a model load of its own).
-    ggufs = {
-        q: GgufBackend.from_spec(model_spec, q, threads=1, max_context=64, max_batch=1)
-        for q in quants
-    }
+    files = {q: resolve_arm(model_spec, q) for q in quants}
     loaded = load_model(model_spec)
     backend = LocalBackend(loaded)
     linears = quantizable_linears(loaded.model)
     ref_weights = {n: m.weight.detach().clone() for n, m in linears.items()}
     convs = bundled("heldout")[: transcripts or None]
     calibration = token_sequences(loaded.tokenizer, bundled("calibration"))
-    rows = [
-        FidelityRow(a, "simulation", ARMS.make(a).description, Tally(), Tally()) for a in arms
-    ] + [
-        FidelityRow(
+    rows = {a: FidelityRow(a, "simulation", ARMS.make(a).description, Tally()) for a in arms}
+    for q, f in files.items():
+        rows[f"gguf:{q}"] = FidelityRow(
             f"gguf:{q}",
             "deployment",
-            f"llama.cpp, {g.arm.quant} file",
+            f"llama.cpp, {f.quant} file",
             Tally(),
-            Tally(),
-            Tally() if q != "ref" and "ref" in ggufs else None,
+            Tally() if q != "ref" and "ref" in files else None,
         )
-        for q, g in ggufs.items()
-    ]
-    for conv in convs:
-        t = backend.transcript(conv.messages, conv.tools)
-        agent = np.array([t.agent_mask[i] for i in range(1, len(t.ids))])
+
+    def restore() -> None:
         with torch.no_grad():
             for n, m in linears.items():
                 m.weight.data.copy_(ref_weights[n])
-        ref = backend.teacher_force(t.ids).numpy()
-        logits: dict[str, np.ndarray] = {}
+
+    for conv in convs:
+        t = backend.transcript(conv.messages, conv.tools)
+        targets = [i for i in range(1, len(t.ids)) if t.agent_mask[i]]
+        if not targets:
+            continue
+        restore()
+        ref = backend.teacher_force(t.ids, targets).numpy()
         for a in arms:
-            with torch.no_grad():
-                for n, m in linears.items():
-                    m.weight.data.copy_(ref_weights[n])
+            restore()
             apply_arm(loaded.model, a, calibration)
-            logits[a] = backend.teacher_force(t.ids).numpy()
-        for q, g in ggufs.items():
-            logits[f"gguf:{q}"] = g.teacher_force(t.ids)
-        for row in rows:
-            row.all_tokens.add(ref, logits[row.arm])
-            row.agent_tokens.add(ref[agent], logits[row.arm][agent])
-            if row.vs_gguf_ref is not None:
-                row.vs_gguf_ref.add(logits["gguf:ref"], logits[row.arm])
-    with torch.no_grad():
-        for n, m in linears.items():
-            m.weight.data.copy_(ref_weights[n])
-    for g in ggufs.values():
-        g.close()
-    return rows
+            rows[a].vs_ref.add(ref, backend.teacher_force(t.ids, targets).numpy())
+        gguf_ref = None
+        for q, f in files.items():
+            g = GgufBackend(f, threads=1, max_context=64, max_batch=1)
+            try:
+                logits = g.teacher_force(t.ids, targets)
+            finally:
+                g.close()
+            row = rows[f"gguf:{q}"]
+            row.vs_ref.add(ref, logits)
+            if q == "ref":
+                gguf_ref = logits
+            elif row.vs_gguf_ref is not None and gguf_ref is not None:
+                row.vs_gguf_ref.add(gguf_ref, logits)
+    restore()
+    return list(rows.values())
 
 
 def fidelity_table(rows: list[FidelityRow]) -> str:
     lines = [
-        "| arm | kind | format | top-1 agree (all) | mean KL (all) | top-1 agree (agent) "
-        "| mean KL (agent) | flips (agent) | largest ref margin at a flip (agent) "
-        "| top-1 agree vs GGUF ref (all) |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| arm | kind | format | top-1 agree | mean KL | flips "
+        "| largest ref margin at a flip | top-1 agree vs GGUF ref |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        a, g = r.all_tokens.agreement, r.agent_tokens.agreement
-        margins = r.agent_tokens.flip_margins
+        a, margins = r.vs_ref.agreement, r.vs_ref.flip_margins
         vs = r.vs_gguf_ref.agreement if r.vs_gguf_ref is not None else None
         lines.append(
             f"| `{r.arm}` | {r.kind} | {r.description} | {100 * a.top1_agreement:.1f}% "
-            f"| {a.mean_kl:.4f} | {100 * g.top1_agreement:.1f}% | {g.mean_kl:.4f} "
-            f"| {len(margins)} | {max(margins, default=0.0):.2f} "
+            f"| {a.mean_kl:.4f} | {len(margins)} | {max(margins, default=0.0):.2f} "
             f"| {f'{100 * vs.top1_agreement:.1f}%' if vs is not None else '-'} |"
         )
-    n_all, n_agent = rows[0].all_tokens.positions, rows[0].agent_tokens.positions
     lines.append("")
-    lines.append(f"Positions: {n_all} (all), {n_agent} (agent-written tokens).")
+    lines.append(f"Positions: {rows[0].vs_ref.positions} agent-written tokens.")
     return "\n".join(lines)
 
 
