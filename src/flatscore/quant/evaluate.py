@@ -157,7 +157,7 @@ def fidelity(
     teacher-forced on the same held-out bundled transcripts (the first `transcripts`; 0:
     all), at the agent-written tokens, each against the torch reference (the weights as
     loaded, fp32). One transcript and one arm at a time: a 135M model's logits are 200 KB a
-    position, so only the reference's and one arm's are held (peak ~1.6 GB for SmolLM2)."""
+    position, so only the reference's and one arm's are held (peak RSS 2.1 GB for SmolLM2)."""
     from flatscore.models.embedded import load_model
     from flatscore.models.gguf import GgufBackend
     from flatscore.models.gguf_files import resolve_arm
