@@ -135,7 +135,8 @@ class StateStore:
 
     def covered(self, ids: list[int]) -> int:
         """How many tokens of `ids` a `lookup` would restore (the LRU order left alone)."""
-        return max((min(common_prefix(list(k), ids), len(ids) - 1) for k in self._entries), default=0)
+        shared = (min(common_prefix(list(k), ids), len(ids) - 1) for k in self._entries)
+        return max(shared, default=0)
 
     def get(self, key: tuple[int, ...]) -> bytes:
         return self._entries[key]
