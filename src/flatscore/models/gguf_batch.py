@@ -29,7 +29,7 @@ attention computes a sequence's rows with a tiled kernel once the call holds 64 
 its positions (`GGML_FA_TILE_Q`), and with a row-by-row kernel below that; the two give
 other bits. Below 64 rows a position's KV and logits are the same bits whatever call
 computes them (one token per call, chunks of 2-63, other sequences alongside: measured
-max |Δ| = 0 on Q4_1 and Q8_0, and 0.79-1.21 at 64; docs/benchmarks.md). So a prompt feeds at
+max |Δ| = 0 on Q4_0, Q4_1 and Q8_0; 0.79-1.21 at 64; docs/benchmarks.md). So a prompt feeds at
 most `ONE_CHUNK_ROWS` tokens per call, and a sequence's KV is a function of its tokens
 alone: a generation gives the same tokens and logprobs, bit for bit, alone, with others,
 from a restored prefix (another episode's or its own earlier turn), and across a context
