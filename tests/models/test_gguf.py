@@ -58,12 +58,9 @@ def test_greedy_is_repeatable_and_reuses_the_cached_prefix(backend) -> None:  # 
     first = backend.generate(MESSAGES, TOOLS, sampling)
     again = backend.generate(MESSAGES, TOOLS, sampling)
     assert first.cached_tokens == 0 and again.cached_tokens == first.usage.prompt_tokens - 1
-    # The KV-reusing run starts from the restored cache: the same first token, logits equal
-    # up to where the restored cells lie (docs/benchmarks.md: "GGUF arms batched"); a
-    # near-tied later token may flip (it did on this prompt after batching came in).
-    assert again.logprobs is not None and first.logprobs is not None
-    assert again.logprobs[0].token == first.logprobs[0].token
-    assert again.logprobs[0].logprob == pytest.approx(first.logprobs[0].logprob, abs=0.25)
+    # The KV-reusing run starts from the restored cache and gives the same bits
+    # (docs/benchmarks.md: "GGUF arms batched"); KV restored wrong gives other text.
+    assert again.raw_text == first.raw_text and again.logprobs == first.logprobs
     assert first.usage.completion_tokens == len(first.logprobs or []) > 0
     timing = first.message.timing
     assert timing is not None and timing.encoded_tokens == first.usage.prompt_tokens

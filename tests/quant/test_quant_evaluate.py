@@ -28,3 +28,22 @@ def test_known_kl_and_flip() -> None:
 def test_shape_mismatch_is_refused() -> None:
     with pytest.raises(ValueError):
         agreement(torch.zeros(2, 3), torch.zeros(3, 3))
+
+
+def test_a_tally_over_two_transcripts_is_the_agreement_of_them_together() -> None:
+    """`Tally` (the fidelity table's counter) sums transcripts: the same agreement and KL as
+    `agreement` on all rows at once, and the reference margin of each flipped position."""
+    import numpy as np
+
+    from flatscore.quant.evaluate import Tally
+
+    ref = np.log(np.array([[0.5, 0.5], [0.9, 0.1], [0.6, 0.4]], dtype=np.float32))
+    arm = np.log(np.array([[0.5, 0.5], [0.2, 0.8], [0.3, 0.7]], dtype=np.float32))
+    tally = Tally()
+    tally.add(ref[:2], arm[:2])
+    tally.add(ref[2:], arm[2:])
+    whole = agreement(torch.from_numpy(ref), torch.from_numpy(arm))
+    got = tally.agreement
+    assert got.positions == 3 and got.top1_agreement == pytest.approx(1 / 3)
+    assert got.mean_kl == pytest.approx(whole.mean_kl, rel=1e-5)
+    assert tally.flip_margins == pytest.approx([math.log(9), math.log(1.5)], rel=1e-5)

@@ -17,9 +17,11 @@ with an earlier one (the previous turn of its conversation, or another episode's
 turn) and encodes only what follows. How many run at once (`max_batch`) is bounded by the
 KV memory (`kv_memory_mb`): llama.cpp allocates each sequence's `max_context` positions up
 front. Picks are per request (own seed), so an episode's tokens do not depend on the
-others' picks; its logits can differ in the last bits with the batch it shares
-(llama.cpp's kernels differ by batch size), which flips a greedy token only at a
-near-tie. Measured in docs/benchmarks.md.
+others' picks, and for Q4_0, Q4_1 and Q8_0 files its logits do not either: the
+engine keeps every call in llama.cpp's kernels whose bits do not depend on the call
+(`flatscore.models.gguf_batch`), so an episode gives the same tokens and logprobs alone, in
+a batch, or from a cached prefix. K-quant files depend on the batch in the last bits, which
+flips a greedy token only at a near-tie. Measured in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from flatscore.episode import Message, Serving, TokenLogprob, TopLogprob
 from flatscore.models.base import DEFAULT_KV_MEMORY_MB, Sampling
 from flatscore.models.chat_format import IM_END, encode_prompt
 from flatscore.models.engine_backend import Decoding, EngineBackend
-from flatscore.models.gguf_batch import GgufBatchEngine, GgufRequest
+from flatscore.models.gguf_batch import ONE_CHUNK_ROWS, GgufBatchEngine, GgufRequest
 from flatscore.models.gguf_files import GgufArm, require_llama_cpp, resolve_arm
 
 DEFAULT_CONTEXT = 4096
@@ -42,8 +44,6 @@ when the file's own training context is longer."""
 SERVE_CONTEXT = 8192
 """KV positions per sequence for `flatscore serve --kind gguf` (τ²'s policies alone are
 3-4k tokens)."""
-N_BATCH = 256
-"""Prompt tokens one sequence feeds per llama.cpp decode call."""
 
 
 class GgufBackend(EngineBackend):
@@ -95,7 +95,6 @@ class GgufBackend(EngineBackend):
             slots=self.max_batch,
             context=self.max_context,
             threads=threads,
-            chunk=N_BATCH,
         )
         self._add_bos = bool(self.llm._model.add_bos_token())
         self.stop_ids = {self.llm.token_eos(), int(self.llm._model.token_eot())}
@@ -199,6 +198,53 @@ class GgufBackend(EngineBackend):
         decoding = Decoding(self, sampling)
         request = GgufRequest(ids=prompt.ids, step=decoding.step, max_new=sampling.max_tokens)
         return request, decoding, prompt.prefix
+
+    # ------------------------------------------------------------------ teacher forcing
+
+    def teacher_force(self, ids: list[int], targets: list[int] | None = None) -> np.ndarray:
+        """Logits (float32, one row per target) predicting `ids[t]` for each target position t
+        (default: every position 1..n-1), as `LocalBackend.teacher_force` gives them: in a
+        context of its own (the engine's is untouched), in chunks of `ONE_CHUNK_ROWS`, so a
+        row has the bits a generation sees at that position."""
+        lib = self.engine._lib
+        if targets is None:
+            targets = list(range(1, len(ids)))
+        if any(t < 1 or t >= len(ids) for t in targets):
+            raise ValueError("targets must lie in 1..len(ids)-1")
+        wanted = {t - 1 for t in targets}
+        params = lib.llama_context_default_params()
+        params.n_ctx = len(ids)
+        params.n_batch = params.n_ubatch = ONE_CHUNK_ROWS
+        params.n_seq_max = 1
+        params.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_ENABLED  # as the engine's
+        params.n_threads = params.n_threads_batch = self.engine._threads
+        params.no_perf = True
+        ctx = lib.llama_init_from_model(self.engine._model, params)
+        if ctx is None:
+            raise RuntimeError("llama.cpp could not create a context (memory for the KV?)")
+        batch = lib.llama_batch_init(ONE_CHUNK_ROWS, 0, 1)
+        rows: dict[int, np.ndarray] = {}
+        try:
+            for start in range(0, len(ids), ONE_CHUNK_ROWS):
+                chunk = ids[start : start + ONE_CHUNK_ROWS]
+                batch.n_tokens = len(chunk)
+                for j, token in enumerate(chunk):
+                    batch.token[j], batch.pos[j], batch.n_seq_id[j] = token, start + j, 1
+                    batch.seq_id[j][0], batch.logits[j] = 0, start + j in wanted
+                if lib.llama_decode(ctx, batch) != 0:
+                    raise RuntimeError("llama_decode failed while teacher-forcing")
+                for j in range(len(chunk)):
+                    if start + j in wanted:
+                        ptr = lib.llama_get_logits_ith(ctx, j)
+                        rows[start + j] = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
+        finally:
+            lib.llama_batch_free(batch)
+            lib.llama_free(ctx)
+        return (
+            np.stack([rows[t - 1] for t in targets])
+            if targets
+            else np.zeros((0, self.n_vocab), np.float32)
+        )
 
 
 def kv_bytes_per_position(llama_cpp: Any, model: Any) -> int:

@@ -19,20 +19,26 @@ with the state API: only its own cells).
 bounded LRU store. A new request restores the entry sharing its longest token prefix (the
 previous turn of its conversation, or another episode's system turn) and trims what
 follows (`llama_memory_seq_rm`): it encodes only the tokens after the common prefix.
+Episodes that start together share their system turn the same way: a waiting request whose
+prompt shares at least `MIN_SHARED` more tokens with a prompt being encoded right now than
+with the store waits until that prompt is done, which then goes to the store for it.
 
 **Batch invariance.** Token picking is the caller's (`step`, on the raw logits, with the
-request's own seed). llama.cpp gives a row the same bits whatever else is in the call as
-long as prompt chunks of several sequences never share a call: llama.cpp splits such a call
-into micro-batches of several tokens per stream, and their rows came out different (the same
-generations alone and four together: different logprobs from the first token). So each step
-runs one token of every sequence in one shared call, and each prompt's next chunk in a call
-of its own; then a generation gives the same tokens and logprobs, bit for bit, alone or with
-others (tests/models/test_gguf_batch.py). Not yet across prefix-cache restores: a restored
-prefix lands wherever llama.cpp's slot search starts in its stream, and where the cells lie
-changes the continuation's bits (docs/benchmarks.md). Measured for Q4_0, Q4_1 and Q8_0, with
-flash attention (on here: llama.cpp's single-stream path without it gives a lone row other
-bits). Not for the K-quants (Q4_K_M): their repacked kernels give a row other bits for most
-row counts, so those arms depend on the batch (docs/benchmarks.md).
+request's own seed). A row's bits depend on one thing in a call: llama.cpp's CPU flash
+attention computes a sequence's rows with a tiled kernel once the call holds 64 or more of
+its positions (`GGML_FA_TILE_Q`), and with a row-by-row kernel below that; the two give
+other bits. Below 64 rows a position's KV and logits are the same bits whatever call
+computes them (one token per call, chunks of 2-63, other sequences alongside: measured
+max |Δ| = 0 on Q4_0, Q4_1 and Q8_0; 0.79-1.21 at 64; docs/benchmarks.md). So a prompt feeds at
+most `ONE_CHUNK_ROWS` tokens per call, and a sequence's KV is a function of its tokens
+alone: a generation gives the same tokens and logprobs, bit for bit, alone, with others,
+from a restored prefix (another episode's or its own earlier turn), and across a context
+that grew (tests/models/test_gguf_batch.py). The price is prompt speed: 63-token chunks
+took ~1.2x the CPU of 256-token ones. Each step runs one token of every sequence in one
+shared call and each prompt's next chunk in a call of its own. Measured at one thread,
+for Q4_0, Q4_1 and Q8_0, with flash attention on. Not for the K-quants (Q4_K_M): their
+repacked kernels give a row other bits for most row counts, so those arms depend on the
+batch (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -61,6 +67,14 @@ class GgufRequest(QueuedRequest[np.ndarray]):
 STATE_PREFIX = 8
 """Bytes llama.cpp's sequence state starts with before the KV cache's part (llama-cpp-python
 0.3.36's llama.cpp: kept as they are)."""
+
+ONE_CHUNK_ROWS = 63
+"""The most positions of one sequence a call computes: llama.cpp's CPU flash attention
+switches to its tiled kernel, whose rows have other bits, at 64 (`GGML_FA_TILE_Q`)."""
+
+MIN_SHARED = 32
+"""A waiting request waits for a prompt being encoded only when it would reuse at least this
+many more of its tokens (shorter shared heads are not worth the wait)."""
 
 
 def portable_state(state: bytes, streams: int) -> bytes:
@@ -112,6 +126,11 @@ class StateStore:
             self._entries.move_to_end(best)
         return best, keep
 
+    def covered(self, ids: list[int]) -> int:
+        """How many tokens of `ids` a `lookup` would restore (the LRU order left alone)."""
+        shared = (min(common_prefix(list(k), ids), len(ids) - 1) for k in self._entries)
+        return max(shared, default=0)
+
     def get(self, key: tuple[int, ...]) -> bytes:
         return self._entries[key]
 
@@ -131,14 +150,16 @@ class GgufBatchEngine(RequestQueue[GgufRequest, int]):
     thread (`RequestQueue`: submitting, waiting and closing). `slots` sequences in flight
     at most, each a KV stream of `context` positions that llama.cpp allocates (and clears:
     resident) up front, slots × context × the model's bytes per position. The context
-    starts with one stream and is remade with twice as many (up to `slots`) when requests
-    wait: those in flight finish first (no new ones join meanwhile), and the prefix cache
-    starts again empty, so no KV crosses contexts. Memory follows the concurrency actually
-    asked for; at most log2(slots) such pauses per arm. `chunk` bounds the prompt tokens
-    one sequence feeds per call; `store_tokens` bounds the prefix cache (host memory).
+    starts with one stream and is remade with twice as many (up to `slots`) when more
+    requests want to run: the sequences in flight move into it with their KV (state saved
+    and restored: bit for bit, the module's docstring), so nobody drains or starts over, and
+    the prefix cache stays. Memory follows the concurrency actually asked for; at most
+    log2(slots) remakes per arm. `chunk` bounds the prompt tokens one sequence feeds per
+    call (at most `ONE_CHUNK_ROWS`); `store_tokens` bounds the prefix cache (host memory).
 
     `_active` is by sequence id (`_active[i].seq == i`); `steps` counts the shared calls
-    (one token of every sequence in flight), `calls` every `llama_decode`."""
+    (one token of every sequence in flight), `calls` every `llama_decode`, `shared` the
+    prompts stored early for requests that waited on them."""
 
     label = "gguf batch engine"
     thread_name = "flatscore-gguf"
@@ -152,7 +173,7 @@ class GgufBatchEngine(RequestQueue[GgufRequest, int]):
         slots: int,
         context: int,
         threads: int,
-        chunk: int = 256,
+        chunk: int = ONE_CHUNK_ROWS,
         store_tokens: int = 32_768,
     ) -> None:
         super().__init__()
@@ -161,7 +182,7 @@ class GgufBatchEngine(RequestQueue[GgufRequest, int]):
         self._threads = threads
         self.max_slots = max(1, slots)
         self.context = context
-        self.chunk = max(1, chunk)
+        self.chunk = max(1, min(chunk, ONE_CHUNK_ROWS))
         self.slots = 0
         self.ctx: Any = None
         self.mem: Any = None
@@ -173,6 +194,7 @@ class GgufBatchEngine(RequestQueue[GgufRequest, int]):
         self.calls = 0  # llama_decode calls, prompt chunks included
         self.moves = 0
         self.grown = 0
+        self.shared = 0
         self._finished: list[tuple[GgufRequest, BaseException | None]] = []
         self._make(1)
 
@@ -194,11 +216,10 @@ class GgufBatchEngine(RequestQueue[GgufRequest, int]):
     # -------------------------------------------------------------- KV state
 
     def _make(self, slots: int) -> None:
-        """(Re)create the llama.cpp context with `slots` KV streams (none in flight). The
-        prefix cache is dropped with it: only KV computed in this context is reused."""
+        """(Re)create the llama.cpp context with `slots` KV streams; the sequences in flight
+        keep their ids and KV (saved from the old context, restored into the new one)."""
         lib = self._lib
-        assert not self._active
-        self.store.clear()
+        moving = [(r, self._save(r.seq)) for r in self._active if r.held]
         if self.ctx is not None:
             lib.llama_batch_free(self.batch)
             lib.llama_free(self.ctx)
@@ -210,8 +231,8 @@ class GgufBatchEngine(RequestQueue[GgufRequest, int]):
         params.n_batch = params.n_ubatch = self.budget
         params.n_seq_max = slots
         params.kv_unified = False
-        # Flash attention: a row's attention has the same bits in a call of any size (in a
-        # single stream without it, a one-row call gives other bits than a call of several).
+        # Flash attention: a row's attention has the same bits in a call of any size below
+        # 64 rows (in a single stream without it, a one-row call gives other bits).
         params.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_ENABLED
         params.n_threads = params.n_threads_batch = self._threads
         params.no_perf = True
@@ -220,6 +241,8 @@ class GgufBatchEngine(RequestQueue[GgufRequest, int]):
             raise RuntimeError("llama.cpp could not create a context (memory for the KV?)")
         self.mem = lib.llama_get_memory(self.ctx)
         self.batch = lib.llama_batch_init(self.budget, 0, 1)
+        for request, state in moving:
+            self._restore(request.seq, state)
 
     def _save(self, seq: int) -> bytes:
         """`seq`'s cells as llama.cpp state, without the stream count it was saved with
@@ -281,19 +304,51 @@ class GgufBatchEngine(RequestQueue[GgufRequest, int]):
         return min(self.max_slots, len(self._active) + len(self._waiting))
 
     def _advance(self, want: int) -> None:
-        grow = want > self.slots
-        if grow and not self._active:  # more requests than streams: twice as many
+        if want > self.slots:  # more requests than streams: twice as many, none drained
             self._make(min(self.max_slots, max(want, 2 * self.slots)))
             self.grown += 1
         with self._cond:
-            # While a bigger context is wanted, those in flight drain first.
-            room = 0 if grow and self._active else self.slots - len(self._active)
-            joining, self._waiting = self._waiting[:room], self._waiting[room:]
+            joining = self._joining()
         for request in joining:
             self._active.append(request)
             self._admit(request, len(self._active) - 1)
         self.peak_active = max(self.peak_active, len(self._active))
         self._step()
+
+    def _joining(self) -> list[GgufRequest]:
+        """(Under the lock.) Waiting requests that join now, in order, as many as there are
+        free streams; one that would reuse `MIN_SHARED` more tokens of a prompt being encoded
+        (in flight, or joining now) than of the store waits for it instead."""
+        room = self.slots - len(self._active)
+        encoding = [r.ids for r in self._active if len(r.held) < len(r.ids)]
+        joining: list[GgufRequest] = []
+        waiting: list[GgufRequest] = []
+        for request in self._waiting:
+            if len(joining) >= room or self._reuses(request, encoding):
+                waiting.append(request)
+                continue
+            joining.append(request)
+            encoding.append(request.ids)
+        self._waiting = waiting
+        return joining
+
+    def _reuses(self, request: GgufRequest, prompts: list[list[int]]) -> bool:
+        """Whether `request` would reuse `MIN_SHARED` more tokens of one of `prompts` than
+        of the store."""
+        ids = request.ids
+        covered = self.store.covered(ids)
+        return any(
+            min(common_prefix(p, ids), len(ids) - 1) >= covered + MIN_SHARED for p in prompts
+        )
+
+    def _encoded(self, request: GgufRequest) -> None:
+        """`request`'s prompt is done: to the store now, when a waiting request would reuse
+        it (it stays there, superseded by the sequence's KV when it leaves)."""
+        with self._cond:
+            wanted = any(self._reuses(w, [request.ids]) for w in self._waiting)
+        if wanted:
+            self.store.put(request.held, self._save(request.seq))
+            self.shared += 1
 
     def _fail_batch(self, error: Exception) -> None:
         for r in list(reversed(self._active)):
@@ -325,6 +380,8 @@ class GgufBatchEngine(RequestQueue[GgufRequest, int]):
         for request, fed in feeds:
             request.held.extend(fed)
             request.pending = request.pending[len(fed) :]
+            if fed and len(request.held) == len(request.ids):
+                self._encoded(request)
         for request, j in outputs:
             ptr = self._lib.llama_get_logits_ith(self.ctx, j)
             logits = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).astype(np.float64)
