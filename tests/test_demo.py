@@ -16,6 +16,7 @@ from rich.console import Console
 from flatscore.demo import (
     DEMO_ARMS,
     DEMO_CONCURRENCY,
+    DEMO_KV_MEMORY_MB,
     DEMO_TASKS,
     demo_study,
     run_demo,
@@ -59,6 +60,27 @@ def test_demo_tasks_are_stratified_over_templates() -> None:
     assert len(stratified_task_ids(["retail"], "test", 10_000)) == len(
         get_domain("retail").tasks("test")
     )
+
+
+def test_the_demo_kv_budget_keeps_four_arms_within_4_gb() -> None:
+    """The KV budget arithmetic (docs/benchmarks.md, "flatscore demo: memory"), known
+    answers: SmolLM2-135M holds 30 layers x keys and values x 3 KV heads x 64 x 4 bytes =
+    46,080 B of fp32 KV a position, so the demo's per-arm budget is 7,281 positions; the four
+    arms' KV on top of the four arms as loaded (2,001 MiB resident after the loader's trim,
+    benchmarks/load_memory.py) leaves >= 500 MiB of 4 GB (10^9 bytes) for activations."""
+    from types import SimpleNamespace
+
+    from flatscore.models.local import kv_bytes_per_position
+
+    smollm2 = SimpleNamespace(
+        num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3, hidden_size=576
+    )
+    per_position = kv_bytes_per_position(SimpleNamespace(config=smollm2))
+    assert per_position == 46_080
+    assert int(DEMO_KV_MEMORY_MB * 2**20) // per_position == 7_281  # LocalBackend's budget
+    loaded_mib = 2_001
+    limit_mib = 4e9 / 2**20  # 3,815 MiB
+    assert loaded_mib + len(DEMO_ARMS) * DEMO_KV_MEMORY_MB <= limit_mib - 500
 
 
 def test_cli_defaults_match_the_demo_constants() -> None:
