@@ -45,6 +45,8 @@ class Sampler(threading.Thread):
         self.peak_rss = 0
         self.peaks: dict[str, dict[str, int]] = {}
         self.at_peak: dict[str, Any] = {}
+        self.trace: list[tuple[float, int, int, int]] = []  # s, RSS, KV in flight, store
+        self.started = time.perf_counter()
 
     def run(self) -> None:
         process = psutil.Process()
@@ -66,6 +68,14 @@ class Sampler(threading.Thread):
                 peak = self.peaks.setdefault(arm, dict.fromkeys(row, 0))
                 for key, value in row.items():
                     peak[key] = max(peak[key], value)
+            self.trace.append(
+                (
+                    time.perf_counter() - self.started,
+                    rss,
+                    sum(r["active_capacity"] for r in snapshot.values()),
+                    sum(r["store"] for r in snapshot.values()),
+                )
+            )
             if rss > self.peak_rss:
                 self.peak_rss, self.at_peak = rss, snapshot
 
@@ -78,8 +88,18 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--compute", default="fp32")
     parser.add_argument("--kv-memory-mb", type=float, help="per arm (default: the demo's)")
+    parser.add_argument("--trace", type=Path, help="CSV of the samples: RSS over time")
+    parser.add_argument(
+        "--trim-every-s",
+        type=float,
+        help="engines trim freed heap at most this often while running (0: only when idle)",
+    )
     args = parser.parse_args()
     shutil.rmtree(args.out, ignore_errors=True)
+    if args.trim_every_s is not None:
+        from flatscore.models import batching
+
+        batching.TRIM_EVERY_S = args.trim_every_s or None  # type: ignore[assignment]
     study = demo_study(
         args.out,
         tasks_per_domain=args.tasks,
@@ -103,6 +123,10 @@ def main() -> None:
     print(f"{outcome.planned} episodes, {wall:.0f} s wall, {cpu:.0f} CPU-s")
     print(f"{outcome.planned / cpu * 60:.2f} episodes per CPU-minute")
     print(f"peak RSS (sampled) {sampler.peak_rss / 2**30:.2f} GiB")
+    if args.trace:
+        rows = ["s,rss_mib,kv_active_pos,kv_store_pos"]
+        rows += [f"{t:.1f},{rss / 2**20:.0f},{a},{s}" for t, rss, a, s in sampler.trace]
+        args.trace.write_text("\n".join(rows) + "\n", encoding="utf-8")
     loaded = backends()
     for arm, backend in loaded.items():
         per_pos = kv_bytes_per_position(backend.model)

@@ -163,6 +163,7 @@ def test_an_idle_engine_gives_freed_memory_back_once() -> None:
 
     assert release_freed_memory() in (True, False)  # glibc here: callable, no error
     engine = BatchEngine(tiny_llama(), max_batch=16)
+    engine.trim_every_s = None  # idle trims only (a slow host would trim while running)
     run_all(engine, prompts(3))
     time.sleep(3 * IDLE_TRIM_S)
     assert engine.trims == 1  # once per idle period, not every second
@@ -170,6 +171,21 @@ def test_an_idle_engine_gives_freed_memory_back_once() -> None:
     time.sleep(3 * IDLE_TRIM_S)
     assert engine.trims == 2
     engine.close()
+
+
+def test_a_running_engine_gives_freed_memory_back_after_sequences_finish() -> None:
+    """Four arms run side by side for the whole demo, so idle trims come too late: the
+    engine trims while running, after a sequence finished, at most every `trim_every_s`.
+    Tokens do not change. Fails if `_advance` never trims."""
+    model = tiny_llama()
+    expected = run_all(BatchEngine(model, max_batch=16), prompts())
+    for every, trimmed in ((0.0, True), (1e9, False), (None, False)):
+        engine = BatchEngine(model, max_batch=4)  # waves: sequences finish while others run
+        engine.idle_s = None  # idle trims are the test above
+        engine.trim_every_s = every
+        assert run_all(engine, prompts()) == expected
+        assert (engine.trims >= 1) is trimmed, every
+        engine.close()
 
 
 def test_closing_abandons_the_pass_in_progress_between_layers() -> None:

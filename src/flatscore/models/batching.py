@@ -47,6 +47,7 @@ from flatscore.models.request_queue import QueuedRequest, RequestQueue
 
 MIN_ROWS = 16  # pad every forward to at least this many rows (batch invariance, above)
 IDLE_TRIM_S = 1.0  # an engine idle this long gives its freed heap back (`release_freed_memory`)
+TRIM_EVERY_S = 2.0  # while running: at most this often, after a sequence freed its KV
 ATTENTION = "flatscore_ragged"
 PACK_GQA = "flatscore_pack_gqa"  # model attribute: decode with `gqa_decode_attention`
 
@@ -505,7 +506,10 @@ class BatchEngine(RequestQueue[Request, list[Request]]):
         self.store = KVStore(layers, min(store_tokens, kv_budget or store_tokens))
         self._layers = layers
         self.peak_kv_tokens = 0  # KV positions held at once: in flight + prefix cache
-        self.trims = 0  # idle periods that ended in `release_freed_memory`
+        self.trims = 0  # `release_freed_memory` calls: idle, or running (`_trim_if_due`)
+        self.trim_every_s = TRIM_EVERY_S  # None: only when idle
+        self._freed = False  # a sequence finished since the last trim
+        self._last_trim = time.monotonic()
 
     def clear(self) -> None:
         """Drop the prefix cache (e.g. after changing the weights)."""
@@ -519,6 +523,18 @@ class BatchEngine(RequestQueue[Request, list[Request]]):
         """Idle a while (an arm done with its episodes): freed KV back to the OS."""
         release_freed_memory()
         self.trims += 1
+        self._freed, self._last_trim = False, time.monotonic()
+
+    def _trim_if_due(self) -> None:
+        """While running: give freed heap back at most every `trim_every_s`, and only after
+        a sequence finished (its KV freed). The demo's four arms run side by side to the
+        end, so idle trims came too late: on its first 330 CPU-seconds this took 700 MiB
+        off the resident peak at no measurable CPU cost (docs/benchmarks.md, "flatscore
+        demo: memory")."""
+        if self.trim_every_s is None or not self._freed:
+            return
+        if time.monotonic() - self._last_trim >= self.trim_every_s:
+            self._on_idle()
 
     @property
     def active_tokens(self) -> int:
@@ -618,6 +634,7 @@ class BatchEngine(RequestQueue[Request, list[Request]]):
                 reserved = sum(self._need(r) for r in self._active if r is not request)
                 self.store.fit(max(0, self.kv_budget - reserved))
         request.kv = None
+        self._freed = True
         super()._finish(request, error)
 
     def _plan(self) -> list[Request]:
@@ -634,6 +651,7 @@ class BatchEngine(RequestQueue[Request, list[Request]]):
                 self.store.fit(max(0, self.kv_budget - reserved))
             self.peak_active = max(self.peak_active, len(self._active))
             self._step()
+        self._trim_if_due()
 
     def _fail_batch(self, error: Exception) -> None:
         for r in self._active:

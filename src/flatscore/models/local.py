@@ -18,7 +18,7 @@ from typing import Any
 from flatscore.episode import Message, Serving, TokenLogprob, TopLogprob
 from flatscore.errors import InputError
 from flatscore.models.base import DEFAULT_KV_MEMORY_MB, DEFAULT_MAX_BATCH, Sampling
-from flatscore.models.batching import BatchEngine, Request
+from flatscore.models.batching import BatchEngine, Request, release_freed_memory
 from flatscore.models.chat_format import encode_prompt, render
 from flatscore.models.embedded import LoadedModel
 from flatscore.models.engine_backend import Decoding, EngineBackend
@@ -130,6 +130,9 @@ class LocalBackend(EngineBackend):
             sequences = token_sequences(loaded.tokenizer, source())
         apply_arm(loaded.model, arm, sequences, awq_cache=cache_dir() / "awq")
         apply_compute(loaded.model, compute)
+        # Loading's transients (the state dict, the adapter merge, the arm's per-layer
+        # copies) are freed by now, but glibc keeps their pages until trimmed.
+        release_freed_memory()
         return cls(loaded, arm=arm, **kwargs)
 
     # ------------------------------------------------------------------ tokens
