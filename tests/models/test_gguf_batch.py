@@ -168,11 +168,7 @@ def test_a_position_gives_the_same_bits_in_any_call_under_64_rows(backend: Any) 
 
     lib = backend.engine._lib
     ids = [*backend.encode("You are a retail support agent. " * 12)[:80], 42]
-    params = lib.llama_context_default_params()
-    params.n_ctx = params.n_batch = params.n_ubatch = 128
-    params.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_ENABLED  # as the engine's
-    params.n_threads = params.n_threads_batch = 1
-    ctx = lib.llama_init_from_model(backend.engine._model, params)
+    ctx = backend.engine.new_context(128, 128, 1)  # the engine's settings, 1 thread
     batch = lib.llama_batch_init(128, 0, 1)
 
     def logits(chunks: list[int]) -> Any:

@@ -212,16 +212,7 @@ class GgufBackend(EngineBackend):
         if any(t < 1 or t >= len(ids) for t in targets):
             raise ValueError("targets must lie in 1..len(ids)-1")
         wanted = {t - 1 for t in targets}
-        params = lib.llama_context_default_params()
-        params.n_ctx = len(ids)
-        params.n_batch = params.n_ubatch = ONE_CHUNK_ROWS
-        params.n_seq_max = 1
-        params.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_ENABLED  # as the engine's
-        params.n_threads = params.n_threads_batch = self.engine._threads
-        params.no_perf = True
-        ctx = lib.llama_init_from_model(self.engine._model, params)
-        if ctx is None:
-            raise RuntimeError("llama.cpp could not create a context (memory for the KV?)")
+        ctx = self.engine.new_context(len(ids), ONE_CHUNK_ROWS, 1)
         batch = lib.llama_batch_init(ONE_CHUNK_ROWS, 0, 1)
         rows: dict[int, np.ndarray] = {}
         try:

@@ -113,23 +113,26 @@ class StateStore:
     def clear(self) -> None:
         self._entries.clear()
 
-    def lookup(self, ids: list[int]) -> tuple[tuple[int, ...], int]:
-        """The entry sharing the longest prefix with `ids` and that length (≤ len(ids)-1:
-        at least one token always runs, for its logits); ((), 0) when none shares any."""
+    def _longest(self, ids: list[int]) -> tuple[tuple[int, ...], int]:
         best: tuple[int, ...] = ()
         keep = 0
         for key in self._entries:
             n = min(common_prefix(key, ids), len(ids) - 1)
             if n > keep:
                 best, keep = key, n
+        return best, keep
+
+    def lookup(self, ids: list[int]) -> tuple[tuple[int, ...], int]:
+        """The entry sharing the longest prefix with `ids` and that length (≤ len(ids)-1:
+        at least one token always runs, for its logits); ((), 0) when none shares any."""
+        best, keep = self._longest(ids)
         if best:
             self._entries.move_to_end(best)
         return best, keep
 
     def covered(self, ids: list[int]) -> int:
         """How many tokens of `ids` a `lookup` would restore (the LRU order left alone)."""
-        shared = (min(common_prefix(list(k), ids), len(ids) - 1) for k in self._entries)
-        return max(shared, default=0)
+        return self._longest(ids)[1]
 
     def get(self, key: tuple[int, ...]) -> bytes:
         return self._entries[key]
@@ -226,23 +229,31 @@ class GgufBatchEngine(RequestQueue[GgufRequest, int]):
             self.ctx = None
         self.slots = slots
         self.budget = max(self.chunk, slots)  # tokens per decode call
+        self.ctx = self.new_context(slots * self.context, self.budget, slots)
+        self.mem = lib.llama_get_memory(self.ctx)
+        self.batch = lib.llama_batch_init(self.budget, 0, 1)
+        for request, state in moving:
+            self._restore(request.seq, state)
+
+    def new_context(self, positions: int, batch: int, streams: int) -> Any:
+        """A llama.cpp context on this engine's model, set as every call here needs it:
+        `streams` KV streams of their own over `positions` in all, `batch` tokens per call,
+        the engine's threads. The caller frees it (`llama_free`)."""
+        lib = self._lib
         params = lib.llama_context_default_params()
-        params.n_ctx = slots * self.context
-        params.n_batch = params.n_ubatch = self.budget
-        params.n_seq_max = slots
+        params.n_ctx = positions
+        params.n_batch = params.n_ubatch = batch
+        params.n_seq_max = streams
         params.kv_unified = False
         # Flash attention: a row's attention has the same bits in a call of any size below
         # 64 rows (in a single stream without it, a one-row call gives other bits).
         params.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_ENABLED
         params.n_threads = params.n_threads_batch = self._threads
         params.no_perf = True
-        self.ctx = lib.llama_init_from_model(self._model, params)
-        if self.ctx is None:
+        ctx = lib.llama_init_from_model(self._model, params)
+        if ctx is None:
             raise RuntimeError("llama.cpp could not create a context (memory for the KV?)")
-        self.mem = lib.llama_get_memory(self.ctx)
-        self.batch = lib.llama_batch_init(self.budget, 0, 1)
-        for request, state in moving:
-            self._restore(request.seq, state)
+        return ctx
 
     def _save(self, seq: int) -> bytes:
         """`seq`'s cells as llama.cpp state, without the stream count it was saved with
