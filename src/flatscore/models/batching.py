@@ -521,6 +521,9 @@ class BatchEngine(RequestQueue[Request, list[Request]]):
 
     def _on_idle(self) -> None:
         """Idle a while (an arm done with its episodes): freed KV back to the OS."""
+        self._trim()
+
+    def _trim(self) -> None:
         release_freed_memory()
         self.trims += 1
         self._freed, self._last_trim = False, time.monotonic()
@@ -534,7 +537,7 @@ class BatchEngine(RequestQueue[Request, list[Request]]):
         if self.trim_every_s is None or not self._freed:
             return
         if time.monotonic() - self._last_trim >= self.trim_every_s:
-            self._on_idle()
+            self._trim()
 
     @property
     def active_tokens(self) -> int:
