@@ -88,6 +88,26 @@ def test_arms_sharing_weights_share_one_engine_with_room_for_each(tmp_path: Path
     assert (ref.max_batch, ref.kv_memory_mb) == (48, 300.0)
     assert (int8.max_batch, int8.kv_memory_mb) == (16, 100.0)
 
+    data["models"][0]["engine_per_arm"] = True  # type: ignore[index]
+    model = load_study(write(tmp_path, data)).models[0]
+    own = {arm: model.backend(arm) for arm in arms}
+    assert len(set(own.values())) == 4  # four cached engines: one per arm
+    for arm, spec in own.items():
+        assert spec is not None and (spec.max_batch, spec.kv_memory_mb) == (16, 100.0)
+        assert spec.quant == ("int8" if arm == "int8" else "ref") and spec.instance == arm
+
+
+def test_engine_per_arm_loads_a_copy_per_arm() -> None:
+    """Specs equal but for `instance` are separate cache entries: separate loaded models."""
+    from flatscore.models.shared import BackendSpec, clear_backends, get_backend
+
+    spec = BackendSpec(kind="embedded", threads=1, kv_memory_mb=16)
+    try:
+        a, b = get_backend(spec), get_backend(spec.model_copy(update={"instance": "x"}))
+        assert a is not b and get_backend(spec) is a
+    finally:
+        clear_backends()
+
 
 @pytest.mark.parametrize(
     ("data", "field", "words"),

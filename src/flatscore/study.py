@@ -140,6 +140,14 @@ class ModelSpec(StrictModel):
         "arms sharing weights share one engine with their sum); less memory, fewer "
         "sequences per pass",
     )
+    engine_per_arm: bool = Field(
+        False,
+        description="embedded/local: arms that share weights (a control, an inject arm "
+        "and their base) each load their own copy and engine, with `threads` each, "
+        "instead of sharing one; more memory (one copy of the weights per arm), but the "
+        "family gets a thread per arm: with one thread and several arms, one shared "
+        "engine is the study's bottleneck",
+    )
 
     @field_validator("kind")
     @classmethod
@@ -297,6 +305,8 @@ class ModelSpec(StrictModel):
         # a pass, KV memory), as if each had its own; else they queue behind one arm's
         # share and the whole study waits for that engine.
         sharing = sum(self.played_by(a) == self.played_by(arm) for a in self.arms)
+        if self.engine_per_arm:
+            sharing = 1
         return BackendSpec(
             kind=self.kind,
             path=self.path or "embedded",
@@ -305,6 +315,7 @@ class ModelSpec(StrictModel):
             compute=self.compute or "fp32",
             kv_memory_mb=self.kv_memory_mb * sharing,
             max_batch=DEFAULT_MAX_BATCH * sharing,
+            instance=arm if self.engine_per_arm else None,
         )
 
 

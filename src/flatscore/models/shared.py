@@ -50,6 +50,12 @@ class BackendSpec(StrictModel):
         DEFAULT_MAX_BATCH, ge=1, description="local: sequences one engine decodes together"
     )
     batch_invariant: bool = True
+    instance: str | None = Field(
+        None,
+        description="a label only: specs equal but for it load separate copies (an arm "
+        "that shares weights with another gets an engine of its own: "
+        "ModelSpec.engine_per_arm)",
+    )
 
     @field_validator("kind")
     @classmethod
