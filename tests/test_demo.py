@@ -34,7 +34,7 @@ def test_demo_is_the_embedded_example_with_a_task_limit(tmp_path: Path) -> None:
     example = load_study(EXAMPLES / "embedded.yaml")
     assert demo.task_ids == stratified_task_ids(["retail", "telecom"], "test", DEMO_TASKS)
     assert example.tasks_per_domain is None and example.task_ids is None
-    assert list(demo.models[0].arms) == list(DEMO_ARMS) == ["ref", "int8", "int4", "int4-awq"]
+    assert list(demo.models[0].arms) == list(DEMO_ARMS) == ["ref", "int8", "int4-awq"]
     assert list(example.models[0].arms) == list(DEMO_ARMS)
     keys = ("domains", "split", "trials", "seed", "max_steps", "error_budget", "user")
     for key in keys:
@@ -66,11 +66,11 @@ def test_the_demo_kv_budget_arithmetic() -> None:
     """Known answers for the demo's memory floor (docs/benchmarks.md, "flatscore demo"):
     SmolLM2-135M holds 30 layers x keys and values x 3 KV heads x 64 x 4 bytes = 46,080 B
     of fp32 KV a position, so the per-arm budget is 7,281 positions; the runtime (369 MiB),
-    four arms' parameters (2,053 MiB, all resident once each head has run) and four KV
-    budgets come to 3,702 MiB before any activation, which must stay under 4 GiB. (The
-    measured peak adds ~400 MiB of activations and heap: 4.3 GB on the reduced demo, so 4
-    fp32 arms at this budget do not meet the issue's 4 GB; raising the budget would not
-    even leave the floor under it.)"""
+    three arms' parameters (513 MiB each, all resident once each head has run) and three KV
+    budgets come to 2,869 MiB before any activation. Four arms came to 3,702 MiB and
+    peaked at 4,197,448 kB on the reduced demo (~400 MiB of activations and heap over the
+    floor),
+    over the issue's 4 GB: the demo's floor must leave at least that much room."""
     from types import SimpleNamespace
 
     from flatscore.models.local import kv_bytes_per_position
@@ -83,8 +83,12 @@ def test_the_demo_kv_budget_arithmetic() -> None:
     assert int(DEMO_KV_MEMORY_MB * 2**20) // per_position == 7_281  # LocalBackend's budget
     runtime_mib, parameters_mib = 369, 2_053 / 4  # benchmarks/load_memory.py: 2,053 for four
     floor = runtime_mib + len(DEMO_ARMS) * (parameters_mib + DEMO_KV_MEMORY_MB)
-    assert floor == 3_702
-    assert floor <= 4_096
+    assert round(floor) == 2_869
+    four_arms = runtime_mib + 4 * (parameters_mib + DEMO_KV_MEMORY_MB)
+    assert round(four_arms) == 3_702
+    measured_over_floor = 4_197_448 / 2**10 - four_arms  # the reduced demo's peak, 4 arms
+    assert 390 < measured_over_floor < 400
+    assert floor + 2 * measured_over_floor <= 4_096
 
 
 def test_cli_defaults_match_the_demo_constants() -> None:
@@ -210,7 +214,7 @@ def test_planted_adds_an_inject_arm_on_the_first_arm(tmp_path: Path) -> None:
     arm = study.models[0].arms["ref-planted"]
     assert arm.inject is not None and (arm.inject.base, arm.inject.role_confusion) == ("ref", 0.1)
     assert study.models[0].backend("ref-planted") == study.models[0].backend("ref")
-    assert list(study.models[0].arms)[:4] == list(DEMO_ARMS)
+    assert list(study.models[0].arms)[: len(DEMO_ARMS)] == list(DEMO_ARMS)
 
 
 @pytest.mark.slow

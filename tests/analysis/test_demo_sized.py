@@ -1,4 +1,4 @@
-"""`make demo`-sized studies (6 tasks per domain, one trial, arms ref/int8/int4/int4-awq):
+"""`make demo`-sized studies (a few tasks per domain, one trial, the demo's arms):
 the verdicts must not claim what six tasks cannot show — no equivalence, no [0, 0] interval,
 no "no damage detected" — and the test and the interval must agree."""
 
@@ -8,9 +8,10 @@ import pytest
 
 from analysis_builders import episode
 from flatscore.analysis.analyze import AnalysisOptions, analyze
+from flatscore.demo import DEMO_ARMS, DEMO_TASKS
 from flatscore.report.terminal import render
 
-ARMS = ("ref", "int8", "int4", "int4-awq")
+ARMS = DEMO_ARMS
 
 
 def demo_study(solved: dict[str, int], tasks: int = 6) -> list:
@@ -38,9 +39,9 @@ def test_all_arms_six_of_six_is_not_equivalence() -> None:
 
 
 def test_the_interval_and_the_test_agree_on_four_tasks() -> None:
-    """4 tasks, ref 4/4, int4 1/4: the Gap CI and p agree (the issue's CI [12.5, 62.5] next
-    to p = 0.25 cannot happen)."""
-    solved = {"ref": 4, "int8": 4, "int4": 1, "int4-awq": 3}
+    """4 tasks, ref 4/4, int4-awq 1/4: the Gap CI and p agree (the issue's CI [12.5, 62.5]
+    next to p = 0.25 cannot happen)."""
+    solved = {"ref": 4, "int8": 3, "int4-awq": 1}
     r = analyze(demo_study(solved, tasks=4), AnalysisOptions(bootstrap=200))
     for cell in r.cells:
         for c in cell.comparisons:
@@ -51,7 +52,7 @@ def test_the_interval_and_the_test_agree_on_four_tasks() -> None:
 def test_demo_sized_terminal_output_reads_as_numbers(capsys: pytest.CaptureFixture[str]) -> None:
     from rich.console import Console
 
-    solved = {"ref": 6, "int8": 6, "int4": 2, "int4-awq": 5}
+    solved = {"ref": 6, "int8": 5, "int4-awq": 2}
     r = analyze(demo_study(solved), AnalysisOptions(bootstrap=200))
     render(r, Console(width=200, color_system=None))
     out = capsys.readouterr().out
@@ -61,40 +62,28 @@ def test_demo_sized_terminal_output_reads_as_numbers(capsys: pytest.CaptureFixtu
     assert "success drop +" not in out or "points" in out
 
 
-def test_the_demo_size_makes_todays_large_drops_significant() -> None:
-    """The demo is sized so that drops as large as the 9-task demo's (retail ref 4/9 vs
-    int4 and int4-awq 0/9; telecom ref 7/9 vs int4 1/9) survive Holm across its six
-    comparisons, with every failing task a discordant pair. At 9 tasks the retail ones did not
-    (4 discordant tasks: the score statistic, Holm p 0.27); telecom int4's 6 of 9 discordant
-    tasks are enough for the t statistic there."""
-    from flatscore.demo import DEMO_TASKS
+def test_what_the_demo_size_can_show() -> None:
+    """The demo is sized by time and memory (20 minutes, 4 GB: issue 31), and this pins what
+    that size can show, across its four comparisons with Holm: a drop of 6 tasks or more,
+    every one a discordant pair of one sign (50 points at 12 tasks), reads "visible
+    damage"; 5 do not (Tango's statistic below 6 discordant tasks; docs/analysis.md), nor does
+    no drop. Six one-signed discordant tasks are the fewest an exact sign test calls
+    significant unadjusted (p = 2/64), so the demo claims no drop smaller than that."""
 
-    def p_holm(tasks: int) -> dict[tuple[str, str], float]:
-        scale = tasks / 9
-        solved = {
-            "retail": {"ref": 4, "int8": 5, "int4": 0, "int4-awq": 0},
-            "telecom": {"ref": 7, "int8": 7, "int4-awq": 4, "int4": 1},
-        }
+    def p_holm(drop: int) -> dict[tuple[str, str], float]:
+        solved = {"ref": DEMO_TASKS, "int8": DEMO_TASKS, "int4-awq": DEMO_TASKS - drop}
         episodes = [
-            episode(
-                arm,
-                f"{domain}_{t}",
-                0,
-                [("get_user", "ok")],
-                success=t < round(n * scale),
-                domain=domain,
-            )
-            for domain, arms in solved.items()
-            for arm, n in arms.items()
-            for t in range(tasks)
+            episode(arm, f"{domain}_{t}", 0, [("get_user", "ok")], success=t < n, domain=domain)
+            for domain in ("retail", "telecom")
+            for arm, n in solved.items()
+            for t in range(DEMO_TASKS)
         ]
         result = analyze(episodes, AnalysisOptions(bootstrap=200))
         return {(cell.domain, c.arm): c.p_holm for cell in result.cells for c in cell.comparisons}
 
-    large = [("retail", "int4"), ("retail", "int4-awq"), ("telecom", "int4")]
-    at_demo = p_holm(DEMO_TASKS)
-    assert all(at_demo[k] < 0.05 for k in large), at_demo
-    assert at_demo[("retail", "int8")] > 0.05  # no drop, nothing claimed
-    before = p_holm(9)
-    assert all(before[k] > 0.05 for k in large[:2]), before
-    assert before[("telecom", "int4")] < 0.05, before
+    assert ARMS == ("ref", "int8", "int4-awq") and DEMO_TASKS == 12
+    shown = p_holm(6)
+    assert shown[("retail", "int4-awq")] < 0.05 and shown[("telecom", "int4-awq")] < 0.05
+    assert shown[("retail", "int8")] == pytest.approx(1.0)  # no drop, nothing claimed
+    not_shown = p_holm(5)
+    assert not_shown[("retail", "int4-awq")] > 0.05 and not_shown[("telecom", "int4-awq")] > 0.05
