@@ -23,6 +23,7 @@ from flatscore.analysis.paired_score import (
     score_test,
     score_tost,
     score_z,
+    sign_flip_p,
     uses_el,
     wilson_interval,
 )
@@ -142,6 +143,37 @@ def test_restricted_mle_matches_a_numerical_maximum() -> None:
         want = raw / np.sqrt(var)
         got = score_z(discordance(_d(b, c, n)), delta)
         assert float(got) == pytest.approx(want, rel=1e-5)
+
+
+def test_one_signed_discordance_gets_the_exact_sign_flip_p() -> None:
+    """Every discordant task of one sign puts Δ = 0 at the edge of the differences' range,
+    where the score statistic is infinite: the p is the exact sign-flip one, 2^(1 − k), not
+    0 (six one-signed tasks: 1/32), whatever the sign or the trials' fractions."""
+    assert float(paired_test(_d(6, 0, 12))) == pytest.approx(2**-5)
+    assert float(paired_test(_d(8, 0, 40))) == pytest.approx(2**-7)
+    assert float(paired_test(_d(0, 7, 20))) == pytest.approx(2**-6)
+    trials = np.array([1.0, 0.5, 0.25, 0.25, 0.5, 0.75, 0.0, 0.0])
+    assert float(paired_test(trials)) == pytest.approx(2**-5)
+    mixed = _d(7, 1, 20)  # both signs: the score statistic's own p, unchanged
+    assert np.isnan(sign_flip_p(mixed)) and 0 < float(paired_test(mixed)) < 0.05
+    both = np.stack([_d(6, 0, 12), _d(3, 3, 12)])  # vectorised over studies
+    assert np.allclose(paired_test(both), [2**-5, float(paired_test(_d(3, 3, 12)))])
+
+
+def test_holm_over_null_comparisons_keeps_its_level_on_small_studies() -> None:
+    """Four null comparisons (each task discordant with probability 0.7, either sign) of 9
+    tasks, Holm at 0.05: the family-wise error stays at or below 5% (the score statistic's
+    p = 0 on one-signed studies put it at 5.7% here: a six-task one-signed study, 3% likely,
+    survived any correction), and each test alone still rejects at its unadjusted rate."""
+    from flatscore.analysis.stats import holm
+
+    rng = np.random.default_rng(0)
+    studies, m, n = 4000, 4, 9
+    d = (rng.random((studies * m, n)) < 0.7) * np.where(rng.random((studies * m, n)) < 0.5, 1, -1)
+    p = paired_test(d.astype(np.float64)).reshape(studies, m)
+    family = np.array([min(holm(row)) < 0.05 for row in p])
+    assert family.mean() <= 0.05
+    assert 0.02 < (p < 0.05).mean() < 0.05  # valid, not empty: the unadjusted test still fires
 
 
 def test_score_test_is_mcnemar() -> None:

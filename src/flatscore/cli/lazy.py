@@ -55,7 +55,7 @@ COMMANDS: dict[str, Lazy] = {
     ),
     "demo": Lazy(
         "commands_demo",
-        "Run the embedded agent in ref / int8 / int4 / int4-awq on both built-in domains (test "
+        "Run the embedded agent in ref / int8 / int4-awq on both built-in domains (test "
         "split, scripted user), write the report and print the headline verdicts.",
     ),
     "train-embedded": Lazy(
