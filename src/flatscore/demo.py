@@ -5,13 +5,12 @@ precision arms — ref, int8 and int4-awq (a flat arm and a damaged one beside t
 reference) — on both built-in domains' test split with the scripted user, then the report.
 Sized for a laptop: ≤ 4 GB resident and ≤ 20 minutes on 2 cores from a fresh clone
 (measured 19 min 55 s, peak 3,746,020 kB, fp32: docs/benchmarks.md, "flatscore demo"):
-three fp32 arms' weights and KV budgets fit where four did not, and `DEMO_TASKS` test tasks
-per domain are what 20 minutes hold; what that size can and cannot show is pinned in
-tests/analysis/test_demo_sized.py.
-`DEMO_TASKS` test tasks of each domain, taken
-round-robin over the task templates (`stratified_task_ids`) so every kind of task is in,
-one trial, `DEMO_CONCURRENCY` episodes in flight (each arm batches its episodes in one
-forward pass per step; one torch thread per arm, the arms side by side on the cores).
+three fp32 arms' weights and KV budgets fit where four did not, and 20 minutes hold
+`DEMO_TASKS` test tasks per domain (what that size can and cannot show is pinned in
+tests/analysis/test_demo_sized.py), taken round-robin over the task templates
+(`stratified_task_ids`) so every kind of task is in, one trial, `DEMO_CONCURRENCY` episodes
+in flight (each arm batches its episodes in one forward pass per step; one torch thread per
+arm, the arms side by side on the cores).
 
 It is an ordinary study (`demo_study`, the same as examples/embedded.yaml with a task
 limit), so a rerun resumes where it stopped and `flatscore report` rebuilds its report.

@@ -303,10 +303,12 @@ class ModelSpec(StrictModel):
         # Arms played by the same weights (a control, an inject arm and their base) share
         # one loaded model and so one engine: it gets room for each of them (sequences in
         # a pass, KV memory), as if each had its own; else they queue behind one arm's
-        # share and the whole study waits for that engine.
-        sharing = sum(self.played_by(a) == self.played_by(arm) for a in self.arms)
-        if self.engine_per_arm:
-            sharing = 1
+        # share and the whole study waits for that engine. `engine_per_arm`: a copy each.
+        sharing = (
+            1
+            if self.engine_per_arm
+            else sum(self.played_by(a) == self.played_by(arm) for a in self.arms)
+        )
         return BackendSpec(
             kind=self.kind,
             path=self.path or "embedded",

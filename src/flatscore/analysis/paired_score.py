@@ -322,9 +322,11 @@ def paired_test(differences: np.ndarray) -> np.ndarray:
     interval still agree), but a p that multiplicity correction can use (six one-signed
     tasks: 0.031, which Holm over four comparisons makes 0.125, not 0)."""
     d = np.asarray(differences, dtype=np.float64)
-    p = np.where(uses_el(d), _el_p(d, 0.0, "both"), score_test(d))
+    use = uses_el(d)
     edge = sign_flip_p(d)
-    return np.where(uses_el(d) & ~np.isnan(edge), edge, p)
+    return np.where(
+        use & ~np.isnan(edge), edge, np.where(use, _el_p(d, 0.0, "both"), score_test(d))
+    )
 
 
 def paired_tost(
