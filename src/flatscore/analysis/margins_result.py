@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from flatscore.analysis.margins import ArmMargins, MarginDistribution
 from flatscore.errors import InputError
+from flatscore.markdown_table import table_lines
 
 DEFINITIONS = {
     "agent_tokens": "tokens of the agent's turns in the rendered transcript (message bodies "
@@ -55,8 +56,8 @@ class MarginsResult(BaseModel):
 
 def markdown_table(result: MarginsResult) -> str:
     """Flip rate by reference-margin bin, one column per arm (percent, flips/tokens)."""
-    head = "| reference margin | tokens | " + " | ".join(a.arm for a in result.arms) + " |"
-    lines = [head, "|---|---:|" + "---:|" * len(result.arms)]
+    head = ["reference margin", "tokens", *(a.arm for a in result.arms)]
+    rows: list[list[object]] = []
     if result.arms:
         for i, b in enumerate(result.arms[0].flip_by_margin):
             hi = "∞" if b.hi is None else f"{b.hi:g}"
@@ -66,25 +67,27 @@ def markdown_table(result: MarginsResult) -> str:
                 cells.append(
                     "—" if x.flip_rate is None else f"{100 * x.flip_rate:.1f}% ({x.flips})"
                 )
-            lines.append(f"| [{b.lo:g}, {hi}) | {b.tokens} | " + " | ".join(cells) + " |")
-        lines.append(
-            "| **all agent tokens** | "
-            + f"{result.agent_tokens} | "
-            + " | ".join(f"{100 * (a.flip_rate or 0):.2f}% ({a.flips})" for a in result.arms)
-            + " |"
+            rows.append([f"[{b.lo:g}, {hi})", b.tokens, *cells])
+        rows.append(
+            [
+                "**all agent tokens**",
+                result.agent_tokens,
+                *(f"{100 * (a.flip_rate or 0):.2f}% ({a.flips})" for a in result.arms),
+            ]
         )
-        lines.append(
-            "| **decision tokens** | "
-            + f"{result.decision_tokens} | "
-            + " | ".join(
-                "—"
-                if a.decision_flip_rate is None
-                else f"{100 * a.decision_flip_rate:.1f}% ({a.decision_flips})"
-                for a in result.arms
-            )
-            + " |"
+        rows.append(
+            [
+                "**decision tokens**",
+                result.decision_tokens,
+                *(
+                    "—"
+                    if a.decision_flip_rate is None
+                    else f"{100 * a.decision_flip_rate:.1f}% ({a.decision_flips})"
+                    for a in result.arms
+                ),
+            ]
         )
-    return "\n".join(lines)
+    return "\n".join(table_lines(head, rows, "lr"))
 
 
 def load_margins(path: Path) -> MarginsResult:

@@ -35,6 +35,7 @@ from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.stats import percentile_ci, ratio, resample_counts, stable_rng
 from flatscore.analysis.task_matrix import MALFORMED, TaskMatrix, task_matrix
 from flatscore.episode import Episode
+from flatscore.markdown_table import table_lines
 
 REPAIR_SUFFIX = "+repair"
 
@@ -300,22 +301,36 @@ def markdown_table(result: RepairEffectResult) -> str:
         return f"{100 * iv.value:+.1f}{ci}"
 
     k = result.default_K
-    lines = [
-        f"| model | domain | arm | tasks | S({k}) without | S({k}) with | repair effect | "
-        "interaction vs ref | repair turns |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    head = [
+        "model",
+        "domain",
+        "arm",
+        "tasks",
+        f"S({k}) without",
+        f"S({k}) with",
+        "repair effect",
+        "interaction vs ref",
+        "repair turns",
     ]
+    rows: list[list[object]] = []
     for cell in result.cells:
         for a in cell.arms:
             pk = next(p for p in a.effect_by_K if k == p.K)
             ref = " (ref)" if a.arm == cell.reference else ""
-            without, with_ = 100 * pk.success_without, 100 * pk.success_with
-            lines.append(
-                f"| {cell.model} | {cell.domain} | {a.arm}{ref} | {a.paired_tasks} "
-                f"| {without:.1f} | {with_:.1f} | {pts(a.effect)} | {pts(a.interaction)} "
-                f"| {a.repair_instructions} |"
+            rows.append(
+                [
+                    cell.model,
+                    cell.domain,
+                    f"{a.arm}{ref}",
+                    a.paired_tasks,
+                    f"{100 * pk.success_without:.1f}",
+                    f"{100 * pk.success_with:.1f}",
+                    pts(a.effect),
+                    pts(a.interaction),
+                    a.repair_instructions,
+                ]
             )
-    return "\n".join(lines)
+    return "\n".join(table_lines(head, rows, "lllr"))
 
 
 __all__ = [

@@ -31,6 +31,7 @@ from flatscore.embedded.train import read_losses
 from flatscore.embedded.weights import ADAPTER_FILE, adapter_sha256
 from flatscore.episode import Episode
 from flatscore.errors import InputError, validating
+from flatscore.markdown_table import table_lines
 from flatscore.models.embedded import EMBEDDED_DESCRIPTION
 
 MAX_ADAPTER_BYTES = 25 * 1024 * 1024
@@ -76,7 +77,7 @@ def eval_table(summaries: list[ArmDomainSummary]) -> str:
     """Arms × domains: success, calls, failure channels (count, and the analysis' task-weighted
     rate per agent call)."""
     head = ["arm", "domain", "success", "agent calls", "failed", *CHANNELS, "terminations"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    rows = []
     for s in summaries:
         cells = [
             s.arm,
@@ -89,8 +90,8 @@ def eval_table(summaries: list[ArmDomainSummary]) -> str:
             n = s.channels.get(c, 0)
             cells.append(f"{n} ({_rate(s.channel_rate(c))})" if c != "malformed_output" else str(n))
         cells.append(", ".join(f"{k} {v}" for k, v in sorted(s.terminations.items())))
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append(cells)
+    return "\n".join(table_lines(head, rows, "l"))
 
 
 def load_summaries(eval_dir: Path) -> list[ArmDomainSummary]:
@@ -205,17 +206,25 @@ def reproduction_section(
         for r in summarize_episodes(theirs):
             c = committed[(r.arm, r.domain)]
             rows.append(
-                f"| {r.arm} | {r.domain} | {c.succeeded}/{c.episodes} | {r.succeeded}/{r.episodes} "
-                f"| {c.failed_calls} | {r.failed_calls} |"
+                [
+                    r.arm,
+                    r.domain,
+                    f"{c.succeeded}/{c.episodes}",
+                    f"{r.succeeded}/{r.episodes}",
+                    c.failed_calls,
+                    r.failed_calls,
+                ]
             )
     if rows:
-        out += [
-            "",
-            "| arm | domain | committed: success | reproduced: success "
-            "| committed: failed calls | reproduced: failed calls |",
-            "|---|---|---|---|---|---|",
-            *rows,
+        head = [
+            "arm",
+            "domain",
+            "committed: success",
+            "reproduced: success",
+            "committed: failed calls",
+            "reproduced: failed calls",
         ]
+        out += ["", *table_lines(head, rows, "l")]
     return out
 
 

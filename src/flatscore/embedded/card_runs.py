@@ -17,6 +17,7 @@ from flatscore.analysis.facts import episode_facts
 from flatscore.analysis.result import ArmStats
 from flatscore.episode import Episode
 from flatscore.errors import InputError
+from flatscore.markdown_table import table_lines
 from flatscore.study import Study, load_study
 
 BUDGETS = (0, 2, 9)
@@ -121,10 +122,8 @@ def recovery_table(episodes: list[Episode]) -> str:
         *[f"S({k})" for k in BUDGETS],
         f"S({BUDGETS[-1]}) − S(0)",
     ]
-    lines = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]
-    for (arm, domain), c in cells(episodes).items():
-        lines.append("| " + " | ".join(_row(arm, domain, c)) + " |")
-    return "\n".join(lines)
+    rows = [_row(arm, domain, c) for (arm, domain), c in cells(episodes).items()]
+    return "\n".join(table_lines(head, rows, "llr"))
 
 
 RECOVERY_STATED = (

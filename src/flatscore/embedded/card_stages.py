@@ -16,6 +16,7 @@ from flatscore.embedded.composition import DomainComposition, composition
 from flatscore.embedded.train import TrainConfig, read_losses
 from flatscore.embedded.weights import ADAPTER_FILE, adapter_sha256
 from flatscore.errors import InputError, validating
+from flatscore.markdown_table import table_lines
 
 
 @dataclass(frozen=True)
@@ -120,15 +121,20 @@ def composition_tables(parts: dict[str, DomainComposition], most: int) -> list[s
     counts = range(1, max([most, *(k for d in parts.values() for k in d.by_mistakes)]) + 1)
     head = ["domain", "conversations", "clean", *[f"{k} mistake{'s' * (k > 1)}" for k in counts]]
     head += ["mistakes made twice", "identification detour"]
-    out = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
-    for name, d in parts.items():
-        cells = [name, str(d.conversations), str(d.by_mistakes.get(0, 0))]
-        cells += [str(d.by_mistakes.get(k, 0)) for k in counts]
-        cells += [f"{d.made_twice} of {d.mistakes}", str(d.detour)]
-        out.append("| " + " | ".join(cells) + " |")
-    out += ["", "| domain | planted channel | mistakes |", "|---|---|---:|"]
-    for name, d in parts.items():
-        out += [f"| {name} | {c} | {n} |" for c, n in sorted(d.channels.items())]
+    rows = [
+        [
+            name,
+            d.conversations,
+            d.by_mistakes.get(0, 0),
+            *(d.by_mistakes.get(k, 0) for k in counts),
+            f"{d.made_twice} of {d.mistakes}",
+            d.detour,
+        ]
+        for name, d in parts.items()
+    ]
+    out = table_lines(head, rows, "lr")
+    channels = [[name, c, n] for name, d in parts.items() for c, n in sorted(d.channels.items())]
+    out += ["", *table_lines(["domain", "planted channel", "mistakes"], channels, "llr")]
     uncounted = sum(d.uncounted for d in parts.values())
     if uncounted:
         out += [
@@ -202,9 +208,9 @@ def training_section(stage: Stage, title: str, start: str) -> list[str]:
         "",
         "Loss (token-weighted mean cross-entropy on trained tokens):",
         "",
-        "| steps | loss |",
-        "|---|---|",
-        *[f"| {a}–{b} | {m:.4f} |" for a, b, m in loss_table(losses)],
+        *table_lines(
+            ["steps", "loss"], [[f"{a}–{b}", f"{m:.4f}"] for a, b, m in loss_table(losses)], "l"
+        ),
     ]
 
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from flatscore.markdown_table import table_lines
+
 
 @dataclass
 class Agreement:
@@ -93,17 +95,28 @@ def evaluate_arms(model_spec: str = "embedded", arms: list[str] | None = None) -
 
 
 def markdown_table(rows: list[ArmRow]) -> str:
-    lines = [
-        "| arm | format | rel. weight error | top-1 agree (all) | mean KL (all) "
-        "| top-1 agree (agent) | mean KL (agent) |",
-        "|---|---|---:|---:|---:|---:|---:|",
+    head = [
+        "arm",
+        "format",
+        "rel. weight error",
+        "top-1 agree (all)",
+        "mean KL (all)",
+        "top-1 agree (agent)",
+        "mean KL (agent)",
     ]
-    for r in rows:
-        lines.append(
-            f"| `{r.arm}` | {r.description} | {r.relative_error:.4f} "
-            f"| {100 * r.all_tokens.top1_agreement:.1f}% | {r.all_tokens.mean_kl:.4f} "
-            f"| {100 * r.agent_tokens.top1_agreement:.1f}% | {r.agent_tokens.mean_kl:.4f} |"
-        )
+    cells = [
+        [
+            f"`{r.arm}`",
+            r.description,
+            f"{r.relative_error:.4f}",
+            f"{100 * r.all_tokens.top1_agreement:.1f}%",
+            f"{r.all_tokens.mean_kl:.4f}",
+            f"{100 * r.agent_tokens.top1_agreement:.1f}%",
+            f"{r.agent_tokens.mean_kl:.4f}",
+        ]
+        for r in rows
+    ]
+    lines = table_lines(head, cells, "llr")
     n_all, n_agent = rows[0].all_tokens.positions, rows[0].agent_tokens.positions
     lines.append("")
     lines.append(f"Positions: {n_all} (all), {n_agent} (agent-written tokens).")
@@ -217,19 +230,33 @@ def fidelity(
 
 
 def fidelity_table(rows: list[FidelityRow]) -> str:
-    lines = [
-        "| arm | kind | format | top-1 agree | mean KL | flips "
-        "| largest ref margin at a flip | top-1 agree vs GGUF ref |",
-        "|---|---|---|---:|---:|---:|---:|---:|",
+    head = [
+        "arm",
+        "kind",
+        "format",
+        "top-1 agree",
+        "mean KL",
+        "flips",
+        "largest ref margin at a flip",
+        "top-1 agree vs GGUF ref",
     ]
+    cells: list[list[object]] = []
     for r in rows:
         a, margins = r.vs_ref.agreement, r.vs_ref.flip_margins
         vs = r.vs_gguf_ref.agreement if r.vs_gguf_ref is not None else None
-        lines.append(
-            f"| `{r.arm}` | {r.kind} | {r.description} | {100 * a.top1_agreement:.1f}% "
-            f"| {a.mean_kl:.4f} | {len(margins)} | {max(margins, default=0.0):.2f} "
-            f"| {f'{100 * vs.top1_agreement:.1f}%' if vs is not None else '-'} |"
+        cells.append(
+            [
+                f"`{r.arm}`",
+                r.kind,
+                r.description,
+                f"{100 * a.top1_agreement:.1f}%",
+                f"{a.mean_kl:.4f}",
+                len(margins),
+                f"{max(margins, default=0.0):.2f}",
+                f"{100 * vs.top1_agreement:.1f}%" if vs is not None else "-",
+            ]
         )
+    lines = table_lines(head, cells, "lllr")
     lines.append("")
     lines.append(f"Positions: {rows[0].vs_ref.positions} agent-written tokens.")
     return "\n".join(lines)

@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from flatscore.analysis.result import AnalysisResult, ArmCost, Cell
+from flatscore.markdown_table import table_lines
 from flatscore.report.markdown import md_escape
 from flatscore.report.plots import PALETTE, _style, _to_svg
 
@@ -140,12 +141,24 @@ MB = 1_000_000
 def cost_table(analysis: AnalysisResult) -> str:
     """The report's table (Markdown, shown preformatted), one row per cell and arm."""
     k_def, k_tight = analysis.settings.default_K, tight_k(analysis)
-    head = (
-        f"| model · domain | arm | S(K={k_def}) | S(K={k_tight}) | amplified | bits/param "
-        "| weights MB | peak RSS MB | prefill tok/s | decode tok/s | turn p50 / p95 s "
-        "| prompt / completion tok/ep | wall s/ep | machine s/success | cost/success |"
-    )
-    lines = [head, "|---|---|" + "---:|" * 13]
+    head = [
+        "model · domain",
+        "arm",
+        f"S(K={k_def})",
+        f"S(K={k_tight})",
+        "amplified",
+        "bits/param",
+        "weights MB",
+        "peak RSS MB",
+        "prefill tok/s",
+        "decode tok/s",
+        "turn p50 / p95 s",
+        "prompt / completion tok/ep",
+        "wall s/ep",
+        "machine s/success",
+        "cost/success",
+    ]
+    rows = []
     for r in quality_cost_rows(analysis):
         c = r.cost
         money = "—"
@@ -172,8 +185,8 @@ def cost_table(analysis: AnalysisResult) -> str:
             g("machine_s_per_success", 1),
             money,
         ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append(cells)
+    return "\n".join(table_lines(head, rows, "llr"))
 
 
 def cost_lines(analysis: AnalysisResult) -> list[str]:

@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 
 from flatscore.analysis.result import AnalysisResult, Cell, FloorStat
+from flatscore.markdown_table import table_lines
 from flatscore.report.verdicts import headlines, pct, pts, pval, ratio
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
@@ -44,10 +45,17 @@ def _floor_table(cell: Cell) -> list[str]:
         "ρ and novel share: the arm (full), the arm at the floor's size, the floor; the others: "
         "the arm, and ± the typical reference-vs-reference difference at the full trial count.",
         "",
-        f"| arm vs ref | ρ: arm · half · floor | novel: arm · half · floor | names "
-        f"| failed calls × (floor) | Gap(K={k}) (floor ±) | recovery Δ (floor ±) |",
-        "|---|---:|---:|:---|---:|---:|---:|",
     ]
+    head = [
+        "arm vs ref",
+        "ρ: arm · half · floor",
+        "novel: arm · half · floor",
+        "names",
+        "failed calls × (floor)",
+        f"Gap(K={k}) (floor ±)",
+        "recovery Δ (floor ±)",
+    ]
+    table: list[list[str]] = []
     for c in rows:
         assert c.noise_floor is not None
         d = c.noise_floor.diagnostics
@@ -59,14 +67,18 @@ def _floor_table(cell: Cell) -> list[str]:
             return "—" if x is None else f"{x:.2f}"
 
         fc, gap, rec = d["failed_calls"], d[f"gap.K{k}"], d["recovery_difference"]
-        out.append(
-            f"| {md_escape(c.arm)} vs {md_escape(c.reference)} | {level(d['spearman_rho'], rho)} "
-            f"| {level(d['novel_fraction'], pct)} | {c.noise_floor.invariance} "
-            f"| {ratio(fc.arm)} ({ratio(fc.floor_full_trials)}) "
-            f"| {pts(gap.arm)} (±{pts(gap.floor_full_trials)}) "
-            f"| {pts(rec.arm)} (±{pts(rec.floor_full_trials)}) |"
+        table.append(
+            [
+                f"{md_escape(c.arm)} vs {md_escape(c.reference)}",
+                level(d["spearman_rho"], rho),
+                level(d["novel_fraction"], pct),
+                c.noise_floor.invariance,
+                f"{ratio(fc.arm)} ({ratio(fc.floor_full_trials)})",
+                f"{pts(gap.arm)} (±{pts(gap.floor_full_trials)})",
+                f"{pts(rec.arm)} (±{pts(rec.floor_full_trials)})",
+            ]
         )
-    return out
+    return out + table_lines(head, table, "lrrLr")
 
 
 def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None) -> str:
@@ -101,26 +113,35 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
             f"Risk screen ({md_escape(cell.reference)} alone): **{cell.risk_screen.verdict}** — "
             f"{md_escape(cell.risk_screen.reason)}",
             "",
-            "| arm | episodes | success | S(K=small) | failed calls / agent calls "
-            "| unknown-tool rate | recovery |",
-            "|---|---:|---:|---:|---:|---:|---:|",
         ]
         small_k = min((p.K for a in cell.arms for p in a.budget_curve), default=None)
+        arms: list[list[object]] = []
         for a in cell.arms:
             s_small = next((p.success_rate for p in a.budget_curve if small_k == p.K), None)
             unknown = a.channels.get("unknown_tool")
-            lines.append(
-                f"| {md_escape(a.arm)} | {a.episodes} | {pct(a.success_rate)} "
-                f"| {pct(s_small)} (K={small_k}) | {a.failed_agent_calls} / {a.agent_tool_calls} "
-                f"| {pct(unknown.rate if unknown else None)} | {pct(a.recovery_rate)} |"
+            arms.append(
+                [
+                    md_escape(a.arm),
+                    a.episodes,
+                    pct(a.success_rate),
+                    f"{pct(s_small)} (K={small_k})",
+                    f"{a.failed_agent_calls} / {a.agent_tool_calls}",
+                    pct(unknown.rate if unknown else None),
+                    pct(a.recovery_rate),
+                ]
             )
+        head = [
+            "arm",
+            "episodes",
+            "success",
+            "S(K=small)",
+            "failed calls / agent calls",
+            "unknown-tool rate",
+            "recovery",
+        ]
+        lines += table_lines(head, arms, "lr")
         if cell.comparisons:
-            lines += [
-                "",
-                "| arm vs ref | Gap(K default) [95% CI] | gap amplification | unknown-tool ×"
-                " | ρ | novel | raw p | Holm p | TOST equivalent |",
-                "|---|---:|---:|---:|---:|---:|---:|---:|:---:|",
-            ]
+            comparisons: list[list[str]] = []
             for c in cell.comparisons:
                 g = c.gap_default
                 amp = c.channel_amplification.get("unknown_tool")
@@ -136,12 +157,31 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
                     if g.ci_low is not None and g.ci_high is not None
                     else ""
                 )
-                lines.append(
-                    f"| {md_escape(c.arm)} vs {md_escape(c.reference)} | {pts(g.gap)}{interval} "
-                    f"| {gap_amp} | {unknown_x} | {rho} | {pct(c.novel_fraction)} "
-                    f"| {pval(c.p_value)} | {pval(c.p_holm)} "
-                    f"| {'yes' if c.tost_equivalent else 'no'} |"
+                comparisons.append(
+                    [
+                        f"{md_escape(c.arm)} vs {md_escape(c.reference)}",
+                        f"{pts(g.gap)}{interval}",
+                        gap_amp,
+                        unknown_x,
+                        rho,
+                        pct(c.novel_fraction),
+                        pval(c.p_value),
+                        pval(c.p_holm),
+                        "yes" if c.tost_equivalent else "no",
+                    ]
                 )
+            head = [
+                "arm vs ref",
+                "Gap(K default) [95% CI]",
+                "gap amplification",
+                "unknown-tool ×",
+                "ρ",
+                "novel",
+                "raw p",
+                "Holm p",
+                "TOST equivalent",
+            ]
+            lines += ["", *table_lines(head, comparisons, "lrrrrrrrc")]
             lines += _floor_table(cell)
         lines.append("")
     if analysis.cost is not None:

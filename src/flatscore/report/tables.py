@@ -13,12 +13,11 @@ the analysis computed (`—` where it computed none: too few paired tasks, or no
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from flatscore.analysis.channels import UNKNOWN_TOOL_LEAVES
 from flatscore.analysis.outputs import Interval
 from flatscore.analysis.repair_effect import EffectPoint, RepairArmEffect, RepairEffectResult
 from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, Comparison, GapPoint
+from flatscore.markdown_table import table_lines
 from flatscore.report.terminal import pct, signed, signed_ci  # `flatscore analyze`'s formats
 
 TIGHT_KS = (0, 2, 5)
@@ -45,14 +44,6 @@ def success_at(arm: ArmStats, k: int) -> float | None:
 def channel(arm: ArmStats, name: str) -> str:
     stat = arm.channels.get(name)
     return "—" if stat is None else f"{pct(stat.rate)} ({stat.count})"
-
-
-def _row(cells: Sequence[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
-
-
-def _table(header: Sequence[str], align: Sequence[str], rows: list[list[str]]) -> list[str]:
-    return [_row(header), "|" + "|".join(align) + "|", *(_row(r) for r in rows)]
 
 
 def _ordered(cells: list[Cell]) -> list[Cell]:
@@ -94,7 +85,7 @@ def channel_table(result: AnalysisResult) -> list[str]:
         *(f"{name} % (n)" for name in CHANNEL_COLUMNS),
         "malformed turns",
     ]
-    return _table(header, ["---"] * 2 + ["---:"] * (len(header) - 2), rows)
+    return table_lines(header, rows, "llr")
 
 
 def budget_table(result: AnalysisResult) -> list[str]:
@@ -125,7 +116,7 @@ def budget_table(result: AnalysisResult) -> list[str]:
         *(f"Gap({k})" for k in ks),
         f"Gap(2)/Gap({ks[-1]})",
     ]
-    return _table(header, ["---"] * 2 + ["---:"] * (len(header) - 2), rows)
+    return table_lines(header, rows, "llr")
 
 
 def findings_table(result: AnalysisResult) -> list[str]:
@@ -188,7 +179,7 @@ def findings_table(result: AnalysisResult) -> list[str]:
         "4 · recovery % ref → arm; diff pts [CI]",
         f"5 · Gap(2) vs Gap({result.settings.default_K}) pts",
     ]
-    return _table(header, ["---"] * 2 + ["---:"] + ["---"] * 5, rows)
+    return table_lines(header, rows, "llrl")
 
 
 def _repaired_channels(arm: RepairArmEffect) -> list[str]:
@@ -259,11 +250,11 @@ def repair_tables(result: RepairEffectResult) -> list[str]:
     return [
         "#### Repair effect on S(K)",
         "",
-        *_table(effect_header, ["---"] * 3 + ["---:"] * 7, effects),
+        *table_lines(effect_header, effects, "lllr"),
         "",
         "#### Repaired channels' rates, with − without",
         "",
-        *_table(["domain", "arm", *channels], ["---"] * 2 + ["---:"] * len(channels), rates),
+        *table_lines(["domain", "arm", *channels], rates, "llr"),
     ]
 
 
