@@ -97,6 +97,31 @@ def test_arms_sharing_weights_share_one_engine_with_room_for_each(tmp_path: Path
         assert spec.quant == ("int8" if arm == "int8" else "ref") and spec.instance == arm
 
 
+def test_private_prefix_reaches_the_engine_and_leaves_other_specs_alone(
+    tmp_path: Path, tiny_model_dir: Path
+) -> None:
+    """`private_prefix: true` asks each arm's (padded) engine to copy the shared system turn
+    once per turn; unset, the spec is what it always was (the same cached backends)."""
+    from flatscore.models.local import LocalBackend
+    from flatscore.models.shared import clear_backends, get_backend
+
+    data = {"models": [{"name": "s", "kind": "embedded", "arms": ["ref", "int8"]}]}
+    plain = load_study(write(tmp_path, data)).models[0].backend("int8")
+    assert plain is not None and plain.private_prefix is None
+    data["models"][0]["private_prefix"] = True  # type: ignore[index]
+    spec = load_study(write(tmp_path, data)).models[0].backend("int8")
+    assert spec is not None and spec.private_prefix is True and spec.batch_invariant
+    assert spec.model_copy(update={"private_prefix": None}) == plain
+    local = spec.model_copy(update={"kind": "local", "path": str(tiny_model_dir)})
+    try:
+        for private in (True, None):
+            backend = get_backend(local.model_copy(update={"private_prefix": private}))
+            assert isinstance(backend, LocalBackend) and backend.engine.min_rows == 16
+            assert backend.engine.private_prefix is bool(private)
+    finally:
+        clear_backends()
+
+
 def test_engine_per_arm_loads_a_copy_per_arm() -> None:
     """Specs equal but for `instance` are separate cache entries: separate loaded models."""
     from flatscore.models.shared import BackendSpec, clear_backends, get_backend

@@ -148,6 +148,14 @@ class ModelSpec(StrictModel):
         "family gets a thread per arm: with one thread and several arms, one shared "
         "engine is the study's bottleneck",
     )
+    private_prefix: bool = Field(
+        False,
+        description="embedded/local: each sequence copies the shared system turn into its "
+        "own KV cache once per turn instead of joining it to its positions in every layer "
+        "of every step: the same numbers, faster decode steps (~1.17x at a study's sizes), "
+        "the system turn's KV once per sequence (raise kv_memory_mb to keep as many "
+        "sequences in flight)",
+    )
 
     @field_validator("kind")
     @classmethod
@@ -317,6 +325,7 @@ class ModelSpec(StrictModel):
             compute=self.compute or "fp32",
             kv_memory_mb=self.kv_memory_mb * sharing,
             max_batch=DEFAULT_MAX_BATCH * sharing,
+            private_prefix=True if self.private_prefix else None,
             instance=arm if self.engine_per_arm else None,
         )
 

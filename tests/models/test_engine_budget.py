@@ -95,21 +95,25 @@ def test_unpadded_engine_gives_a_lone_sequence_nearly_the_same_numbers() -> None
         assert torch.allclose(a, b, atol=1e-4)  # other kernels, the same math
 
 
-@pytest.mark.parametrize("compute", ["fp32", "fp16"])
-def test_a_private_prefix_copy_changes_no_number(compute: str) -> None:
-    """The unpadded engine copies the shared system turn into each sequence's own cache
-    instead of joining the two per layer per step: two turns of one conversation, then a
-    second conversation on the same system turn, give the same logits bit for bit as with
-    the joined cache, and every cache it ran on held its positions itself (fp16: the
-    grouped decode attention on the cache's strided views)."""
+@pytest.mark.parametrize(
+    ("compute", "invariant"), [("fp32", False), ("fp16", False), ("fp32", True)]
+)
+def test_a_private_prefix_copy_changes_no_number(compute: str, invariant: bool) -> None:
+    """The engine copies the shared system turn into each sequence's own cache instead of
+    joining the two per layer per step (by default when unpadded; asked for in a padded,
+    batch-invariant engine: a study's `private_prefix`): two turns of one conversation,
+    then a second conversation on the same system turn, give the same logits bit for bit
+    as with the joined cache, and every cache it ran on held its positions itself (fp16:
+    the grouped decode attention on the cache's strided views)."""
     model = tiny_llama()
     apply_compute(model, compute)
     first, other = prompts(2)
     logits: dict[bool, list[torch.Tensor]] = {True: [], False: []}
     for private in (True, False):
-        engine = BatchEngine(model, batch_invariant=False)
-        assert engine.private_prefix  # the unpadded engine's default
-        engine.private_prefix = private
+        default = BatchEngine(model, batch_invariant=invariant)
+        assert default.private_prefix is not invariant  # on exactly when unpadded
+        engine = BatchEngine(model, batch_invariant=invariant, private_prefix=private)
+        assert engine.private_prefix is private
         bases: list[bool] = []
         out: list[int] = []
 

@@ -56,8 +56,8 @@ class LocalBackend(EngineBackend):
     the prefix cache hold together (None: bounded by `max_batch` and `cache_tokens` only;
     `BatchEngine`'s `kv_budget`); `batch_invariant=False`: passes are not padded to 16
     rows, so one sequence alone runs faster but numbers depend on the batch (one stream at
-    a time only); `reuse_kv=False` encodes every prompt in full (for
-    comparisons)."""
+    a time only); `private_prefix`: see `BatchEngine`; `reuse_kv=False` encodes every
+    prompt in full (for comparisons)."""
 
     engine: BatchEngine
 
@@ -70,6 +70,7 @@ class LocalBackend(EngineBackend):
         cache_tokens: int = 32_768,
         kv_memory_mb: float | None = DEFAULT_KV_MEMORY_MB,
         batch_invariant: bool = True,
+        private_prefix: bool | None = None,
         reuse_kv: bool = True,
         max_context: int | None = None,
     ) -> None:
@@ -92,6 +93,7 @@ class LocalBackend(EngineBackend):
             reuse=reuse_kv,
             kv_budget=budget,
             batch_invariant=batch_invariant,
+            private_prefix=private_prefix,
         )
         self._prefix_lengths: dict[str, list[int]] = {}
         self._footprint: Footprint | None = None

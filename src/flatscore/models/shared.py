@@ -50,6 +50,12 @@ class BackendSpec(StrictModel):
         DEFAULT_MAX_BATCH, ge=1, description="local: sequences one engine decodes together"
     )
     batch_invariant: bool = True
+    private_prefix: bool | None = Field(
+        None,
+        description="local: each sequence copies the shared system turn into its own cache "
+        "once per turn instead of joining it in every layer of every step (the same numbers, "
+        "~1.17x faster padded decode steps, more KV memory); None: only when unpadded",
+    )
     instance: str | None = Field(
         None,
         description="a label only: specs equal but for it load separate copies (an arm "
@@ -124,6 +130,7 @@ def _local(spec: BackendSpec) -> Backend:
         kv_memory_mb=spec.kv_memory_mb,
         max_batch=spec.max_batch,
         batch_invariant=spec.batch_invariant,
+        private_prefix=spec.private_prefix,
     )
 
 
