@@ -27,6 +27,7 @@ from flatscore.console import quiet_third_party
 from flatscore.domains import get_domain
 from flatscore.embedded.data import example_job, make_example, tokenize
 from flatscore.embedded.train import TrainConfig, build_model, step_loss
+from flatscore.markdown_table import table_lines
 from flatscore.models.embedded import LoadedModel, load_model
 
 DECODE_STEPS = 16
@@ -107,24 +108,34 @@ def main() -> None:
             prefill[name].append(p / len(tokens[name][1].ids))
             decode[name].append(d)
 
-    print(
-        "| base | parameters (embedding) | vocab | layers | tokens of the 3 conversations "
-        "| train ms/token | prefill ms/token | decode ms/step |"
-    )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    head = [
+        "base",
+        "parameters (embedding)",
+        "vocab",
+        "layers",
+        "tokens of the 3 conversations",
+        "train ms/token",
+        "prefill ms/token",
+        "decode ms/step",
+    ]
+    rows = []
     for name, b in bases.items():
         m = b.model
         emb = m.get_input_embeddings().weight.numel()
         total = sum(p.numel() for p in m.parameters())
-        n_tok = " / ".join(str(len(t.ids)) for t in tokens[name])
-        print(
-            f"| {name} | {total / 1e6:.1f}M ({emb / 1e6:.1f}M) | {m.config.vocab_size:,} "
-            f"| {m.config.num_hidden_layers} | {n_tok} "
-            f"| {1e3 * statistics.median(train[name]):.2f} "
-            f"| {1e3 * statistics.median(prefill[name]):.2f} "
-            f"| {1e3 * statistics.median(decode[name]):.1f} |",
-            flush=True,
+        rows.append(
+            [
+                name,
+                f"{total / 1e6:.1f}M ({emb / 1e6:.1f}M)",
+                f"{m.config.vocab_size:,}",
+                m.config.num_hidden_layers,
+                " / ".join(str(len(t.ids)) for t in tokens[name]),
+                f"{1e3 * statistics.median(train[name]):.2f}",
+                f"{1e3 * statistics.median(prefill[name]):.2f}",
+                f"{1e3 * statistics.median(decode[name]):.1f}",
+            ]
         )
+    print("\n".join(table_lines(head, rows, "lr")))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import time
 import torch
 
 from flatscore.console import quiet_third_party
+from flatscore.markdown_table import table_lines
 from flatscore.models.batching import MIN_ROWS, SeqKV, packed_forward, use_ragged_attention
 from flatscore.models.embedded import load_model
 
@@ -86,11 +87,10 @@ def main() -> None:
         f"{args.sequences} sequences, prefix {args.prefix} + own {args.own} positions, "
         f"{args.steps} steps, {args.rounds} rounds; logits equal bit for bit: {same}"
     )
-    print("| shared prefix | s per decode step (median) | vs joined |")
-    print("|---|---:|---:|")
-    for name, values in seconds.items():
-        s = statistics.median(values)
-        print(f"| {name} | {s:.3f} | {base / s:.2f}× |")
+    medians = {name: statistics.median(values) for name, values in seconds.items()}
+    rows = [[name, f"{s:.3f}", f"{base / s:.2f}×"] for name, s in medians.items()]
+    head = ["shared prefix", "s per decode step (median)", "vs joined"]
+    print("\n".join(table_lines(head, rows, "lr")))
 
 
 if __name__ == "__main__":

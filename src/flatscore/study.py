@@ -325,6 +325,8 @@ class ModelSpec(StrictModel):
             compute=self.compute or "fp32",
             kv_memory_mb=self.kv_memory_mb * sharing,
             max_batch=DEFAULT_MAX_BATCH * sharing,
+            # None (the engine's default) unless asked: specs of studies without it stay
+            # as they were, and so do their cached backends.
             private_prefix=True if self.private_prefix else None,
             instance=arm if self.engine_per_arm else None,
         )
