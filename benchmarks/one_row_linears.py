@@ -6,8 +6,10 @@ docs/benchmarks.md#one-stream-the-fp16-setting.
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/one_row_linears.py [--rounds 6]
 
 Formats: fp32 (`nn.functional.linear`, MKL's sgemm), bf16 and fp16 (torch's CPU kernels),
-int8 per row (`_weight_int8pack_mm`) and int4 in groups of 32 (`_weight_int4pack_mm_for_cpu`,
-the layout of a Q4_1 file). Also the process's read bandwidth (a sum over 200 MB), for the
+int8 per row (`_weight_int8pack_mm`), int4 in groups of 32 (`_weight_int4pack_mm_for_cpu`,
+the layout of a Q4_1 file), and FBGEMM's dynamic int8 linear (int8 weights per row, the row
+quantized to 8 bits at run time, as llama.cpp multiplies: `quantized.linear_dynamic`, an API
+torch marks deprecated). Also the process's read bandwidth (a sum over 200 MB), for the
 bytes-per-token bound.
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import time
+import warnings
 from collections.abc import Callable
 
 import torch
@@ -63,6 +66,25 @@ def int4() -> Callable[[], None]:
     return step
 
 
+def int8_dynamic() -> Callable[[], None]:
+    with warnings.catch_warnings():  # torch's deprecation notice for quantized tensors
+        warnings.simplefilter("ignore", UserWarning)
+        packed = []
+        for o, i in SHAPES:
+            w = torch.randn(o, i).mul_(0.05)
+            scale = (w.abs().amax(1) / 127).double()
+            zero = torch.zeros(o, dtype=torch.long)
+            qw = torch.quantize_per_channel(w, scale, zero, 0, torch.qint8)
+            packed.append((torch.ops.quantized.linear_prepack(qw, None), i))
+    rows = {k: torch.randn(1, k) for k in (576, 1536)}
+
+    def step() -> None:
+        for pack, k in packed:
+            torch.ops.quantized.linear_dynamic(rows[k], pack, True)
+
+    return step
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=6)
@@ -74,6 +96,7 @@ def main() -> None:
         "fp16": dense(torch.float16),
         "int8": int8(),
         "int4 (groups of 32)": int4(),
+        "int8 weights, 8-bit row (FBGEMM dynamic)": int8_dynamic(),
     }
     best = dict.fromkeys(runs, float("inf"))
     for _ in range(args.rounds):
