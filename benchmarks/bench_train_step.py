@@ -19,6 +19,7 @@ import torch
 from flatscore.domains import get_domain
 from flatscore.embedded.data import example_job, make_example, tokenize
 from flatscore.embedded.train import TrainConfig, build_model, step_loss
+from flatscore.markdown_table import row, table_lines
 from flatscore.models.embedded import load_model
 
 
@@ -40,8 +41,7 @@ def main() -> None:
         samples.append((tok.ids, tok.labels_mask))
 
     print(f"threads={args.threads}")
-    print("| LoRA layers | tokens | s/step (median) |")
-    print("|---|---|---|")
+    print("\n".join(table_lines(["LoRA layers", "tokens", "s/step (median)"], [], "l")))
     for first in (15, 0):
         model = build_model(TrainConfig(first_layer=first), load_model("embedded-base").model)
         model.train()
@@ -55,7 +55,7 @@ def main() -> None:
                 opt.step()
                 opt.zero_grad()
                 times.append(time.perf_counter() - t0)
-            print(f"| {first}-29 | {len(ids)} | {statistics.median(times):.2f} |", flush=True)
+            print(row([f"{first}-29", len(ids), f"{statistics.median(times):.2f}"]), flush=True)
 
 
 if __name__ == "__main__":

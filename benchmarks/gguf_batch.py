@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from flatscore.episode import Message
+from flatscore.markdown_table import table_lines
 from flatscore.models.base import Backend, Sampling
 from flatscore.models.embedded import embedded_gguf
 from flatscore.models.gguf import GgufBackend
@@ -147,15 +148,14 @@ def main() -> None:
                     f"load {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
-    print("\n| in flight | llama.cpp episodes/h | engine episodes/h | llama.cpp / engine |")
-    print("|---:|---:|---:|---:|")
+    rows = []
     for c in args.concurrency:
         best = {n: min(walls[(n, c)]) for n in backends}
         rate = {n: 3600 * len(episodes) / best[n] for n in backends}
-        print(
-            f"| {c} | {rate['llama.cpp']:.1f} | {rate['engine']:.1f} | "
-            f"{rate['llama.cpp'] / rate['engine']:.2f}x |"
-        )
+        ratio = rate["llama.cpp"] / rate["engine"]
+        rows.append([c, f"{rate['llama.cpp']:.1f}", f"{rate['engine']:.1f}", f"{ratio:.2f}x"])
+    header = ["in flight", "llama.cpp episodes/h", "engine episodes/h", "llama.cpp / engine"]
+    print("\n" + "\n".join(table_lines(header, rows, "r")))
     base = args.concurrency[0]
     for name in backends:
         for c in args.concurrency[1:]:

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 from single_stream import contexts
 
+from flatscore.markdown_table import table_lines
 from flatscore.models.base import Backend, Sampling
 from flatscore.models.chat_format import render
 from flatscore.models.embedded import embedded_gguf
@@ -102,15 +103,18 @@ def main() -> None:
                 flush=True,
             )
 
-    print(
-        "\n| backend (1 thread) | prefill tok/s (median) | decode tok/s (median) | "
-        "decode vs llama.cpp |"
-    )
-    print("|---|---:|---:|---:|")
     base = statistics.median(decode["llama.cpp"])
+    rows = []
     for name in names:
-        d = statistics.median(decode[name])
-        print(f"| {name} | {statistics.median(prefill[name]):.0f} | {d:.1f} | {d / base:.2f}x |")
+        d, p = statistics.median(decode[name]), statistics.median(prefill[name])
+        rows.append([name, f"{p:.0f}", f"{d:.1f}", f"{d / base:.2f}x"])
+    header = [
+        "backend (1 thread)",
+        "prefill tok/s (median)",
+        "decode tok/s (median)",
+        "decode vs llama.cpp",
+    ]
+    print("\n" + "\n".join(table_lines(header, rows, "lr")))
     for i in range(len(ctxs)):
         a, b = texts["llama.cpp"][i], texts["engine unpadded"][i]
         f = texts["engine fp16 unpadded"][i]

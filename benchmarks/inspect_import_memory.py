@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from flatscore.markdown_table import row, table_lines
+
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "inspect" / "orders.eval"
 CLI = [sys.executable, "-c", "from flatscore.cli import main; main()"]
 
@@ -68,8 +70,8 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         work = Path(tmp)
-        print("| samples | format | file MB | peak RSS MB | wall s |")
-        print("|---|---|---|---|---|")
+        header = ["samples", "format", "file MB", "peak RSS MB", "wall s"]
+        print("\n".join(table_lines(header, [], "l")))
         spawn = multiprocessing.get_context("spawn")
         for n in args.samples:
             # Written in a fresh process: a child forked from a parent that held the log
@@ -80,7 +82,7 @@ def main() -> None:
                 out = work / f"{path.name}.jsonl"
                 peak, wall = import_peak(path, out)
                 size = path.stat().st_size / 2**20
-                print(f"| {n} | {path.suffix} | {size:.1f} | {peak:.0f} | {wall:.1f} |")
+                print(row([n, path.suffix, f"{size:.1f}", f"{peak:.0f}", f"{wall:.1f}"]))
                 out.unlink()
 
 

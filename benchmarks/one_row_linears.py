@@ -23,6 +23,8 @@ from collections.abc import Callable
 import torch
 from torch.nn.functional import linear
 
+from flatscore.markdown_table import table_lines
+
 LAYER = [(576, 576), (192, 576), (192, 576), (576, 576), (1536, 576), (1536, 576), (576, 1536)]
 SHAPES = LAYER * 30 + [(49152, 576)]
 
@@ -106,9 +108,8 @@ def main() -> None:
             best[name] = min(best[name], time.perf_counter() - start)
     params = sum(o * i for o, i in SHAPES)
     print(f"{params / 1e6:.1f}M weights per token; best of {args.rounds} alternating rounds")
-    print("| format | ms per token | vs fp32 |\n|---|---:|---:|")
-    for name, seconds in best.items():
-        print(f"| {name} | {seconds * 1e3:.1f} | {best['fp32'] / seconds:.2f}x |")
+    rows = [[n, f"{s * 1e3:.1f}", f"{best['fp32'] / s:.2f}x"] for n, s in best.items()]
+    print("\n".join(table_lines(["format", "ms per token", "vs fp32"], rows, "lr")))
     data = torch.randn(50_000_000)
     start = time.perf_counter()
     for _ in range(5):

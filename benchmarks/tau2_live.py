@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from flatscore.markdown_table import row, table_lines
 from flatscore.scripted_endpoint import TAU2_SCRIPTS, ScriptedEndpoint
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,8 +109,8 @@ def part_a(sizes: list[int], full_up_to: int) -> None:
     header, sim = _simulation()
     size_kb = len(json.dumps(sim, indent=2)) / 1024
     print(f"(a) writers: one simulation = {len(sim['messages'])} messages, {size_kb:.0f} KB")
-    print("| episodes | flatscore append (s) | τ² rewrite (s) | ratio | τ² file |")
-    print("|---:|---:|---:|---:|---:|")
+    columns = ["episodes", "flatscore append (s)", "τ² rewrite (s)", "ratio", "τ² file"]
+    print("\n".join(table_lines(columns, [], "r")))
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
             ours = _flatscore_writer(n, sim, Path(tmp) / f"run-{n}.jsonl")
@@ -123,7 +124,7 @@ def part_a(sizes: list[int], full_up_to: int) -> None:
                 theirs = last * n / 2
                 mb = (Path(tmp) / f"tau2-{n}.json").stat().st_size / 2**20
                 note = f"{mb:.0f} MB; est. from {last:.2f} s/append at {n}"
-            print(f"| {n:,} | {ours:.2f} | {theirs:.1f} | {theirs / ours:.0f}× | {note} |")
+            print(row([f"{n:,}", f"{ours:.2f}", f"{theirs:.1f}", f"{theirs / ours:.0f}×", note]))
 
 
 # --- (b) prefix caching ------------------------------------------------------------------------
