@@ -55,6 +55,22 @@ err_console.print("error: " + "x.jsonl, field 'arms' " * 8, highlight=False)
     assert len(done.stderr.splitlines()) == 1
 
 
+def test_piped_help_does_not_wrap_at_80_columns() -> None:
+    """typer's --help has a console of its own; piped it broke every option's help
+    mid-sentence at 80 columns (`flatscore run --help | less`)."""
+    sentence = (
+        "Run a study file, or (quick form) built-in domain tasks with one agent: a one-model"
+        " study written to one JSONL file."
+    )
+    done = _piped("run", "--help")
+    assert done.returncode == 0, done.stderr
+    assert sentence in done.stdout
+    assert max(len(line) for line in done.stdout.splitlines()) > 80
+    narrow = _piped("run", "--help", env={"TERMINAL_WIDTH": "80"})  # typer's own setting wins
+    assert sentence not in narrow.stdout
+    assert max(len(line) for line in narrow.stdout.splitlines()) <= 80
+
+
 def test_third_party_warnings_are_silenced_and_flatscore_warnings_are_not() -> None:
     code = """
 import warnings, os

@@ -15,7 +15,8 @@ third parties.
 - **Width.** rich wraps at 80 columns when output is not a terminal, which breaks lines in
   the middle of a sentence (`reference arm` / `'ref'`) in logs and pipes. `make_console()`
   gives a console that never wraps prose (`soft_wrap`) and lays tables out at `PIPE_WIDTH`
-  columns when piped (a terminal's own width otherwise; `COLUMNS` wins over both).
+  columns when piped (a terminal's own width otherwise; `COLUMNS` wins over both). typer's
+  `--help` has a console of its own; `help_width()` gives it the same rule.
 - **Progress.** `progress()` is the one progress-bar layout (runs and training). On a
   console that is not a terminal (`make demo | tee log`, a CI log) rich draws nothing until
   the run ends, so there it prints plain lines instead (`PlainProgress`): one per bar every
@@ -66,12 +67,26 @@ def quiet_third_party() -> None:
         hf_logging.set_verbosity_error()
 
 
+def _pipe_width(stream: object) -> int | None:
+    """`PIPE_WIDTH` where `stream` is not a terminal and `COLUMNS` is unset; else None
+    (rich then asks the terminal, or reads `COLUMNS`)."""
+    isatty = getattr(stream, "isatty", None)
+    piped = not (callable(isatty) and isatty())
+    return PIPE_WIDTH if piped and "COLUMNS" not in os.environ else None
+
+
+def help_width() -> int | None:
+    """The width for typer's `--help` (it builds its own rich console, 80 columns when
+    piped): as `make_console`'s; `TERMINAL_WIDTH`, typer's own setting, wins."""
+    if os.environ.get("TERMINAL_WIDTH"):
+        return int(os.environ["TERMINAL_WIDTH"])
+    return _pipe_width(sys.stdout)
+
+
 def make_console(*, stderr: bool = False) -> Console:
     """A console for people: strings print literally (no markup, emoji codes or
     highlighting), prose never wraps, piped output is `PIPE_WIDTH` wide."""
-    stream = sys.stderr if stderr else sys.stdout
-    piped = not (hasattr(stream, "isatty") and stream.isatty())
-    width = PIPE_WIDTH if piped and "COLUMNS" not in os.environ else None
+    width = _pipe_width(sys.stderr if stderr else sys.stdout)
     return Console(
         stderr=stderr,
         soft_wrap=True,
