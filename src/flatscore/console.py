@@ -16,7 +16,7 @@ third parties.
   the middle of a sentence (`reference arm` / `'ref'`) in logs and pipes. `make_console()`
   gives a console that never wraps prose (`soft_wrap`) and lays tables out at `PIPE_WIDTH`
   columns when piped (a terminal's own width otherwise; `COLUMNS` wins over both). typer's
-  `--help` has a console of its own; `help_width()` gives it the same rule.
+  `--help` has a console of its own; the CLI gives it `pipe_width()` too.
 - **Progress.** `progress()` is the one progress-bar layout (runs and training). On a
   console that is not a terminal (`make demo | tee log`, a CI log) rich draws nothing until
   the run ends, so there it prints plain lines instead (`PlainProgress`): one per bar every
@@ -67,7 +67,7 @@ def quiet_third_party() -> None:
         hf_logging.set_verbosity_error()
 
 
-def _pipe_width(stream: object) -> int | None:
+def pipe_width(stream: object) -> int | None:
     """`PIPE_WIDTH` where `stream` is not a terminal and `COLUMNS` is unset; else None
     (rich then asks the terminal, or reads `COLUMNS`)."""
     isatty = getattr(stream, "isatty", None)
@@ -75,18 +75,10 @@ def _pipe_width(stream: object) -> int | None:
     return PIPE_WIDTH if piped and "COLUMNS" not in os.environ else None
 
 
-def help_width() -> int | None:
-    """The width for typer's `--help` (it builds its own rich console, 80 columns when
-    piped): as `make_console`'s; `TERMINAL_WIDTH`, typer's own setting, wins."""
-    if os.environ.get("TERMINAL_WIDTH"):
-        return int(os.environ["TERMINAL_WIDTH"])
-    return _pipe_width(sys.stdout)
-
-
 def make_console(*, stderr: bool = False) -> Console:
     """A console for people: strings print literally (no markup, emoji codes or
     highlighting), prose never wraps, piped output is `PIPE_WIDTH` wide."""
-    width = _pipe_width(sys.stderr if stderr else sys.stdout)
+    width = pipe_width(sys.stderr if stderr else sys.stdout)
     return Console(
         stderr=stderr,
         soft_wrap=True,

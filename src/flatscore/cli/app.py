@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 import typer.rich_utils
 
 from flatscore.cli.lazy import LazyGroup
-from flatscore.console import help_width, make_console, quiet_third_party
+from flatscore.console import make_console, pipe_width, quiet_third_party
 
 quiet_third_party()  # before any command imports transformers
 # typer renders --help on a console of its own, 80 columns wide when piped: a log or
-# `flatscore run --help | less` then broke every option's help mid-sentence.
-typer.rich_utils.MAX_WIDTH = help_width()
+# `flatscore run --help | less` then broke every option's help mid-sentence. typer's own
+# TERMINAL_WIDTH (already read into MAX_WIDTH) wins.
+typer.rich_utils.MAX_WIDTH = typer.rich_utils.MAX_WIDTH or pipe_width(sys.stdout)
 
 app = typer.Typer(
     name="flatscore",
