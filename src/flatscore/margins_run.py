@@ -106,13 +106,13 @@ def _name_spans(view: list[Message], rendered: Any) -> list[tuple[int, int, int,
 
 def prepare(backend: Any, episode: Episode) -> Forced:
     """Tokenize one episode's agent view and mark its agent and decision tokens."""
-    from flatscore.models.chat_format import render
+    from flatscore.models.chat_format import encode_conversation, render
 
     tools, policy = _tools_for(episode)
     view = agent_messages(episode, policy)
     transcript = backend.transcript(view, tools)
     rendered = render(view, tools, add_generation_prompt=False)
-    enc = backend.tokenizer(rendered.text, add_special_tokens=False, return_offsets_mapping=True)
+    enc = encode_conversation(backend.tokenizer, rendered.text, offsets=True)
     if list(enc["input_ids"]) != transcript.ids:
         raise RuntimeError("tokenization differs between transcript() and the offsets pass")
     spans = _name_spans(view, rendered)

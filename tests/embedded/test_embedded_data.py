@@ -5,6 +5,7 @@ example is a successful episode."""
 from __future__ import annotations
 
 import asyncio
+import copy
 from typing import Any
 
 import pytest
@@ -291,3 +292,20 @@ def test_training_episodes_run_through_the_executor_in_plan_order() -> None:
     assert planted and all(j.agent.options["mistake_seed"] == j.seed for j in planted)
     examples = [example_from(j, e) for j, e in zip(jobs, one, strict=True)]
     assert all(x is None or x.seed == j.seed for x, j in zip(examples, jobs, strict=True))
+
+
+def test_a_tokenizer_that_adds_bos_starts_every_example_with_it(tokenizer: Any) -> None:
+    """Gemma's tokenizer starts a sequence with `<bos>`, and Gemma is far off its training
+    without it: examples are tokenized with it, untrained; SmolLM2's tokenizer adds none."""
+    from tokenizers.processors import TemplateProcessing
+
+    bos_id = tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    with_bos = copy.deepcopy(tokenizer)
+    with_bos.backend_tokenizer.post_processor = TemplateProcessing(
+        single="<|endoftext|> $A", special_tokens=[("<|endoftext|>", bos_id)]
+    )
+    example = _example("retail", 0, seed=1, mistake=False)
+    plain, bos = tokenize(example, tokenizer), tokenize(example, with_bos)
+    assert plain.ids[0] != bos_id
+    assert bos.ids == [bos_id, *plain.ids]
+    assert bos.labels_mask == [False, *plain.labels_mask]

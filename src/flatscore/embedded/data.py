@@ -37,7 +37,7 @@ from flatscore.domains.framework import Task
 from flatscore.embedded.train import TrainConfig
 from flatscore.episode import Episode, ErrorBudget, Message
 from flatscore.executors import AgentRecipe, EpisodeJob, LocalExecutor
-from flatscore.models.chat_format import render
+from flatscore.models.chat_format import encode_conversation, render
 from flatscore.runner.episode_loop import GREETING
 from flatscore.runner.views import agent_view
 from flatscore.study import UserSpec
@@ -314,7 +314,7 @@ def tokenize(example: Example, tokenizer: Any) -> Tokenized:
     the tokens whose characters start inside a trained agent span."""
     rendered = render(example.messages, example.tools, add_generation_prompt=False)
     spans = [s for s in rendered.agent_spans if s.message_index in set(example.trained)]
-    enc = tokenizer(rendered.text, add_special_tokens=False, return_offsets_mapping=True)
+    enc = encode_conversation(tokenizer, rendered.text, offsets=True)
     mask = []
     j = 0
     for start, _end in enc["offset_mapping"]:

@@ -228,6 +228,14 @@ class Prompt:
     prefix: str
 
 
+def encode_conversation(tokenizer: Any, text: str, offsets: bool = False) -> Any:
+    """Tokenize `text` rendered from a conversation's start, with the tokenizer's own
+    beginning-of-sequence token where it adds one: Gemma's does (without its `<bos>` the
+    model is far off its training distribution), SmolLM2's adds none (its ids are
+    unchanged). Training, serving, calibration and margins all tokenize through here."""
+    return tokenizer(text, add_special_tokens=True, return_offsets_mapping=offsets)
+
+
 def encode_prompt(
     messages: list[Message],
     tools: list[dict[str, Any]],

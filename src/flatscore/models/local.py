@@ -19,7 +19,7 @@ from flatscore.episode import Message, Serving, TokenLogprob, TopLogprob
 from flatscore.errors import InputError
 from flatscore.models.base import DEFAULT_KV_MEMORY_MB, DEFAULT_MAX_BATCH, Sampling
 from flatscore.models.batching import BatchEngine, Request, release_freed_memory
-from flatscore.models.chat_format import encode_prompt, render
+from flatscore.models.chat_format import IM_END, encode_conversation, encode_prompt, render
 from flatscore.models.embedded import LoadedModel
 from flatscore.models.engine_backend import Decoding, EngineBackend
 from flatscore.models.footprint import Footprint
@@ -60,6 +60,9 @@ class LocalBackend(EngineBackend):
     prompt in full (for comparisons)."""
 
     engine: BatchEngine
+    # The end of a turn even where `<|im_end|>` is not one token (a base whose tokenizer
+    # does not know ChatML, e.g. Gemma: the adapter learns to write it as plain text).
+    stop_strings = (IM_END,)
 
     def __init__(
         self,
@@ -140,7 +143,7 @@ class LocalBackend(EngineBackend):
     # ------------------------------------------------------------------ tokens
 
     def encode(self, text: str) -> list[int]:
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return list(encode_conversation(self.tokenizer, text)["input_ids"])
 
     def decode(self, ids: list[int]) -> str:
         return str(self.tokenizer.decode(ids))  # a str already; typed Any
@@ -243,7 +246,7 @@ class LocalBackend(EngineBackend):
     def transcript(self, messages: list[Message], tools: list[dict[str, Any]]) -> Transcript:
         """Tokenize a finished conversation, marking the agent-written tokens."""
         rendered = render(messages, tools, add_generation_prompt=False)
-        enc = self.tokenizer(rendered.text, add_special_tokens=False, return_offsets_mapping=True)
+        enc = encode_conversation(self.tokenizer, rendered.text, offsets=True)
         owner = [-1] * len(enc["input_ids"])
         spans = rendered.agent_spans
         j = 0

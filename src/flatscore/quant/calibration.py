@@ -47,13 +47,12 @@ def bundled_calibration() -> list[Conversation]:
 
 def token_sequences(tokenizer: Any, conversations: list[Conversation]) -> list[list[int]]:
     """Render each conversation in the local chat format and tokenize it."""
-    from flatscore.models.chat_format import render
+    from flatscore.models.chat_format import encode_conversation, render
 
     return [
         list(
-            tokenizer(
-                render(c.messages, c.tools, add_generation_prompt=False).text,
-                add_special_tokens=False,
+            encode_conversation(
+                tokenizer, render(c.messages, c.tools, add_generation_prompt=False).text
             )["input_ids"]
         )
         for c in conversations
