@@ -67,6 +67,10 @@ def test_backend_per_arm(tmp_path: Path) -> None:
     data["models"][1]["compute"] = "bf16"  # type: ignore[index]
     w4 = load_study(write(tmp_path, data)).models[1].backend("w4")
     assert w4 is not None and w4.compute == "bf16"
+    assert w4.adapter is None
+    data["models"][1]["adapter"] = "train/adapter"  # type: ignore[index]
+    w4 = load_study(write(tmp_path, data)).models[1].backend("w4")
+    assert w4 is not None and w4.adapter == "train/adapter"  # merged before the arm
 
 
 def test_arms_sharing_weights_share_one_engine_with_room_for_each(tmp_path: Path) -> None:
@@ -216,6 +220,11 @@ def test_engine_per_arm_loads_a_copy_per_arm() -> None:
             },
             "models.0",
             "compute applies to embedded/local models only",
+        ),
+        (
+            {"models": [{"name": "g", "kind": "gguf", "adapter": "lora/", "arms": ["ref"]}]},
+            "models.0",
+            "adapter applies to embedded/local models only",
         ),
     ],
 )

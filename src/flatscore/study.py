@@ -118,6 +118,11 @@ class ModelSpec(StrictModel):
     name: str = Field(min_length=1)
     kind: str = Field("embedded", description="a registered backend, or 'agent'")
     path: str | None = None
+    adapter: str | None = Field(
+        None,
+        description="embedded/local: a LoRA adapter directory (peft, e.g. `flatscore "
+        "train-embedded`'s `adapter/`) merged into the weights before each arm is applied",
+    )
     agent: str | None = None
     arms: dict[str, ArmSpec] = Field(min_length=1)
     sampling: SamplingSpec = Field(default_factory=SamplingSpec)
@@ -267,8 +272,9 @@ class ModelSpec(StrictModel):
                     f"arm {arm_name!r}: a control replicates {arm.control_of!r} as it is; "
                     f"remove {', '.join(own or ['options'])}"
                 )
-        if not kind_takes(self.kind, "compute") and self.compute is not None:
-            raise ValueError(f"compute applies to {_kinds('compute')} models only")
+        for field in ("compute", "adapter"):
+            if not kind_takes(self.kind, field) and getattr(self, field) is not None:
+                raise ValueError(f"{field} applies to {_kinds(field)} models only")
         return self
 
     def played_by(self, arm: str) -> str:
@@ -320,6 +326,7 @@ class ModelSpec(StrictModel):
         return BackendSpec(
             kind=self.kind,
             path=self.path or "embedded",
+            adapter=self.adapter,
             quant=spec.quant or self.played_by(arm),
             threads=self.threads,
             compute=self.compute or "fp32",

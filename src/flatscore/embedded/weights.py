@@ -53,6 +53,19 @@ def merge_adapter(model: Any, adapter_dir: Path) -> Any:
     return peft_model.merge_and_unload()
 
 
+def merge_named_adapter(
+    model: Any, name: str, description: str, adapter: str
+) -> tuple[Any, str, str]:
+    """`model` with the adapter in directory `adapter` merged, named as such (provenance:
+    the adapter's sha256 goes into every episode's model description)."""
+    path = Path(adapter).expanduser()
+    if not (path / ADAPTER_FILE).is_file():
+        raise InputError(f"not a LoRA adapter directory (no {ADAPTER_FILE})", file=str(path))
+    merged = merge_adapter(model, path)
+    which = f"the LoRA adapter at {path} (sha256 {adapter_sha256(path)[:12]})"
+    return merged, f"{name}+lora", f"{description}, with {which} merged in fp32"
+
+
 def apply_shipped_adapter(model: Any, name: str, description: str) -> tuple[Any, str, str]:
     """The hook `load_model("embedded")` calls: merge the shipped adapter if there is one."""
     adapter = shipped_adapter()

@@ -112,8 +112,10 @@ def _load_gguf(gguf: Path) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def load_model(spec: str = EMBEDDED) -> LoadedModel:
-    """Load `embedded`, a `.gguf` file, or a local Hugging Face model directory, in fp32.
+def load_model(spec: str = EMBEDDED, adapter: str | None = None) -> LoadedModel:
+    """Load `embedded`, a `.gguf` file, or a local Hugging Face model directory, in fp32;
+    `adapter`: a LoRA adapter directory (peft) merged into the weights (for `embedded`, in
+    place of the shipped one), e.g. `flatscore train-embedded`'s output for another base.
 
     fp32 so that every arm computes what it names: precision arms are weight round-trips
     applied afterwards (`flatscore.quant`), and bf16 activations would add a rounding of
@@ -124,7 +126,7 @@ def load_model(spec: str = EMBEDDED) -> LoadedModel:
         gguf = embedded_gguf()
         model, tokenizer = _load_gguf(gguf)
         name, description = "smollm2-135m-instruct", EMBEDDED_DESCRIPTION
-        if spec == EMBEDDED:  # + the shipped LoRA adapter, merged, once one exists
+        if spec == EMBEDDED and adapter is None:  # + the shipped adapter, once one exists
             from flatscore.embedded.weights import apply_shipped_adapter
 
             model, name, description = apply_shipped_adapter(model, name, description)
@@ -143,6 +145,10 @@ def load_model(spec: str = EMBEDDED) -> LoadedModel:
                 field="model",
             )
         name = path.stem if path.is_file() else path.name
+    if adapter is not None:
+        from flatscore.embedded.weights import merge_named_adapter
+
+        model, name, description = merge_named_adapter(model, name, description, adapter)
     model.eval()
     for param in model.parameters():
         param.requires_grad_(False)

@@ -116,11 +116,12 @@ class LocalBackend(EngineBackend):
         arm: str = "ref",
         calibration: CalibrationSource | None = None,
         compute: str = "fp32",
+        adapter: str | None = None,
         **kwargs: Any,
     ) -> LocalBackend:
-        """Load `model` (see `load_model`), apply precision arm `arm` to its weights, then
-        the `compute` setting (`flatscore.models.compute`). Calibrated arms (int4-awq) use
-        `calibration` (default: the bundled transcripts)."""
+        """Load `model` (see `load_model`; `adapter` merged into it), apply precision arm
+        `arm` to its weights, then the `compute` setting (`flatscore.models.compute`).
+        Calibrated arms (int4-awq) use `calibration` (default: the bundled transcripts)."""
         from flatscore.models.compute import apply_compute
         from flatscore.models.embedded import cache_dir, load_model
         from flatscore.quant.arms import ARMS, apply_arm
@@ -128,7 +129,7 @@ class LocalBackend(EngineBackend):
 
         if arm not in ARMS:
             raise InputError(f"unknown arm {arm!r}; known: {', '.join(ARMS.names())}", field="arm")
-        loaded = load_model(model)
+        loaded = load_model(model, adapter)
         sequences = None
         if ARMS.make(arm).awq:
             source = calibration or bundled_calibration

@@ -35,6 +35,9 @@ class BackendSpec(StrictModel):
 
     kind: str = Field(description="a registered backend (`BACKENDS`, `register_backend`)")
     path: str = "embedded"
+    adapter: str | None = Field(
+        None, description="embedded/local: a LoRA adapter directory merged into the weights"
+    )
     quant: str = "ref"
     url: str | None = None
     served_model: str | None = None
@@ -127,6 +130,7 @@ def _local(spec: BackendSpec) -> Backend:
         spec.path,
         arm=spec.quant,
         compute=spec.compute,
+        adapter=spec.adapter,
         kv_memory_mb=spec.kv_memory_mb,
         max_batch=spec.max_batch,
         batch_invariant=spec.batch_invariant,
@@ -199,7 +203,7 @@ def kind_needs(kind: str, field: str) -> bool:
     return field in _fields(kind).needs
 
 
-_IN_PROCESS = ("path", "quant", "compute")
+_IN_PROCESS = ("path", "adapter", "quant", "compute")
 register_backend("openai", _openai, takes=["api_key_env"], needs=["url", "served_model"])
 register_backend("embedded", _local, takes=_IN_PROCESS, check_arms=check_torch_arms)
 register_backend("local", _local, takes=_IN_PROCESS, needs=["path"], check_arms=check_torch_arms)
