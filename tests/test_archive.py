@@ -179,6 +179,35 @@ def test_the_committed_study_archive_reproduces_its_analysis(tmp_path: Path) -> 
             assert mine.success_difference.value == theirs.success_difference.value
 
 
+# 3,192 episodes read, 5,000 resamples: ~11 s, in the default suite (it guards the page)
+def test_study_v2s_first_two_trials_reproduce_its_committed_findings(tmp_path: Path) -> None:
+    """docs/embedded-study-v2.md's findings are read on trials 1-2 (114 x 2 per arm and
+    domain): those episodes of the committed archive (later chunks add trials 3-4) give
+    the committed analysis.json's numbers."""
+    from flatscore.analysis.result import AnalysisResult
+    from flatscore.report.rebuild import options_from_settings, rebuild, settings_from_file
+
+    docs = ROOT / "docs" / "embedded-study-v2"
+    runs, first_two = tmp_path / "runs", tmp_path / "first-two"
+    archive.unpack(docs / "runs", runs)
+    first_two.mkdir()
+    for path in sorted(runs.glob("*.jsonl")):
+        lines = path.read_text("utf-8").splitlines(keepends=True)
+        kept = [line for line in lines if json.loads(line)["trial"] < 2]
+        assert len(kept) == 456  # 114 tasks x 2 trials x 2 domains, every arm
+        (first_two / path.name).write_text("".join(kept), "utf-8")
+    options = options_from_settings(settings_from_file(docs / "analysis.json"))
+    result, _ = rebuild([first_two], tmp_path / "report", options)
+    want = AnalysisResult.model_validate_json((docs / "analysis.json").read_text("utf-8"))
+    assert result.episodes_read == want.episodes_read == 3192
+    for got, cell in zip(result.cells, want.cells, strict=True):
+        assert got.verdict == cell.verdict
+        assert [a.model_dump() for a in got.arms] == [a.model_dump() for a in cell.arms]
+        for mine, theirs in zip(got.comparisons, cell.comparisons, strict=True):
+            assert mine.gap == theirs.gap and mine.verdict == theirs.verdict
+            assert mine.success_difference == theirs.success_difference
+
+
 @pytest.mark.slow  # 1,140 paired episodes, 5,000 resamples: ~1 min
 def test_the_committed_repair_pass_pairs_as_its_effect_was_computed(tmp_path: Path) -> None:
     """The repair pass (trial 0, 57 tasks per domain) paired with the main study's same
