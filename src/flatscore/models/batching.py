@@ -27,6 +27,11 @@ partial match is copied (copy-on-write), so the entry stays for others. The pref
 episode of a domain shares (the system turn: policy + tool schemas) is stored on its own
 once per arm. Prefill is cut at that boundary and then in fixed chunks from the reused
 point, so a sequence's numbers do not depend on which entry happened to be found first.
+
+**Architectures.** Llama-style decoders (SmolLM2) and Gemma 3: its sliding-window layers
+attend to the last `sliding_window` positions only (the window is applied per sequence,
+as transformers' own mask does), its layer types get their own rotary embeddings, and a
+final logit soft-cap is applied where the config has one.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import functools
+import inspect
 import threading
 import time
 from collections.abc import Callable
@@ -312,9 +318,11 @@ def ragged_attention(
     packed = key.packed
     outs = []
     start = 0
-    for k, v, n, mask in zip(key, value, packed.lengths, packed.masks, strict=True):
+    window = kwargs.get("sliding_window")
+    masks = packed.masks if window is None else packed.window_masks(int(window))
+    for k, v, n, mask in zip(key, value, packed.lengths, masks, strict=True):
         q = query[:, :, start : start + n]
-        if packed.pack_gqa and n == 1:
+        if packed.pack_gqa and n == 1 and mask is None:
             out = gqa_decode_attention(q, k, v, kwargs.get("scaling", module.scaling))
         else:
             out, _ = sdpa_attention_forward(module, q, k, v, mask, **kwargs)
@@ -368,14 +376,30 @@ class _Packed:
         self.kvs = kvs
         self.lengths = lengths
         self.pack_gqa = pack_gqa  # decode tokens attend with `gqa_decode_attention`
+        self.pasts = [kv.length for kv in kvs]
         self.masks: list[torch.Tensor | None] = []
-        for kv, n in zip(kvs, lengths, strict=True):
-            past = kv.length
+        for past, n in zip(self.pasts, lengths, strict=True):
             if n > 1 and past > 0:  # a prefill chunk after cached positions: causal, offset
                 q = torch.arange(n)[:, None] + past
                 self.masks.append((torch.arange(past + n)[None, :] <= q)[None, None])
             else:
                 self.masks.append(None)  # decode (attends to all) or a first chunk (causal)
+        self._window_masks: dict[int, list[torch.Tensor | None]] = {}
+
+    def window_masks(self, window: int) -> list[torch.Tensor | None]:
+        """Masks of a sliding-window layer: position q attends to positions q - window + 1
+        .. q (transformers' `sliding_window_overlay`); None where the window holds them all."""
+        if window not in self._window_masks:
+            masks: list[torch.Tensor | None] = []
+            for past, n, causal in zip(self.pasts, self.lengths, self.masks, strict=True):
+                if past + n <= window:
+                    masks.append(causal)
+                    continue
+                q = torch.arange(n)[:, None] + past
+                k = torch.arange(past + n)[None, :]
+                masks.append(((k <= q) & (k > q - window))[None, None])
+            self._window_masks[window] = masks
+        return self._window_masks[window]
 
     def update(
         self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, **_: Any
@@ -396,6 +420,17 @@ class _Packed:
 
 class EngineClosed(RuntimeError):
     """The engine was closed during a forward pass (raised between layers)."""
+
+
+def _rotary_per_layer(model: Any, hidden: torch.Tensor, position_ids: torch.Tensor) -> list[Any]:
+    """Each layer's rotary embedding: one for all (Llama), or one per layer type where the
+    rotary module takes the type (Gemma 3: sliding and full layers use other bases)."""
+    inner, n = model.model, int(model.config.num_hidden_layers)
+    types = getattr(model.config, "layer_types", None)
+    if types and "layer_type" in inspect.signature(inner.rotary_emb.forward).parameters:
+        by_type = {t: inner.rotary_emb(hidden, position_ids, t) for t in set(types[:n])}
+        return [by_type[t] for t in types[:n]]
+    return [inner.rotary_emb(hidden, position_ids=position_ids)] * n
 
 
 def packed_forward(
@@ -423,8 +458,10 @@ def packed_forward(
     position_ids = torch.tensor([pos])
     packed = _Packed(kvs, lengths, pack_gqa=getattr(model, PACK_GQA, False))
     hidden = inner.embed_tokens(input_ids)
-    position_embeddings = inner.rotary_emb(hidden, position_ids=position_ids)
-    for layer in inner.layers[: model.config.num_hidden_layers]:
+    layers = inner.layers[: model.config.num_hidden_layers]
+    for layer, position_embeddings in zip(
+        layers, _rotary_per_layer(model, hidden, position_ids), strict=True
+    ):
         if stop is not None and stop():
             raise EngineClosed("the batch engine was closed")
         hidden = layer(
@@ -439,6 +476,9 @@ def packed_forward(
     # Pad the head's rows too: the logits of a row must not depend on how many there are.
     picked = torch.cat([last, last.new_zeros(max(0, min_rows - len(last)))])
     logits = model.lm_head(inner.norm(hidden[0, picked]))[: len(lengths)].float()
+    cap = getattr(model.config, "final_logit_softcapping", None)
+    if cap:  # as the model's own forward does (Gemma 2; Gemma 3's config has none)
+        logits = torch.tanh(logits / cap) * cap
     for kv, n in zip(kvs, lengths, strict=True):
         kv.advance(n)
     return logits
