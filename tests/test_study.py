@@ -70,7 +70,8 @@ def test_backend_per_arm(tmp_path: Path) -> None:
     assert w4.adapter is None
     data["models"][1]["adapter"] = "train/adapter"  # type: ignore[index]
     w4 = load_study(write(tmp_path, data)).models[1].backend("w4")
-    assert w4 is not None and w4.adapter == "train/adapter"  # merged before the arm
+    # merged before the arm; relative to the study file's folder, like `output`
+    assert w4 is not None and w4.adapter == str((tmp_path / "train" / "adapter").resolve())
 
 
 def test_arms_sharing_weights_share_one_engine_with_room_for_each(tmp_path: Path) -> None:

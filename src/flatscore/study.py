@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from flatscore import defaults
 from flatscore.agents.base import agent_names, make_agent
@@ -121,7 +121,8 @@ class ModelSpec(StrictModel):
     adapter: str | None = Field(
         None,
         description="embedded/local: a LoRA adapter directory (peft, e.g. `flatscore "
-        "train-embedded`'s `adapter/`) merged into the weights before each arm is applied",
+        "train-embedded`'s `adapter/`) merged into the weights before each arm is applied; "
+        "relative to the study file's folder",
     )
     agent: str | None = None
     arms: dict[str, ArmSpec] = Field(min_length=1)
@@ -174,6 +175,19 @@ class ModelSpec(StrictModel):
     @classmethod
     def _registered_compute(cls, value: str | None) -> str | None:
         return None if value is None else COMPUTES.check(value)
+
+    @field_validator("adapter")
+    @classmethod
+    def _adapter_beside_the_file(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """A relative adapter folder is the study file's, like `output` (a study runs the
+        same from any working directory)."""
+        if value is None:
+            return None
+        path = Path(value).expanduser()
+        base = info.context.get("base_dir") if isinstance(info.context, dict) else None
+        if base is not None and not path.is_absolute():
+            path = (Path(base) / path).resolve()
+        return str(path)
 
     @field_validator("arms", mode="before")
     @classmethod
