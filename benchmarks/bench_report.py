@@ -20,9 +20,9 @@ from pathlib import Path
 from flatscore.analysis.analyze import AnalysisOptions, analyze
 from flatscore.episode import Episode
 from flatscore.report import write_report
-from flatscore.store import read_episodes
-from flatscore.study import parse_study
-from flatscore.study_run import run_study
+from flatscore.run.driver import run_study
+from flatscore.run.study import parse_study
+from flatscore.store.jsonl import read_episodes
 
 
 def run_episodes(trials: int, out: Path) -> list[Episode]:

@@ -1,4 +1,4 @@
-"""Seconds per LoRA training step of the embedded agent, as `flatscore.embedded.train` runs it.
+"""Seconds per LoRA training step of the embedded agent, as `flatscore.train.train` runs it.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_train_step.py --threads 1 --steps 3
     OMP_NUM_THREADS=2 python benchmarks/bench_train_step.py --threads 2 --steps 3
@@ -16,11 +16,11 @@ import time
 
 import torch
 
+from flatscore.analysis.markdown_table import row, table_lines
 from flatscore.domains import get_domain
-from flatscore.embedded.data import example_job, make_example, tokenize
-from flatscore.embedded.train import TrainConfig, build_model, step_loss
-from flatscore.markdown_table import row, table_lines
 from flatscore.models.embedded import load_model
+from flatscore.train.data import example_job, make_example, tokenize
+from flatscore.train.train import TrainConfig, build_model, step_loss
 
 
 def main() -> None:

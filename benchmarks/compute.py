@@ -23,13 +23,13 @@ import time
 import torch
 from local_backend import engine_decode, prompts, run_episodes
 
-from flatscore.demo import demo_study
 from flatscore.models.base import COMPUTES
 from flatscore.models.batching import SeqKV, packed_forward
 from flatscore.models.compute import bf16_is_fast
 from flatscore.models.local import LocalBackend
 from flatscore.models.shared import get_backend
-from flatscore.study_run import plan_study
+from flatscore.run.demo import demo_study
+from flatscore.run.driver import plan_study
 
 
 def prefill_seconds(backend: LocalBackend, ids: list[int]) -> float:

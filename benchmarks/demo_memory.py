@@ -21,8 +21,8 @@ from typing import Any
 
 import psutil
 
-from flatscore.demo import DEMO_ARMS, demo_study
-from flatscore.study_run import run_study
+from flatscore.run.demo import DEMO_ARMS, demo_study
+from flatscore.run.driver import run_study
 
 
 def kv_bytes_per_position(model: Any) -> int:

@@ -18,7 +18,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from flatscore.store import read_episodes
+from flatscore.store.jsonl import read_episodes
 
 
 def summarize(folder: Path) -> None:

@@ -23,9 +23,9 @@ from pathlib import Path
 
 from flatscore.domains import get_domain
 from flatscore.models.shared import get_backend
-from flatscore.store import read_episodes
-from flatscore.study import Study, load_study
-from flatscore.study_run import plan_study, run_study
+from flatscore.run.driver import plan_study, run_study
+from flatscore.run.study import Study, load_study
+from flatscore.store.jsonl import read_episodes
 
 STUDY = Path(__file__).resolve().parents[1] / "examples" / "embedded-study.yaml"
 

@@ -29,8 +29,8 @@ from typing import Any
 
 import torch
 
+from flatscore.analysis.markdown_table import table_lines
 from flatscore.episode import Message
-from flatscore.markdown_table import table_lines
 from flatscore.models.base import Backend, Sampling
 from flatscore.models.embedded import embedded_gguf
 from flatscore.models.gguf import GgufBackend
@@ -42,7 +42,7 @@ Turn = tuple[list[Message], list[dict[str, Any]], int]
 def from_runs(paths: list[Path], cap: int) -> list[list[Turn]]:
     """The agent turns of recorded episodes, as the runner showed them to the agent."""
     from flatscore.domains import get_domain
-    from flatscore.runner.views import agent_view
+    from flatscore.run.views import agent_view
 
     episodes: list[list[Turn]] = []
     for path in paths:
@@ -62,7 +62,7 @@ def from_runs(paths: list[Path], cap: int) -> list[list[Turn]]:
 
 
 def from_bundled(cap: int) -> list[list[Turn]]:
-    from flatscore.quant.calibration import bundled
+    from flatscore.models.quant.calibration import bundled
 
     episodes: list[list[Turn]] = []
     for conv in bundled("heldout") + bundled("calibration"):

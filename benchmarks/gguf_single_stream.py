@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from single_stream import contexts
 
-from flatscore.markdown_table import table_lines
+from flatscore.analysis.markdown_table import table_lines
 from flatscore.models.base import Backend, Sampling
 from flatscore.models.chat_format import render
 from flatscore.models.embedded import embedded_gguf

@@ -1,4 +1,4 @@
-"""Cost of the streaming depth guard (`flatscore.inputs`) on a τ² import, as a ratio.
+"""Cost of the streaming depth guard (`flatscore.store.inputs`) on a τ² import, as a ratio.
 
 Imports the same generated τ² file with the guard and with it switched off (the parser
 reading the file directly), alternating, in one process, and reports the best time of each.
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import flatscore.formats.tau2 as tau2
 from flatscore.formats.tau2_import import import_tau2
-from flatscore.inputs import open_json, open_regular
+from flatscore.store.inputs import open_json, open_regular
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "tau2" / "v1.0" / "ok.json"
 

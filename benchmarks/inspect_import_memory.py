@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from flatscore.markdown_table import row, table_lines
+from flatscore.analysis.markdown_table import row, table_lines
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "inspect" / "orders.eval"
 CLI = [sys.executable, "-c", "from flatscore.cli import main; main()"]

@@ -15,7 +15,7 @@ import argparse
 
 import psutil
 
-from flatscore.demo import DEMO_ARMS
+from flatscore.run.demo import DEMO_ARMS
 
 
 def main() -> None:

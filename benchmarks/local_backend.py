@@ -25,14 +25,14 @@ from typing import Any
 
 import torch
 
-from flatscore.demo import demo_study, stratified_task_ids
-from flatscore.executors.local import LocalExecutor
 from flatscore.models.batching import SeqKV, packed_forward
 from flatscore.models.chat_format import render
 from flatscore.models.local import LocalBackend
+from flatscore.models.quant.calibration import bundled
 from flatscore.models.shared import get_backend
-from flatscore.quant.calibration import bundled
-from flatscore.study_run import plan_study
+from flatscore.run.demo import demo_study, stratified_task_ids
+from flatscore.run.driver import plan_study
+from flatscore.run.executors.local import LocalExecutor
 
 
 def prompts(backend: LocalBackend, n: int) -> list[list[int]]:

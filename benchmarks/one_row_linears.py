@@ -23,7 +23,7 @@ from collections.abc import Callable
 import torch
 from torch.nn.functional import linear
 
-from flatscore.markdown_table import table_lines
+from flatscore.analysis.markdown_table import table_lines
 
 LAYER = [(576, 576), (192, 576), (192, 576), (576, 576), (1536, 576), (1536, 576), (576, 1536)]
 SHAPES = LAYER * 30 + [(49152, 576)]

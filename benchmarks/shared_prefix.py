@@ -18,8 +18,8 @@ import time
 
 import torch
 
+from flatscore.analysis.markdown_table import table_lines
 from flatscore.console import quiet_third_party
-from flatscore.markdown_table import table_lines
 from flatscore.models.batching import MIN_ROWS, SeqKV, packed_forward, use_ragged_attention
 from flatscore.models.embedded import load_model
 

@@ -19,7 +19,7 @@ import torch
 from flatscore.episode import Message
 from flatscore.models.base import Sampling
 from flatscore.models.local import LocalBackend
-from flatscore.quant.calibration import bundled
+from flatscore.models.quant.calibration import bundled
 
 
 def contexts(n: int) -> list[tuple[list[Message], list[dict]]]:  # type: ignore[type-arg]

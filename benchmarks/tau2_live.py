@@ -10,7 +10,7 @@
     measurement at 100).
 (b) **prefix caching**: one τ² retail episode, τ²'s LLM agent against `flatscore serve`
     (the embedded model, in-process uvicorn on loopback) with the backend's KV reuse on and
-    off; the user is the scripted endpoint (`flatscore.scripted_endpoint`), so only the
+    off; the user is the scripted endpoint (`tests/scripted_endpoint.py`), so only the
     agent's time differs.
 (c) **overhead**: τ² episodes through `run_study` against an endpoint that takes a
     fixed time per request (the scripted endpoint): wall time vs the time the endpoint spent,
@@ -26,16 +26,20 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from flatscore.markdown_table import row, table_lines
-from flatscore.scripted_endpoint import TAU2_SCRIPTS, ScriptedEndpoint
+from flatscore.analysis.markdown_table import row, table_lines
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # the scripted endpoint is a test helper
+
+from scripted_endpoint import TAU2_SCRIPTS, ScriptedEndpoint  # noqa: E402
+
 FIXTURE = ROOT / "tests" / "fixtures" / "tau2" / "v0.2" / "telecom.json"
 
 
@@ -62,7 +66,7 @@ def tau2_save(save_to: Path, simulation: dict[str, Any]) -> None:
 def _flatscore_writer(n: int, sim: dict[str, Any], out: Path) -> float:
     from flatscore.episode import ToolLists
     from flatscore.formats.tau2 import episode_from_simulation
-    from flatscore.store import EpisodeWriter
+    from flatscore.store.jsonl import EpisodeWriter
 
     tools = ToolLists(agent=["get_customer_by_phone"], user=["toggle_roaming"], source="run")
     t0 = time.perf_counter()
@@ -133,7 +137,7 @@ def part_a(sizes: list[int], full_up_to: int) -> None:
 def _serve_in_thread(app: Any) -> tuple[Any, str]:
     import uvicorn
 
-    from flatscore.tau2live.endpoints import free_port
+    from flatscore.run.tau2.endpoints import free_port
 
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
@@ -148,10 +152,10 @@ def part_b(max_steps: int, max_tokens: int) -> None:
 
     from flatscore.models.embedded import load_model
     from flatscore.models.local import LocalBackend
+    from flatscore.run.tau2 import lib
+    from flatscore.run.tau2.endpoints import Endpoint
+    from flatscore.run.tau2.runner import simulate
     from flatscore.serve.app import create_app
-    from flatscore.tau2live import lib
-    from flatscore.tau2live.endpoints import Endpoint
-    from flatscore.tau2live.runner import simulate
 
     t2 = lib.load()
     torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "2")))
@@ -197,9 +201,9 @@ def part_b(max_steps: int, max_tokens: int) -> None:
 
 
 def part_c(episodes: int, delay_s: float) -> None:
-    from flatscore.study import parse_study
-    from flatscore.study_run import run_study
-    from flatscore.tau2live import lib, runner
+    from flatscore.run.driver import run_study
+    from flatscore.run.study import parse_study
+    from flatscore.run.tau2 import lib, runner
 
     lib.load()
     inside = {"s": 0.0}

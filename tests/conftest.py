@@ -1,7 +1,7 @@
 """Suite-wide: one torch thread per test process (the suite runs as two pytest-xdist
 workers on two cores; more threads would only fight over them), no Hypothesis timing checks
 (on a shared machine a draw can wait seconds for a core: a timing failure, not a bug; seen
-as `FailedHealthCheck: Input generation is slow` in tests/test_store.py under load 13-19),
+as `FailedHealthCheck: Input generation is slow` in tests/store/test_jsonl.py under load 13-19),
 the real embedded model loaded once per process for the tests that need it, and the longest
 files handed to the workers first (`LONGEST_FIRST`)."""
 
@@ -28,11 +28,11 @@ settings.load_profile("flatscore")
 LONGEST_FIRST = (
     "tests/models/test_gguf_study.py",
     "tests/reliability/test_damaged_inputs.py",
-    "tests/runner/test_resume_kill.py",
+    "tests/run/test_resume_kill.py",
     "tests/report/test_cli_report.py",
     "tests/analysis/test_coverage.py",
     "tests/report/test_browser.py",
-    "tests/tau2live/test_tau2_runner.py",
+    "tests/run/tau2/test_tau2_runner.py",
 )
 """Files of a few long tests each (CPU seconds in docs/benchmarks.md#the-test-suite-make-test-
 on-both-cores), run first. `make test` gives each worker whole files (`--dist loadfile`), and
@@ -53,10 +53,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(autouse=True)
 def _secrets_end_with_their_test() -> Iterator[None]:
-    """A key a test registers (`flatscore.redaction`, process-wide) is forgotten after it:
+    """A key a test registers (`flatscore.store.redaction`, process-wide) is forgotten after it:
     a Hypothesis-drawn key such as `00000000` otherwise masks digits in every later test's
     output in that worker (seen: the committed archive unpacked with `***` in it)."""
-    from flatscore.redaction import secrets_scope
+    from flatscore.store.redaction import secrets_scope
 
     with secrets_scope():
         yield

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from flatscore.store import read_episodes
+from flatscore.store.jsonl import read_episodes
 
 
 def comparable_episodes(paths: Iterable[Path]) -> dict[str, dict[str, Any]]:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from flatscore.study import load_study
+from flatscore.run.study import load_study
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.yaml"))
 

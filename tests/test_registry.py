@@ -6,9 +6,9 @@ import pytest
 
 from flatscore.agents.base import AGENTS
 from flatscore.domains import DOMAINS
-from flatscore.executors import EXECUTORS
 from flatscore.models.shared import BACKENDS
 from flatscore.registry import Registry
+from flatscore.run.executors import EXECUTORS
 from flatscore.users.base import USERS
 
 
@@ -64,7 +64,7 @@ def test_check_is_a_validator_listing_the_known_names() -> None:
 
 def test_arms_and_compute_settings_are_registries() -> None:
     from flatscore.models.base import COMPUTES
-    from flatscore.quant.arms import ARMS, Arm
+    from flatscore.models.quant.arms import ARMS, Arm
 
     assert {"ref", "int8", "int4", "int4-awq"} <= set(ARMS.names())
     assert isinstance(ARMS.make("int4-awq"), Arm) and ARMS.make("int4-awq").awq

@@ -9,7 +9,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from flatscore.scripted_endpoint import GREETING, ScriptedEndpoint, reply
+from scripted_endpoint import GREETING, ScriptedEndpoint, reply
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tau2"
 SCRIPTS = {"agent": [GREETING, [("get_user", '{"user_id": "u1"}')], "done"]}

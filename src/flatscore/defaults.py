@@ -85,3 +85,14 @@ TIGHT_K: Final = 2
 
 GATE_SIMULATIONS: Final = 300
 """`gate`: simulated studies per power estimate."""
+
+# --- bounds (where a typo would otherwise cost hours or all memory) -----------------------
+
+MAX_BUDGET: Final = 1000
+"""The largest error budget K (and `max_errors`) accepted (`--budgets 0-1000000000` is a
+typo): τ² budgets are ~10, and an episode of a few hundred steps cannot fail more calls."""
+
+MIN_BOOTSTRAP: Final = 100
+MAX_BOOTSTRAP: Final = 100_000
+"""Bootstrap resamples: fewer than 100 cannot place a 95% percentile interval; more than
+100,000 adds no visible digit and only costs time and memory."""

@@ -13,9 +13,9 @@ from flatscore.agents.inject import InjectSpec, same_purpose_user_tool
 from flatscore.analysis.analyze import analyze
 from flatscore.domains import get_domain
 from flatscore.errors import InputError
-from flatscore.store import read_episodes
-from flatscore.study import load_study
-from flatscore.study_run import run_study
+from flatscore.run.driver import run_study
+from flatscore.run.study import load_study
+from flatscore.store.jsonl import read_episodes
 
 PHONE = get_domain("telecom").user_toolkit.tool_names()  # type: ignore[union-attr]
 

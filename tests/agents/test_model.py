@@ -15,7 +15,7 @@ from flatscore.domains import get_domain
 from flatscore.episode import Episode, Message, TokenUsage
 from flatscore.models.base import Backend, Generation, Sampling
 from flatscore.models.chat_format import parse_assistant
-from flatscore.runner import EpisodeSpec, run_episode
+from flatscore.run.episode_loop import EpisodeSpec, run_episode
 from flatscore.users import make_user
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from flatscore.agents import make_agent
 from flatscore.domains import get_domain
-from flatscore.runner import EpisodeSpec, run_episode
+from flatscore.run.episode_loop import EpisodeSpec, run_episode
 from flatscore.users import make_user
 
 

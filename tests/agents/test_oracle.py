@@ -11,7 +11,7 @@ from flatscore.agents import OracleAgent, agent_names, make_agent
 from flatscore.agents.oracle import ask_text, oracle_plan
 from flatscore.domains import get_domain
 from flatscore.episode import Episode, TerminationReason
-from flatscore.runner import EpisodeSpec, run_episode
+from flatscore.run.episode_loop import EpisodeSpec, run_episode
 from flatscore.users import make_user
 
 

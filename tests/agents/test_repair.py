@@ -22,8 +22,9 @@ from flatscore.domains import get_domain
 from flatscore.domains.framework import Task
 from flatscore.episode import Episode, ErrorBudget, Message, TerminationReason, ToolCall
 from flatscore.errors import InputError
-from flatscore.runner import EpisodeSpec, run_episode, user_view
-from flatscore.runner.quick import QuickRun, run_quick
+from flatscore.run.episode_loop import EpisodeSpec, run_episode
+from flatscore.run.quick import QuickRun, run_quick
+from flatscore.run.views import user_view
 from flatscore.users import make_user
 
 Mistake = Literal["name", "args", "malformed"]
@@ -268,7 +269,7 @@ def test_repair_runs_are_visible_to_the_analysis(tmp_path: Path) -> None:
     for repair in (False, True):
         go("bf16", (), repair)  # the same agent without its mistake: the reference
         go("int4", (0,), repair)
-    from flatscore.store import read_episodes
+    from flatscore.store.jsonl import read_episodes
 
     episodes = list(read_episodes(path))
     assert len(episodes) == 12

@@ -183,8 +183,8 @@ def test_a_smoke_study_writes_the_cost_section_with_its_prices(tmp_path: Path) -
     summary.md a line per arm."""
     import yaml
 
-    from flatscore.study import load_study
-    from flatscore.study_run import run_study
+    from flatscore.run.driver import run_study
+    from flatscore.run.study import load_study
 
     data = yaml.safe_load((ARCHIVE.parents[2] / "examples" / "smoke.yaml").read_text("utf-8"))
     data.update(output="out", tasks_per_domain=2, trials=1)

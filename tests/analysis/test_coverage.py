@@ -44,7 +44,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest, norm
 
-from flatscore.analysis.exact_paired import exact_unconditional_intervals, sign_flip_intervals
+from exact_paired import exact_unconditional_intervals, sign_flip_intervals
 from flatscore.analysis.paired_score import (
     DISCORDANT_MIN,
     paired_interval,

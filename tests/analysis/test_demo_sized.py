@@ -8,8 +8,8 @@ import pytest
 
 from analysis_builders import episode
 from flatscore.analysis.analyze import AnalysisOptions, analyze
-from flatscore.demo import DEMO_ARMS, DEMO_TASKS
 from flatscore.report.terminal import render
+from flatscore.run.demo import DEMO_ARMS, DEMO_TASKS
 
 ARMS = DEMO_ARMS
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.special import xlogy
 
-from flatscore.analysis.exact_paired import (
+from exact_paired import (
     ExactUnconditional,
     exact_unconditional_intervals,
     sign_flip_intervals,

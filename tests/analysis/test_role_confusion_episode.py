@@ -13,7 +13,7 @@ from flatscore.analysis.facts import episode_facts
 from flatscore.domains import get_domain
 from flatscore.domains.framework import Action
 from flatscore.episode import Message, ToolCall
-from flatscore.runner import EpisodeSpec, run_episode
+from flatscore.run.episode_loop import EpisodeSpec, run_episode
 from flatscore.users import ScriptedUser
 
 TELECOM = get_domain("telecom")

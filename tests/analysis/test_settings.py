@@ -16,7 +16,7 @@ from flatscore import defaults
 from flatscore.analysis.channels import BUILTIN_RULES
 from flatscore.analysis.settings import POINTS, AnalysisSettings
 from flatscore.errors import InputError
-from flatscore.study import load_study, study_from_json, study_json
+from flatscore.run.study import load_study, study_from_json, study_json
 
 
 def _study(tmp_path: Path, analysis: dict[str, object]) -> Path:

@@ -13,7 +13,7 @@ import pytest
 from analysis_builders import episode
 from cli_runner import CliResult
 from cli_runner import flatscore as run_flatscore
-from flatscore.store import EpisodeWriter
+from flatscore.store.jsonl import EpisodeWriter
 
 
 def subprocess_flatscore(*args: str) -> subprocess.CompletedProcess[str]:

@@ -8,8 +8,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from flatscore.cli import app
-from flatscore.runner.quick import QuickRun, run_quick
-from flatscore.study import Study
+from flatscore.run.quick import QuickRun, run_quick
+from flatscore.run.study import Study
 
 
 def test_repair_effect_command(tmp_path: Path) -> None:
@@ -55,7 +55,7 @@ def test_balanced_pairs_a_repair_pass_with_the_same_trial_of_the_main_study(
 
     from flatscore.analysis.repair_effect import RepairEffectResult
     from flatscore.report.tables import repair_tables
-    from flatscore.study_run import run_study
+    from flatscore.run.driver import run_study
 
     examples = Path(__file__).resolve().parents[2] / "examples"
     data = yaml.safe_load((examples / "smoke.yaml").read_text("utf-8"))
@@ -95,7 +95,7 @@ def load_study_data(path: Path, data: dict[str, object]) -> Study:
     """`data` written as a study file at `path`, loaded."""
     import yaml
 
-    from flatscore.study import load_study
+    from flatscore.run.study import load_study
 
     path.write_text(yaml.safe_dump(data), "utf-8")
     return load_study(path)

@@ -16,7 +16,7 @@ import pytest
 from analysis_builders import episode
 from cli_runner import CliResult
 from flatscore.episode import Episode
-from flatscore.store import EpisodeWriter
+from flatscore.store.jsonl import EpisodeWriter
 
 ROOT = Path(__file__).parents[2]
 TAU2 = ROOT / "tests" / "fixtures" / "tau2"

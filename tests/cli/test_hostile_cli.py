@@ -17,9 +17,9 @@ from unittest.mock import patch
 import pytest
 
 from flatscore.cli import main
-from flatscore.runner.quick import QuickRun
-from flatscore.store import read_episodes
-from flatscore.study_run import plan_study
+from flatscore.run.driver import plan_study
+from flatscore.run.quick import QuickRun
+from flatscore.store.jsonl import read_episodes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tau2"
 OK = FIXTURES / "v1.0" / "ok.json"
@@ -202,7 +202,7 @@ def test_a_second_run_on_the_same_file_is_refused(tmp_path: Path) -> None:
     assert len(ids) == len(set(ids)) == 3 * PLANNED
 
 
-@pytest.mark.slow  # the lock itself is covered by the test above and by tests/test_store.py
+@pytest.mark.slow  # the lock itself is covered by the test above and by tests/store/test_jsonl.py
 def test_two_runs_started_together_never_duplicate(tmp_path: Path) -> None:
     out = tmp_path / "R.jsonl"
     procs = [

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cli_runner import flatscore
-from flatscore.store import read_episodes
+from flatscore.store.jsonl import read_episodes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tau2"
 SINGLE_FILES = sorted((FIXTURES / "v1.0").glob("*.json")) + sorted(

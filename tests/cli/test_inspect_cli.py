@@ -17,7 +17,7 @@ from cli_runner import CliResult
 
 pytest.importorskip("inspect_ai", reason="the `inspect` extra is not installed")
 
-from flatscore.store import read_episodes
+from flatscore.store.jsonl import read_episodes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "inspect"
 EVAL_LOG = FIXTURES / "orders.eval"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cli_runner import flatscore
-from flatscore.store import read_episodes
+from flatscore.store.jsonl import read_episodes
 
 
 def test_run_writes_episodes_with_the_run_options(tmp_path: Path) -> None:

@@ -147,9 +147,9 @@ def test_training_data_digest_is_unchanged(tmp_path: Path) -> None:
     is the data it was trained on (the digests its model card states): no retraining."""
     import torch
 
-    from flatscore.embedded.card_stages import dataset_digest
-    from flatscore.embedded.train import TrainConfig, load_dataset, load_recipe
     from flatscore.models.embedded import load_model
+    from flatscore.train.card_stages import dataset_digest
+    from flatscore.train.train import TrainConfig, load_dataset, load_recipe
 
     torch.set_num_threads(1)
     tokenizer = load_model("embedded-base").tokenizer

@@ -27,7 +27,7 @@ from flatscore.errors import InputError
 from flatscore.formats.inspect_export import export_inspect
 from flatscore.formats.inspect_import import import_inspect
 from flatscore.formats.inspect_log import load_error_map, read_inspect
-from flatscore.store import read_episodes
+from flatscore.store.jsonl import read_episodes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "inspect"
 EVAL_LOG = FIXTURES / "orders.eval"

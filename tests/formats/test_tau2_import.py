@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from flatscore.formats.tau2_import import import_tau2
-from flatscore.store import read_episodes
+from flatscore.store.jsonl import read_episodes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tau2"
 

@@ -19,7 +19,7 @@ from flatscore.models.chat_format import render
 from flatscore.models.compute import apply_compute, bf16_is_fast
 from flatscore.models.embedded import LoadedModel
 from flatscore.models.local import LocalBackend
-from flatscore.quant.calibration import bundled
+from flatscore.models.quant.calibration import bundled
 
 LAYERS = 2
 

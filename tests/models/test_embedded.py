@@ -56,7 +56,7 @@ def test_an_adapter_is_merged_on_load_and_named(tiny_model_dir: Path, tmp_path: 
     description names the adapter by its sha256."""
     import torch
 
-    from flatscore.embedded.weights import adapter_sha256
+    from flatscore.models.adapter import adapter_sha256
 
     peft_model = _random_adapter(tiny_model_dir, tmp_path / "lora")
     layer = peft_model.base_model.model.model.layers[0].self_attn.q_proj

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from flatscore.models.openai import OpenAIBackend
-from flatscore.serve.wire import endpoint_timing
+from flatscore.models.wire import endpoint_timing
 
 
 def body(timings: Any = None) -> dict[str, Any]:

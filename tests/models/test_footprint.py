@@ -45,7 +45,7 @@ def test_parameters_outside_the_linears_stay_as_loaded() -> None:
 
 
 def test_every_registered_arm_has_a_format() -> None:
-    from flatscore.quant.arms import ARMS
+    from flatscore.models.quant.arms import ARMS
 
     assert format_bits("ref") is None
     for name in ARMS.names():

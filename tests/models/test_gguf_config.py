@@ -21,7 +21,7 @@ from flatscore.models.gguf_files import (
     reference_file,
 )
 from flatscore.models.gguf_header import read_header
-from flatscore.study import load_study
+from flatscore.run.study import load_study
 
 
 def write(tmp_path: Path, data: object) -> Path:

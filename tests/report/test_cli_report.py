@@ -9,7 +9,7 @@ import pytest
 
 from cli_runner import flatscore as run_flatscore
 from flatscore.episode import Episode
-from flatscore.store import EpisodeWriter
+from flatscore.store.jsonl import EpisodeWriter
 
 
 def flatscore(*args: str | Path) -> subprocess.CompletedProcess[str]:

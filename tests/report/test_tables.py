@@ -13,7 +13,7 @@ from flatscore.analysis.repair_effect import repair_effects
 from flatscore.analysis.result import AnalysisResult
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.report import tables
-from flatscore.store import EpisodeWriter
+from flatscore.store.jsonl import EpisodeWriter
 
 
 def _study() -> list:

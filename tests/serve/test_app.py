@@ -259,7 +259,7 @@ def test_prefix_caching_encodes_only_the_new_tokens(server: str, tiny_loaded: An
     """A request extending a conversation the server just answered reuses its KV cache
     (OpenAI's usage.prompt_tokens_details.cached_tokens), with the same tokens as a
     backend without any cache."""
-    from flatscore.serve.wire import message_from_wire, message_to_wire
+    from flatscore.models.wire import message_from_wire, message_to_wire
 
     history = [message_to_wire(m) for m in CONVERSATION]
     first = _post(server, history)
@@ -277,7 +277,7 @@ def test_prefix_caching_encodes_only_the_new_tokens(server: str, tiny_loaded: An
 def test_concurrent_requests_are_batched_with_the_same_answers(server: str) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from flatscore.serve.wire import message_to_wire
+    from flatscore.models.wire import message_to_wire
 
     history = [message_to_wire(m) for m in CONVERSATION[:2]]
     asks = [

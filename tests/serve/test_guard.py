@@ -18,8 +18,8 @@ import uvicorn
 
 from flatscore.episode import Message, TokenUsage
 from flatscore.models.base import Backend, BackendError, ContextWindowExceeded, Generation, Sampling
+from flatscore.models.cancel import check_cancelled
 from flatscore.serve.app import create_app
-from flatscore.serve.cancel import check_cancelled
 from flatscore.serve.guard import MAX_BODY_BYTES, GuardConfig
 
 USER = [{"role": "user", "content": "hi"}]

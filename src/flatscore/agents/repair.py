@@ -20,7 +20,7 @@ amplified a failure channel (mostly hallucinated tool names). Semantics:
   was given, so its view only grows (KV-cache reuse stays valid).
 
 A study's `repair` (or the quick form's `--repair`) wraps each arm's agent in `RepairAgent`
-(`flatscore.executors.base.build_agent`).
+(`flatscore.run.executors.base.build_agent`).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ _HINTS = {
 
 class RepairConfig(BaseModel):
     """How repair runs: the one repair model. A study's `repair` section extends it with
-    `mode` (`flatscore.study.RepairSpec`), an arm's recipe carries it as it is, and every
+    `mode` (`flatscore.run.study.RepairSpec`), an arm's recipe carries it as it is, and every
     repaired episode's metadata records it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from flatscore.analysis.facts import EpisodeFacts
+from flatscore.defaults import MAX_BUDGET
 from flatscore.errors import InputError
-from flatscore.limits import MAX_BUDGET
 
 FALLBACK_DEFAULT_K = 9
 """τ²'s default max_errors = 10 corresponds to K = 9."""

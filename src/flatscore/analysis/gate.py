@@ -30,9 +30,9 @@ from flatscore.analysis.power import power_analysis
 from flatscore.analysis.result import AnalysisResult, ArmStats, Comparison
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.stats import p_is
+from flatscore.defaults import MAX_BOOTSTRAP, MIN_BOOTSTRAP
 from flatscore.episode import Episode, ErrorBudget
 from flatscore.errors import InputError
-from flatscore.limits import MAX_BOOTSTRAP, MIN_BOOTSTRAP
 
 GateVerdict = Literal["pass", "damage", "inconclusive"]
 EXIT_CODES: dict[GateVerdict, int] = {"pass": 0, "damage": 3, "inconclusive": 4}

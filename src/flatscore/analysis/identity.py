@@ -4,7 +4,7 @@ k = 4 on a three-trial run written twice is not a statistic).
 
 **Attempts.** An episode that ended in `infrastructure_error` is the machinery failing, not a
 result: `--resume` runs it again and appends the new attempt to the same run file
-(`flatscore.store`). The records of one key, in input order (line order within a file, files
+(`flatscore.store.jsonl`). The records of one key, in input order (line order within a file, files
 in the order given), are its attempts; an attempt is *superseded* when a later attempt of the
 same key follows it and it ended in `infrastructure_error`. The analysis uses the latest
 attempt (it is itself excluded from rates when it too ended in an infrastructure error);

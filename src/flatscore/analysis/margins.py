@@ -15,7 +15,7 @@ tool, a user tool (role confusion) or no tool at all (an invented name), and lin
 names that show up as hallucinations in the run's episodes.
 
 Pure numpy on arrays (torch tensors are accepted and converted), so it is tested on tiny
-hand-made fixtures; `flatscore.margins_run` produces the arrays from a model.
+hand-made fixtures; `flatscore.run.margins` produces the arrays from a model.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What `flatscore margins` writes (margins.json) and how it is read back and tabulated.
 
 The models live in the analysis package because analysis.json can carry a margins result;
-producing one (teacher-forcing transcripts through a model) is `flatscore.margins_run`."""
+producing one (teacher-forcing transcripts through a model) is `flatscore.run.margins`."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from flatscore.analysis.margins import ArmMargins, MarginDistribution
+from flatscore.analysis.markdown_table import table_lines
 from flatscore.errors import InputError
-from flatscore.markdown_table import table_lines
 
 DEFINITIONS = {
     "agent_tokens": "tokens of the agent's turns in the rendered transcript (message bodies "

@@ -28,6 +28,7 @@ from pydantic import Field
 from flatscore.analysis.budget import FALLBACK_DEFAULT_K
 from flatscore.analysis.channels import CHANNELS, LEAF_CHANNELS, load_rules
 from flatscore.analysis.facts import EpisodeFacts, episode_facts
+from flatscore.analysis.markdown_table import table_lines
 from flatscore.analysis.outputs import AnalysisModel, CountMode, Interval
 from flatscore.analysis.paired_score import paired_difference_interval, paired_test
 from flatscore.analysis.precision import ReferenceUndecided, choose_reference, precision_order
@@ -35,7 +36,6 @@ from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.stats import percentile_ci, ratio, resample_counts, stable_rng
 from flatscore.analysis.task_matrix import MALFORMED, TaskMatrix, task_matrix
 from flatscore.episode import Episode
-from flatscore.markdown_table import table_lines
 
 REPAIR_SUFFIX = "+repair"
 

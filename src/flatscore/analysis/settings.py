@@ -31,8 +31,8 @@ from flatscore import defaults
 from flatscore.analysis.budget import parse_budgets
 from flatscore.analysis.channels import BUILTIN_RULES, ChannelRules, load_rules
 from flatscore.analysis.outputs import AnalysisModel, CountMode
+from flatscore.defaults import MAX_BOOTSTRAP, MAX_BUDGET, MIN_BOOTSTRAP
 from flatscore.errors import InputError, validating
-from flatscore.limits import MAX_BOOTSTRAP, MAX_BUDGET, MIN_BOOTSTRAP
 
 Correction = Literal["holm", "bh"]
 BOOTSTRAP_MIN_TASKS = defaults.BOOTSTRAP_MIN_TASKS

@@ -1,5 +1,5 @@
 """`flatscore archive pack|unpack|status`: a study's run files as append-only xz chunks
-(`flatscore.archive`), so a long study can be committed and resumed session by session."""
+(`flatscore.store.archive`), so a long study can be committed and resumed session by session."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ Archive = Annotated[Path, typer.Argument(help="The folder of chunks (<run>.<NNN>
 @archive_app.command("pack")
 def pack_command(runs: Runs, archive: Archive) -> None:
     """Write the episodes no chunk holds yet as new chunks; none is ever rewritten."""
-    from flatscore.archive import pack
+    from flatscore.store.archive import pack
 
     packed = pack(runs, archive)
     console.print(f"packed {sum(packed.values())} new episodes into {archive}", highlight=False)
@@ -32,7 +32,7 @@ def pack_command(runs: Runs, archive: Archive) -> None:
 @archive_app.command("unpack")
 def unpack_command(archive: Archive, runs: Runs) -> None:
     """Merge every chunk into the run files by episode id, keeping what is there."""
-    from flatscore.archive import unpack
+    from flatscore.store.archive import unpack
 
     added = unpack(archive, runs)
     console.print(f"unpacked {sum(added.values())} episodes into {runs}", highlight=False)
@@ -49,13 +49,13 @@ def status_command(
     ] = None,
 ) -> None:
     """Episodes per run file, domain and trial: archived, in the run folder, not packed."""
-    from flatscore.archive import status
+    from flatscore.store.archive import status
 
     planned: dict[str, set[str]] | None = None
     name = str(archive)
     if study is not None:
-        from flatscore.study import load_study
-        from flatscore.study_run import plan_study
+        from flatscore.run.driver import plan_study
+        from flatscore.run.study import load_study
 
         loaded = load_study(study)
         name = loaded.name

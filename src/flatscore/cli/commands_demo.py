@@ -21,7 +21,7 @@ def demo(
             min=1,
             help="Test tasks per domain (the default fits 20 min on 2 cores, fp32).",
         ),
-    ] = 9,  # = flatscore.demo.DEMO_TASKS (kept literal: --help must not import the demo)
+    ] = 9,  # = flatscore.run.demo.DEMO_TASKS (kept literal: --help must not import the demo)
     arms: Annotated[
         str, typer.Option(help="Comma-separated precision arms.")
     ] = "ref,int8,int4-awq",
@@ -56,8 +56,8 @@ def demo(
     (test split, scripted user), write the report and print the headline verdicts."""
     from pydantic import ValidationError
 
-    from flatscore.demo import demo_study, run_demo
-    from flatscore.study import check_names
+    from flatscore.run.demo import demo_study, run_demo
+    from flatscore.run.study import check_names
 
     arm_list = tuple(a.strip() for a in arms.split(",") if a.strip())
     if not arm_list:

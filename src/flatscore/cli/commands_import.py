@@ -114,8 +114,8 @@ def export_parquet_command(
     out: Annotated[Path, typer.Option(help="Directory for the Parquet tables.")],
 ) -> None:
     """Write episodes.parquet and tool_calls.parquet (one row per tool call)."""
-    from flatscore.export import EPISODES_FILE, TOOL_CALLS_FILE, export_parquet
     from flatscore.formats import load_runs
+    from flatscore.formats.parquet import EPISODES_FILE, TOOL_CALLS_FILE, export_parquet
 
     counts = export_parquet(load_runs(runs), out)
     console.print(

@@ -46,7 +46,7 @@ def margins(
     import torch
 
     from flatscore.analysis.margins_result import markdown_table
-    from flatscore.margins_run import run_margins
+    from flatscore.run.margins import run_margins
 
     for path in runs:
         if not path.exists():

@@ -53,7 +53,7 @@ def report(
     logs: the same logs and settings give the same bytes."""
     from flatscore.cli.commands_analyze import options_from_flags
     from flatscore.report.rebuild import options_from_settings, rebuild, settings_from_file
-    from flatscore.study_run import print_verdicts
+    from flatscore.run.driver import print_verdicts
 
     if settings_from is not None:
         options = options_from_settings(settings_from_file(settings_from))

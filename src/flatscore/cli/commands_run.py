@@ -1,9 +1,9 @@
 """`flatscore run`: a study file (`flatscore run study.yaml`), or the quick form without one
 (`flatscore run --domain retail --agent oracle --out run.jsonl`, like τ²'s `tau2 run`).
 
-Thin: the quick form's options become a `QuickRun` (a one-model study, `flatscore.runner.
+Thin: the quick form's options become a `QuickRun` (a one-model study, `flatscore.run.
 quick`), a study file's overrides a `StudyOverrides`; both run through
-`flatscore.study_run.run_study`. Options are grouped in `--help` by the form they apply to."""
+`flatscore.run.driver.run_study`. Options are grouped in `--help` by the form they apply to."""
 
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ import typer
 from flatscore import defaults
 from flatscore.cli.app import app, console
 from flatscore.console import styled
+from flatscore.defaults import MAX_BUDGET
 from flatscore.errors import InputError
-from flatscore.limits import MAX_BUDGET
 
 if TYPE_CHECKING:
-    from flatscore.study import Study
+    from flatscore.run.study import Study
 
 
 def _parse_options(pairs: list[str]) -> dict[str, Any]:
@@ -187,7 +187,7 @@ def run_command(
     # Imported here, not at the top: the run path imports the analysis stack (scipy,
     # statsmodels: seconds), and every command module is imported for every command.
     from flatscore.agents.repair import parse_channels
-    from flatscore.runner.quick import QuickRun, run_quick
+    from flatscore.run.quick import QuickRun, run_quick
 
     quick = QuickRun.parse(
         agent=agent,
@@ -230,7 +230,7 @@ def _time_limit(text: str | None) -> Iterator[None]:
     if text is None:
         yield
         return
-    from flatscore.runner.time_limit import TimeLimit, parse_duration
+    from flatscore.run.time_limit import TimeLimit, parse_duration
 
     limit = TimeLimit(parse_duration(text))
     try:
@@ -266,8 +266,8 @@ class StudyOverrides:
     def apply(self, study: Study) -> Study:
 
         from flatscore.errors import validating
-        from flatscore.executors import RayExecutor
-        from flatscore.study import ExecutorSpec
+        from flatscore.run.executors import RayExecutor
+        from flatscore.run.study import ExecutorSpec
 
         updates: dict[str, Any] = {}
         if self.out is not None:
@@ -295,9 +295,9 @@ def _run_study(
     path: Path, overrides: StudyOverrides, *, resume: bool, progress: bool, report: bool
 ) -> None:
     # Imported here: the analysis stack is slow to import (see run_command).
-    from flatscore.executors import LocalExecutor
-    from flatscore.study import load_study
-    from flatscore.study_run import print_outcome, run_study
+    from flatscore.run.driver import print_outcome, run_study
+    from flatscore.run.executors import LocalExecutor
+    from flatscore.run.study import load_study
 
     study = overrides.apply(load_study(path))
     ex = study.executor

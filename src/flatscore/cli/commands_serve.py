@@ -56,9 +56,9 @@ def serve(
     import uvicorn
 
     from flatscore.models.base import COMPUTES, Backend
-    from flatscore.redaction import register_secret
     from flatscore.serve.app import create_app
     from flatscore.serve.guard import GuardConfig
+    from flatscore.store.redaction import register_secret
 
     kinds = serve_kinds()
     if kind not in kinds:

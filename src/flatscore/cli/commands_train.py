@@ -39,9 +39,9 @@ def train_embedded_command(
     progress: opt.ProgressBar = True,
 ) -> None:
     """Fine-tune SmolLM2-135M-Instruct (LoRA, CPU) on oracle episodes of the train split."""
-    from flatscore.embedded.train import RunOptions, load_recipe, train
-    from flatscore.embedded.weights import ADAPTER_DIR
+    from flatscore.models.adapter import ADAPTER_DIR
     from flatscore.models.embedded import cache_dir
+    from flatscore.train.train import RunOptions, load_recipe, train
 
     target = out or cache_dir() / "train" / "embedded"
     config = load_recipe(recipe)
@@ -56,7 +56,7 @@ def train_embedded_command(
         return
     console.print(f"adapter: {adapter}")
     if install:
-        from flatscore.embedded.card import install_adapter
+        from flatscore.train.card import install_adapter
 
         install_adapter(adapter, ADAPTER_DIR)
         console.print(f"installed into {ADAPTER_DIR}")
@@ -102,9 +102,9 @@ def eval_embedded_command(
     import torch
 
     from flatscore.domains import get_domain
-    from flatscore.embedded.card import eval_table
-    from flatscore.embedded.evaluate import EVAL_ARMS, EVAL_DOMAINS, run_arm, summarize
-    from flatscore.embedded.weights import ADAPTER_ENV, shipped_adapter
+    from flatscore.models.adapter import ADAPTER_ENV, shipped_adapter
+    from flatscore.train.card import eval_table
+    from flatscore.train.evaluate import EVAL_ARMS, EVAL_DOMAINS, run_arm, summarize
 
     torch.set_num_threads(threads)
     if adapter is not None:
@@ -181,9 +181,9 @@ def embedded_card_command(
     ] = None,
 ) -> None:
     """Write the embedded adapter's model card from the training and evaluation files."""
-    from flatscore.embedded.card import write_card
-    from flatscore.embedded.weights import ADAPTER_DIR
     from flatscore.errors import InputError
+    from flatscore.models.adapter import ADAPTER_DIR
+    from flatscore.train.card import write_card
 
     if not (train_dir / "config.json").is_file():
         raise InputError("is not a training directory (no config.json)", file=str(train_dir))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from flatscore.episode import Episode
 from flatscore.errors import InputError
-from flatscore.store import read_episodes
+from flatscore.store.jsonl import read_episodes
 
 
 def load_runs(paths: Iterable[str | Path], **tau2_options: object) -> Iterator[Episode]:

@@ -15,7 +15,7 @@ from typing import Unpack
 from flatscore.episode import Episode
 from flatscore.formats.inspect_log import InspectOptions, inspect_log_info, read_inspect
 from flatscore.formats.tau2_import import FileImport, ImportSummary
-from flatscore.store import EpisodeWriter
+from flatscore.store.jsonl import EpisodeWriter
 
 
 def import_inspect(

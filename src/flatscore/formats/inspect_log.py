@@ -40,7 +40,7 @@ from flatscore.episode import (
     make_episode_id,
 )
 from flatscore.errors import InputError
-from flatscore.inputs import (
+from flatscore.store.inputs import (
     MAX_RECORD_BYTES,
     DepthGuard,
     TooDeep,

@@ -48,7 +48,7 @@ from flatscore.episode import (
     make_episode_id,
 )
 from flatscore.errors import InputError, validating
-from flatscore.inputs import (
+from flatscore.store.inputs import (
     JSON_ERRORS,
     TooDeep,
     check_regular_file,
@@ -185,7 +185,7 @@ def _layout(path: Path) -> _Layout:
 
 # Every ijson call passes use_float=True: without it, yajl2_c (ijson 3.6) segfaults on an
 # integer of ~5,000 digits; with it, integers past 64 bits are a clean "integer overflow".
-# What a damaged file can raise while streaming is `JSON_ERRORS` (flatscore.inputs).
+# What a damaged file can raise while streaming is `JSON_ERRORS` (flatscore.store.inputs).
 
 
 def _first_byte(path: Path) -> bytes:
@@ -749,7 +749,7 @@ def episode_from_simulation(
 ) -> Episode:
     """One τ² simulation (as τ² dumps it: `SimulationRun.model_dump(mode="json")`) → an
     Episode, by the same code that imports result files. The live runner
-    (`flatscore.tau2live`) converts each simulation with it the moment it finishes."""
+    (`flatscore.run.tau2`) converts each simulation with it the moment it finishes."""
     header = _Header(
         format=source_format,
         domain=domain,

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from flatscore.episode import Episode
 from flatscore.errors import InputError
 from flatscore.formats.tau2 import inspect_tau2, read_tau2
-from flatscore.store import EpisodeWriter
+from flatscore.store.jsonl import EpisodeWriter
 
 
 class FileImport(BaseModel):

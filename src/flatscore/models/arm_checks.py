@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 from flatscore.errors import InputError
 
 if TYPE_CHECKING:
-    from flatscore.study import ArmSpec, ModelSpec
+    from flatscore.run.study import ArmSpec, ModelSpec
 
 
 def check_torch_arms(model: ModelSpec, i: int, file: str | None) -> None:
     """Torch in-process: every arm names an in-process precision format (`ARMS`)."""
-    from flatscore.quant.arms import ARMS  # imports torch (the `local` extra)
+    from flatscore.models.quant.arms import ARMS  # imports torch (the `local` extra)
 
     for arm_name, arm in model.arms.items():
         if arm.control_of is not None:

@@ -79,7 +79,7 @@ class BackendError(Exception):
     """
 
     def __init__(self, message: str, *, kind: str, status: int | None = None) -> None:
-        from flatscore.redaction import scrub  # an error body may echo the request's key
+        from flatscore.store.redaction import scrub  # an error body may echo the request's key
 
         super().__init__(scrub(message))
         self.kind = kind

@@ -1,7 +1,7 @@
 """An on-disk response cache (SQLite), so reruns of a study are exact and free.
 
 Keyed by a hash of the full request (endpoint URL + body). The API key travels in a header
-and is never part of the key; what is stored is scrubbed of secrets (`flatscore.redaction`),
+and is never part of the key; what is stored is scrubbed of secrets (`flatscore.store.redaction`),
 so a response that echoes a credential never lands on disk.
 """
 
@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flatscore.redaction import scrub
+from flatscore.store.redaction import scrub
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (

@@ -139,7 +139,7 @@ def load_model(spec: str = EMBEDDED, adapter: str | None = None) -> LoadedModel:
     for another base.
 
     fp32 so that every arm computes what it names: precision arms are weight round-trips
-    applied afterwards (`flatscore.quant`), and bf16 activations would add a rounding of
+    applied afterwards (`flatscore.models.quant`), and bf16 activations would add a rounding of
     their own. Speed depends on the host: without AVX512-BF16 bf16 compute is ~5x slower;
     with AMX (measured 2026-11-30) a 16-row bf16 linear was ~5x faster than fp32.
     """
@@ -148,7 +148,7 @@ def load_model(spec: str = EMBEDDED, adapter: str | None = None) -> LoadedModel:
         model, tokenizer = _load_gguf(gguf)
         name, description = "smollm2-135m-instruct", EMBEDDED_DESCRIPTION
         if spec == EMBEDDED and adapter is None:  # + the shipped adapter, once one exists
-            from flatscore.embedded.weights import apply_shipped_adapter
+            from flatscore.models.adapter import apply_shipped_adapter
 
             model, name, description = apply_shipped_adapter(model, name, description)
     elif spec == GEMMA:
@@ -170,7 +170,7 @@ def load_model(spec: str = EMBEDDED, adapter: str | None = None) -> LoadedModel:
             )
         name = path.stem if path.is_file() else path.name
     if adapter is not None:
-        from flatscore.embedded.weights import merge_named_adapter
+        from flatscore.models.adapter import merge_named_adapter
 
         model, name, description = merge_named_adapter(model, name, description, adapter)
     model.eval()

@@ -28,7 +28,7 @@ class Decoding:
     at a stop token, a stop string or `max_tokens`."""
 
     def __init__(self, backend: EngineBackend, sampling: Sampling) -> None:
-        from flatscore.serve import cancel
+        from flatscore.models import cancel
 
         # The caller's cancellation signal (a served client that went away), checked on the
         # engine thread between tokens.
@@ -45,7 +45,7 @@ class Decoding:
         self.first_token_at: float | None = None  # the end of prefill, for TurnTiming
 
     def step(self, logits: Any) -> int | None:
-        from flatscore.serve.cancel import GenerationCancelled
+        from flatscore.models.cancel import GenerationCancelled
 
         if self.cancelled is not None and self.cancelled.is_set():
             raise GenerationCancelled()
@@ -141,7 +141,7 @@ class EngineBackend(Backend):
     def generate(
         self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
     ) -> Generation:
-        from flatscore.serve.cancel import check_cancelled
+        from flatscore.models.cancel import check_cancelled
 
         start = time.perf_counter()
         check_cancelled()

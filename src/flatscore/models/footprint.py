@@ -34,7 +34,7 @@ class FormatBits:
 
 def format_bits(arm: str) -> FormatBits | None:
     """The Linear weight format of a registered arm (None: weights as loaded)."""
-    from flatscore.quant.arms import ARMS
+    from flatscore.models.quant.arms import ARMS
 
     quantize = ARMS.make(arm).quantize
     if quantize is None:
@@ -72,7 +72,7 @@ class Footprint:
 def weight_footprint(model: Any, arm: str) -> Footprint:
     """Parameters, the arm's format bytes and the resident bytes of `model` (tied tensors
     counted once)."""
-    from flatscore.quant.arms import quantizable_linears
+    from flatscore.models.quant.arms import quantizable_linears
 
     fmt = format_bits(arm)
     changed = {id(m.weight) for m in quantizable_linears(model).values()} if fmt else set()

@@ -124,7 +124,7 @@ def embedded_reference() -> Path:
     """The embedded agent as an F16 GGUF: the merged model (`load_model("embedded")`)
     written into a copy of the base file by `flatscore.models.gguf_export`, once per base
     and adapter (cached by their hashes). Without an adapter, the base file itself."""
-    from flatscore.embedded.weights import ADAPTER_FILE, shipped_adapter
+    from flatscore.models.adapter import ADAPTER_FILE, shipped_adapter
     from flatscore.models.embedded import embedded_gguf
 
     base = embedded_gguf()

@@ -24,7 +24,7 @@ from flatscore.models.embedded import LoadedModel
 from flatscore.models.engine_backend import Decoding, EngineBackend
 from flatscore.models.footprint import Footprint
 from flatscore.models.prefix import common_prefix
-from flatscore.quant.calibration import CalibrationSource
+from flatscore.models.quant.calibration import CalibrationSource
 
 MIN_SHARED_PREFIX = 32  # shorter system turns are not worth a cache entry of their own
 
@@ -124,8 +124,8 @@ class LocalBackend(EngineBackend):
         Calibrated arms (int4-awq) use `calibration` (default: the bundled transcripts)."""
         from flatscore.models.compute import apply_compute
         from flatscore.models.embedded import cache_dir, load_model
-        from flatscore.quant.arms import ARMS, apply_arm
-        from flatscore.quant.calibration import bundled_calibration, token_sequences
+        from flatscore.models.quant.arms import ARMS, apply_arm
+        from flatscore.models.quant.calibration import bundled_calibration, token_sequences
 
         if arm not in ARMS:
             raise InputError(f"unknown arm {arm!r}; known: {', '.join(ARMS.names())}", field="arm")

@@ -29,13 +29,13 @@ from flatscore.episode import Message, TokenUsage
 from flatscore.models.base import Backend, BackendError, ContextWindowExceeded, Generation, Sampling
 from flatscore.models.cache import ResponseCache
 from flatscore.models.chat_format import render_call
-from flatscore.redaction import register_secret
-from flatscore.serve.wire import (
+from flatscore.models.wire import (
     calls_from_wire,
     endpoint_timing,
     logprobs_from_wire,
     message_to_wire,
 )
+from flatscore.store.redaction import register_secret
 from flatscore.strict import StrictModel
 
 _CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too many tokens")

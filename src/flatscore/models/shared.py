@@ -21,7 +21,7 @@ from flatscore.strict import StrictModel
 
 if TYPE_CHECKING:
     from flatscore.models.base import Backend
-    from flatscore.study import ModelSpec
+    from flatscore.run.study import ModelSpec
 
 ArmCheck = Callable[["ModelSpec", int, "str | None"], None]
 """A kind's check of a study model's arms (`models[i]` of study `file`): raises InputError."""

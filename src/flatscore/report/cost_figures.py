@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
+from flatscore.analysis.markdown_table import table_lines
 from flatscore.analysis.result import AnalysisResult, ArmCost, Cell
-from flatscore.markdown_table import table_lines
 from flatscore.report.markdown import md_escape
 from flatscore.report.plots import PALETTE, _style, _to_svg
 

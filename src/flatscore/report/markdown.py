@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from flatscore.analysis.markdown_table import table_lines
 from flatscore.analysis.result import AnalysisResult, Cell, FloorStat
-from flatscore.markdown_table import table_lines
 from flatscore.report.verdicts import headlines, pct, pts, pval, ratio
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")

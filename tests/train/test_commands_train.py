@@ -1,0 +1,27 @@
+"""The training CLI through the real `main()`: bad input is one line and exit code 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cli_runner import flatscore
+from flatscore.train.train import TrainConfig
+
+
+def test_train_refuses_an_existing_run_without_resume(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(TrainConfig().model_dump_json())
+    proc = flatscore("train-embedded", "--out", tmp_path, "--no-progress")
+    assert proc.returncode == 2, proc.stderr
+    assert "pass --resume" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_train_refuses_a_different_recipe(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(TrainConfig(steps=7).model_dump_json())
+    proc = flatscore("train-embedded", "--out", tmp_path, "--resume", "--no-progress")
+    assert proc.returncode == 2 and "steps differ" in proc.stderr, proc.stderr
+
+
+def test_card_needs_a_training_directory(tmp_path: Path) -> None:
+    proc = flatscore("embedded-card", "--train", tmp_path / "nope")
+    assert proc.returncode == 2 and "not a training directory" in proc.stderr, proc.stderr
