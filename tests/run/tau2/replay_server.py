@@ -13,7 +13,7 @@ from pathlib import Path
 # tests/ holds the scripted endpoint; put it on the path when this file runs as a process
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from scripted_endpoint import TAU2_SCRIPTS, ScriptedEndpoint, serve_forever  # noqa: E402
+from scripted_endpoint import TAU2_SCRIPTS, ScriptedEndpoint, serve_forever
 
 
 class ReplayServer(ScriptedEndpoint):
