@@ -132,7 +132,7 @@ PHONE = frozenset({"check_status", "reseat_sim", "reset_network", "restart_phone
 
 @pytest.mark.parametrize(
     ("agent", "name", "expected"),
-    [  # names the embedded study's agents produced (docs/embedded-study/runs)
+    [  # names the embedded study's agents produced (studies/embedded-study/runs)
         (TELECOM, "change_plans", "near_miss"),  # plural
         (TELECOM, "change_planes", "near_miss"),  # one edit
         (TELECOM, "Change_plans", "near_miss"),  # case
@@ -200,7 +200,7 @@ def _study_names() -> Counter[tuple[str, str]]:
     return names
 
 
-STUDY_RUNS = Path(__file__).parents[2] / "docs" / "embedded-study" / "runs"
+STUDY_RUNS = Path(__file__).parents[2] / "studies" / "embedded-study" / "runs"
 
 
 def test_embedded_study_names() -> None:

@@ -18,7 +18,7 @@ from flatscore.analysis.cost import arm_cost, cost_summary, in_flight
 from flatscore.analysis.settings import Price
 from flatscore.episode import Episode, Message, Serving, Timing, TokenUsage, TurnTiming
 
-ARCHIVE = Path(__file__).parents[2] / "docs" / "embedded-study" / "runs"
+ARCHIVE = Path(__file__).parents[2] / "studies" / "embedded-study" / "runs"
 
 
 def timed(

@@ -20,7 +20,7 @@ from flatscore.store.jsonl import EpisodeWriter
 
 ROOT = Path(__file__).parents[2]
 TAU2 = ROOT / "tests" / "fixtures" / "tau2"
-ARCHIVE = ROOT / "docs" / "embedded-study" / "runs"
+ARCHIVE = ROOT / "studies" / "embedded-study" / "runs"
 FAST = ("--bootstrap", "300")
 
 

@@ -19,7 +19,7 @@ from flatscore.domains.retail import generate as retail
 from flatscore.domains.telecom import generate as telecom
 
 TEST_TASKS = 114  # τ²'s retail and telecom base splits
-ORIGINAL_TEST = 30  # the test tasks before the extension (docs/embedded-run evaluates them)
+ORIGINAL_TEST = 30  # the test tasks before the extension (studies/embedded-run evaluates them)
 
 # sha256 of the JSON rows (json.dumps(rows, indent=1, ensure_ascii=False)) of the train
 # split and of the original 30 test tasks, taken before the extension (commit 6fc9cd1).
@@ -29,7 +29,7 @@ FINGERPRINTS = {
 }
 # The shipped adapter's training data, per stage (MODEL_CARD.md: "Training data sha256"):
 # stage 1 = the default recipe, stage 2 = the recovery stage's recipe on top of it.
-RECOVERY_RECIPE = Path(__file__).parents[2] / "docs/embedded-train-v3/recipe.json"
+RECOVERY_RECIPE = Path(__file__).parents[2] / "studies/embedded-train-v3/recipe.json"
 TRAINING_DATA_DIGESTS = {"stage 1": "410268454cc2c5e4", "stage 2": "995cb74cbfd29b5d"}
 
 GENERATORS: dict[str, Any] = {"retail": retail, "telecom": telecom}

@@ -266,7 +266,7 @@ def test_detector_sees_a_script_that_runs(driver: WebDriver, tmp_path: Path) -> 
 # --------------------------------------------------------------------------- the embedded study
 
 ROOT = Path(__file__).resolve().parents[2]
-STUDY_ARCHIVE = ROOT / "docs" / "embedded-study" / "runs"
+STUDY_ARCHIVE = ROOT / "studies" / "embedded-study" / "runs"
 STUDY_ARMS = ["ref", "fp8", "int8", "int4-awq", "int4"]
 
 

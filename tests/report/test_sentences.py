@@ -97,7 +97,7 @@ def test_the_embedded_studys_committed_analysis() -> None:
     """The published analysis: int8's "hides the damage … at small budgets" (Gap(0) = 0.0)
     is gone; after the calibrated re-analysis no 8-bit arm is "flat score, amplified
     failures", and int8 telecom's significant drop inside the margin gets its own advice."""
-    path = ROOT / "docs" / "embedded-study" / "analysis.json"
+    path = ROOT / "studies" / "embedded-study" / "analysis.json"
     said = check(AnalysisResult.model_validate_json(path.read_text()))
     assert said["The largest amplified channel"] and not said["hides the damage"]
     assert said["drops significantly, but by less than the equivalence margin"] == 1
@@ -105,7 +105,7 @@ def test_the_embedded_studys_committed_analysis() -> None:
 
 def _embedded(arms: tuple[str, ...], every: int) -> list[Episode]:
     """The embedded study's committed episodes of `arms`, every `every`-th task (fast)."""
-    runs = ROOT / "docs" / "embedded-study" / "runs"
+    runs = ROOT / "studies" / "embedded-study" / "runs"
     out = []
     for arm in arms:
         for chunk in sorted(runs.glob(f"smollm2-135m__{arm}.*.jsonl.xz")):

@@ -24,7 +24,7 @@ from run_files import study_episodes
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-STUDY_DOCS = ROOT / "docs" / "embedded-study"
+STUDY_V1 = ROOT / "studies" / "embedded-study"
 
 
 def smoke(tmp_path: Path, name: str = "smoke.yaml", output: str = "out") -> Path:
@@ -117,10 +117,10 @@ def test_unpack_writes_through_the_run_files_lock(tmp_path: Path) -> None:
 
 
 def test_the_committed_repair_archive_unpacks_and_packs_byte_for_byte(tmp_path: Path) -> None:
-    """docs/embedded-study/repair/runs (570 episodes, 7 chunks): the run files are the chunks'
+    """studies/embedded-study/repair/runs (570 episodes, 7 chunks): the run files are the chunks'
     lines exactly, although the episode schema has gained fields since they were written;
     packed again into an empty archive, every chunk's content comes back."""
-    committed = STUDY_DOCS / "repair" / "runs"
+    committed = STUDY_V1 / "repair" / "runs"
     runs = tmp_path / "runs"
     added = archive.unpack(committed, runs)
     assert sum(added.values()) == 570 and len(added) == 5
@@ -157,20 +157,20 @@ def test_a_key_registered_by_an_earlier_test_does_not_reach_the_unpacked_runs() 
 
 @pytest.mark.slow  # 4,560 episodes read, analysed with 5,000 resamples: ~1 min
 def test_the_committed_study_archive_reproduces_its_analysis(tmp_path: Path) -> None:
-    """docs/embedded-study/runs unpacks to the runs as recorded, and the report rebuilt from
+    """studies/embedded-study/runs unpacks to the runs as recorded, and the report rebuilt from
     them with the committed analysis.json's settings gives its numbers (its bytes, while the
     analysis code is unchanged since)."""
     from flatscore.analysis.result import AnalysisResult
     from flatscore.report.rebuild import options_from_settings, rebuild, settings_from_file
 
-    committed = STUDY_DOCS / "runs"
+    committed = STUDY_V1 / "runs"
     runs = tmp_path / "runs"
     assert sum(archive.unpack(committed, runs).values()) == 4560
     for stem in archive.chunks(committed):
         assert (runs / f"{stem}.jsonl").read_bytes() == _chunk_bytes(committed, stem)
-    options = options_from_settings(settings_from_file(STUDY_DOCS / "analysis.json"))
+    options = options_from_settings(settings_from_file(STUDY_V1 / "analysis.json"))
     result, _ = rebuild([runs], tmp_path / "report", options)
-    want = AnalysisResult.model_validate_json((STUDY_DOCS / "analysis.json").read_text("utf-8"))
+    want = AnalysisResult.model_validate_json((STUDY_V1 / "analysis.json").read_text("utf-8"))
     assert result.episodes_read == want.episodes_read == 4560
     for got, cell in zip(result.cells, want.cells, strict=True):
         assert [a.model_dump() for a in got.arms] == [a.model_dump() for a in cell.arms]
@@ -187,7 +187,7 @@ def test_study_v2s_first_two_trials_reproduce_its_committed_findings(tmp_path: P
     from flatscore.analysis.result import AnalysisResult
     from flatscore.report.rebuild import options_from_settings, rebuild, settings_from_file
 
-    docs = ROOT / "docs" / "embedded-study-v2"
+    docs = ROOT / "studies" / "embedded-study-v2"
     runs, first_two = tmp_path / "runs", tmp_path / "first-two"
     archive.unpack(docs / "runs", runs)
     first_two.mkdir()
@@ -220,15 +220,15 @@ def test_the_committed_repair_pass_pairs_as_its_effect_was_computed(tmp_path: Pa
     from flatscore.store.jsonl import read_episodes
 
     runs = tmp_path / "runs"
-    archive.unpack(STUDY_DOCS / "runs", runs)
-    archive.unpack(STUDY_DOCS / "repair" / "runs", runs / "repair")
+    archive.unpack(STUDY_V1 / "runs", runs)
+    archive.unpack(STUDY_V1 / "repair" / "runs", runs / "repair")
     episodes = [e for p in sorted(runs.rglob("*.jsonl")) for e in read_episodes(p)]
     pairs = repair_pairs(episodes)
     assert len(pairs) == 1140
     options = AnalysisSettings(reference="ref", budgets=list(range(10)), bootstrap=200)
     got = repair_effects(pairs, options)
     want = RepairEffectResult.model_validate_json(
-        (STUDY_DOCS / "repair" / "repair-effect.json").read_text("utf-8")
+        (STUDY_V1 / "repair" / "repair-effect.json").read_text("utf-8")
     )
 
     def points(result: RepairEffectResult) -> list[object]:

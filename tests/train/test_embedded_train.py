@@ -174,11 +174,11 @@ def test_a_recipe_file_is_validated_in_one_line(tmp_path: Path) -> None:
 
 
 def test_the_committed_recovery_recipe_pins_the_committed_first_stage() -> None:
-    """docs/embedded-train-v3/recipe.json starts from docs/embedded-train-v2's adapter."""
+    """studies/embedded-train-v3/recipe.json starts from studies/embedded-train-v2's adapter."""
     from flatscore.models.adapter import adapter_sha256
     from flatscore.train.train import load_recipe
 
-    docs = Path(__file__).resolve().parents[2] / "docs"
-    recipe = load_recipe(docs / "embedded-train-v3" / "recipe.json")
-    assert recipe.init_adapter_sha256 == adapter_sha256(docs / "embedded-train-v2")
+    studies = Path(__file__).resolve().parents[2] / "studies"
+    recipe = load_recipe(studies / "embedded-train-v3" / "recipe.json")
+    assert recipe.init_adapter_sha256 == adapter_sha256(studies / "embedded-train-v2")
     assert recipe.natural_mistakes and recipe.mistakes_most > 1 and recipe.repeat_share > 0
