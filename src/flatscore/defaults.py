@@ -85,3 +85,19 @@ TIGHT_K: Final = 2
 
 GATE_SIMULATIONS: Final = 300
 """`gate`: simulated studies per power estimate."""
+
+# --- sequential verdicts (`analyze --sequential`, `gate --sequential`) --------------------
+
+SEQUENTIAL_LOOK_EVERY: Final = 8
+"""Paired tasks between two looks of a sequential comparison (and a look at the maximum)."""
+
+SEQUENTIAL_RATIO_MARGIN: Final = 1.25
+"""The all-channel failed-call ratio below which failures count as bounded (chosen by
+simulation: docs/analysis.md, "Sequential verdicts")."""
+
+SEQUENTIAL_GAMMA_DAMAGE: Final = -2.0
+"""Hwang–Shih–DeCani parameter of the spending function of the sequential damage and
+amplification tests (chosen by simulation)."""
+
+SEQUENTIAL_GAMMA_EQUIVALENCE: Final = -4.5
+"""… and of the equivalence and bound tests (chosen by simulation)."""
