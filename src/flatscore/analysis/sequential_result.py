@@ -1,0 +1,45 @@
+"""The `sequential` objects of analysis.json (`analyze --sequential`, docs/analysis.md,
+"Sequential verdicts"): one per comparison, beside its fixed-design result, and one for the
+study. Kept apart from `sequential` so that `result` can include them without the
+statistics."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from flatscore.analysis.outputs import AnalysisModel
+
+SequentialVerdictText = Literal[
+    "visible damage", "no damage detected", "flat score, amplified failures", "inconclusive"
+]
+
+
+class SequentialComparison(AnalysisModel):
+    """What a sequential study would have decided for this comparison, and when."""
+
+    verdict: SequentialVerdictText
+    decided: bool
+    tasks: int
+    """Paired tasks read at the decision (all of them when undecided)."""
+    tasks_available: int
+    """Paired tasks in the data (the design's maximum)."""
+    episodes: int
+    """Episodes read (the arm's and the reference's, on the tasks read)."""
+
+
+class SequentialSummary(AnalysisModel):
+    """The study as a sequential run would have read it."""
+
+    order: str
+    """How tasks were ordered: as their episodes finished, or a seeded random order."""
+    design: str
+    """Looks, margins, spending functions and the multiplicity correction, in words."""
+    tasks: int
+    """Paired tasks read over all comparisons."""
+    tasks_available: int
+    episodes: int
+    """Episodes a sequential run would have run: per cell, the reference's on the most tasks
+    any of its comparisons read, and each arm's on the tasks its comparison read."""
+    episodes_available: int
+    saving: float
+    """1 − episodes / episodes_available."""
