@@ -31,8 +31,8 @@ from flatscore.analysis.task_matrix import task_matrix
 from flatscore.episode import Episode
 
 Arms = Mapping[str, Sequence[EpisodeFacts]]
-FinishRank = dict[str, int]
-"""Episode id → its place in the order episodes finished."""
+FinishRank = dict[tuple[str, str, str, str], int]
+"""(model, domain, arm, episode id) → the episode's place in the order episodes finished."""
 
 
 def design_for(options: AnalysisSettings) -> SequentialDesign:
@@ -62,7 +62,10 @@ def finish_ranks(episodes: Sequence[Episode]) -> tuple[FinishRank, set[tuple[str
         range(len(episodes)),
         key=lambda i: (episodes[i].timing.ended_at or "", i) if timed else (i,),
     )
-    ranks = {episodes[i].episode_id: r for r, i in enumerate(order)}
+    ranks = {
+        (episodes[i].model, episodes[i].domain, episodes[i].arm, episodes[i].episode_id): r
+        for r, i in enumerate(order)
+    }
     sequential = {
         (ep.model, ep.domain) for ep in episodes if ep.metadata.get("stopping") == "sequential"
     }
@@ -81,9 +84,9 @@ def _task_order(
         rng = stable_rng(seed, "sequential", cell.model, cell.domain)
         return [common[i] for i in rng.permutation(len(common))]
     done: dict[str, int] = {}
-    for facts in arms.values():
+    for arm, facts in arms.items():
         for f in facts:
-            rank = ranks.get(f.episode_id, 0)
+            rank = ranks.get((cell.model, cell.domain, arm, f.episode_id), 0)
             done[f.task_id] = max(done.get(f.task_id, rank), rank)
     return sorted(common, key=lambda t: (done.get(t, 0), t))
 
@@ -174,10 +177,3 @@ def replay(
         saving=1.0 - used / available if available else 0.0,
     )
     return result.model_copy(update={"cells": cells, "sequential": summary})
-
-
-def decided_text(c: SequentialComparison) -> str:
-    """'visible damage, decided after 16 of 114 tasks' (or 'inconclusive after all 114')."""
-    if c.decided:
-        return f"{c.verdict}, decided after {c.tasks} of {c.tasks_available} tasks"
-    return f"{c.verdict}: undecided after all {c.tasks_available} tasks"

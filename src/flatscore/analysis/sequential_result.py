@@ -43,3 +43,18 @@ class SequentialSummary(AnalysisModel):
     episodes_available: int
     saving: float
     """1 − episodes / episodes_available."""
+
+
+def decided_text(c: SequentialComparison) -> str:
+    """'visible damage, decided after 16 of 114 tasks' (or 'inconclusive after all 114')."""
+    if c.decided:
+        return f"{c.verdict}, decided after {c.tasks} of {c.tasks_available} tasks"
+    return f"{c.verdict}: undecided after all {c.tasks_available} tasks"
+
+
+def study_text(s: SequentialSummary) -> str:
+    """The whole study's saving, in one sentence."""
+    return (
+        f"sequential reading: {s.tasks} of {s.tasks_available} paired tasks and {s.episodes} "
+        f"of {s.episodes_available} episodes ({100 * s.saving:.0f}% saved); {s.order}"
+    )
