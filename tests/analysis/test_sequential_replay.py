@@ -74,7 +74,7 @@ def _expected(order_of: dict[str, list[int]], eps: list[Episode]) -> dict[str, t
     for model, order in order_of.items():
         mine = [e for e in eps if e.model == model]
 
-        def per_task(arm: str, value, mine=mine) -> np.ndarray:
+        def per_task(arm: str, value, mine=mine, order=order) -> np.ndarray:
             out = np.zeros(TASKS)
             for e in mine:
                 if e.arm == arm:
