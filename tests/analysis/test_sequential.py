@@ -99,7 +99,7 @@ def _stats(tasks: int = 32, **crossing: int) -> LookStats:
         if at is not None:
             row[at:] = 50.0
         z[name] = row[None, :]
-    return LookStats(z=z, counts=counts)
+    return LookStats(z=z, counts=counts, maximum=tasks)
 
 
 def _verdict(stats: list[LookStats]) -> list[tuple[str, bool, int]]:
@@ -141,7 +141,8 @@ def test_rejections_are_final() -> None:
     s = _stats(bounded=3)
     z = dict(s.z)
     z["equivalent_low"] = z["equivalent_high"] = np.array([[50.0, -1.0, -1.0, -1.0]])
-    assert _verdict([LookStats(z=z, counts=s.counts)]) == [("no damage detected", True, 32)]
+    stats = LookStats(z=z, counts=s.counts, maximum=s.maximum)
+    assert _verdict([stats]) == [("no damage detected", True, 32)]
 
 
 def _holm_pair(first: float, second: float) -> list[tuple[str, bool, int]]:
@@ -151,7 +152,7 @@ def _holm_pair(first: float, second: float) -> list[tuple[str, bool, int]]:
         s = _stats(16)
         z = dict(s.z)
         z["damage"] = np.array([[-1.0, value]])
-        out.append(LookStats(z=z, counts=s.counts))
+        out.append(LookStats(z=z, counts=s.counts, maximum=s.maximum))
     return _verdict(out)
 
 
@@ -305,3 +306,23 @@ def markdown(rows: list[Row]) -> str:
 
 if __name__ == "__main__":
     print(markdown(table()))
+
+
+def test_a_run_short_of_its_maximum_is_open() -> None:
+    """40 tasks of a 114-task design: only the looks at 8…40, with the 114-task boundaries
+    (stricter than a 40-task design's last look); undecided means open, not inconclusive at
+    a final look."""
+    rng = np.random.default_rng(9)
+    c = simulate(rng, 200, gap=0.0, s=0.9, coupling=0.75)
+    head = [a[:, :44] for a in c.arrays()]
+    short = look_stats(*head, DESIGN, maximum=TASKS)
+    assert short.counts == [8, 16, 24, 32, 40] and short.maximum == TASKS
+    whole = look_stats(*(a[:, :40] for a in c.arrays()), DESIGN)
+    assert whole.maximum == 40
+    strict = boundaries(TASKS, DESIGN, "damage", 0.025)[:5]
+    assert np.all(strict > boundaries(40, DESIGN, "damage", 0.025)[-1])
+    dec = decide([short], DESIGN)
+    assert dec.tasks([short.counts]).max() <= 40
+    none = look_stats(*(a[:, :5] for a in c.arrays()), DESIGN, maximum=TASKS)
+    assert none.counts == []
+    assert not decide([none], DESIGN).decided.any()

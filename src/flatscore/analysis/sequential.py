@@ -107,6 +107,8 @@ class LookStats:
 
     z: dict[str, np.ndarray]
     counts: list[int]
+    maximum: int
+    """Paired tasks at the design's maximum (the last look's count when the data reach it)."""
 
 
 def _z(p: np.ndarray) -> np.ndarray:
@@ -120,14 +122,18 @@ def look_stats(
     failed_ref: np.ndarray,
     calls_ref: np.ndarray,
     design: SequentialDesign,
+    maximum: int | None = None,
 ) -> LookStats:
     """The statistics at every look of tasks read in order (last axis: tasks, in reading
     order). `differences` are per-task success differences ref − arm at the default budget;
-    the others per-task mean failed agent calls and agent tool calls."""
+    the others per-task mean failed agent calls and agent tool calls. `maximum`: the
+    design's maximum when the data stop short of it (a run still going): only the planned
+    looks the data reach are taken."""
     d = np.asarray(differences, dtype=np.float64)
     rates = (failed_arm, calls_arm, failed_ref, calls_ref)
     parts = [np.asarray(a, dtype=np.float64) for a in rates]
-    counts = look_counts(d.shape[-1], design.look_every)
+    n_max = max(maximum or 0, d.shape[-1])
+    counts = [c for c in look_counts(n_max, design.look_every) if c <= d.shape[-1]]
     out: dict[str, list[np.ndarray]] = {name: [] for name in TESTS}
     log_margin = float(np.log(design.ratio_margin))
     for n in counts:
@@ -143,7 +149,9 @@ def look_stats(
             bound = student_t.cdf(np.where(ok, (lr - log_margin) / np.where(ok, se, 1.0), 0.0), df)
         out["amplified"].append(_z(np.where(ok, amp, np.nan)))
         out["bounded"].append(_z(np.where(ok, bound, np.nan)))
-    return LookStats(z={k: np.stack(v, axis=-1) for k, v in out.items()}, counts=counts)
+    lead = d.shape[:-1]
+    z = {k: np.stack(v, axis=-1) if v else np.zeros((*lead, 0)) for k, v in out.items()}
+    return LookStats(z=z, counts=counts, maximum=n_max)
 
 
 @dataclass(frozen=True)
@@ -161,7 +169,8 @@ class Decisions:
 
     def tasks(self, counts: list[list[int]]) -> np.ndarray:
         """Paired tasks read at the stop, given each comparison's look counts."""
-        table = np.array([c + [c[-1]] * (max(map(len, counts)) - len(c)) for c in counts])
+        width = max(1, *map(len, counts))
+        table = np.array([(c or [0]) + [(c or [0])[-1]] * (width - len(c or [0])) for c in counts])
         return np.take_along_axis(
             np.broadcast_to(table, (*self.look.shape, table.shape[-1])),
             self.look[..., None],
@@ -177,7 +186,7 @@ def decide(stats: list[LookStats], design: SequentialDesign) -> Decisions:
     if m == 0:
         raise ValueError("no comparison to decide")
     lengths = [len(s.counts) for s in stats]
-    looks = max(lengths)
+    looks = max(1, *lengths)
     lead = stats[0].z["damage"].shape[:-1]
     levels = design.levels()
 
@@ -192,7 +201,7 @@ def decide(stats: list[LookStats], design: SequentialDesign) -> Decisions:
     def bounds(test: str, level: float) -> np.ndarray:  # (m, looks), +inf after the end
         rows = []
         for s in stats:
-            b = boundaries(s.counts[-1], design, test, level)
+            b = boundaries(s.maximum, design, test, level)[: len(s.counts)]
             rows.append(np.concatenate([b, np.full(looks - b.size, np.inf)]))
         return np.array(rows)
 

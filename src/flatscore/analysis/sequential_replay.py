@@ -113,6 +113,7 @@ def replay(
         for j, comp in enumerate(cell.comparisons):
             pair = {cell.reference: arms[cell.reference], comp.arm: arms[comp.arm]}
             order = _task_order(cell, pair, common, ranks, ran_sequentially, options.seed)
+            order = order[: options.sequential_max_tasks or len(order)]
             ref = task_matrix(arms[cell.reference], order, [k], options.count)
             alt = task_matrix(arms[comp.arm], order, [k], options.count)
             stats.append(
@@ -123,6 +124,7 @@ def replay(
                     ref.column("agent_failed"),
                     ref.column("calls"),
                     design,
+                    options.sequential_max_tasks,
                 )
             )
             plans.append((ci, j, order))
@@ -133,8 +135,8 @@ def replay(
     cells = [c.model_copy(deep=True) for c in result.cells]
     ref_read: dict[int, set[str]] = {}
     used = available = 0
-    for (ci, j, order), v, decided, n in zip(
-        plans, decisions.verdict, decisions.decided, tasks_read, strict=True
+    for (ci, j, order), st, v, decided, n in zip(
+        plans, stats, decisions.verdict, decisions.decided, tasks_read, strict=True
     ):
         cell = cells[ci]
         arms = grouped[(cell.model, cell.domain)]
@@ -153,6 +155,7 @@ def replay(
                     tasks=int(n),
                     tasks_available=len(order),
                     episodes=arm_n + ref_n,
+                    more_tasks=st.maximum - int(n) if not decided and n < st.maximum else None,
                 )
             }
         )

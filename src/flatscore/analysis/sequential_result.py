@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field
+
 from flatscore.analysis.outputs import AnalysisModel
 
 SequentialVerdictText = Literal[
@@ -25,6 +27,9 @@ class SequentialComparison(AnalysisModel):
     """Paired tasks in the data (the design's maximum)."""
     episodes: int
     """Episodes read (the arm's and the reference's, on the tasks read)."""
+    more_tasks: int | None = Field(None, exclude_if=lambda v: v is None)
+    """Undecided before the design's maximum (a run still going): the paired tasks the
+    planned looks still allow (absent otherwise)."""
 
 
 class SequentialSummary(AnalysisModel):
@@ -49,6 +54,8 @@ def decided_text(c: SequentialComparison) -> str:
     """'visible damage, decided after 16 of 114 tasks' (or 'inconclusive after all 114')."""
     if c.decided:
         return f"{c.verdict}, decided after {c.tasks} of {c.tasks_available} tasks"
+    if c.more_tasks:
+        return f"open after {c.tasks} tasks: the planned looks allow {c.more_tasks} more"
     return f"{c.verdict}: undecided after all {c.tasks_available} tasks"
 
 

@@ -88,6 +88,13 @@ class AnalysisSettings(AnalysisModel):
         description="also decide every comparison as a sequential study would have "
         "(`flatscore.analysis.sequential_replay`); recorded in analysis.json when on",
     )
+    sequential_max_tasks: int | None = Field(
+        None,
+        ge=1,
+        exclude_if=lambda v: v is None,
+        description="the sequential design's maximum paired tasks per comparison when the "
+        "data stop short of it (a run still going; None: the data's paired tasks)",
+    )
     prices: dict[str, Price] = Field(
         default_factory=dict, description="by arm name, or 'model/arm' (the study file's)"
     )
