@@ -25,6 +25,7 @@ from flatscore.analysis.precision import ReferenceUndecided, choose_reference, p
 from flatscore.analysis.repair_effect import has_repair_runs, repair_effects
 from flatscore.analysis.result import AnalysisResult, Cell, Comparison, Settings
 from flatscore.analysis.risk import risk_screen
+from flatscore.analysis.sequential_replay import replay
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.stats import adjust_pvalues, resample_counts, stable_rng
 from flatscore.analysis.task_matrix import task_matrix
@@ -194,7 +195,7 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
         if has_repair_runs(unique)
         else None
     )
-    return AnalysisResult(
+    result = AnalysisResult(
         flatscore_version=flatscore.__version__,
         settings=settings,
         definitions=definitions(
@@ -213,6 +214,9 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
         channel_family=channel_family,
         cost=cost_summary(unique, options.prices),
     )
+    if options.sequential:
+        result = replay(result, grouped, unique, options)
+    return result
 
 
 def _cell(

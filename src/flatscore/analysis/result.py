@@ -16,6 +16,7 @@ from flatscore.analysis.channels import CHANNELS, ChannelRules
 from flatscore.analysis.margins_result import MarginsResult
 from flatscore.analysis.outputs import AnalysisModel, CountMode, Interval
 from flatscore.analysis.repair_effect import RepairEffectResult
+from flatscore.analysis.sequential_result import SequentialComparison, SequentialSummary
 from flatscore.analysis.settings import AnalysisSettings, Correction
 
 ANALYSIS_SCHEMA_VERSION = 1
@@ -244,6 +245,9 @@ class Comparison(AnalysisModel):
     control_of: str | None = None
     """Set when this arm is a negative control: a replicate of that arm with another seed
     base (a study file's `control_of`); it should come out "no damage detected"."""
+    sequential: SequentialComparison | None = Field(None, exclude_if=lambda v: v is None)
+    """What a sequential study would have decided, and after how many tasks (`analyze
+    --sequential` only; absent otherwise)."""
 
 
 class RiskScreen(AnalysisModel):
@@ -357,3 +361,6 @@ class AnalysisResult(AnalysisModel):
     """The multiplicity family of channel amplification; null when nothing was tested."""
     cost: CostSummary | None = None
     """What each arm cost to run (docs/analysis.md, "Cost")."""
+    sequential: SequentialSummary | None = Field(None, exclude_if=lambda v: v is None)
+    """The study read sequentially: task order, design, tasks and episodes it needed
+    (`analyze --sequential` only; absent otherwise)."""

@@ -82,6 +82,19 @@ class AnalysisSettings(AnalysisModel):
         description="only the (domain, task, trial) every arm of a cell has (a study cut "
         "short; `flatscore.analysis.balanced`); recorded in analysis.json when on",
     )
+    sequential: bool = Field(
+        False,
+        exclude_if=lambda on: not on,  # off: analysis.json as it was before this setting
+        description="also decide every comparison as a sequential study would have "
+        "(`flatscore.analysis.sequential_replay`); recorded in analysis.json when on",
+    )
+    sequential_max_tasks: int | None = Field(
+        None,
+        ge=1,
+        exclude_if=lambda v: v is None,
+        description="the sequential design's maximum paired tasks per comparison when the "
+        "data stop short of it (a run still going; None: the data's paired tasks)",
+    )
     prices: dict[str, Price] = Field(
         default_factory=dict, description="by arm name, or 'model/arm' (the study file's)"
     )

@@ -22,6 +22,13 @@ Balanced = Annotated[
     bool,
     typer.Option(help="Only the (domain, task, trial) every arm of a cell has (a study cut short)"),
 ]
+Sequential = Annotated[
+    bool,
+    typer.Option(
+        help="Also decide each comparison as a sequential study would have, and after how "
+        "many tasks (docs/analysis.md, 'Sequential verdicts')."
+    ),
+]
 ProgressBar = Annotated[bool, typer.Option(help="Show a progress bar.")]
 ProgressBars = Annotated[bool, typer.Option(help="Show progress bars.")]
 TorchThreads = Annotated[int, typer.Option(min=1, help="torch threads.")]

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from flatscore.analysis.markdown_table import table_lines
 from flatscore.analysis.result import AnalysisResult, Cell, FloorStat
+from flatscore.analysis.sequential_result import decided_text, study_text
 from flatscore.report.verdicts import headlines, pct, pts, pval, ratio
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
@@ -95,6 +96,8 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
         + (f" · generated {md_escape(generated_at)}" if generated_at else ""),
         "",
     ]
+    if analysis.sequential is not None:
+        lines += [md_escape(study_text(analysis.sequential)) + ".", ""]
     for cell in analysis.cells:
         lines += [
             f"## {md_escape(cell.model)} · {md_escape(cell.domain)}: **{cell.verdict}**",
@@ -108,6 +111,9 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
                 f"- **{md_escape(h.arm)} vs {md_escape(h.reference)}: {h.verdict}.**{label}"
             )
             lines += [f"  {md_sentence(sentence)}" for sentence in h.sentences]
+            seq = next((c.sequential for c in cell.comparisons if c.arm == h.arm), None)
+            if seq is not None:
+                lines.append(f"  Sequential: {md_escape(decided_text(seq))}.")
         lines += [
             "",
             f"Risk screen ({md_escape(cell.reference)} alone): **{cell.risk_screen.verdict}** — "
