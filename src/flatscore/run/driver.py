@@ -44,12 +44,14 @@ from flatscore.analysis.result import AnalysisResult
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.console import make_console, styled
 from flatscore.console import progress as make_progress
+from flatscore.episode import Episode
 from flatscore.errors import InputError
 from flatscore.report import ReportPaths
 from flatscore.report.rebuild import rebuild
 from flatscore.report.verdicts import headlines
 from flatscore.run.executors import make_executor
 from flatscore.run.executors.base import EpisodeJob, Executor
+from flatscore.run.sequential import SequentialPlan, look_every, printer, report_state
 from flatscore.run.sources import SOURCES, ArmRun, EpisodeSource, Prepare, source_of
 from flatscore.run.study import Study, study_json
 from flatscore.store.jsonl import EpisodeWriter, RunCounts, finished_episode_ids
@@ -117,7 +119,10 @@ def analysis_options(study: Study) -> AnalysisSettings:
         for name, arm in m.arms.items()
         if arm.price is not None
     }
-    return study.analysis.model_copy(update={"prices": {**study.analysis.prices, **prices}})
+    sequential = study.analysis.sequential or study.stopping == "sequential"
+    return study.analysis.model_copy(
+        update={"prices": {**study.analysis.prices, **prices}, "sequential": sequential}
+    )
 
 
 def write_study_report(study: Study) -> tuple[AnalysisResult, ReportPaths]:
@@ -134,10 +139,14 @@ async def execute_plan(
     progress: bool = True,
     console: Console | None = None,
     prepare: Callable[[list[EpisodeJob]], list[EpisodeJob]] | None = None,
+    annotate: Callable[[EpisodeJob, Episode], Episode] | None = None,
+    close: bool = True,
 ) -> RunCounts:
     """Run the plan's unfinished jobs: with `resume`, every job without a result in its run
     file (never run, or its last attempt an infrastructure error). `prepare` sees the jobs
-    about to run before the executor does (τ²: start the servers they need)."""
+    about to run before the executor does (τ²: start the servers they need); `annotate`
+    sees each episode before it is written (a sequential run's place in its design);
+    `close`: release the executor at the end (not between the batches of one run)."""
     started = time.perf_counter()
     files = list(dict.fromkeys(run.path for run in plan.runs))  # the quick form: one file
     done: dict[str, set[str]] = {}
@@ -170,6 +179,8 @@ async def execute_plan(
             by_id = {j.episode_id: j for j in todo}
             async for episode in executor.map(todo):
                 job = by_id[episode.episode_id]
+                if annotate is not None:
+                    episode = annotate(job, episode)
                 writers[job.run].write(episode)
                 terminations[episode.termination_reason.value] += 1
                 cell = plan.cell_of(job)
@@ -181,7 +192,8 @@ async def execute_plan(
     finally:
         for writer in writers.values():
             writer.close()
-        executor.close()
+        if close:
+            executor.close()
     return RunCounts(
         planned=len(plan.jobs),
         skipped=len(plan.jobs) - len(todo),
@@ -220,11 +232,21 @@ def run_study(
             for name in dict.fromkeys(job.source for job in plan.jobs)
         ]
         prepare = _chained([p for p in prepares if p is not None])
-        counts = asyncio.run(
-            execute_plan(
-                plan, executor, resume=resume, progress=progress, console=console, prepare=prepare
+        if study.stopping == "sequential":
+            counts = run_sequential(
+                plan, executor, study, resume=resume, progress=progress, say=say, prepare=prepare
             )
-        )
+        else:
+            counts = asyncio.run(
+                execute_plan(
+                    plan,
+                    executor,
+                    resume=resume,
+                    progress=progress,
+                    console=console,
+                    prepare=prepare,
+                )
+            )
     paths = result = None
     if report and run_file is None:
         result, paths = write_study_report(study)
@@ -235,6 +257,65 @@ def run_study(
         output=out,
         report=paths,
         analysis=result,
+    )
+
+
+def run_sequential(
+    plan: StudyPlan,
+    executor: Executor,
+    study: Study,
+    *,
+    resume: bool,
+    progress: bool,
+    say: Console,
+    prepare: Prepare | None,
+) -> RunCounts:
+    """The plan look by look (`flatscore.run.sequential`): each batch runs, then the looks
+    decide which arms go on. Counts add up over the batches; `planned` is the fixed
+    design's."""
+    options = analysis_options(study)
+    seq = SequentialPlan(plan.jobs, study.seed, look_every(options))
+    files = list(dict.fromkeys(run.path for run in plan.runs))
+    total: RunCounts | None = None
+    try:
+        for k in range(seq.looks):
+            batch = seq.batch(k)
+            if not batch:
+                break
+            counts = asyncio.run(
+                execute_plan(
+                    StudyPlan(runs=plan.runs, jobs=batch),
+                    executor,
+                    resume=resume or k > 0,
+                    progress=progress,
+                    console=say,
+                    prepare=prepare,
+                    annotate=seq.annotate,
+                    close=False,
+                )
+            )
+            total = counts if total is None else _added(total, counts)
+            for line in seq.look(k, files, options):
+                say.print(styled(line), highlight=False, soft_wrap=True)
+            if all(state.finished for state in seq.cells.values()):
+                break
+    finally:
+        executor.close()
+    report_state(seq, printer(say))
+    assert total is not None
+    return total.model_copy(update={"planned": len(plan.jobs)})
+
+
+def _added(a: RunCounts, b: RunCounts) -> RunCounts:
+    terminations = Counter(a.terminations) + Counter(b.terminations)
+    return RunCounts(
+        planned=a.planned + b.planned,
+        skipped=a.skipped + b.skipped,
+        written=a.written + b.written,
+        succeeded=a.succeeded + b.succeeded,
+        seconds=a.seconds + b.seconds,
+        terminations=dict(terminations),
+        rerun=a.rerun + b.rerun,
     )
 
 

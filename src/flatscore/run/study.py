@@ -443,6 +443,12 @@ class Study(StrictModel):
         description="job order: domain-major (domain, trial, task) or trial-major (trial, "
         "domain, task), so that a long study cut short holds every domain",
     )
+    stopping: Literal["fixed", "sequential"] = Field(
+        "fixed",
+        description="fixed: every task of the design; sequential: each comparison stops at "
+        "the first planned look that decides it (tasks in a seeded order, all trials of a "
+        'task together; docs/studies.md, "Sequential stopping")',
+    )
     seed: int = defaults.SEED
     max_steps: int = Field(defaults.MAX_STEPS, ge=1)
     timeout_s: float | None = Field(None, gt=0)
