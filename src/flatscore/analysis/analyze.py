@@ -24,10 +24,12 @@ from flatscore.analysis.noise_floor import CellFloor, noise_floor
 from flatscore.analysis.precision import ReferenceUndecided, choose_reference, precision_order
 from flatscore.analysis.repair_effect import has_repair_runs, repair_effects
 from flatscore.analysis.result import AnalysisResult, Cell, Comparison, Settings
-from flatscore.analysis.risk import risk_screen
+from flatscore.analysis.risk import risk_screen, with_outcome
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.stats import adjust_pvalues, resample_counts, stable_rng
 from flatscore.analysis.task_matrix import task_matrix
+from flatscore.analysis.trials import left_out as trials_left_out
+from flatscore.analysis.trials import pick_trials, trials_text
 from flatscore.episode import Episode
 from flatscore.errors import InputError
 
@@ -109,6 +111,16 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
     options = options or AnalysisSettings()
     rules = options.rules or load_rules()
     unique, warnings = unique_episodes(((None, ep) for ep in episodes), options.dedupe)
+    if options.trials is not None:
+        read_all = len(unique)
+        unique = pick_trials(unique, options.trials)
+        if read_all and not unique:
+            raise InputError(
+                f"no episode of trials {trials_text(options.trials)} in the input "
+                "(trials are counted from 1)",
+                field="--trials",
+            )
+        warnings += trials_left_out(options.trials, read_all, len(unique))
     if options.balanced:
         read_all = len(unique)
         unique = balanced(unique)
@@ -173,6 +185,7 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
             )
         else:
             verdict, why = "nothing to compare", "only one arm: no comparison was made"
+        cell["risk_screen"] = with_outcome(cell["risk_screen"], done)  # type: ignore[arg-type]
         cells.append(Cell(**cell, comparisons=done, verdict=verdict, verdict_reason=why))
 
     sources: Counter[str] = Counter(f.tool_list_source for f in all_facts)

@@ -30,6 +30,7 @@ def options_from_flags(
     channel_rules: Path | None,
     dedupe: bool = False,
     balanced: bool = False,
+    trials: str | None = None,
 ) -> AnalysisSettings:
     """The analysis flags shared by `analyze` and `report`, validated by the one settings
     model (bad values: one InputError naming the flag)."""
@@ -46,6 +47,7 @@ def options_from_flags(
         channel_rules=channel_rules,
         dedupe=dedupe,
         balanced=balanced,
+        trials=trials,
     )
 
 
@@ -84,6 +86,7 @@ def analyze(
     ] = None,
     dedupe: opt.Dedupe = False,
     balanced: opt.Balanced = False,
+    trials: opt.Trials = None,
 ) -> None:
     """Per-channel error rates, S(K), amplification, invariance, recovery and paired statistics."""
     from flatscore.analysis.analyze import analyze as run_analysis
@@ -102,6 +105,7 @@ def analyze(
         channel_rules,
         dedupe,
         balanced,  # applied and recorded by the analysis
+        trials,  # likewise
     )
     with console.status("reading episodes and bootstrapping…"):
         episodes, dropped = unique_episodes(labelled_runs(runs), dedupe)

@@ -172,7 +172,7 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
                 )
             head = [
                 "arm vs ref",
-                "Gap(K default) [95% CI]",
+                "Gap(K default) [unadjusted 95% CI]",
                 "gap amplification",
                 "unknown-tool ×",
                 "ρ",
