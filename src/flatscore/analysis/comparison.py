@@ -161,7 +161,9 @@ def gap_amplification(small: GapPoint, default: GapPoint) -> GapAmplification:
     note = None
     assert small.gap is not None and default.gap is not None
     if default.gap <= 0 or small.gap <= 0:
-        which = [f"Gap(K={g.K}) = {points(g.gap or 0.0)}" for g in (small, default) if (g.gap or 0) <= 0]
+        which = [
+            f"Gap(K={g.K}) = {points(g.gap or 0.0)}" for g in (small, default) if (g.gap or 0) <= 0
+        ]
         note = f"{' and '.join(which)}: no positive gap to amplify (see gap_growth)"
     elif default.ci_low is None or default.ci_low <= 0:
         note = (
