@@ -288,6 +288,43 @@ def _names_sentence(c: Comparison) -> str | None:
     )
 
 
+def _loop_sentence(cell: Cell, c: Comparison) -> str | None:
+    """Loops: the arm's repeat and re-issue shares beside the reference's, the difference
+    with its (unadjusted) interval and the reference's own noise floor."""
+    ref, arm = arm_stats(cell, c.reference), arm_stats(cell, c.arm)
+    if ref is None or arm is None or (arm.repeat_share is None and arm.reissue_share is None):
+        return None
+    floor = c.noise_floor.diagnostics if c.noise_floor else {}
+
+    def part(what: str, mine: float | None, theirs: float | None, key: str) -> str:
+        diff = getattr(c, key)
+        text = f"{pct(mine)} {what} (against {pct(theirs)}"
+        if diff is not None and diff.value is not None:
+            text += f": {pts(diff.value)} points, {ci_pts(diff.ci_low, diff.ci_high)}"
+        f = floor.get(key)
+        if f is not None and f.floor_full_trials is not None:
+            text += f"; the reference against itself: ±{pts(f.floor_full_trials)} points"
+        return text + ")"
+
+    return (
+        "Loops: "
+        + part(
+            "of its failed calls repeat the call that had just failed",
+            arm.repeat_share,
+            ref.repeat_share,
+            "repeat_difference",
+        )
+        + "; "
+        + part(
+            "of its calls re-issue a call that already succeeded",
+            arm.reissue_share,
+            ref.reissue_share,
+            "reissue_difference",
+        )
+        + "."
+    )
+
+
 def _budget_sentence(c: Comparison) -> str | None:
     amp = c.gap_amplification
     small = gap_at(c, amp.k_small)
@@ -318,6 +355,9 @@ def headlines(cell: Cell, k_default: int) -> list[Headline]:
     out = []
     for c in cell.comparisons:
         sentences = [_score_sentence(c, k_default), _failure_sentence(cell, c)]
+        loop = _loop_sentence(cell, c)
+        if loop:
+            sentences.append(loop)
         budget = _budget_sentence(c)
         if budget:
             sentences.append(budget)
