@@ -13,7 +13,7 @@ from collections.abc import Iterable
 import flatscore
 from flatscore.analysis.arm_stats import arm_stats
 from flatscore.analysis.balanced import balanced, left_out
-from flatscore.analysis.budget import FALLBACK_DEFAULT_K, recorded_max_errors
+from flatscore.analysis.budget import FALLBACK_DEFAULT_K, recorded_max_errors, unlimited
 from flatscore.analysis.channels import ChannelRules, load_rules
 from flatscore.analysis.comparison import VERDICT_ORDER, compare, correct_channels, finalize
 from flatscore.analysis.cost import cost_summary
@@ -32,6 +32,7 @@ from flatscore.analysis.trials import left_out as trials_left_out
 from flatscore.analysis.trials import pick_trials, trials_text
 from flatscore.episode import Episode
 from flatscore.errors import InputError
+from flatscore.limits import MAX_BUDGET
 
 __all__ = ["VERDICT_ORDER", "AnalysisOptions", "AnalysisSettings", "analyze"]
 
@@ -93,8 +94,14 @@ def _input_warnings(tau2: Counter[str]) -> list[str]:
     return out
 
 
-def _default_k(all_facts: list[EpisodeFacts], warnings: list[str]) -> tuple[int, str]:
+def _default_k(all_facts: list[EpisodeFacts], warnings: list[str], count: str) -> tuple[int, str]:
     recorded = recorded_max_errors(all_facts)
+    if recorded is None and unlimited(all_facts):
+        k = min(max((f.failed_calls(count) for f in all_facts), default=0), MAX_BUDGET)
+        return k, (
+            f"recorded max_errors = 0 (τ²: no limit) → K = {k}, the episodes' own largest "
+            "failed-call count"
+        )
     if recorded is None:
         return FALLBACK_DEFAULT_K, "no recorded budget: τ²'s default K = 9"
     if len({f.max_errors for f in all_facts}) > 1:
@@ -137,7 +144,7 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
         )
     warnings += _input_warnings(tau2)
     all_facts = [f for arms in grouped.values() for fl in arms.values() for f in fl]
-    default_k, k_source = _default_k(all_facts, warnings)
+    default_k, k_source = _default_k(all_facts, warnings, options.count)
     recorded = recorded_max_errors(all_facts)
     budgets = sorted(
         set(options.budgets if options.budgets is not None else range(default_k + 1)) | {default_k}
