@@ -75,6 +75,19 @@ def test_an_untested_new_channel_keeps_it_from_passing() -> None:
     assert result.verdict == "inconclusive" and "new in the candidate" in cell.reason
 
 
+def test_the_overall_verdict_is_the_worst_cells() -> None:
+    """A passing domain must not hide a damaged one: retail loses 30 of 80 tasks, telecom
+    is equal; the gate says damage (exit 3), whichever cell comes first."""
+    ref = run("bf16", 80) + [e.model_copy(update={"domain": "telecom"}) for e in run("bf16", 80)]
+    telecom = [e.model_copy(update={"domain": "telecom"}) for e in run("int8", 80)]
+    for cand in (run("int8", 80, failing=30) + telecom, telecom + run("int8", 80, failing=30)):
+        result = gate(ref, cand, FAST)
+        verdicts = {c.domain: c.verdict for c in result.cells}
+        assert verdicts == {"retail": "damage", "telecom": "pass"}
+        assert result.verdict == "damage" and result.exit_code == 3
+        assert result.summary.startswith("DAMAGE")
+
+
 def test_channels_option_says_which_channels_block() -> None:
     options = FAST.model_copy(update={"channels": ["bad_arguments"]})
     result = gate(run("bf16", 80), run("int4", 80, extra_unknown=True), options)
