@@ -325,3 +325,22 @@ def path_to_file(tmp_path: Path) -> Path:
     path = tmp_path / "a-file"
     path.write_text("x", "utf-8")
     return path
+
+
+def test_no_run_archive_under_docs_is_ignored_by_git() -> None:
+    """A run archive committed under docs/ (any depth) is never silently left out by the
+    ignore rules, while a study's working runs stay ignored."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    paths = [
+        "docs/embedded-study/runs/smollm2-135m__ref.000.jsonl.xz",
+        "docs/embedded-study/repair/runs/smollm2-135m__ref.000.jsonl.xz",
+        "docs/embedded-gemma/runs/gemma3-270m__ref.000.jsonl.xz",
+        "docs/a-new-study/runs/m__ref.000.jsonl.xz",
+    ]
+    for path in paths:
+        done = subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT, check=False)
+        assert done.returncode == 1, f"{path} is ignored by .gitignore"
+    for path in ("examples/out/s/runs/m__ref.jsonl", "runs/m__ref.jsonl"):
+        done = subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT, check=False)
+        assert done.returncode == 0, f"{path} should stay ignored"
