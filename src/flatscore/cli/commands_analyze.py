@@ -31,6 +31,7 @@ def options_from_flags(
     dedupe: bool = False,
     balanced: bool = False,
     sequential: bool = False,
+    trials: str | None = None,
 ) -> AnalysisSettings:
     """The analysis flags shared by `analyze` and `report`, validated by the one settings
     model (bad values: one InputError naming the flag)."""
@@ -48,6 +49,7 @@ def options_from_flags(
         dedupe=dedupe,
         balanced=balanced,
         sequential=sequential,
+        trials=trials,
     )
 
 
@@ -87,6 +89,7 @@ def analyze(
     dedupe: opt.Dedupe = False,
     balanced: opt.Balanced = False,
     sequential: opt.Sequential = False,
+    trials: opt.Trials = None,
 ) -> None:
     """Per-channel error rates, S(K), amplification, invariance, recovery and paired statistics."""
     from flatscore.analysis.analyze import analyze as run_analysis
@@ -106,6 +109,7 @@ def analyze(
         dedupe,
         balanced,  # applied and recorded by the analysis
         sequential,
+        trials,  # likewise
     )
     with console.status("reading episodes and bootstrapping…"):
         episodes, dropped = unique_episodes(labelled_runs(runs), dedupe)

@@ -40,6 +40,7 @@ def report(
     dedupe: opt.Dedupe = False,
     balanced: opt.Balanced = False,
     sequential: opt.Sequential = False,
+    trials: opt.Trials = None,
     title: Annotated[str, typer.Option(help="Report title.")] = "flatscore report",
     generated_at: Annotated[
         str | None,
@@ -65,6 +66,11 @@ def report(
         options = options.model_copy(update={"balanced": True})
     if sequential:
         options = options.model_copy(update={"sequential": True})
+    if trials is not None:  # likewise
+        from flatscore.analysis.settings import AnalysisSettings
+
+        picked = AnalysisSettings.from_flags(trials=trials).trials
+        options = options.model_copy(update={"trials": picked})
     with console.status("reading episodes, analysing, drawing the report…"):
         result, paths = rebuild(
             runs,

@@ -29,6 +29,13 @@ Sequential = Annotated[
         "many tasks (docs/analysis.md, 'Sequential verdicts')."
     ),
 ]
+Trials = Annotated[
+    str | None,
+    typer.Option(
+        help="Only these trials, counted from 1 (e.g. 1-2): pins an analysis to the trials it "
+        "read while a study goes on"
+    ),
+]
 ProgressBar = Annotated[bool, typer.Option(help="Show a progress bar.")]
 ProgressBars = Annotated[bool, typer.Option(help="Show progress bars.")]
 TorchThreads = Annotated[int, typer.Option(min=1, help="torch threads.")]

@@ -55,6 +55,8 @@ def _floor_table(cell: Cell) -> list[str]:
         "failed calls × (floor)",
         f"Gap(K={k}) (floor ±)",
         "recovery Δ (floor ±)",
+        "repeats Δ (floor ±)",
+        "re-issues Δ (floor ±)",
     ]
     table: list[list[str]] = []
     for c in rows:
@@ -77,9 +79,13 @@ def _floor_table(cell: Cell) -> list[str]:
                 f"{ratio(fc.arm)} ({ratio(fc.floor_full_trials)})",
                 f"{pts(gap.arm)} (±{pts(gap.floor_full_trials)})",
                 f"{pts(rec.arm)} (±{pts(rec.floor_full_trials)})",
+                *(
+                    f"{pts(x.arm)} (±{pts(x.floor_full_trials)})" if x else "—"
+                    for x in (d.get("repeat_difference"), d.get("reissue_difference"))
+                ),
             ]
         )
-    return out + table_lines(head, table, "lrrLr")
+    return out + table_lines(head, table, "lrrLrrrr")
 
 
 def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None) -> str:
@@ -134,6 +140,8 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
                     f"{a.failed_agent_calls} / {a.agent_tool_calls}",
                     pct(unknown.rate if unknown else None),
                     pct(a.recovery_rate),
+                    pct(a.repeat_share),
+                    pct(a.reissue_share),
                 ]
             )
         head = [
@@ -144,6 +152,8 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
             "failed calls / agent calls",
             "unknown-tool rate",
             "recovery",
+            "failed calls repeating the one just failed",
+            "calls re-issuing a succeeded one",
         ]
         lines += table_lines(head, arms, "lr")
         if cell.comparisons:
@@ -178,7 +188,7 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
                 )
             head = [
                 "arm vs ref",
-                "Gap(K default) [95% CI]",
+                "Gap(K default) [unadjusted 95% CI]",
                 "gap amplification",
                 "unknown-tool ×",
                 "ρ",
