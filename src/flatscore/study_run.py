@@ -46,8 +46,8 @@ from flatscore.analysis.settings import AnalysisSettings
 from flatscore.console import make_console, styled
 from flatscore.console import progress as make_progress
 from flatscore.domains import get_domain
-from flatscore.episode import ErrorBudget
-from flatscore.errors import InputError
+from flatscore.episode import ErrorBudget, TerminationReason
+from flatscore.errors import InputError, RunFailed
 from flatscore.executors import make_executor
 from flatscore.executors.base import AgentRecipe, EpisodeJob, Executor
 from flatscore.report import ReportPaths
@@ -302,6 +302,7 @@ async def execute_plan(
     per_cell_total: Counter[str] = Counter(plan.cell_of(j) for j in plan.jobs)
     per_cell_todo: Counter[str] = Counter(plan.cell_of(j) for j in todo)
     terminations: Counter[str] = Counter()
+    first_error: str | None = None
     succeeded = 0
     ok: dict[str, int] = defaultdict(int)
     writers = {str(path): EpisodeWriter(path, reruns=True) for path in files}
@@ -322,6 +323,8 @@ async def execute_plan(
                 job = by_id[episode.episode_id]
                 writers[job.run].write(episode)
                 terminations[episode.termination_reason.value] += 1
+                if first_error is None and episode.is_infrastructure_error:
+                    first_error = _error_of(episode.metadata)
                 cell = plan.cell_of(job)
                 if episode.succeeded:
                     succeeded += 1
@@ -332,6 +335,12 @@ async def execute_plan(
         for writer in writers.values():
             writer.close()
         executor.close()
+    infra = terminations[TerminationReason.INFRASTRUCTURE_ERROR.value]
+    if todo and infra == len(todo):
+        raise RunFailed(
+            f"all {infra} episodes run ended in an infrastructure error (kept in the run "
+            f"files; fix the endpoint, then --resume); the first: {first_error}"
+        )
     return RunCounts(
         planned=len(plan.jobs),
         skipped=len(plan.jobs) - len(todo),
@@ -341,6 +350,12 @@ async def execute_plan(
         terminations=dict(terminations),
         rerun=rerun,
     )
+
+
+def _error_of(metadata: dict[str, object]) -> str:
+    """An infrastructure error's message, as the episode loop or τ²'s runner recorded it."""
+    text = metadata.get("error") or metadata.get("tau2_error") or "no message recorded"
+    return " ".join(str(text).split())[:500]
 
 
 def run_study(
