@@ -86,7 +86,10 @@ COMMANDS: dict[str, Lazy] = {
         ("commands_import", "commands_inspect"),
         "Import other benchmarks' result files as flatscore runs.",
     ),
-    "export": Lazy(("commands_import", "commands_inspect"), "Export runs as flat tables."),
+    "export": Lazy(
+        ("commands_import", "commands_inspect", "commands_model_card"),
+        "Export runs: flat tables, Inspect logs, model cards.",
+    ),
     "archive": Lazy(
         "commands_archive", "Move a study's run files through git as append-only xz chunks."
     ),
