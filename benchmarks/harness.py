@@ -178,14 +178,25 @@ def run(name: str, argv: Sequence[str]) -> list[Table]:
     text = "\n\n".join(t.markdown() for t in tables)
     print("\n" + text)
     if args.table is not None:
-        shown = [a for a in argv if not a.startswith("--table")]
-        if "--table" in argv:
-            del shown[argv.index("--table")]  # its value
-        command = shlex.join(["python", "-m", "benchmarks", name, *shown])
+        command = shlex.join(["python", "-m", "benchmarks", name, *without_table(argv)])
         header = f"`{command}`\n\nMeasured on {machine()}."
         args.table.write_text(f"{header}\n\n{text}\n", encoding="utf-8")
         print(f"wrote {args.table}")
     return tables
+
+
+def without_table(argv: Sequence[str]) -> list[str]:
+    """The options as the command to show: `--table FILE` left out."""
+    shown: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--table":
+            skip = True
+        elif not arg.startswith("--table="):
+            shown.append(arg)
+    return shown
 
 
 def listing() -> str:

@@ -74,6 +74,11 @@ def test_alternate_reverses_every_other_round() -> None:
     assert calls == ["a", "b", "a", "b"]
 
 
+def test_the_shown_command_leaves_the_table_option_out() -> None:
+    argv = ["--table", "a.md", "--rounds", "2", "--table=b.md", "7"]
+    assert harness.without_table(argv) == ["--rounds", "2", "7"]
+
+
 def test_ratio() -> None:
     assert ratio(3.0, 2.0) == "1.50×"
     assert ratio(1.0, 0.0) == "-"
