@@ -36,11 +36,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flatscore.store import archive
 from flatscore.analysis.analyze import analyze
 from flatscore.analysis.gate import GateOptions, gate
 from flatscore.episode import Episode
 from flatscore.report.rebuild import options_from_settings, settings_from_file
+from flatscore.store import archive
 from flatscore.store.jsonl import read_episodes
 
 ROOT = Path(__file__).resolve().parents[2]
