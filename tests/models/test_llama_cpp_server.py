@@ -42,6 +42,9 @@ def _server_packages() -> bool:
 
 
 pytestmark = [
+    # ~1 min of llama.cpp on 2 cores: out of `make test`'s budget; CI runs it on its own
+    # (`make test-servers`, called by .ci/run after `make test`)
+    pytest.mark.slow,
     pytest.mark.skipif(not llama_cpp_available(), reason=EXTRA_HINT),
     pytest.mark.skipif(
         not _server_packages(),
