@@ -196,3 +196,57 @@ def test_no_reference_to_a_design_file_outside_the_repository() -> None:
         if word.search(line)
     ]
     assert not offenders, offenders
+
+
+# --- docs/architecture.md held against the code ---------------------------------------
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+
+def _top_level_names(path: Path) -> set[str]:
+    """What `from module import NAME` can reach: definitions, assignments and imports."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def _resolves(dotted: str) -> bool:
+    """`flatscore.a.b.Name[.attr]`: the longest module prefix exists and defines `Name`."""
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        base = PACKAGE.parent.joinpath(*parts[:i])
+        module = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+        if module.is_file():
+            rest = parts[i:]
+            return not rest or rest[0] in _top_level_names(module) or (base / rest[0]).exists()
+    return False
+
+
+def test_architecture_map_names_every_unit() -> None:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    rows = {m.group(1) for m in re.finditer(r"^\| `([\w]+(?:/|\.py))` \|", text, re.M)}
+    units = {f"{u}/" if (PACKAGE / u).is_dir() else f"{u}.py" for u in _units()}
+    assert units == rows, f"missing from the map: {units - rows}; not a unit: {rows - units}"
+
+
+def test_architecture_names_only_what_exists() -> None:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    missing = [d for d in re.findall(r"`(flatscore(?:\.\w+)+)", text) if not _resolves(d)]
+    for path in set(re.findall(r"(?<![\w./-])((?:[\w-]+/)+[\w-]+\.py)\b", text)):
+        if not ((ROOT / path).exists() or (PACKAGE / path).exists()):
+            missing.append(path)
+    for row in re.finditer(r"^\| `(\w+)/` \| (.*) \|[^|]*\|$", text, re.M):
+        unit, holds = PACKAGE / row.group(1), row.group(2)
+        known = {p.stem for p in unit.rglob("*")} | {
+            n for f in unit.rglob("*.py") for n in _top_level_names(f)
+        }
+        for name in re.findall(r"`([\w.]+?)/?`", holds):
+            if name not in known and not (unit / name).exists():
+                missing.append(f"{row.group(1)}/: {name}")
+    assert not missing, missing
