@@ -154,7 +154,7 @@ def test_training_data_digest_is_unchanged(tmp_path: Path) -> None:
     torch.set_num_threads(1)
     tokenizer = load_model("embedded-base").tokenizer
     recipes = {"stage 1": TrainConfig(), "stage 2": load_recipe(RECOVERY_RECIPE)}
-    card = Path(__file__).parents[2] / "src/flatscore/embedded/adapter/MODEL_CARD.md"
+    card = Path(__file__).parents[2] / "src/flatscore/models/embedded_adapter/MODEL_CARD.md"
     stated = next(
         line
         for line in card.read_text(encoding="utf-8").splitlines()
