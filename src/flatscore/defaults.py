@@ -96,3 +96,19 @@ MIN_BOOTSTRAP: Final = 100
 MAX_BOOTSTRAP: Final = 100_000
 """Bootstrap resamples: fewer than 100 cannot place a 95% percentile interval; more than
 100,000 adds no visible digit and only costs time and memory."""
+
+# --- sequential verdicts (`analyze --sequential`, `gate --sequential`) --------------------
+
+SEQUENTIAL_LOOK_EVERY: Final = 8
+"""Paired tasks between two looks of a sequential comparison (and a look at the maximum)."""
+
+SEQUENTIAL_RATIO_MARGIN: Final = 1.25
+"""The all-channel failed-call ratio below which failures count as bounded (chosen by
+simulation: docs/analysis.md, "Sequential verdicts")."""
+
+SEQUENTIAL_GAMMA_DAMAGE: Final = -2.0
+"""Hwang–Shih–DeCani parameter of the spending function of the sequential damage and
+amplification tests (chosen by simulation)."""
+
+SEQUENTIAL_GAMMA_EQUIVALENCE: Final = -4.5
+"""… and of the equivalence and bound tests (chosen by simulation)."""

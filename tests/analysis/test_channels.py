@@ -157,6 +157,12 @@ PHONE = frozenset({"check_status", "reseat_sim", "reset_network", "restart_phone
         # τ²-bench's own files (tests/fixtures/tau2): mock domain has get_users, not get_user.
         (frozenset({"create_task", "get_users"}), "get_user", "near_miss"),
         (frozenset({"create_task", "get_users"}), "no_such_tool", "invented"),
+        # the length rule's edge: an agent tool of exactly 6 characters gets near misses,
+        # one of 5 only exact normalised matches
+        (frozenset({"refund"}), "refnud", "near_miss"),  # a transposition
+        (frozenset({"refund"}), "refunf", "near_miss"),  # a substitution
+        (frozenset({"fetch"}), "fecth", "invented"),
+        (frozenset({"fetch"}), "Fetch()", "near_miss"),  # the same normalised name
     ],
 )
 def test_name_split(agent: frozenset[str], name: str, expected: str) -> None:

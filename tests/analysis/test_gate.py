@@ -57,15 +57,35 @@ def test_an_amplified_channel_is_damage_even_with_an_equal_score() -> None:
     assert "amplified channel(s): unknown_tool" in cell.reason
 
 
-def test_a_channel_new_in_the_candidate_keeps_it_from_passing() -> None:
-    """The reference never fails a call, the candidate often does: no ratio exists, so
-    nothing is 'amplified', but the gate does not pass it."""
+def test_a_channel_new_in_the_candidate_is_tested_over_tasks() -> None:
+    """The reference never fails a call, the candidate does in every task: no ratio exists,
+    but the exact sign test over tasks (80 arm-only tasks against 0) flags it: damage."""
     result = gate(run("bf16", 80, fail_every=0), run("int4", 80, extra_unknown=True), FAST)
     (cell,) = result.cells
-    assert (
-        cell.amplified_channels == [] and cell.new_channels["unknown_tool"] == 100
-    )  # 80 "bar" + 20 "foo"
+    assert "unknown_tool" in cell.amplified_channels and cell.new_channels == {}
+    assert result.verdict == "damage" and "amplified channel(s): unknown_tool" in cell.reason
+
+
+def test_an_untested_new_channel_keeps_it_from_passing() -> None:
+    """Below the task minimum nothing is tested: a channel new in the candidate is named and
+    the gate does not pass it."""
+    result = gate(run("bf16", 20, fail_every=0), run("int4", 20, extra_unknown=True), FAST)
+    (cell,) = result.cells
+    assert cell.amplified_channels == [] and cell.new_channels["unknown_tool"] == 25
     assert result.verdict == "inconclusive" and "new in the candidate" in cell.reason
+
+
+def test_the_overall_verdict_is_the_worst_cells() -> None:
+    """A passing domain must not hide a damaged one: retail loses 30 of 80 tasks, telecom
+    is equal; the gate says damage (exit 3), whichever cell comes first."""
+    ref = run("bf16", 80) + [e.model_copy(update={"domain": "telecom"}) for e in run("bf16", 80)]
+    telecom = [e.model_copy(update={"domain": "telecom"}) for e in run("int8", 80)]
+    for cand in (run("int8", 80, failing=30) + telecom, telecom + run("int8", 80, failing=30)):
+        result = gate(ref, cand, FAST)
+        verdicts = {c.domain: c.verdict for c in result.cells}
+        assert verdicts == {"retail": "damage", "telecom": "pass"}
+        assert result.verdict == "damage" and result.exit_code == 3
+        assert result.summary.startswith("DAMAGE")
 
 
 def test_channels_option_says_which_channels_block() -> None:

@@ -103,7 +103,7 @@ def decisions(t: RatioTest, family: int) -> np.ndarray:
         ok = ~np.isnan(t.p_value[s])
         pad = [1.0] * (family - int(ok.sum()))
         ratios = [*t.ratio[s][ok], *[1.0] * len(pad)]
-        _, up = decide(ratios, [*t.p_value[s][ok], *pad], "holm", 0.05)
+        _, up = decide([r > 1 for r in ratios], [*t.p_value[s][ok], *pad], "holm", 0.05)
         out[s, ok] = up[: int(ok.sum())]
     return out
 

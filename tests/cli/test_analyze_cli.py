@@ -239,3 +239,43 @@ def test_balanced_keeps_what_every_arm_has(
     )
     assert whole.returncode == 0 and json.loads(out.read_text())["episodes_read"] == 29
     assert "balanced" not in json.loads(out.read_text())["settings"]  # off: as before
+
+
+def test_a_tau2_file_with_no_error_limit(tmp_path: Path) -> None:
+    """τ² writes `max_errors: 0` for "no limit": no budget, so the default K is the episodes'
+    own largest failed-call count (stated), never max_errors − 1 = −1, and every S(K) is
+    recomputable (before: a pydantic traceback, exit 1)."""
+    fixture = Path(__file__).parents[1] / "fixtures" / "tau2" / "v1.0" / "ok.json"
+    data = json.loads(fixture.read_text("utf-8"))
+    data["info"]["max_errors"] = 0
+    path = tmp_path / "unlimited.json"
+    path.write_text(json.dumps(data), "utf-8")
+    out = tmp_path / "analysis.json"
+    done = run_flatscore("analyze", str(path), "--json", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(out.read_text("utf-8"))
+    k = result["settings"]["default_K"]
+    arms = result["cells"][0]["arms"]
+    assert k == max(a["max_failed_calls"] for a in arms) >= 1
+    assert "max_errors = 0 (τ²: no limit)" in result["settings"]["default_K_source"]
+    assert result["settings"]["budgets"] == list(range(k + 1))
+    assert all(p["recomputable"] for a in arms for p in a["budget_curve"])
+    assert all(a["recorded_max_errors"] is None for a in arms)
+
+
+def test_trials_pin_the_analysis_and_bad_values_are_one_line(
+    run_file: Path, tmp_path: Path
+) -> None:
+    """`--trials 1` (counted from 1: the episodes' trial 0) is recorded in the settings and
+    left out of them without it; no episode of the named trials, or trials not counted from
+    1, is one line naming the flag and exit 2."""
+    out = tmp_path / "a.json"
+    done = run_flatscore("analyze", str(run_file), "--trials", "1", "--json", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(out.read_text("utf-8"))["settings"]["trials"] == [1]
+    done = run_flatscore("analyze", str(run_file), "--json", str(out))
+    assert "trials" not in json.loads(out.read_text("utf-8"))["settings"]
+    for value, message in (("2", "no episode of trials 2"), ("0", "counted from 1")):
+        done = run_flatscore("analyze", str(run_file), "--trials", value)
+        assert done.returncode == 2 and message in done.stderr and "--trials" in done.stderr
+        assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1

@@ -127,6 +127,24 @@ def test_sample_mapping_details() -> None:
     assert eps[("cancel-A1", 0)].succeeded
 
 
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.suffix)
+def test_usage_is_the_agents_own_not_the_simulated_users(path: Path) -> None:
+    """Each episode's tokens are the sum over the log's model events of every role but the
+    simulated user's (counted here from the raw JSON); the user's own calls used tokens too,
+    so counting them would show."""
+    eps = {(e.task_id, e.trial): e for e in read_inspect(path)}
+    user_tokens = 0
+    for raw in raw_samples(path):
+        events = [e for e in raw["events"] if e.get("event") == "model"]
+        usage = [(e.get("role"), e["output"].get("usage") or {}) for e in events]
+        agent = [u for role, u in usage if role != "user"]
+        user_tokens += sum(u.get("input_tokens", 0) for role, u in usage if role == "user")
+        ep = eps[(str(raw["id"]), raw["epoch"] - 1)]
+        assert ep.usage.prompt_tokens == sum(u.get("input_tokens", 0) for u in agent)
+        assert ep.usage.completion_tokens == sum(u.get("output_tokens", 0) for u in agent)
+    assert user_tokens > 0
+
+
 def test_eval_and_json_give_the_same_episodes() -> None:
     def key(e: Episode) -> tuple[str, int]:
         return (e.task_id, e.trial)

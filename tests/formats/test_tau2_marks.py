@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from flatscore.formats.tau2 import read_tau2
 from flatscore.formats.tau2_import import import_tau2
 
@@ -50,3 +52,22 @@ def test_crashes_are_warned_about_and_marked(tmp_path: Path) -> None:
     crashed = next(ep for ep in episodes if ep.trial == 5)
     assert crashed.metadata["crashed"] == "agent_error"
     assert crashed.metadata["tau2_skipped"] is True
+
+
+@pytest.mark.parametrize("reason", ["agent_error", "user_error", "unexpected_error"])
+def test_every_crash_is_marked_whoever_raised(tmp_path: Path, reason: str) -> None:
+    """A simulation τ² ended because its own loop raised, the agent's side, the simulated
+    user's or neither's: marked `crashed` with the reason and warned about on import (a
+    failure, but not a quiet one), never read as an ordinary unrewarded episode."""
+    data = json.loads((FIXTURES / "ok.json").read_text())
+    data["simulations"][0]["termination_reason"] = reason
+    data["simulations"][0]["reward_info"] = None
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(data))
+    episodes = list(read_tau2(path, arm="int4", model="m"))
+    crashed = [ep for ep in episodes if ep.metadata.get("crashed")]
+    assert [ep.metadata["crashed"] for ep in crashed] == [reason]
+    assert crashed[0].termination_reason.value == reason and not crashed[0].succeeded
+    summary = import_tau2([path], tmp_path / "run.jsonl", arm="int4", model="m")
+    assert summary.by_termination[reason] == 1
+    assert any(w.startswith(f"1 of 2 episodes ended in {reason}") for w in summary.warnings)

@@ -19,7 +19,8 @@ import pytest
 
 from analysis_builders import episode
 from flatscore.analysis.analyze import AnalysisOptions, analyze
-from flatscore.analysis.result import AnalysisResult, Comparison
+from flatscore.analysis.noise_floor import MIN_REFERENCE_NAMES
+from flatscore.analysis.result import AnalysisResult, Cell, Comparison
 from flatscore.episode import Episode
 from flatscore.formats import load_runs
 from flatscore.report.markdown import render_summary
@@ -58,29 +59,80 @@ CLAIMS: dict[str, Callable[[Comparison], bool]] = {
     ),
     "still allows a drop beyond the equivalence margin": lambda c: not _hi_within(c),
     "differ from the reference's more than": lambda c: _floor(c, "beyond the noise floor"),
-    "show no change beyond what the reference's own runs": lambda c: _floor(
-        c, "not beyond the noise floor"
+    "show no change beyond what the reference's own runs": lambda c: (
+        _floor(c, "not beyond the noise floor") and _names(c) >= MIN_REFERENCE_NAMES
     ),
+    "untestable: too few of the reference's own names": lambda c: _names(c) < MIN_REFERENCE_NAMES,
     "no noise floor to judge them against": lambda c: (
         c.noise_floor is None or c.noise_floor.invariance == "not decided"
     ),
-    "the gap at K": lambda c: c.gap_amplification.value is not None,
+    "the gap at K": lambda c: (
+        c.gap_amplification.value is not None
+        and (c.gap_default.gap or 0) > 0
+        and (c.gap_default.ci_low or 0) > 0
+    ),
     "its noise floor": lambda c: c.noise_floor is not None and c.noise_floor.splits > 0,
     "New in the arm": lambda c: any(
         a.count_ref == 0 < a.count_arm for a in c.channel_amplification.values()
     ),
+    "exact sign test over tasks": lambda c: any(
+        a.test == "task_sign" for a in c.channel_amplification.values()
+    ),
+    "only in the reference, amplified": lambda c: any(
+        a.count_ref == 0 < a.count_arm and a.amplified for a in c.channel_amplification.values()
+    ),
+    "not tested at this study size": lambda c: any(
+        a.count_ref == 0 < a.count_arm and a.p_value is None
+        for a in c.channel_amplification.values()
+    ),
 }
 """Phrase in a sentence → the condition the comparison must meet for it to be said."""
+
+
+def _names(c: Comparison) -> int:
+    return c.noise_floor.reference_names or 0 if c.noise_floor is not None else 0
+
+
+def _intervals_labelled(text: str) -> None:
+    """Every printed 95% interval is labelled unadjusted: the decisions beside them are
+    multiplicity-adjusted, the intervals are not."""
+    for i in range(len(text)):
+        if text.startswith("95% CI", i):
+            assert text[:i].endswith(("unadjusted ", "excess, unadjusted ")), text[i - 80 : i + 40]
+
+
+def _risk(cell: Cell) -> None:
+    """The risk screen is a prior from the reference alone, and says what the cell's own
+    comparisons found: no prediction of amplification the tests did not show."""
+    reason = cell.risk_screen.reason
+    assert "expect amplification" not in reason
+    if cell.risk_screen.verdict != "unknown":
+        assert "a prior from" in reason
+    if not cell.comparisons:
+        return
+    found = [
+        c.arm
+        for c in cell.comparisons
+        if c.amplified_channels or (c.failed_calls is not None and c.failed_calls.amplified)
+    ]
+    if found:
+        assert "amplified in " + found[0] in reason, reason
+    else:
+        assert "show no amplified channel" in reason, reason
 
 
 def check(analysis: AnalysisResult) -> Counter[str]:
     """Assert every claim of every headline; return how often each claim was made."""
     said: Counter[str] = Counter()
     for cell in analysis.cells:
+        _risk(cell)
+        for c in cell.comparisons:
+            _intervals_labelled(c.verdict_reason)
         by_arm = {c.arm: c for c in cell.comparisons}
         for h in headlines(cell, analysis.settings.default_K):
             c = by_arm[h.arm]
             text = " ".join(h.sentences)
+            _intervals_labelled(text)
             for phrase, holds in CLAIMS.items():
                 if phrase in text:
                     said[phrase] += 1
@@ -140,11 +192,18 @@ def test_the_tau2_fixture_files(name: str) -> None:
 
 
 def _random_study(seed: int) -> list[Episode]:
-    """Reference and three arms on random tasks: a copy-like arm, one with more failed calls
-    (lower success at small budgets), one with lower success; sizes vary with the seed."""
+    """Reference and four arms on random tasks: a copy-like arm, one with more failed calls
+    (lower success at small budgets), one with lower success, one that types a person's name
+    into the name slot (a channel new in the arm); sizes vary with the seed."""
     rng = np.random.default_rng(seed)
     tasks, trials = int(rng.choice([8, 30, 60])), int(rng.choice([1, 2, 4]))
-    arms = {"ref": (0.6, 0.5), "same": (0.6, 0.5), "fails": (0.6, 1.5), "drops": (0.35, 0.6)}
+    arms = {
+        "ref": (0.6, 0.5),
+        "same": (0.6, 0.5),
+        "fails": (0.6, 1.5),
+        "drops": (0.35, 0.6),
+        "new": (0.6, 0.5),
+    }
     names = ["foo", "bar", "baz", "toggle_airplane_mode"]
     eps = []
     for arm, (p_success, fail_rate) in arms.items():
@@ -152,6 +211,7 @@ def _random_study(seed: int) -> list[Episode]:
             for k in range(trials):
                 calls: list[tuple[str, str | None]] = [("get_user", "ok")]
                 calls += [(str(rng.choice(names)), "fail") for _ in range(rng.poisson(fail_rate))]
+                calls += [("Tina Jones", "fail")] * int(arm == "new" and rng.random() < 0.6)
                 calls += [("get_order", "ok")]
                 eps.append(episode(arm, f"t{t}", k, calls, success=bool(rng.random() < p_success)))
     return eps
@@ -166,3 +226,5 @@ def test_synthetic_studies_over_every_verdict() -> None:
         verdicts.update(c.verdict for cell in analysis.cells for c in cell.comparisons)
     assert set(verdicts) >= {"visible damage", "inconclusive", "no damage detected"}, verdicts
     assert said["hides the damage"] and said["could not be shown"], said
+    assert said["exact sign test over tasks"] and said["only in the reference, amplified"], said
+    assert said["not tested at this study size"], said

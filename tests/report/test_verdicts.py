@@ -6,7 +6,7 @@ from pathlib import Path
 
 from report_episodes import analyzed, study
 
-from flatscore.report.verdicts import ADVICE, headlines, pts
+from flatscore.report.verdicts import ADVICE, headlines, pct, pts
 
 
 def test_headline_restates_the_numbers() -> None:
@@ -16,7 +16,7 @@ def test_headline_restates_the_numbers() -> None:
     c = cell.comparisons[0]
     assert (h.arm, h.reference, h.verdict) == ("int4", "bf16", c.verdict)
     assert h.verdict == "flat score, amplified failures" and h.tone == "warn"
-    score, failures, budget, advice = h.sentences
+    score, failures, loops, budget, advice = h.sentences
     g = c.gap_default
     assert f"K = {analysis.settings.default_K} failed calls" in score
     assert f"{pts(g.s_arm)}% of tasks against {pts(g.s_ref)}%" in score
@@ -28,6 +28,10 @@ def test_headline_restates_the_numbers() -> None:
         in failures
     )
     assert "role confusion" in failures  # the channel with the largest count increase
+    a, r = arms["int4"], arms["bf16"]
+    assert loops.startswith(f"Loops: {pct(a.repeat_share)} of its failed calls repeat")
+    assert f"(against {pct(r.repeat_share)}" in loops
+    assert f"{pct(a.reissue_share)} of its calls re-issue a call that already succeeded" in loops
     small = next(p for p in c.gap if c.gap_amplification.k_small == p.K)
     assert f"K = {small.K}), the gap is {pts(small.gap)} points" in budget
     assert advice == ADVICE["flat score, amplified failures"]

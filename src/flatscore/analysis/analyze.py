@@ -13,7 +13,7 @@ from collections.abc import Iterable
 import flatscore
 from flatscore.analysis.arm_stats import arm_stats
 from flatscore.analysis.balanced import balanced, left_out
-from flatscore.analysis.budget import FALLBACK_DEFAULT_K, recorded_max_errors
+from flatscore.analysis.budget import FALLBACK_DEFAULT_K, recorded_max_errors, unlimited
 from flatscore.analysis.channels import ChannelRules, load_rules
 from flatscore.analysis.comparison import VERDICT_ORDER, compare, correct_channels, finalize
 from flatscore.analysis.cost import cost_summary
@@ -24,10 +24,14 @@ from flatscore.analysis.noise_floor import CellFloor, noise_floor
 from flatscore.analysis.precision import ReferenceUndecided, choose_reference, precision_order
 from flatscore.analysis.repair_effect import has_repair_runs, repair_effects
 from flatscore.analysis.result import AnalysisResult, Cell, Comparison, Settings
-from flatscore.analysis.risk import risk_screen
+from flatscore.analysis.risk import risk_screen, with_outcome
+from flatscore.analysis.sequential_replay import replay
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.stats import adjust_pvalues, resample_counts, stable_rng
 from flatscore.analysis.task_matrix import task_matrix
+from flatscore.analysis.trials import left_out as trials_left_out
+from flatscore.analysis.trials import pick_trials, trials_text
+from flatscore.defaults import MAX_BUDGET
 from flatscore.episode import Episode
 from flatscore.errors import InputError
 
@@ -91,8 +95,14 @@ def _input_warnings(tau2: Counter[str]) -> list[str]:
     return out
 
 
-def _default_k(all_facts: list[EpisodeFacts], warnings: list[str]) -> tuple[int, str]:
+def _default_k(all_facts: list[EpisodeFacts], warnings: list[str], count: str) -> tuple[int, str]:
     recorded = recorded_max_errors(all_facts)
+    if recorded is None and unlimited(all_facts):
+        k = min(max((f.failed_calls(count) for f in all_facts), default=0), MAX_BUDGET)
+        return k, (
+            f"recorded max_errors = 0 (τ²: no limit) → K = {k}, the episodes' own largest "
+            "failed-call count"
+        )
     if recorded is None:
         return FALLBACK_DEFAULT_K, "no recorded budget: τ²'s default K = 9"
     if len({f.max_errors for f in all_facts}) > 1:
@@ -109,6 +119,16 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
     options = options or AnalysisSettings()
     rules = options.rules or load_rules()
     unique, warnings = unique_episodes(((None, ep) for ep in episodes), options.dedupe)
+    if options.trials is not None:
+        read_all = len(unique)
+        unique = pick_trials(unique, options.trials)
+        if read_all and not unique:
+            raise InputError(
+                f"no episode of trials {trials_text(options.trials)} in the input "
+                "(trials are counted from 1)",
+                field="--trials",
+            )
+        warnings += trials_left_out(options.trials, read_all, len(unique))
     if options.balanced:
         read_all = len(unique)
         unique = balanced(unique)
@@ -125,7 +145,7 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
         )
     warnings += _input_warnings(tau2)
     all_facts = [f for arms in grouped.values() for fl in arms.values() for f in fl]
-    default_k, k_source = _default_k(all_facts, warnings)
+    default_k, k_source = _default_k(all_facts, warnings, options.count)
     recorded = recorded_max_errors(all_facts)
     budgets = sorted(
         set(options.budgets if options.budgets is not None else range(default_k + 1)) | {default_k}
@@ -173,6 +193,7 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
             )
         else:
             verdict, why = "nothing to compare", "only one arm: no comparison was made"
+        cell["risk_screen"] = with_outcome(cell["risk_screen"], done)  # type: ignore[arg-type]
         cells.append(Cell(**cell, comparisons=done, verdict=verdict, verdict_reason=why))
 
     sources: Counter[str] = Counter(f.tool_list_source for f in all_facts)
@@ -194,7 +215,7 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
         if has_repair_runs(unique)
         else None
     )
-    return AnalysisResult(
+    result = AnalysisResult(
         flatscore_version=flatscore.__version__,
         settings=settings,
         definitions=definitions(
@@ -213,6 +234,9 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
         channel_family=channel_family,
         cost=cost_summary(unique, options.prices),
     )
+    if options.sequential:
+        result = replay(result, grouped, unique, options)
+    return result
 
 
 def _cell(

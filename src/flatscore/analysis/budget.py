@@ -44,9 +44,16 @@ def parse_budgets(text: str) -> list[int]:
 
 
 def recorded_max_errors(facts: Sequence[EpisodeFacts]) -> int | None:
-    """The smallest `max_errors` the episodes ran under (None: no budget recorded)."""
-    values = [f.max_errors for f in facts if f.max_errors is not None]
+    """The smallest `max_errors` the episodes ran under (None: no budget recorded). A
+    recorded 0 is no budget: τ²'s orchestrators read `max_errors: 0` as "no limit" (and no
+    runner of flatscore writes it)."""
+    values = [f.max_errors for f in facts if f.max_errors]
     return min(values) if values else None
+
+
+def unlimited(facts: Sequence[EpisodeFacts]) -> bool:
+    """Some episode recorded `max_errors: 0` (no limit)."""
+    return any(f.max_errors == 0 for f in facts)
 
 
 def success_within_budgets(

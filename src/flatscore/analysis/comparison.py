@@ -41,6 +41,7 @@ from flatscore.analysis.result import (
 from flatscore.analysis.settings import AnalysisSettings, Correction
 from flatscore.analysis.stats import adjust_pvalues, p_is, percentile_ci, ratio
 from flatscore.analysis.task_matrix import MALFORMED, TaskMatrix
+from flatscore.analysis.task_sign import task_sign_test
 
 VERDICT_ORDER: tuple[Verdict, ...] = (
     "visible damage",
@@ -82,14 +83,18 @@ def channel_ratio(
     ref: TaskMatrix, alt: TaskMatrix, num: str, den: str, conf: float, few: str | None
 ) -> ChannelAmplification:
     """rate_arm / rate_ref of one channel (or of all failed calls) on the paired tasks, with
-    the task-clustered interval and uncorrected p (`rate_ratio`); none below the cell's
-    minimum task count (`few` says so). `amplified` is decided study-wide (`correct_channels`)."""
+    the task-clustered interval and uncorrected p (`rate_ratio`); where the channel is too
+    sparse for it (new in the arm, or all of an arm's failures in one task) the exact sign
+    test over tasks (`task_sign`); none below the cell's minimum task count (`few` says
+    so). `amplified` is decided study-wide (`correct_channels`)."""
     r_ref, r_arm = ref.rate(num, den), alt.rate(num, den)
     c_ref = round(float((ref.column(num) * ref.episodes).sum()))
     c_arm = round(float((alt.column(num) * alt.episodes).sum()))
     point = r_arm / r_ref if r_ref and r_arm is not None else None
     lo = hi = p = None
     note = None
+    test: Literal["rate_ratio", "task_sign"] | None = None
+    sparse = False
     if point is None:
         note = (
             f"new in the arm: the reference never failed this way, the arm did {c_arm} time(s)"
@@ -98,6 +103,7 @@ def channel_ratio(
             if c_ref == 0
             else "no agent tool calls"
         )
+        sparse = c_ref == 0 and c_arm > 0
     elif few is not None:
         note = few
     elif point > 0:
@@ -106,9 +112,22 @@ def channel_ratio(
         )
         lo, hi, p = (_finite(float(v)) for v in (t.ci_low, t.ci_high, t.p_value))
         if p is None:
-            note = "all of an arm's failures in this channel are in one task: no test"
+            note = "all of an arm's failures in this channel are in one task: no ratio test"
+            sparse = True
+        else:
+            test = "rate_ratio"
     else:
         note = "the arm never failed this way: no test of an increase"
+    arm_only = ref_only = None
+    if sparse and few is None:
+        s = task_sign_test(alt.column(num), ref.column(num))
+        p, test, arm_only, ref_only = s.p_value, "task_sign", s.arm_only, s.ref_only
+        note = (
+            f"{note}; exact sign test over tasks: {s.arm_only} task(s) only in the arm, "
+            f"{s.ref_only} only in the reference"
+        )
+    elif sparse:
+        note = f"{note}; {few}"
     return ChannelAmplification(
         ratio=point,
         ci_low=lo,
@@ -121,16 +140,51 @@ def channel_ratio(
         amplified=False,
         note=note,
         p_value=p,
+        test=test,
+        tasks_arm_only=arm_only,
+        tasks_ref_only=ref_only,
+    )
+
+
+def increase(a: ChannelAmplification) -> bool:
+    """The direction a test must show for `amplified`: ratio above 1, or (no ratio) more
+    tasks where only the arm fails this way than where only the reference does."""
+    if a.ratio is not None:
+        return a.ratio > 1
+    return (a.tasks_arm_only or 0) > (a.tasks_ref_only or 0)
+
+
+def gap_amplification(small: GapPoint, default: GapPoint) -> GapAmplification:
+    """Gap(K_small) / Gap(K_default), only where it means "the gap grows by this factor":
+    both gaps positive and Gap(K_default)'s interval above 0. Otherwise null, and the note
+    says why (a ratio of a negative or noisy denominator reads as a factor it is not)."""
+    note = None
+    assert small.gap is not None and default.gap is not None
+    if default.gap <= 0 or small.gap <= 0:
+        which = [
+            f"Gap(K={g.K}) = {points(g.gap or 0.0)}" for g in (small, default) if (g.gap or 0) <= 0
+        ]
+        note = f"{' and '.join(which)}: no positive gap to amplify (see gap_growth)"
+    elif default.ci_low is None or default.ci_low <= 0:
+        note = (
+            f"Gap(K={default.K}) = {points(default.gap)} is not distinguishable from 0 (its "
+            "interval includes 0): the ratio would divide by noise (see gap_growth)"
+        )
+    return GapAmplification(
+        k_small=small.K,
+        k_default=default.K,
+        value=None if note else small.gap / default.gap,
+        note=note,
     )
 
 
 def decide(
-    ratios: list[float], p_values: list[float], correction: Correction, alpha: float
+    up: list[bool], p_values: list[float], correction: Correction, alpha: float
 ) -> tuple[list[float], list[bool]]:
     """One family's adjusted p-values and amplification decisions: amplified = an increase
-    (ratio > 1) whose corrected two-sided p is below alpha."""
+    (`up`, see `increase`) whose corrected two-sided p is below alpha."""
     adjusted = adjust_pvalues(p_values, correction)
-    return adjusted, [r > 1 and p < alpha for r, p in zip(ratios, adjusted, strict=True)]
+    return adjusted, [u and p < alpha for u, p in zip(up, adjusted, strict=True)]
 
 
 def correct_channels(
@@ -152,8 +206,8 @@ def correct_channels(
     }
 
     def corrected(group: dict[Any, ChannelAmplification]) -> dict[Any, ChannelAmplification]:
-        ratios = [a.ratio or 0.0 for a in group.values()]
-        adjusted, up = decide(ratios, [a.p_value or 0.0 for a in group.values()], correction, alpha)
+        ups = [increase(a) for a in group.values()]
+        adjusted, up = decide(ups, [a.p_value or 0.0 for a in group.values()], correction, alpha)
         return {
             key: a.model_copy(update={"p_adjusted": p, "amplified": u})
             for (key, a), p, u in zip(group.items(), adjusted, up, strict=True)
@@ -231,17 +285,7 @@ def compare(
     k_small = min(budgets)
     g_small = next(g for g in gaps if k_small == g.K)
     assert g_default.gap is not None and g_small.gap is not None
-    if g_default.gap == 0:
-        amp = GapAmplification(
-            k_small=k_small,
-            k_default=default_k,
-            value=None,
-            note="Gap(K_default) is 0: the ratio does not exist (see gap_growth)",
-        )
-    else:
-        amp = GapAmplification(
-            k_small=k_small, k_default=default_k, value=g_small.gap / g_default.gap
-        )
+    amp = gap_amplification(g_small, g_default)
     growth_d = diff(k_small) - diff(default_k)
     g_lo, g_hi = paired_difference_interval(growth_d, conf)
     growth = Interval(value=float(growth_d.mean()), ci_low=g_lo, ci_high=g_hi)
@@ -306,6 +350,18 @@ def compare(
         conf,
         few if np.isfinite(rec_point) else "an arm has no failed agent calls",
     )
+    loops = {
+        key: _boot_interval(
+            _finite(float(rate(A, num, den) - rate(R, num, den))),
+            boot_diff(num, den),
+            conf,
+            few if np.isfinite(float(rate(A, num, den) - rate(R, num, den))) else none,
+        )
+        for key, num, den, none in (
+            ("repeat", "repeats", "agent_failed", "an arm has no failed agent calls"),
+            ("reissue", "reissued", "calls", "an arm has no agent tool calls"),
+        )
+    }
     return Comparison(
         arm=arm,
         reference=reference,
@@ -343,14 +399,23 @@ def compare(
         tost_margin=settings.tost_margin,
         trajectory_difference=traj,
         recovery_difference=recovery,
+        repeat_difference=loops["repeat"],
+        reissue_difference=loops["reissue"],
     )
 
 
 def times(a: ChannelAmplification) -> str:
-    """'×1.27 [1.08, 1.49]' (the interval left out when there is none)."""
-    text = f"×{a.ratio:.2f}" if a.ratio is not None else "no ratio"
+    """'×1.27 [unadjusted 95% CI 1.08, 1.49]' (the interval left out when there is none);
+    a channel with no ratio: 'new: 0 → 96 calls'; the sign test's task counts where it was
+    the test."""
+    text = f"×{a.ratio:.2f}" if a.ratio is not None else f"new: 0 → {a.count_arm} calls"
     if a.ci_low is not None and a.ci_high is not None:
-        text += f" [{a.ci_low:.2f}, {a.ci_high:.2f}]"
+        text += f" [unadjusted 95% CI {a.ci_low:.2f}, {a.ci_high:.2f}]"
+    if a.test == "task_sign":
+        text += (
+            f" (exact sign test over tasks: {a.tasks_arm_only} task(s) only in the arm, "
+            f"{a.tasks_ref_only} only in the reference)"
+        )
     return text
 
 
@@ -401,7 +466,7 @@ def channel_reasons(c: Comparison) -> list[str]:
     reasons = []
     if c.failed_calls is not None and c.failed_calls.amplified:
         reasons.append(
-            f"more failed calls overall: ×{times(c.failed_calls)[1:]} ({_adj(c.failed_calls)})"
+            f"more failed calls overall: {times(c.failed_calls)} ({_adj(c.failed_calls)})"
         )
     if c.amplified_channels:
         amp = c.channel_amplification
@@ -420,7 +485,7 @@ def verdict(
     p_text = p_is(c.p_adjusted, "adjusted p") if c.p_adjusted is not None else "no test"
     lo, hi = c.gap_default.ci_low, c.gap_default.ci_high
     ci_text = (
-        f"95% CI {100 * lo:+.1f} to {100 * hi:+.1f} points"
+        f"unadjusted 95% CI {100 * lo:+.1f} to {100 * hi:+.1f} points"
         if lo is not None and hi is not None
         else "no interval"
     )

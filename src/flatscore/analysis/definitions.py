@@ -37,7 +37,8 @@ def definitions(
         f"({counted}) is ≤ K, recomputed from logs (an episode over K counts as failed even if "
         "it finished). τ² max_errors = M corresponds to S(M − 1); S(K) for K ≥ M is not "
         "recomputable from logs recorded with budget M (marked recomputable: false).",
-        "default_K": f"K = {default_k}: the recorded budget (max_errors − 1), else 9.",
+        "default_K": f"K = {default_k}: the recorded budget (max_errors − 1; max_errors 0, τ²'s "
+        "no limit: the episodes' largest failed-call count), else 9.",
         "gap": "Gap(K) = S_ref(K) − S_arm(K) on the tasks both arms ran (paired, "
         "task-weighted), with a 95% paired interval on the per-task differences: t (n − 1 "
         "df) with ≥ 6 discordant tasks, else Tango's score interval; calibrated at every study "

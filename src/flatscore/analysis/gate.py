@@ -247,7 +247,8 @@ def _decide(
     if drops or amplified:
         parts = [
             f"significant success drop at K = {c.K}: {100 * (c.gap or 0):.1f} points "
-            f"(95% CI {_pts(c.ci_low)} to {_pts(c.ci_high)}, {p_is(c.p_adjusted, 'adjusted p')})"
+            f"(unadjusted 95% CI {_pts(c.ci_low)} to {_pts(c.ci_high)}, "
+            f"{p_is(c.p_adjusted, 'adjusted p')})"
             for c in drops
         ]
         if amplified:
@@ -257,7 +258,7 @@ def _decide(
         ks = " and ".join(f"K = {c.K}" for c in checks)
         inside = "".join(
             f"; a significant drop inside the margin at K = {c.K}: {100 * (c.gap or 0):.1f} "
-            f"points (95% CI {_pts(c.ci_low)} to {_pts(c.ci_high)})"
+            f"points (unadjusted 95% CI {_pts(c.ci_low)} to {_pts(c.ci_high)})"
             for c in small
         )
         return "pass", (
@@ -270,7 +271,7 @@ def _decide(
     ]
     if new:
         parts.append(
-            "channel(s) new in the candidate, with no ratio to test: "
+            "channel(s) new in the candidate, with no test at this study size: "
             + ", ".join(f"{ch} ({n} failed calls, none in the reference)" for ch, n in new.items())
         )
     if not tested:
@@ -321,7 +322,9 @@ def gate(
         new = {
             ch: a.count_arm
             for ch, a in comp.channel_amplification.items()
-            if a.count_ref == 0 and a.count_arm > 0 and (o.channels is None or ch in o.channels)
+            if a.count_ref == 0 < a.count_arm
+            and a.p_value is None  # new and untested
+            and (o.channels is None or ch in o.channels)
         }
         tested = comp.paired_tasks >= minimum
         verdict, reason = _decide(checks, amplified, new, tested, comp.paired_tasks, minimum)

@@ -35,6 +35,12 @@ from flatscore.analysis.result import FloorStat, NoiseFloor
 from flatscore.analysis.stats import percentile_ci, ratio
 from flatscore.analysis.task_matrix import MALFORMED, TaskMatrix, task_matrix
 
+MIN_REFERENCE_NAMES = 20
+"""The fewest distinct hallucinated names the reference must produce on the paired tasks for
+the names' floor to decide anything: the decision is calibrated (tests/analysis/
+test_noise_floor.py) on a reference with 20 names; with fewer, ρ ranks a handful of names
+and the novel share of a half rests on a handful of calls, and invariance is untestable."""
+
 FLOOR_RESAMPLES = 1000
 """The floor's intervals use the first 1,000 of the cell's bootstrap resamples (ρ is ranked
 once per split and resample; 1,000 keeps the analysis within its speed target)."""
@@ -120,6 +126,10 @@ def _signed(
     out["recovery_difference"] = rate(arm, "recovered", "agent_failed") - rate(
         ref, "recovered", "agent_failed"
     )
+    out["repeat_difference"] = rate(arm, "repeats", "agent_failed") - rate(
+        ref, "repeats", "agent_failed"
+    )
+    out["reissue_difference"] = rate(arm, "reissued", "calls") - rate(ref, "reissued", "calls")
     for m in TRAJECTORY_METRICS:
         out[f"trajectory.{m}"] = rate(arm, f"traj_{m}", "task") - rate(ref, f"traj_{m}", "task")
     return out
@@ -247,7 +257,10 @@ def noise_floor(
             stats[key] = _signed_stat(key, value, floor_pt[key])
     half = len(cell.splits[0][0]), len(cell.splits[0][1])
     distinct = len(cell.splits) // 2  # each split appears in both orientations
+    own = int((ref_full.name_means.sum(axis=0) > 0).sum())
     verdict, reason = _invariance(stats, cell.weights is not None)
+    if own < MIN_REFERENCE_NAMES:
+        verdict, reason = "not decided", untestable(own)
     return NoiseFloor(
         splits=distinct,
         trials_per_half=list(half),
@@ -265,6 +278,16 @@ def noise_floor(
         diagnostics=stats,
         invariance=verdict,
         invariance_reason=reason,
+        reference_names=own,
+    )
+
+
+def untestable(names: int) -> str:
+    """The invariance reason when the floor rests on too few of the reference's names."""
+    return (
+        "untestable: too few of the reference's own names "
+        f"({names} distinct hallucinated name(s) on the paired tasks; the floor needs "
+        f"≥ {MIN_REFERENCE_NAMES})"
     )
 
 
@@ -343,7 +366,7 @@ def _invariance(stats: dict[str, FloorStat], intervals: bool) -> tuple[str, str]
         assert s.floor is not None and s.arm_half is not None
         return (
             f"{name} {f(s.arm_half)} vs the reference's own {f(s.floor)} at half the trials "
-            f"(excess 95% CI {f(s.ci_low or 0.0)} to {f(s.ci_high or 0.0)})"
+            f"(excess, unadjusted 95% CI {f(s.ci_low or 0.0)} to {f(s.ci_high or 0.0)})"
         )
 
     parts = []

@@ -340,6 +340,24 @@ def paired_tost(
     return p, p < alpha
 
 
+def paired_one_sided(differences: np.ndarray, delta: float, upper: bool) -> np.ndarray:
+    """One-sided p-value on the statistic `paired_interval` uses: H0 Δ ≤ delta when `upper`
+    (evidence that the mean difference is above delta), else H0 Δ ≥ delta. As in
+    `paired_test`, differences all of one sign at delta = 0 get the exact sign-flip p (one
+    side: 2^(−k)) rather than the score statistic's 0. The group-sequential looks of
+    `sequential` read their statistics from here."""
+    d = np.asarray(differences, dtype=np.float64)
+    z = score_z(discordance(d), delta)
+    score = norm.sf(z) if upper else norm.cdf(z)
+    el = _el_p(d, delta, "upper" if upper else "lower") if d.shape[-1] >= 2 else score
+    p = np.where(uses_el(d), el, score)
+    if delta == 0:
+        edge = sign_flip_p(d) / 2.0
+        towards = (d >= 0).all(axis=-1) if upper else (d <= 0).all(axis=-1)
+        p = np.where(uses_el(d) & ~np.isnan(edge) & towards, edge, p)
+    return p
+
+
 def paired_difference_interval(
     differences: np.ndarray, confidence: float = 0.95
 ) -> tuple[float | None, float | None]:

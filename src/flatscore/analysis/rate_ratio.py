@@ -43,6 +43,28 @@ def _log_rate_ratio(ya: np.ndarray, xa: np.ndarray, yr: np.ndarray, xr: np.ndarr
         return np.log(ya / xa) - np.log(yr / xr)
 
 
+def log_ratio_jackknife(
+    y_arm: np.ndarray, x_arm: np.ndarray, y_ref: np.ndarray, x_ref: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The log rate ratio over the last axis (tasks) and its leave-one-task-out jackknife
+    SE, as `rate_ratio_test` computes them (NaN / inf where they do not exist): the one-sided
+    tests of `sequential` use these with t(n − 1)."""
+    parts = [np.asarray(a, dtype=np.float64) for a in (y_arm, x_arm, y_ref, x_ref)]
+    parts = list(np.broadcast_arrays(*parts))
+    n = parts[0].shape[-1]
+    sums = [a.sum(axis=-1, keepdims=True) for a in parts]
+    full = _log_rate_ratio(*sums)[..., 0]
+    left_out = _log_rate_ratio(*(s - a for s, a in zip(sums, parts, strict=True)))
+    with np.errstate(invalid="ignore"):
+        centred = left_out - left_out.mean(axis=-1, keepdims=True)
+        se = (
+            np.sqrt((n - 1) / n * (centred**2).sum(axis=-1))
+            if n >= 2
+            else np.full_like(full, np.nan)
+        )
+    return full, se
+
+
 def rate_ratio_test(
     y_arm: np.ndarray,
     x_arm: np.ndarray,
@@ -52,20 +74,9 @@ def rate_ratio_test(
 ) -> RatioTest:
     """(Σ y_arm / Σ x_arm) / (Σ y_ref / Σ x_ref) over the last axis (tasks), with a
     `confidence` interval and a two-sided p-value for ratio = 1."""
-    parts = [np.asarray(a, dtype=np.float64) for a in (y_arm, x_arm, y_ref, x_ref)]
-    parts = list(np.broadcast_arrays(*parts))
-    n = parts[0].shape[-1]
-    sums = [a.sum(axis=-1, keepdims=True) for a in parts]
-    full = _log_rate_ratio(*sums)[..., 0]
-    left_out = _log_rate_ratio(*(s - a for s, a in zip(sums, parts, strict=True)))
+    n = np.broadcast_shapes(*(np.shape(a) for a in (y_arm, x_arm, y_ref, x_ref)))[-1]
+    full, se = log_ratio_jackknife(y_arm, x_arm, y_ref, x_ref)
     df = max(n - 1, 1)
-    with np.errstate(invalid="ignore"):
-        centred = left_out - left_out.mean(axis=-1, keepdims=True)
-        se = (
-            np.sqrt((n - 1) / n * (centred**2).sum(axis=-1))
-            if n >= 2
-            else np.full_like(full, np.nan)
-        )
     ok = np.isfinite(full) & np.isfinite(se)
     se_safe = np.where(ok & (se > 0), se, 1.0)
     t = np.where(ok, full / se_safe, 0.0)

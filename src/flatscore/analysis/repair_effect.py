@@ -35,6 +35,7 @@ from flatscore.analysis.precision import ReferenceUndecided, choose_reference, p
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.stats import percentile_ci, ratio, resample_counts, stable_rng
 from flatscore.analysis.task_matrix import MALFORMED, TaskMatrix, task_matrix
+from flatscore.defaults import MAX_BUDGET
 from flatscore.episode import Episode
 
 REPAIR_SUFFIX = "+repair"
@@ -149,7 +150,7 @@ def repair_effects(
             continue
         repaired, arm = is_repaired(ep), base_arm(ep.arm)
         groups[(ep.model, ep.domain)][(arm, repaired)].append(episode_facts(ep, rules))
-        if ep.error_budget.max_errors is not None:
+        if ep.error_budget.max_errors is not None:  # 0: τ²'s "no limit"
             max_errors.append(ep.error_budget.max_errors)
         if repaired:
             key = (ep.model, ep.domain, arm)
@@ -159,7 +160,14 @@ def repair_effects(
                     key, {k: v for k, v in info.items() if k in ("channels", "attempts")}
                 )
             instructions[key].append(sum(m.repair for m in ep.messages))
-    default_k = min(max_errors) - 1 if max_errors else FALLBACK_DEFAULT_K
+    limited = [m for m in max_errors if m > 0]
+    if limited:
+        default_k = min(limited) - 1
+    elif max_errors:  # only "no limit": the episodes' own largest failed-call count
+        facts = [f for arms in groups.values() for fl in arms.values() for f in fl]
+        default_k = min(max((f.failed_calls(options.count) for f in facts), default=0), MAX_BUDGET)
+    else:
+        default_k = FALLBACK_DEFAULT_K
     budgets = sorted(set(options.budgets or range(default_k + 1)) | {default_k})
 
     cells: list[RepairCell] = []

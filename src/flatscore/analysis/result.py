@@ -16,7 +16,9 @@ from flatscore.analysis.channels import CHANNELS, ChannelRules
 from flatscore.analysis.margins_result import MarginsResult
 from flatscore.analysis.outputs import AnalysisModel, CountMode, Interval
 from flatscore.analysis.repair_effect import RepairEffectResult
+from flatscore.analysis.sequential_result import SequentialComparison, SequentialSummary
 from flatscore.analysis.settings import AnalysisSettings, Correction
+from flatscore.analysis.task_sign import METHOD as TASK_SIGN_METHOD
 
 ANALYSIS_SCHEMA_VERSION = 1
 
@@ -99,6 +101,18 @@ class ArmStats(AnalysisModel):
     failed_calls_with_next_call: int
     episodes_with_failure: int
     episode_recovery_rate: float | None
+    repeated_failed_calls: int = 0
+    """Failed agent calls whose previous (answered) agent call failed with the same name and
+    arguments: the agent looping on the call that had just failed."""
+    repeat_share: float | None = None
+    """repeated_failed_calls / failed agent calls (task-weighted)."""
+    reissued_calls: int = 0
+    """Agent calls with the name and arguments of a call that already succeeded earlier in
+    the episode (a paid bill paid again)."""
+    reissued_failed_calls: int = 0
+    """Of reissued_calls, those that failed."""
+    reissue_share: float | None = None
+    """reissued_calls / agent tool calls (task-weighted)."""
     termination_reasons: dict[str, int]
     trajectory: TrajectoryStats
     hallucinated_names: dict[str, int]
@@ -127,8 +141,11 @@ class GapAmplification(AnalysisModel):
 
 class ChannelAmplification(AnalysisModel):
     """rate_arm / rate_ref with a 95% CI and a test (task-clustered log rate ratio,
-    `rate_ratio.METHOD`); `amplified` = ratio above 1 and the multiplicity-corrected p below
-    alpha (the family is `AnalysisResult.channel_family`)."""
+    `rate_ratio.METHOD`; where the channel is too sparse for it, new in the arm or all of an
+    arm's failures in one task, the exact sign test over tasks, `task_sign.METHOD`);
+    `amplified` = an increase (ratio above 1, or more arm-only tasks where there is no ratio)
+    with the multiplicity-corrected p below alpha (the family is
+    `AnalysisResult.channel_family`)."""
 
     ratio: float | None
     ci_low: float | None
@@ -144,6 +161,12 @@ class ChannelAmplification(AnalysisModel):
     """Two-sided, uncorrected; null where there is no test (see `note`)."""
     p_adjusted: float | None = None
     """Corrected over the family (`channel_family`); null before the study-wide step."""
+    test: Literal["rate_ratio", "task_sign"] | None = None
+    """Which test gave `p_value` (null: none)."""
+    tasks_arm_only: int | None = None
+    """The sign test's counts: paired tasks where only the arm / only the reference failed in
+    the channel (null where the rate-ratio test was used)."""
+    tasks_ref_only: int | None = None
 
 
 class ChannelFamily(AnalysisModel):
@@ -159,9 +182,13 @@ class ChannelFamily(AnalysisModel):
     """The all-channel failed-call ratios (one per comparison) form their own family."""
     note: str = (
         "every channel of CHANNELS (unknown_tool and its four parts included) of every arm "
-        "against its cell's reference, where both arms failed in it and the cell has enough "
-        "paired tasks; amplified = ratio > 1 and adjusted p < alpha"
+        "against its cell's reference, where the arm failed in it and the cell has enough "
+        "paired tasks: the rate-ratio test where both arms failed in it in more than one task, "
+        "else (new in the arm, or all of an arm's failures in one task) the exact sign test "
+        "over tasks; amplified = an increase and adjusted p < alpha"
     )
+    exact_test: str = TASK_SIGN_METHOD
+    """The test of channels too sparse for the ratio (`task_sign.METHOD`)."""
 
 
 class FloorStat(AnalysisModel):
@@ -189,7 +216,8 @@ class FloorStat(AnalysisModel):
 class NoiseFloor(AnalysisModel):
     """Every diagnostic of one comparison next to what the reference gives against itself;
     keys: spearman_rho, novel_fraction, failed_calls, channel.<channel>, gap.K<k> (smallest
-    and default K), recovery_difference, trajectory.<metric>."""
+    and default K), recovery_difference, repeat_difference, reissue_difference,
+    trajectory.<metric>."""
 
     splits: int
     trials_per_half: list[int] = Field(default_factory=list)
@@ -197,6 +225,9 @@ class NoiseFloor(AnalysisModel):
     diagnostics: dict[str, FloorStat]
     invariance: Literal["not beyond the noise floor", "beyond the noise floor", "not decided"]
     invariance_reason: str
+    reference_names: int | None = None
+    """Distinct hallucinated names of the reference on the paired tasks: below
+    `noise_floor.MIN_REFERENCE_NAMES` invariance is "not decided" (untestable)."""
 
 
 class Comparison(AnalysisModel):
@@ -236,6 +267,12 @@ class Comparison(AnalysisModel):
     tost_margin: float
     trajectory_difference: dict[str, Interval]
     recovery_difference: Interval
+    repeat_difference: Interval | None = None
+    """Loops: the arm's repeat share minus the reference's (repeated failed calls / failed
+    agent calls), points as a fraction, task-bootstrap interval."""
+    reissue_difference: Interval | None = None
+    """Loops: the arm's re-issue share minus the reference's (calls re-issuing a call that
+    already succeeded / agent tool calls)."""
     verdict: Verdict | None = None
     """Null only before the study-wide correction; always set in analysis.json."""
     verdict_reason: str = ""
@@ -244,15 +281,22 @@ class Comparison(AnalysisModel):
     control_of: str | None = None
     """Set when this arm is a negative control: a replicate of that arm with another seed
     base (a study file's `control_of`); it should come out "no damage detected"."""
+    sequential: SequentialComparison | None = Field(None, exclude_if=lambda v: v is None)
+    """What a sequential study would have decided, and after how many tasks (`analyze
+    --sequential` only; absent otherwise)."""
 
 
 class RiskScreen(AnalysisModel):
-    """The study's cheap filter, from reference-arm logs alone."""
+    """The study's cheap filter, a prior from reference-arm logs alone; `reason` ends with
+    what the cell's own comparisons found (`amplified_in`)."""
 
     verdict: Literal["low risk", "at risk", "unknown"]
     established_channels: dict[str, float]
     threshold: float
     reason: str
+    amplified_in: list[str] | None = None
+    """The cell's arms with an amplified channel or more failed calls overall (corrected
+    tests); null when the cell has no comparison."""
 
 
 class Cell(AnalysisModel):
@@ -357,3 +401,6 @@ class AnalysisResult(AnalysisModel):
     """The multiplicity family of channel amplification; null when nothing was tested."""
     cost: CostSummary | None = None
     """What each arm cost to run (docs/analysis.md, "Cost")."""
+    sequential: SequentialSummary | None = Field(None, exclude_if=lambda v: v is None)
+    """The study read sequentially: task order, design, tasks and episodes it needed
+    (`analyze --sequential` only; absent otherwise)."""

@@ -4,11 +4,16 @@ quantization likely to hurt?
 The study's cheap filter: a model whose full-precision channel rates are near zero is
 unlikely to be damaged; one with an established failure channel will see it amplified.
 "Established" = a channel rate (failed agent calls in it / agent tool calls) ≥ the threshold.
+It is a prior, read before any arm is looked at; once the cell's comparisons are decided,
+`with_outcome` adds what they found, so the screen never predicts amplification the study's
+own tests did not show without saying so.
 """
 
 from __future__ import annotations
 
-from flatscore.analysis.result import ArmStats, RiskScreen
+from collections.abc import Sequence
+
+from flatscore.analysis.result import ArmStats, Comparison, RiskScreen
 
 DEFAULT_RISK_THRESHOLD = 0.02
 SCREENED_CHANNELS: tuple[str, ...] = (
@@ -40,12 +45,35 @@ def risk_screen(reference: ArmStats, threshold: float = DEFAULT_RISK_THRESHOLD) 
             verdict="at risk",
             established_channels=established,
             threshold=threshold,
-            reason=f"established failure channel(s) in {reference.arm}: {listed} "
-            f"(≥ {threshold:.1%} of agent calls); expect amplification under quantization",
+            reason=f"a prior from {reference.arm} alone: established failure channel(s) "
+            f"{listed} (≥ {threshold:.1%} of agent calls), which quantization tends to amplify",
         )
     return RiskScreen(
         verdict="low risk",
         established_channels={},
         threshold=threshold,
-        reason=f"every channel rate of {reference.arm} is below {threshold:.1%} of agent calls",
+        reason=f"a prior from {reference.arm} alone: every channel rate is below "
+        f"{threshold:.1%} of agent calls",
+    )
+
+
+def with_outcome(screen: RiskScreen, comparisons: Sequence[Comparison]) -> RiskScreen:
+    """The screen with what the cell's own comparisons found: the arms with an amplified
+    channel (or more failed calls overall), or that none has one."""
+    if not comparisons:
+        return screen
+    found = {
+        c.arm: (["all failed calls"] if c.failed_calls and c.failed_calls.amplified else [])
+        + list(c.amplified_channels)
+        for c in comparisons
+    }
+    amplified = {arm: chs for arm, chs in found.items() if chs}
+    if amplified:
+        outcome = "this cell's comparisons: amplified in " + "; ".join(
+            f"{arm} ({', '.join(chs)})" for arm, chs in amplified.items()
+        )
+    else:
+        outcome = "this cell's comparisons show no amplified channel"
+    return screen.model_copy(
+        update={"amplified_in": list(amplified), "reason": f"{screen.reason}; {outcome}"}
     )

@@ -31,6 +31,7 @@ from flatscore import defaults
 from flatscore.analysis.budget import parse_budgets
 from flatscore.analysis.channels import BUILTIN_RULES, ChannelRules, load_rules
 from flatscore.analysis.outputs import AnalysisModel, CountMode
+from flatscore.analysis.trials import parse_trials
 from flatscore.defaults import MAX_BOOTSTRAP, MAX_BUDGET, MIN_BOOTSTRAP
 from flatscore.errors import InputError, validating
 
@@ -82,6 +83,25 @@ class AnalysisSettings(AnalysisModel):
         description="only the (domain, task, trial) every arm of a cell has (a study cut "
         "short; `flatscore.analysis.balanced`); recorded in analysis.json when on",
     )
+    sequential: bool = Field(
+        False,
+        exclude_if=lambda on: not on,  # off: analysis.json as it was before this setting
+        description="also decide every comparison as a sequential study would have "
+        "(`flatscore.analysis.sequential_replay`); recorded in analysis.json when on",
+    )
+    sequential_max_tasks: int | None = Field(
+        None,
+        ge=1,
+        exclude_if=lambda v: v is None,
+        description="the sequential design's maximum paired tasks per comparison when the "
+        "data stop short of it (a run still going; None: the data's paired tasks)",
+    )
+    trials: list[int] | None = Field(
+        None,
+        exclude_if=lambda v: v is None,  # all trials: analysis.json as it was before
+        description="the trials analysed, counted from 1 (`1-2`: the episodes' trial 0 and "
+        "1; `flatscore.analysis.trials`); none: every trial; recorded in analysis.json when set",
+    )
     prices: dict[str, Price] = Field(
         default_factory=dict, description="by arm name, or 'model/arm' (the study file's)"
     )
@@ -120,6 +140,19 @@ class AnalysisSettings(AnalysisModel):
             isinstance(k, int) and not 0 <= k <= MAX_BUDGET for k in value
         ):
             raise ValueError(f"budgets must be between 0 and {MAX_BUDGET}")
+        return value
+
+    @field_validator("trials", mode="before")
+    @classmethod
+    def _trial_text(cls, value: Any) -> Any:
+        """`1-2` / `1,3` → the list (trials counted from 1)."""
+        if isinstance(value, str):
+            try:
+                return parse_trials(value)
+            except InputError as exc:
+                raise ValueError(exc.message) from None
+        if isinstance(value, list) and any(isinstance(t, int) and t < 1 for t in value):
+            raise ValueError("trials are counted from 1")
         return value
 
     @field_validator("rules", mode="before")

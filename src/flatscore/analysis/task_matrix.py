@@ -31,6 +31,7 @@ def columns(budgets: Sequence[int]) -> dict[str, int]:
     trajectory lengths and per-episode outcomes."""
     cols = ["task", *(f"S{k}" for k in budgets), "succeeded", "reward", "calls", "attempts"]
     cols += ["agent_failed", "recovered", "failed_with_next", "with_failure"]
+    cols += ["repeats", "reissued", "reissued_failed"]
     cols += ["succeeded_with_failure", *CHANNELS, *(f"traj_{m}" for m in TRAJECTORY_METRICS)]
     return {c: i for i, c in enumerate(cols)}
 
@@ -74,6 +75,9 @@ def _per_episode(
     row[cols["recovered"]] = f.recovered
     row[cols["failed_with_next"]] = f.failed_with_next
     row[cols["with_failure"]] = f.agent_failed > 0
+    row[cols["repeats"]] = f.repeats
+    row[cols["reissued"]] = f.reissued
+    row[cols["reissued_failed"]] = f.reissued_failed
     row[cols["succeeded_with_failure"]] = f.agent_failed > 0 and f.succeeded
     for ch in LEAF_CHANNELS:
         row[cols[ch]] = f.channels[ch]

@@ -30,6 +30,8 @@ def options_from_flags(
     channel_rules: Path | None,
     dedupe: bool = False,
     balanced: bool = False,
+    sequential: bool = False,
+    trials: str | None = None,
 ) -> AnalysisSettings:
     """The analysis flags shared by `analyze` and `report`, validated by the one settings
     model (bad values: one InputError naming the flag)."""
@@ -46,6 +48,8 @@ def options_from_flags(
         channel_rules=channel_rules,
         dedupe=dedupe,
         balanced=balanced,
+        sequential=sequential,
+        trials=trials,
     )
 
 
@@ -84,6 +88,8 @@ def analyze(
     ] = None,
     dedupe: opt.Dedupe = False,
     balanced: opt.Balanced = False,
+    sequential: opt.Sequential = False,
+    trials: opt.Trials = None,
 ) -> None:
     """Per-channel error rates, S(K), amplification, invariance, recovery and paired statistics."""
     from flatscore.analysis.analyze import analyze as run_analysis
@@ -102,6 +108,8 @@ def analyze(
         channel_rules,
         dedupe,
         balanced,  # applied and recorded by the analysis
+        sequential,
+        trials,  # likewise
     )
     with console.status("reading episodes and bootstrapping…"):
         episodes, dropped = unique_episodes(labelled_runs(runs), dedupe)

@@ -58,6 +58,13 @@ def gate(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the verdict as JSON (for machines).")
     ] = False,
+    sequential: opt.Sequential = False,
+    max_tasks: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="--sequential: the design's maximum paired tasks (default: the data's)."
+        ),
+    ] = None,
 ) -> None:
     """May the candidate replace the reference? Exit 0 pass, 3 damage, 4 inconclusive."""
     from flatscore.analysis.gate import GateOptions
@@ -79,8 +86,14 @@ def gate(
             seed=seed,
             count=count,
         )
-    with console.status("reading both runs, analysing at both budgets…"):
-        result = run_gate(_load(reference), _load(candidate), options, reference_arm, candidate_arm)
+    with console.status("reading both runs, analysing…"):
+        runs = (_load(reference), _load(candidate), options, reference_arm, candidate_arm)
+        if sequential:
+            from flatscore.analysis.sequential_gate import sequential_gate
+
+            result = sequential_gate(*runs, max_tasks=max_tasks)
+        else:
+            result = run_gate(*runs)
     if json_out:
         typer.echo(result.model_dump_json(indent=2))
     else:

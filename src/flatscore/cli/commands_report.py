@@ -39,6 +39,8 @@ def report(
     channel_rules: Annotated[Path | None, typer.Option(help="YAML error-text rules.")] = None,
     dedupe: opt.Dedupe = False,
     balanced: opt.Balanced = False,
+    sequential: opt.Sequential = False,
+    trials: opt.Trials = None,
     title: Annotated[str, typer.Option(help="Report title.")] = "flatscore report",
     generated_at: Annotated[
         str | None,
@@ -62,6 +64,13 @@ def report(
         options = options_from_flags(*flags, channel_rules, dedupe)
     if balanced:  # also over --settings-from (whose analysis records it when it was on)
         options = options.model_copy(update={"balanced": True})
+    if sequential:
+        options = options.model_copy(update={"sequential": True})
+    if trials is not None:  # likewise
+        from flatscore.analysis.settings import AnalysisSettings
+
+        picked = AnalysisSettings.from_flags(trials=trials).trials
+        options = options.model_copy(update={"trials": picked})
     with console.status("reading episodes, analysing, drawing the report…"):
         result, paths = rebuild(
             runs,

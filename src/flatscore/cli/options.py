@@ -22,6 +22,20 @@ Balanced = Annotated[
     bool,
     typer.Option(help="Only the (domain, task, trial) every arm of a cell has (a study cut short)"),
 ]
+Sequential = Annotated[
+    bool,
+    typer.Option(
+        help="Also decide each comparison as a sequential study would have, and after how "
+        "many tasks (docs/analysis.md, 'Sequential verdicts')."
+    ),
+]
+Trials = Annotated[
+    str | None,
+    typer.Option(
+        help="Only these trials, counted from 1 (e.g. 1-2): pins an analysis to the trials it "
+        "read while a study goes on"
+    ),
+]
 ProgressBar = Annotated[bool, typer.Option(help="Show a progress bar.")]
 ProgressBars = Annotated[bool, typer.Option(help="Show progress bars.")]
 TorchThreads = Annotated[int, typer.Option(min=1, help="torch threads.")]

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from flatscore.analysis.markdown_table import table_lines
 from flatscore.analysis.result import AnalysisResult, Cell, FloorStat
+from flatscore.analysis.sequential_result import decided_text, study_text
 from flatscore.report.verdicts import headlines, pct, pts, pval, ratio
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
@@ -54,6 +55,8 @@ def _floor_table(cell: Cell) -> list[str]:
         "failed calls × (floor)",
         f"Gap(K={k}) (floor ±)",
         "recovery Δ (floor ±)",
+        "repeats Δ (floor ±)",
+        "re-issues Δ (floor ±)",
     ]
     table: list[list[str]] = []
     for c in rows:
@@ -76,9 +79,13 @@ def _floor_table(cell: Cell) -> list[str]:
                 f"{ratio(fc.arm)} ({ratio(fc.floor_full_trials)})",
                 f"{pts(gap.arm)} (±{pts(gap.floor_full_trials)})",
                 f"{pts(rec.arm)} (±{pts(rec.floor_full_trials)})",
+                *(
+                    f"{pts(x.arm)} (±{pts(x.floor_full_trials)})" if x else "—"
+                    for x in (d.get("repeat_difference"), d.get("reissue_difference"))
+                ),
             ]
         )
-    return out + table_lines(head, table, "lrrLr")
+    return out + table_lines(head, table, "lrrLrrrr")
 
 
 def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None) -> str:
@@ -95,6 +102,8 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
         + (f" · generated {md_escape(generated_at)}" if generated_at else ""),
         "",
     ]
+    if analysis.sequential is not None:
+        lines += [md_escape(study_text(analysis.sequential)) + ".", ""]
     for cell in analysis.cells:
         lines += [
             f"## {md_escape(cell.model)} · {md_escape(cell.domain)}: **{cell.verdict}**",
@@ -108,6 +117,9 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
                 f"- **{md_escape(h.arm)} vs {md_escape(h.reference)}: {h.verdict}.**{label}"
             )
             lines += [f"  {md_sentence(sentence)}" for sentence in h.sentences]
+            seq = next((c.sequential for c in cell.comparisons if c.arm == h.arm), None)
+            if seq is not None:
+                lines.append(f"  Sequential: {md_escape(decided_text(seq))}.")
         lines += [
             "",
             f"Risk screen ({md_escape(cell.reference)} alone): **{cell.risk_screen.verdict}** — "
@@ -128,6 +140,8 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
                     f"{a.failed_agent_calls} / {a.agent_tool_calls}",
                     pct(unknown.rate if unknown else None),
                     pct(a.recovery_rate),
+                    pct(a.repeat_share),
+                    pct(a.reissue_share),
                 ]
             )
         head = [
@@ -138,6 +152,8 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
             "failed calls / agent calls",
             "unknown-tool rate",
             "recovery",
+            "failed calls repeating the one just failed",
+            "calls re-issuing a succeeded one",
         ]
         lines += table_lines(head, arms, "lr")
         if cell.comparisons:
@@ -172,7 +188,7 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
                 )
             head = [
                 "arm vs ref",
-                "Gap(K default) [95% CI]",
+                "Gap(K default) [unadjusted 95% CI]",
                 "gap amplification",
                 "unknown-tool ×",
                 "ρ",

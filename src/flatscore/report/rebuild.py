@@ -69,6 +69,7 @@ def rebuild(
     analysis applies and records it)."""
     from flatscore.analysis.balanced import balanced
     from flatscore.analysis.margins_result import load_margins
+    from flatscore.analysis.trials import pick_trials
 
     labelled = ((str(p), ep) for p in expand_inputs(inputs) for ep in load_runs([p]))
     episodes, dropped = unique_episodes(labelled, options.dedupe)  # duplicates name files
@@ -76,7 +77,8 @@ def rebuild(
     result.warnings[:0] = dropped
     if margins is not None:
         result.margins = load_margins(margins)
-    if options.balanced:  # the report's transcripts and tables: the episodes analysed
+    episodes = pick_trials(episodes, options.trials)  # the report's: the episodes analysed
+    if options.balanced:
         episodes = balanced(episodes)
     paths = write_report(
         result, episodes, out_dir, rules=options.rules, title=title, generated_at=generated_at

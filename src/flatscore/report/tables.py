@@ -14,6 +14,7 @@ the analysis computed (`—` where it computed none: too few paired tasks, or no
 from __future__ import annotations
 
 from flatscore.analysis.channels import UNKNOWN_TOOL_LEAVES
+from flatscore.analysis.comparison import gap_amplification
 from flatscore.analysis.markdown_table import table_lines
 from flatscore.analysis.outputs import Interval
 from flatscore.analysis.repair_effect import EffectPoint, RepairArmEffect, RepairEffectResult
@@ -104,8 +105,9 @@ def budget_table(result: AnalysisResult) -> list[str]:
             growth = "—"
             if comparison is not None:
                 small, default = gap_at(comparison, 2), gap_at(comparison, ks[-1])
-                if small and default and small.gap is not None and default.gap:
-                    growth = f"{small.gap / default.gap:.2f}"
+                amp = gap_amplification(small, default) if small and default else None
+                if amp is not None and amp.value is not None:  # positive, distinguishable gaps
+                    growth = f"{amp.value:.2f}"
             rows.append(
                 [cell.domain, arm.arm, *(pct(success_at(arm, k)) for k in ks), *gaps, growth]
             )
@@ -172,9 +174,9 @@ def findings_table(result: AnalysisResult) -> list[str]:
         "domain",
         "arm vs ref",
         "paired tasks",
-        f"1 · Gap({result.settings.default_K}) pts [CI]; adj. p; TOST ±"
+        f"1 · Gap({result.settings.default_K}) pts [unadjusted CI]; adj. p; TOST ±"
         f"{100 * result.settings.tost_margin:g}",
-        "2 · unknown_tool % ref → arm, ratio [CI]",
+        "2 · unknown_tool % ref → arm, ratio [unadjusted CI]",
         "3 · Spearman ρ [CI]; novel names",
         "4 · recovery % ref → arm; diff pts [CI]",
         f"5 · Gap(2) vs Gap({result.settings.default_K}) pts",

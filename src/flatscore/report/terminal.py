@@ -12,6 +12,7 @@ from rich.text import Text
 
 from flatscore.analysis.channels import LEAF_CHANNELS
 from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, ChannelAmplification
+from flatscore.analysis.sequential_result import decided_text, study_text
 
 VERDICT_STYLE = {
     "visible damage": "bold red",
@@ -74,6 +75,13 @@ def verdict_lines(result: AnalysisResult) -> list[Text]:
                 (f"(risk screen: {cell.risk_screen.verdict})", "dim"),
             )
         )
+        for c in cell.comparisons:
+            if c.sequential is not None:
+                lines.append(
+                    Text(f"  {c.arm} vs {c.reference}, sequential: " + decided_text(c.sequential))
+                )
+    if result.sequential is not None:
+        lines.append(Text(study_text(result.sequential), "dim"))
     return lines
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flatscore.analysis.comparison import channel_shift
-from flatscore.analysis.result import ArmStats, Cell, Comparison, GapPoint
+from flatscore.analysis.result import ArmStats, Cell, ChannelAmplification, Comparison, GapPoint
 from flatscore.analysis.stats import format_p, p_is
 
 ALPHA = 0.05
@@ -118,14 +118,14 @@ def ci_ratio(low: float | None, high: float | None) -> str:
     if low is None:
         return "no interval at this study size"
     if high is None:
-        return f"95% CI from {ratio(low)}, no upper bound"
-    return f"95% CI {ratio(low)} to {ratio(high)}"
+        return f"unadjusted 95% CI from {ratio(low)}, no upper bound"
+    return f"unadjusted 95% CI {ratio(low)} to {ratio(high)}"
 
 
 def ci_pts(low: float | None, high: float | None) -> str:
     if low is None or high is None:
         return "no interval"
-    return f"95% CI {pts(low)} to {pts(high)} points"
+    return f"unadjusted 95% CI {pts(low)} to {pts(high)} points"
 
 
 def gap_at(comparison: Comparison, k: int) -> GapPoint | None:
@@ -193,10 +193,16 @@ def _failure_sentence(cell: Cell, c: Comparison) -> str:
         )
         amp = c.channel_amplification.get(worst)
         if amp is not None:
+            how = (
+                f"{ratio(amp.ratio)}, {ci_ratio(amp.ci_low, amp.ci_high)}"
+                if amp.test != "task_sign"
+                else ("new in the arm" if amp.ratio is None else ratio(amp.ratio))
+                + f"; {_sign(amp)}"
+            )
             text += (
                 f" The largest amplified channel is {CHANNEL_WORDS.get(worst, worst)}: "
-                f"{pct(amp.rate_arm)} of calls vs {pct(amp.rate_ref)} ({ratio(amp.ratio)}, "
-                f"{ci_ratio(amp.ci_low, amp.ci_high)}, adjusted {p_is(amp.p_adjusted)})."
+                f"{pct(amp.rate_arm)} of calls vs {pct(amp.rate_ref)} ({how}, "
+                f"adjusted {p_is(amp.p_adjusted)})."
             )
         shift = channel_shift(c, ALPHA)
         if shift:
@@ -216,13 +222,30 @@ def _failure_sentence(cell: Cell, c: Comparison) -> str:
         if a.count_ref == 0 and a.count_arm > 0 and ch != "unknown_tool"
     ]
     if new:
-        rates = {ch: pct(c.channel_amplification[ch].rate_arm) for ch in new}
+        amps = c.channel_amplification
         text += " New in the arm: " + "; ".join(
-            f"{CHANNEL_WORDS.get(ch, ch)} (new: 0 → {rates[ch]})" for ch in new
+            f"{CHANNEL_WORDS.get(ch, ch)} "
+            f"(new: 0 → {pct(amps[ch].rate_arm)}; {_new_test(amps[ch])})"
+            for ch in new
         )
         text += "."
     names = _names_sentence(c)
     return f"{text} {names}" if names else text
+
+
+def _sign(a: ChannelAmplification) -> str:
+    return (
+        f"exact sign test over tasks: {a.tasks_arm_only} task(s) only in the arm, "
+        f"{a.tasks_ref_only} only in the reference"
+    )
+
+
+def _new_test(a: ChannelAmplification) -> str:
+    """What the exact test says of a channel new in the arm."""
+    if a.test != "task_sign" or a.p_value is None:
+        return "not tested at this study size"
+    verdict = "amplified" if a.amplified else "not significant"
+    return f"{_sign(a)}, {verdict}, adjusted {p_is(a.p_adjusted)}"
 
 
 def _rho(value: float | None) -> str:
@@ -240,6 +263,8 @@ def _names_sentence(c: Comparison) -> str | None:
     novel = pct(c.novel_fraction)
     numbers = f"{rho}; {novel} of its hallucinated calls use a name the reference never produced"
     nf = c.noise_floor
+    if nf is not None and nf.invariance_reason.startswith("untestable"):
+        return f"Its hallucinated tool names: {numbers}; {nf.invariance_reason}."
     if nf is None or nf.invariance == "not decided":
         return (
             f"Its hallucinated tool names: {numbers}; no noise floor to judge them against "
@@ -260,6 +285,43 @@ def _names_sentence(c: Comparison) -> str | None:
         "Its hallucinated tool names show no change beyond what the reference's own runs "
         f"show between themselves ({numbers}; {floor}): none detected, which with few "
         "names is not evidence of none."
+    )
+
+
+def _loop_sentence(cell: Cell, c: Comparison) -> str | None:
+    """Loops: the arm's repeat and re-issue shares beside the reference's, the difference
+    with its (unadjusted) interval and the reference's own noise floor."""
+    ref, arm = arm_stats(cell, c.reference), arm_stats(cell, c.arm)
+    if ref is None or arm is None or (arm.repeat_share is None and arm.reissue_share is None):
+        return None
+    floor = c.noise_floor.diagnostics if c.noise_floor else {}
+
+    def part(what: str, mine: float | None, theirs: float | None, key: str) -> str:
+        diff = getattr(c, key)
+        text = f"{pct(mine)} {what} (against {pct(theirs)}"
+        if diff is not None and diff.value is not None:
+            text += f": {pts(diff.value)} points, {ci_pts(diff.ci_low, diff.ci_high)}"
+        f = floor.get(key)
+        if f is not None and f.floor_full_trials is not None:
+            text += f"; the reference against itself: ±{pts(f.floor_full_trials)} points"
+        return text + ")"
+
+    return (
+        "Loops: "
+        + part(
+            "of its failed calls repeat the call that had just failed",
+            arm.repeat_share,
+            ref.repeat_share,
+            "repeat_difference",
+        )
+        + "; "
+        + part(
+            "of its calls re-issue a call that already succeeded",
+            arm.reissue_share,
+            ref.reissue_share,
+            "reissue_difference",
+        )
+        + "."
     )
 
 
@@ -293,6 +355,9 @@ def headlines(cell: Cell, k_default: int) -> list[Headline]:
     out = []
     for c in cell.comparisons:
         sentences = [_score_sentence(c, k_default), _failure_sentence(cell, c)]
+        loop = _loop_sentence(cell, c)
+        if loop:
+            sentences.append(loop)
         budget = _budget_sentence(c)
         if budget:
             sentences.append(budget)

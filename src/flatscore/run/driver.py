@@ -3,14 +3,15 @@
 Layout of the output folder:
 
     <output>/runs/<model>__<arm>.jsonl   one run file per (model, arm[+repair])
-    <output>/runs/<model>__<arm>__tau2.jsonl   the same for τ²-bench (`tau2:`) domains
+    <output>/runs/<model>__<arm>__tau2.jsonl   the same for τ²-bench domains
     <output>/study.json                  the validated study, for provenance
     <output>/report.html, summary.md, analysis.json
 
 The quick form of `flatscore run` (`flatscore.run.quick`) is a one-model study run through
 the same plan and executors, with every episode appended to its one `--out` file
-(`run_file`) and no report. τ²-bench domains are jobs of the same plan (a `Tau2Recipe`
-in the job: τ²'s own loop runs them, `flatscore.run.tau2.runner`). There is no other way
+(`run_file`) and no report. Each domain's episode source (`flatscore.run.sources`) plans
+its jobs into the same plan: the built-in domains through flatscore's episode loop,
+τ²-bench's through τ²'s own orchestrator (`flatscore.run.tau2`). There is no other way
 episodes are run.
 
 - **Pairing**: every arm of a model runs the same (domain, task, trial) list with the same
@@ -31,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -40,36 +40,23 @@ from pathlib import Path
 
 from rich.console import Console
 
-from flatscore.agents.repair import repair_arm_label
 from flatscore.analysis.result import AnalysisResult
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.console import make_console, styled
 from flatscore.console import progress as make_progress
-from flatscore.domains import get_domain
-from flatscore.episode import ErrorBudget
+from flatscore.episode import Episode
 from flatscore.errors import InputError
 from flatscore.report import ReportPaths
 from flatscore.report.rebuild import rebuild
 from flatscore.report.verdicts import headlines
 from flatscore.run.executors import make_executor
-from flatscore.run.executors.base import AgentRecipe, EpisodeJob, Executor
-from flatscore.run.study import CONTROL_SEED_OFFSET, ArmSpec, Study, study_json
-from flatscore.run.tau2.spec import is_tau2_domain, tau2_domain
+from flatscore.run.executors.base import EpisodeJob, Executor
+from flatscore.run.sequential import SequentialPlan, look_every, printer, report_state
+from flatscore.run.sources import SOURCES, ArmRun, EpisodeSource, Prepare, source_of
+from flatscore.run.study import Study, study_json
 from flatscore.store.jsonl import EpisodeWriter, RunCounts, finished_episode_ids
 
 RUNS_DIR = "runs"
-
-
-@dataclass(frozen=True)
-class ArmRun:
-    """One run file: a model in one arm (repaired or not)."""
-
-    model: str
-    arm: str
-    path: Path
-    recipe: AgentRecipe
-    seed: int
-    """Seed of trial 0: the study's, or a control arm's own seed base."""
 
 
 @dataclass(frozen=True)
@@ -89,174 +76,39 @@ class StudyOutcome(RunCounts):
     analysis: AnalysisResult | None = None
 
 
-def _safe(name: str) -> str:
-    """A file-name-safe form of a model or arm label."""
-    return re.sub(r"[^A-Za-z0-9._+-]+", "_", name)
-
-
-def study_task_ids(study: Study) -> list[str] | None:
-    """The task ids the study runs in its built-in domains (None: the whole split of every
-    domain; τ² domains take their tasks from the study's `tau2` section)."""
-    if study.tasks_per_domain is None:
-        return study.task_ids
-    ids: list[str] = []
-    for name in study.domains:
-        if is_tau2_domain(name):
-            continue
-        tasks = get_domain(name).tasks(study.split)
-        if study.task_ids is not None:
-            tasks = [t for t in tasks if t.id in study.task_ids]
-        ids.extend(t.id for t in tasks[: study.tasks_per_domain])
-    return ids
-
-
-def trial_seed(base_seed: int, trial: int) -> int:
-    """The seed of trial `trial`: the same for every task and every arm."""
-    return base_seed + trial
-
-
-def seed_base(study: Study, arm: ArmSpec) -> int:
-    """The seed of an arm's trial 0: the study's, or a control arm's own base (default: the
-    study's + `CONTROL_SEED_OFFSET`), on built-in and τ² domains alike."""
-    if arm.control_of is None:
-        return study.seed
-    return arm.seed_base if arm.seed_base is not None else study.seed + CONTROL_SEED_OFFSET
-
-
-def _arm_runs(study: Study, runs_dir: Path, run_file: Path | None) -> list[ArmRun]:
-    """One run per (model, arm[, +repair]) for the study's built-in domains."""
-    runs: list[ArmRun] = []
-    for model in study.models:
-        for arm_name, arm in model.arms.items():
-            for repaired in study.repair.levels():
-                label = repair_arm_label(arm_name) if repaired else arm_name
-                played = model.arms[model.played_by(arm_name)]
-                recipe = AgentRecipe(
-                    label=model.name,
-                    agent=model.agent,
-                    options=played.options,
-                    backend=model.backend(arm_name, study.output_dir),
-                    sampling=model.sampling,
-                    repair=study.repair.config() if repaired else None,
-                    checkpoint=played.checkpoint,
-                    control_of=arm.control_of,
-                    inject=arm.inject,
-                )
-                path = run_file or runs_dir / f"{_safe(model.name)}__{_safe(label)}.jsonl"
-                runs.append(ArmRun(model.name, label, path, recipe, seed_base(study, arm)))
-    return runs
-
-
-def _tau2_runs(study: Study, runs_dir: Path, run_file: Path | None) -> list[ArmRun]:
-    """One run per (model, arm) for the study's τ² domains, in `<model>__<arm>__tau2.jsonl`
-    (τ²'s agent plays every arm: no repair, no planted damage; `agent` only labels)."""
-    from flatscore.run.tau2.plan import RUN_SUFFIX, check_study
-
-    check_study(study)
-    runs = []
-    for model in study.models:
-        for arm_name, arm in model.arms.items():
-            name = f"{_safe(model.name)}__{_safe(arm_name)}{RUN_SUFFIX}.jsonl"
-            played = model.arms[model.played_by(arm_name)]  # a control: the arm it replicates
-            recipe = AgentRecipe(
-                label=model.name, checkpoint=played.checkpoint, control_of=arm.control_of
-            )
-            path = run_file or runs_dir / name
-            runs.append(ArmRun(model.name, arm_name, path, recipe, seed_base(study, arm)))
-    return runs
-
-
-def _builtin_jobs(study: Study, domain_name: str, runs: list[ArmRun]) -> list[EpisodeJob]:
-    budget = ErrorBudget(
-        max_errors=study.error_budget.max_errors, counted=study.error_budget.counted
-    )
-    task_ids = study_task_ids(study)
-    tasks = get_domain(domain_name).tasks(study.split)
-    if task_ids is not None:
-        tasks = [t for t in tasks if t.id in task_ids]
-    return [
-        EpisodeJob(
-            run=str(run.path),
-            study=study.name,
-            arm=run.arm,
-            domain=domain_name,
-            task_id=task.id,
-            trial=trial,
-            seed=trial_seed(run.seed, trial),
-            max_steps=study.max_steps,
-            error_budget=budget,
-            timeout_s=study.timeout_s,
-            agent=run.recipe,
-            user=study.user,
-        )
-        for trial in range(study.trials)
-        for task in tasks
-        for run in runs
-    ]
-
-
-def _tau2_jobs(study: Study, domain_name: str, runs: list[ArmRun], first: int) -> list[EpisodeJob]:
-    """The jobs of a `tau2:` domain: τ²'s tasks, τ²'s trial seeds (from each arm's seed
-    base: a control arm's differ), τ²'s `max_steps`; the domain is τ²'s own name (the same
-    cells as imported τ² files)."""
-    from flatscore.run.tau2.plan import recipe, task_ids, tau2_seeds, tau2_spec
-
-    seeds = {run.seed: tau2_seeds(run.seed, study.trials) for run in runs}
-    budget = ErrorBudget(max_errors=study.error_budget.max_errors, counted="all")
-    models = {m.name: m for m in study.models}
-    tasks = task_ids(study, domain_name)
-    jobs: list[EpisodeJob] = []
-    for trial in range(study.trials):
-        for task_id in tasks:
-            for run in runs:
-                model = models[run.model]
-                jobs.append(
-                    EpisodeJob(
-                        run=str(run.path),
-                        study=study.name,
-                        arm=run.arm,
-                        domain=tau2_domain(domain_name),
-                        task_id=task_id,
-                        trial=trial,
-                        seed=seeds[run.seed][trial],
-                        max_steps=tau2_spec(study).max_steps,
-                        error_budget=budget,
-                        agent=run.recipe,
-                        user=study.user,
-                        tau2=recipe(study, model, model.played_by(run.arm), first + len(jobs)),
-                    )
-                )
-    return jobs
-
-
 def plan_study(study: Study, run_file: Path | None = None) -> StudyPlan:
     """Every run file and every episode job of the study, in paired order: (domain, trial,
-    task), the arms interleaved, or (trial, domain, task) with `order: trial`. Built-in and
-    τ²-bench (`tau2:`) domains alike: a τ² job carries a `Tau2Recipe` and lands in the
-    arm's `__tau2` run file. With `run_file` (the quick form) every arm appends to that one
-    file instead of `<output>/runs/<model>__<arm>.jsonl`."""
+    task), the arms interleaved, or (trial, domain, task) with `order: trial`. Each domain's
+    source (`flatscore.run.sources`: built-in or τ²-bench) plans its run files and jobs. With
+    `run_file` (the quick form) every arm appends to that one file instead of
+    `<output>/runs/<model>__<arm>.jsonl`."""
     runs_dir = study.output_dir / RUNS_DIR
-    builtin = [d for d in study.domains if not is_tau2_domain(d)]
-    runs = _arm_runs(study, runs_dir, run_file) if builtin else []
-    tau2_runs = _tau2_runs(study, runs_dir, run_file) if len(builtin) < len(study.domains) else []
-    paths = [r.path for r in runs + tau2_runs]
+    owners = {domain: _owner(domain) for domain in study.domains}
+    used = list({s.name: s for s in owners.values()}.values())
+    runs = {s.name: s.runs(study, runs_dir, run_file) for s in used}
+    every_run = [r for s in used for r in runs[s.name]]
+    paths = [r.path for r in every_run]
     if run_file is None and len(set(paths)) != len(paths):
         raise InputError("two arms map to the same run file name; rename one", field="models")
 
     jobs: list[EpisodeJob] = []
-    tau2_count = 0
-    for domain_name in study.domains:
-        if is_tau2_domain(domain_name):
-            domain_jobs = _tau2_jobs(study, domain_name, tau2_runs, tau2_count)
-            tau2_count += len(domain_jobs)
-        else:
-            domain_jobs = _builtin_jobs(study, domain_name, runs)
+    planned: Counter[str] = Counter()
+    for domain_name, source in owners.items():
+        domain_jobs = source.jobs(study, domain_name, runs[source.name], planned[source.name])
+        planned[source.name] += len(domain_jobs)
         jobs.extend(domain_jobs)
     if not jobs:
         raise InputError("the study selects no tasks (check split, task_ids)", field="task_ids")
     if study.order == "trial":
         jobs.sort(key=lambda job: job.trial)  # stable: within a trial, nothing moves
-    return StudyPlan(runs=runs + tau2_runs, jobs=jobs)
+    return StudyPlan(runs=every_run, jobs=jobs)
+
+
+def _owner(domain: str) -> EpisodeSource:
+    source = source_of(domain)
+    if source is None:  # the study schema checked the names
+        raise InputError(f"no episode source runs domain {domain!r}", field="domains")
+    return source
 
 
 def analysis_options(study: Study) -> AnalysisSettings:
@@ -267,7 +119,10 @@ def analysis_options(study: Study) -> AnalysisSettings:
         for name, arm in m.arms.items()
         if arm.price is not None
     }
-    return study.analysis.model_copy(update={"prices": {**study.analysis.prices, **prices}})
+    sequential = study.analysis.sequential or study.stopping == "sequential"
+    return study.analysis.model_copy(
+        update={"prices": {**study.analysis.prices, **prices}, "sequential": sequential}
+    )
 
 
 def write_study_report(study: Study) -> tuple[AnalysisResult, ReportPaths]:
@@ -284,10 +139,14 @@ async def execute_plan(
     progress: bool = True,
     console: Console | None = None,
     prepare: Callable[[list[EpisodeJob]], list[EpisodeJob]] | None = None,
+    annotate: Callable[[EpisodeJob, Episode], Episode] | None = None,
+    close: bool = True,
 ) -> RunCounts:
     """Run the plan's unfinished jobs: with `resume`, every job without a result in its run
     file (never run, or its last attempt an infrastructure error). `prepare` sees the jobs
-    about to run before the executor does (τ²: start the servers they need)."""
+    about to run before the executor does (τ²: start the servers they need); `annotate`
+    sees each episode before it is written (a sequential run's place in its design);
+    `close`: release the executor at the end (not between the batches of one run)."""
     started = time.perf_counter()
     files = list(dict.fromkeys(run.path for run in plan.runs))  # the quick form: one file
     done: dict[str, set[str]] = {}
@@ -320,6 +179,8 @@ async def execute_plan(
             by_id = {j.episode_id: j for j in todo}
             async for episode in executor.map(todo):
                 job = by_id[episode.episode_id]
+                if annotate is not None:
+                    episode = annotate(job, episode)
                 writers[job.run].write(episode)
                 terminations[episode.termination_reason.value] += 1
                 cell = plan.cell_of(job)
@@ -331,7 +192,8 @@ async def execute_plan(
     finally:
         for writer in writers.values():
             writer.close()
-        executor.close()
+        if close:
+            executor.close()
     return RunCounts(
         planned=len(plan.jobs),
         skipped=len(plan.jobs) - len(todo),
@@ -364,19 +226,27 @@ def run_study(
         (out / "study.json").write_text(study_json(study), encoding="utf-8")
     executor = executor or make_executor(study.executor, study.concurrency)
     with contextlib.ExitStack() as stack:
-        prepare = None
-        if any(job.tau2 is not None for job in plan.jobs):
-            from flatscore.run.tau2.endpoints import Tau2Servers
-            from flatscore.run.tau2.plan import tau2_spec
-
-            say = console or make_console(stderr=True)
-            servers = Tau2Servers(tau2_spec(study), study.output_dir, say)
-            prepare = stack.enter_context(servers).prepare
-        counts = asyncio.run(
-            execute_plan(
-                plan, executor, resume=resume, progress=progress, console=console, prepare=prepare
+        say = console or make_console(stderr=True)
+        prepares = [
+            stack.enter_context(SOURCES.make(name).session(study, say))
+            for name in dict.fromkeys(job.source for job in plan.jobs)
+        ]
+        prepare = _chained([p for p in prepares if p is not None])
+        if study.stopping == "sequential":
+            counts = run_sequential(
+                plan, executor, study, resume=resume, progress=progress, say=say, prepare=prepare
             )
-        )
+        else:
+            counts = asyncio.run(
+                execute_plan(
+                    plan,
+                    executor,
+                    resume=resume,
+                    progress=progress,
+                    console=console,
+                    prepare=prepare,
+                )
+            )
     paths = result = None
     if report and run_file is None:
         result, paths = write_study_report(study)
@@ -388,6 +258,78 @@ def run_study(
         report=paths,
         analysis=result,
     )
+
+
+def run_sequential(
+    plan: StudyPlan,
+    executor: Executor,
+    study: Study,
+    *,
+    resume: bool,
+    progress: bool,
+    say: Console,
+    prepare: Prepare | None,
+) -> RunCounts:
+    """The plan look by look (`flatscore.run.sequential`): each batch runs, then the looks
+    decide which arms go on. Counts add up over the batches; `planned` is the fixed
+    design's."""
+    options = analysis_options(study)
+    seq = SequentialPlan(plan.jobs, study.seed, look_every(options))
+    files = list(dict.fromkeys(run.path for run in plan.runs))
+    total: RunCounts | None = None
+    try:
+        for k in range(seq.looks):
+            batch = seq.batch(k)
+            if not batch:
+                break
+            counts = asyncio.run(
+                execute_plan(
+                    StudyPlan(runs=plan.runs, jobs=batch),
+                    executor,
+                    resume=resume or k > 0,
+                    progress=progress,
+                    console=say,
+                    prepare=prepare,
+                    annotate=seq.annotate,
+                    close=False,
+                )
+            )
+            total = counts if total is None else _added(total, counts)
+            for line in seq.look(k, files, options):
+                say.print(styled(line), highlight=False, soft_wrap=True)
+            if all(state.finished for state in seq.cells.values()):
+                break
+    finally:
+        executor.close()
+    report_state(seq, printer(say))
+    assert total is not None
+    return total.model_copy(update={"planned": len(plan.jobs)})
+
+
+def _added(a: RunCounts, b: RunCounts) -> RunCounts:
+    terminations = Counter(a.terminations) + Counter(b.terminations)
+    return RunCounts(
+        planned=a.planned + b.planned,
+        skipped=a.skipped + b.skipped,
+        written=a.written + b.written,
+        succeeded=a.succeeded + b.succeeded,
+        seconds=a.seconds + b.seconds,
+        terminations=dict(terminations),
+        rerun=a.rerun + b.rerun,
+    )
+
+
+def _chained(prepares: list[Prepare]) -> Prepare | None:
+    """One `prepare` that runs each source's in turn (None when no source has one)."""
+    if not prepares:
+        return None
+
+    def prepare(jobs: list[EpisodeJob]) -> list[EpisodeJob]:
+        for step in prepares:
+            jobs = step(jobs)
+        return jobs
+
+    return prepare
 
 
 def print_verdicts(

@@ -47,7 +47,7 @@ from flatscore.models.shared import (
     kind_takes,
     kinds_taking,
 )
-from flatscore.run.tau2.spec import Tau2Spec, check_tau2_domains, is_tau2_domain
+from flatscore.run.tau2.spec import Tau2Spec
 from flatscore.strict import StrictModel
 from flatscore.users.base import USERS, user_names
 
@@ -443,6 +443,12 @@ class Study(StrictModel):
         description="job order: domain-major (domain, trial, task) or trial-major (trial, "
         "domain, task), so that a long study cut short holds every domain",
     )
+    stopping: Literal["fixed", "sequential"] = Field(
+        "fixed",
+        description="fixed: every task of the design; sequential: each comparison stops at "
+        "the first planned look that decides it (tasks in a seeded order, all trials of a "
+        'task together; docs/studies.md, "Sequential stopping")',
+    )
     seed: int = defaults.SEED
     max_steps: int = Field(defaults.MAX_STEPS, ge=1)
     timeout_s: float | None = Field(None, gt=0)
@@ -472,10 +478,12 @@ class Study(StrictModel):
     @field_validator("domains")
     @classmethod
     def _known_domains(cls, value: list[str]) -> list[str]:
+        from flatscore.run.sources import source_of, sources
+
         known = domain_names()
         if value == ["all"]:
             return known
-        bad = [d for d in value if d not in known and not is_tau2_domain(d)]
+        bad = [d for d in value if source_of(d) is None]
         if bad:
             raise ValueError(
                 f"unknown domain(s) {', '.join(bad)} (known: {', '.join(known)}, or "
@@ -483,26 +491,35 @@ class Study(StrictModel):
             )
         if len(set(value)) != len(value):
             raise ValueError("domains must be unique")
-        check_tau2_domains(value, [d for d in value if not is_tau2_domain(d)])
+        for source in sources():
+            source.check_domains(value)
         return value
 
     @model_validator(mode="after")
     def _inject_on_builtin_domains(self) -> Study:
-        """τ²'s own orchestrator runs τ² domains against a served model: planted damage is
-        applied by flatscore's episode loop only, so it cannot reach them."""
+        """Planted damage is applied by flatscore's episode loop only, so it cannot reach a
+        domain another orchestrator runs (τ²'s, against a served model)."""
+        from flatscore.run.sources import source_of
+
         injected = [f"{m.name}/{a}" for m in self.models for a, s in m.arms.items() if s.inject]
-        tau2 = [d for d in self.domains if is_tau2_domain(d)]
-        if injected and tau2:
+        unreached = [
+            d for d in self.domains if (s := source_of(d)) is not None and not s.plants_damage
+        ]
+        if injected and unreached:
             raise ValueError(
                 f"inject arms ({', '.join(injected)}) run on built-in domains only, "
-                f"not on {', '.join(tau2)}"
+                f"not on {', '.join(unreached)}"
             )
         return self
 
     @model_validator(mode="after")
-    def _tau2_section(self) -> Study:
-        if any(is_tau2_domain(d) for d in self.domains) and self.tau2 is None:
-            raise ValueError("tau2:<domain> domains need a 'tau2' section (tau2.user at least)")
+    def _sources_satisfied(self) -> Study:
+        """What each domain's source needs of the study (τ²: its `tau2` section)."""
+        from flatscore.run.sources import source_of
+
+        owners = {s.name: s for d in self.domains if (s := source_of(d)) is not None}
+        for source in owners.values():
+            source.check_study(self)
         return self
 
     @field_validator("models")

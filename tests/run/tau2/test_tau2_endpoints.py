@@ -77,6 +77,7 @@ def test_tau2_servers_fill_in_the_jobs_endpoints_and_stop(tmp_path: Path) -> Non
     from flatscore.run.driver import plan_study
     from flatscore.run.study import parse_study
     from flatscore.run.tau2.endpoints import Tau2Servers
+    from flatscore.run.tau2.job import job_recipe
 
     study = parse_study(
         {
@@ -87,13 +88,14 @@ def test_tau2_servers_fill_in_the_jobs_endpoints_and_stop(tmp_path: Path) -> Non
         }
     )
     (job,) = plan_study(study).jobs
-    assert job.tau2 is not None and job.tau2.agent.url is None
+    assert job_recipe(job).agent.url is None
     with Tau2Servers(study.tau2, tmp_path) as servers:
         (ready,) = servers.prepare([job])
-        assert ready.tau2 is not None and not ready.tau2.agent.served
-        assert ready.tau2.agent.url == ready.tau2.user.url  # one server for both roles
-        assert ready.tau2.agent.model == "embedded@ref"
-        models = httpx.get(f"{ready.tau2.agent.url}/models", timeout=10).json()
+        recipe = job_recipe(ready)
+        assert not recipe.agent.served
+        assert recipe.agent.url == recipe.user.url  # one server for both roles
+        assert recipe.agent.model == "embedded@ref"
+        models = httpx.get(f"{recipe.agent.url}/models", timeout=10).json()
         assert models["data"][0]["id"] == "embedded@ref"
         pids = [s.proc.pid for s in servers.pool.servers.values() if s.proc]
     assert len(pids) == 1 and _gone(pids[0])

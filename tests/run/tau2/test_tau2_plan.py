@@ -18,6 +18,7 @@ from flatscore.episode import make_episode_id
 from flatscore.models.gguf_files import EXTRA_HINT, llama_cpp_available
 from flatscore.run.driver import plan_study
 from flatscore.run.study import parse_study
+from flatscore.run.tau2.job import job_recipe
 from flatscore.run.tau2.plan import tau2_seeds
 
 
@@ -37,18 +38,18 @@ def test_builtin_and_tau2_domains_in_one_plan(tmp_path: Path) -> None:
     plan = plan_study(study)
     names = sorted(r.path.name for r in plan.runs)
     assert names == ["m__int4.jsonl", "m__int4__tau2.jsonl", "m__ref.jsonl", "m__ref__tau2.jsonl"]
-    tau2 = [j for j in plan.jobs if j.tau2 is not None]
-    builtin = [j for j in plan.jobs if j.tau2 is None]
+    tau2 = [j for j in plan.jobs if j.source == "tau2"]
+    builtin = [j for j in plan.jobs if j.source == "builtin"]
     assert (len(builtin), len(tau2)) == (2 * 2 * 2, 3 * 2 * 2)  # tasks × trials × arms
     assert [j.trial for j in plan.jobs] == sorted(j.trial for j in plan.jobs)  # order: trial
     assert {j.domain for j in tau2} == {"retail"} and all(j.max_steps == 17 for j in tau2)
     assert all(j.run.endswith("__tau2.jsonl") for j in tau2)
     assert {(j.trial, j.seed) for j in tau2} == set(enumerate(tau2_seeds(study.seed, 2)))
-    assert Counter(j.tau2.agent.label for j in tau2 if j.tau2) == {
+    assert Counter(job_recipe(j).agent.label for j in tau2) == {
         "serve:embedded@ref": 6,
         "serve:embedded@int4": 6,
     }
-    assert all(j.tau2 and j.tau2.agent.served and j.tau2.user.served for j in tau2)
+    assert all(job_recipe(j).agent.served and job_recipe(j).user.served for j in tau2)
     for job in tau2:  # the former τ² runner's ids: its run files resume as they are
         key = make_episode_id("mixed", f"m/{job.arm}", "retail", job.task_id, job.trial)
         assert job.episode_id == key
@@ -83,7 +84,7 @@ def test_gguf_arms_and_user_are_served_by_llama_cpp(tmp_path: Path) -> None:
             "tau2": {"num_tasks": 1, "user": {"kind": "gguf", "path": "embedded-base"}},
         }
     )
-    agents = {j.arm: j.tau2.agent for j in plan_study(study).jobs if j.tau2}
+    agents = {j.arm: job_recipe(j).agent for j in plan_study(study).jobs if j.source == "tau2"}
     served = {arm: (e.serve_kind, e.serve_path, e.serve_quant) for arm, e in agents.items()}
     assert served == {
         "ref": ("gguf", "embedded-base", "ref"),
@@ -94,8 +95,7 @@ def test_gguf_arms_and_user_are_served_by_llama_cpp(tmp_path: Path) -> None:
     }
     assert agents["q4"].label == "serve:gguf:embedded-base@Q4_0"
     job = plan_study(study).jobs[0]
-    assert job.tau2 is not None
-    user = job.tau2.user
+    user = job_recipe(job).user
     assert (user.serve_kind, user.serve_path, user.serve_quant) == ("gguf", "embedded-base", "ref")
 
 
@@ -126,7 +126,7 @@ def test_a_control_arm_on_a_tau2_domain_has_its_own_seeds(tmp_path: Path) -> Non
         }
     )
     plan = plan_study(study)
-    tau2 = [j for j in plan.jobs if j.tau2 is not None]
+    tau2 = [j for j in plan.jobs if j.source == "tau2"]
     seeds = {arm: {(j.trial, j.seed) for j in tau2 if j.arm == arm} for arm in study.models[0].arms}
     assert seeds["ref"] == seeds["int4"] == set(enumerate(tau2_seeds(study.seed, 2)))
     assert seeds["ref-again"] == set(enumerate(tau2_seeds(study.seed + 10_000, 2)))
@@ -134,9 +134,9 @@ def test_a_control_arm_on_a_tau2_domain_has_its_own_seeds(tmp_path: Path) -> Non
     assert seeds["ref-again"].isdisjoint(seeds["ref"])
     for job in tau2:  # the replicated arm's endpoint, the control recorded
         played = "ref" if job.arm.startswith("ref") else job.arm
-        assert job.tau2 is not None and job.tau2.agent.label == f"serve:embedded@{played}"
+        assert job_recipe(job).agent.label == f"serve:embedded@{played}"
         assert job.agent.control_of == (None if job.arm in ("ref", "int4") else "ref")
-    builtin = {(j.arm, j.trial): j.seed for j in plan.jobs if j.tau2 is None}
+    builtin = {(j.arm, j.trial): j.seed for j in plan.jobs if j.source == "builtin"}
     assert (
         builtin[("ref-again", 1)] == study.seed + 10_001 and builtin[("ref", 1)] == study.seed + 1
     )

@@ -5,8 +5,9 @@ writes files. The study driver owns the run files and is the one writer, so a lo
 a Ray run produce the same JSONL, and resume works the same way for both.
 
 An `EpisodeJob` is plain data (pydantic, picklable): the episode's coordinates (domain,
-task, trial, seed, arm, budget) and recipes for its agent and user — or, for a τ²-bench
-domain, a `Tau2Recipe` (τ²'s own loop runs the episode: `flatscore.run.tau2.runner`).
+task, trial, seed, arm, budget), recipes for its agent and user, and the episode source that
+planned it (`flatscore.run.sources`) with that source's own recipe where it has one (τ²'s
+orchestrator runs a τ² job: `flatscore.run.tau2`).
 `build_agent` / `build_user` turn recipes into objects inside the process that runs the
 episode; loaded model backends are cached per process, so a worker loads each (model, arm)
 once.
@@ -32,7 +33,6 @@ from flatscore.models.base import Backend, Sampling
 from flatscore.models.shared import BackendSpec, get_backend
 from flatscore.run.episode_loop import EpisodeSpec, run_episode
 from flatscore.run.study import SamplingSpec, UserSpec
-from flatscore.run.tau2.job import Tau2Recipe
 from flatscore.users.base import User, make_user
 
 
@@ -72,9 +72,11 @@ class EpisodeJob(BaseModel):
     timeout_s: float | None = None
     agent: AgentRecipe
     user: UserSpec
-    tau2: Tau2Recipe | None = None
-    """A τ²-bench simulation (`flatscore.run.tau2`): τ²'s agent at the arm's endpoint and τ²'s
-    user simulator, in place of flatscore's loop (`agent` then only labels the episode)."""
+    source: str = "builtin"
+    """The episode source that planned the job and runs it (`flatscore.run.sources`)."""
+    recipe: BaseModel | None = None
+    """The source's own recipe, where flatscore's loop does not run the episode (τ²: its
+    agent and user endpoints; `agent` then only labels the episode)."""
 
     @property
     def episode_id(self) -> str:
@@ -140,14 +142,14 @@ _SPEC_FROM_JOB = {f.name for f in fields(EpisodeSpec)} - {"domain", "task"}
 
 
 async def run_job(job: EpisodeJob) -> Episode:
-    """Run one job to its finished episode in this process."""
-    if job.tau2 is not None:
-        from flatscore.run.tau2.runner import run_tau2_job  # imports τ²-bench: only here
+    """Run one job to its finished episode in this process, by the source that planned it."""
+    from flatscore.run.sources import job_source
 
-        episode = await run_tau2_job(job)
-        if job.agent.control_of is not None:
-            episode.metadata["control_of"] = job.agent.control_of
-        return episode
+    return await job_source(job).run(job)
+
+
+async def run_builtin_job(job: EpisodeJob) -> Episode:
+    """A built-in domain's job: flatscore's episode loop with the job's agent and user."""
     domain = get_domain(job.domain)
     spec = EpisodeSpec(
         domain=domain,

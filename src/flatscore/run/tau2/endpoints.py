@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from flatscore.errors import InputError
-from flatscore.run.tau2.job import Tau2Endpoint
+from flatscore.run.tau2.job import Tau2Endpoint, Tau2Recipe
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -257,14 +257,14 @@ class Tau2Servers:
     def prepare(self, jobs: list[EpisodeJob]) -> list[EpisodeJob]:
         out = []
         for job in jobs:
-            if job.tau2 is not None:
-                recipe = job.tau2.model_copy(
+            if isinstance(job.recipe, Tau2Recipe):
+                recipe = job.recipe.model_copy(
                     update={
-                        "agent": self._resolve(job.tau2.agent),
-                        "user": self._resolve(job.tau2.user),
+                        "agent": self._resolve(job.recipe.agent),
+                        "user": self._resolve(job.recipe.user),
                     }
                 )
-                job = job.model_copy(update={"tau2": recipe})
+                job = job.model_copy(update={"recipe": recipe})
             out.append(job)
         return out
 

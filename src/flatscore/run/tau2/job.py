@@ -1,18 +1,22 @@
 """What a τ² simulation job carries (plain data; nothing here imports τ²-bench).
 
 A study's `tau2:<domain>` episodes are `EpisodeJob`s like every other: planned by
-`flatscore.run.driver.plan_study`, run by the study's executor (local or Ray), written by the
-one driver. The job's `tau2` recipe holds what only τ² needs: where τ²'s LLM agent and user
-simulator send their requests, with what sampling, and τ²'s task split. The job's own
+`flatscore.run.driver.plan_study` through the τ² source (`source`), run by the study's
+executor (local or Ray), written by the one driver. The job's `recipe` (a `Tau2Recipe`)
+holds what only τ² needs: where τ²'s LLM agent and user simulator send their requests,
+with what sampling, and τ²'s task split. The job's own
 fields are τ²'s too: `domain` is τ²'s domain name, `seed` τ²'s per-trial seed, `max_steps`
 τ²'s `max_steps`, `error_budget.max_errors` τ²'s `max_errors`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from flatscore.run.executors.base import EpisodeJob
 
 
 class Tau2Endpoint(BaseModel):
@@ -69,3 +73,10 @@ class Tau2Recipe(BaseModel):
     """The job's place in the study's τ² jobs (the episode's `source.index`)."""
     log_file: str | None = None
     """Where τ²'s own warnings go (`<output>/tau2.log`), not the terminal."""
+
+
+def job_recipe(job: EpisodeJob) -> Tau2Recipe:
+    """A τ² job's own recipe (the τ² source planned it)."""
+    if not isinstance(job.recipe, Tau2Recipe):
+        raise TypeError(f"job {job.episode_id} is not a τ² job (source {job.source!r})")
+    return job.recipe

@@ -34,7 +34,7 @@ from flatscore.errors import InputError
 from flatscore.formats.tau2 import episode_from_simulation
 from flatscore.run.tau2 import lib
 from flatscore.run.tau2.endpoints import Endpoint
-from flatscore.run.tau2.job import Tau2Endpoint
+from flatscore.run.tau2.job import Tau2Endpoint, job_recipe
 
 if TYPE_CHECKING:
     from flatscore.run.executors.base import EpisodeJob
@@ -213,8 +213,7 @@ async def _in_daemon_thread(fn: Callable[[], T]) -> T:
 
 def simulate_job(job: EpisodeJob) -> Episode:
     """Run the job's τ² simulation in this thread and convert it to the job's episode."""
-    assert job.tau2 is not None
-    recipe = job.tau2
+    recipe = job_recipe(job)
     t2 = lib.load()
     log_to(recipe.log_file)
     task, tools = _task_and_tools(t2, job.domain, recipe.task_split, job.task_id)
@@ -253,7 +252,6 @@ async def run_tau2_job(job: EpisodeJob) -> Episode:
 
 def to_episode(simulation: dict[str, Any], job: EpisodeJob, tools: ToolLists) -> Episode:
     """The importer's conversion, with the study's episode id (model and arm in it)."""
-    assert job.tau2 is not None
     episode = episode_from_simulation(
         simulation,
         domain=job.domain,
@@ -264,6 +262,6 @@ def to_episode(simulation: dict[str, Any], job: EpisodeJob, tools: ToolLists) ->
         tools=tools,
         source_format=SOURCE_FORMAT,
         source_file=job.run,
-        index=job.tau2.index,
+        index=job_recipe(job).index,
     )
     return episode.model_copy(update={"episode_id": job.episode_id})

@@ -1,0 +1,107 @@
+"""`flatscore gate --sequential`: the gate's verdict from the sequential verdicts (docs/gate.md,
+docs/analysis.md "Sequential verdicts").
+
+The two runs are analysed as one study with `sequential` on (`sequential_replay`); each
+cell's comparison is read in its task order and decided at the planned looks: "visible
+damage" and "flat score, amplified failures" are **damage**, "no damage detected" (the gap
+equivalent within the margin and the all-channel failed-call ratio bounded) is **pass**,
+anything else **inconclusive** — open, with the tasks the planned looks still allow when the
+runs stop short of the design's maximum (`max_tasks`). Exit codes as the fixed gate's.
+Unlike the fixed gate it decides at the default budget only (the tight budget and single
+channels are not part of the sequential decision).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from flatscore.analysis.analyze import analyze
+from flatscore.analysis.gate import (
+    EXIT_CODES,
+    SEVERITY,
+    GateCell,
+    GateOptions,
+    GateResult,
+    GateVerdict,
+    _check,
+    prepare,
+)
+from flatscore.analysis.sequential_result import decided_text
+from flatscore.analysis.settings import AnalysisSettings
+from flatscore.episode import Episode
+from flatscore.errors import InputError
+
+TO_GATE: dict[str, GateVerdict] = {
+    "visible damage": "damage",
+    "flat score, amplified failures": "damage",
+    "no damage detected": "pass",
+    "inconclusive": "inconclusive",
+}
+
+
+def sequential_gate(
+    reference: Sequence[Episode],
+    candidate: Sequence[Episode],
+    options: GateOptions | None = None,
+    reference_arm: str | None = None,
+    candidate_arm: str | None = None,
+    max_tasks: int | None = None,
+) -> GateResult:
+    o = options or GateOptions()
+    episodes, ref_arm, cand_arm = prepare(reference, candidate, reference_arm, candidate_arm)
+    settings = AnalysisSettings(
+        reference=ref_arm,
+        count=o.count,
+        tost_margin=o.tost_margin,
+        bootstrap=o.bootstrap,
+        seed=o.seed,
+        sequential=True,
+        sequential_max_tasks=max_tasks,
+    )
+    result = analyze(episodes, settings)
+    cells: list[GateCell] = []
+    for cell in result.cells:
+        comp = next((c for c in cell.comparisons if c.arm == cand_arm), None)
+        if comp is None or comp.sequential is None:
+            raise InputError(
+                f"{cell.model} / {cell.domain}: no paired comparison of {cand_arm!r} with "
+                f"{ref_arm!r} ({'; '.join(cell.warnings) or 'no common task'})",
+                field="candidate",
+            )
+        seq = comp.sequential
+        cells.append(
+            GateCell(
+                model=cell.model,
+                domain=cell.domain,
+                reference=ref_arm,
+                candidate=cand_arm,
+                paired_tasks=comp.paired_tasks,
+                budgets=[_check(comp)],
+                amplified_channels=[],
+                channels_tested=True,
+                verdict=TO_GATE[seq.verdict],
+                reason="sequential: " + decided_text(seq),
+            )
+        )
+    overall = min((c.verdict for c in cells), key=SEVERITY.index)
+    head = {
+        "pass": "PASS: the candidate may replace the reference.",
+        "damage": "DAMAGE: the candidate may not replace the reference.",
+        "inconclusive": "INCONCLUSIVE: the data cannot decide yet.",
+    }[overall]
+    text = " ".join(
+        [
+            head,
+            f"(sequential, margin ±{100 * o.tost_margin:.1f} points at K = "
+            f"{result.settings.default_K})",
+            *(f"{c.domain}: {c.candidate} vs {c.reference} — {c.reason}." for c in cells),
+        ]
+    )
+    return GateResult(
+        verdict=overall,
+        exit_code=EXIT_CODES[overall],
+        summary=text,
+        cells=cells,
+        options=o,
+        warnings=[*result.warnings, *(w for c in result.cells for w in c.warnings)],
+    )

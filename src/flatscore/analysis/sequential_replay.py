@@ -1,0 +1,240 @@
+"""`analyze --sequential`: the study's run files read as a sequential study would have read
+them (docs/analysis.md, "Sequential verdicts").
+
+Per cell, tasks are read in one order: when the run was sequential (its episodes say
+`metadata.stopping: sequential`), the order it read them (`metadata.task_rank`, which
+`flatscore run` records, against the design maximum it records, `sequential_max_tasks`;
+each comparison on the tasks its pair ran) or, without those, as its episodes finished
+(`timing.ended_at` when every episode has one, else the order of the input); otherwise a
+seeded random permutation of the cell's paired tasks (the analysis seed and the cell's
+name, stated in the output). Each comparison's per-task success differences at the default
+budget and per-task failed-call and call counts (`task_matrix`, the fixed design's own
+numbers) are read in that order and decided by `sequential.decide`, every comparison of the
+study together (Holm across them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from flatscore.analysis.facts import EpisodeFacts
+from flatscore.analysis.result import AnalysisResult, Cell
+from flatscore.analysis.sequential import (
+    VERDICTS,
+    LookStats,
+    SequentialDesign,
+    decide,
+    look_stats,
+)
+from flatscore.analysis.sequential_result import SequentialComparison, SequentialSummary
+from flatscore.analysis.settings import AnalysisSettings
+from flatscore.analysis.stats import stable_rng
+from flatscore.analysis.task_matrix import task_matrix
+from flatscore.episode import Episode
+
+Arms = Mapping[str, Sequence[EpisodeFacts]]
+FinishRank = dict[tuple[str, str, str, str], int]
+"""(model, domain, arm, episode id) → the episode's place in the order episodes finished."""
+
+
+def design_for(options: AnalysisSettings) -> SequentialDesign:
+    return SequentialDesign(margin=options.tost_margin, alpha=options.alpha)
+
+
+def describe(design: SequentialDesign) -> str:
+    levels = design.levels()
+    return (
+        f"looks every {design.look_every} paired tasks and at the maximum; damage (gap > 0, "
+        f"one-sided α = {levels['damage']:g}) and amplification (all-channel failed-call "
+        f"ratio > 1, α = {levels['amplified']:g}) with Holm across the study's comparisons "
+        "(group-sequential form); equivalence (TOST ±"
+        f"{100 * design.margin:g} points, α = {levels['equivalent_low']:g} each side) and a "
+        f"bounded ratio (< ×{design.ratio_margin:g}, α = {levels['bounded']:g}) uncorrected; "
+        "Hwang–Shih–DeCani spending, γ = "
+        f"{design.gamma_damage:g} (damage, amplification) and {design.gamma_equivalence:g} "
+        "(equivalence, bound); the last look spends what is left"
+    )
+
+
+def finish_ranks(episodes: Sequence[Episode]) -> tuple[FinishRank, set[tuple[str, str]]]:
+    """Each episode's finish rank (by `timing.ended_at` when every episode has one, else
+    input order) and the (model, domain) cells whose run was sequential."""
+    timed = all(ep.timing.ended_at for ep in episodes)
+    order = sorted(
+        range(len(episodes)),
+        key=lambda i: (episodes[i].timing.ended_at or "", i) if timed else (i,),
+    )
+    ranks = {
+        (episodes[i].model, episodes[i].domain, episodes[i].arm, episodes[i].episode_id): r
+        for r, i in enumerate(order)
+    }
+    sequential = {
+        (ep.model, ep.domain) for ep in episodes if ep.metadata.get("stopping") == "sequential"
+    }
+    return ranks, sequential
+
+
+def _task_order(
+    cell: Cell,
+    arms: Arms,
+    common: list[str],
+    ranks: FinishRank,
+    sequential_run: bool,
+    seed: int,
+    planned: Mapping[str, int],
+) -> list[str]:
+    if not sequential_run:
+        rng = stable_rng(seed, "sequential", cell.model, cell.domain)
+        return [common[i] for i in rng.permutation(len(common))]
+    if all(t in planned for t in common):  # `flatscore run` recorded its task order
+        return sorted(common, key=lambda t: planned[t])
+    done: dict[str, int] = {}
+    for arm, facts in arms.items():
+        for f in facts:
+            rank = ranks.get((cell.model, cell.domain, arm, f.episode_id), 0)
+            done[f.task_id] = max(done.get(f.task_id, rank), rank)
+    return sorted(common, key=lambda t: (done.get(t, 0), t))
+
+
+def planned_order(episodes: Sequence[Episode]) -> dict[tuple[str, str], dict[str, int]]:
+    """Per (model, domain): each task's place in a sequential run's order (`task_rank`, as
+    `flatscore run` with `stopping: sequential` records it)."""
+    out: dict[tuple[str, str], dict[str, int]] = {}
+    for ep in episodes:
+        rank = ep.metadata.get("task_rank")
+        if isinstance(rank, int):
+            out.setdefault((ep.model, ep.domain), {})[ep.task_id] = rank
+    return out
+
+
+def planned_maximum(episodes: Sequence[Episode]) -> dict[tuple[str, str], int]:
+    """Per (model, domain): a sequential run's design maximum (`sequential_max_tasks`)."""
+    out: dict[tuple[str, str], int] = {}
+    for ep in episodes:
+        most = ep.metadata.get("sequential_max_tasks")
+        if isinstance(most, int):
+            key = (ep.model, ep.domain)
+            out[key] = max(out.get(key, 0), most)
+    return out
+
+
+def _scaled(episodes: int, tasks: int, maximum: int) -> int:
+    """Episodes a comparison would have read at its design's maximum (its episodes per task
+    read, times the maximum)."""
+    return round(episodes * maximum / tasks) if tasks else 0
+
+
+def replay(
+    result: AnalysisResult,
+    grouped: Mapping[tuple[str, str], Arms],
+    episodes: Sequence[Episode],
+    options: AnalysisSettings,
+) -> AnalysisResult:
+    """`result` with a `sequential` object on every comparison and one for the study."""
+    design = design_for(options)
+    ranks, sequential_cells = finish_ranks(episodes)
+    planned, maxima = planned_order(episodes), planned_maximum(episodes)
+    k = result.settings.default_K
+    plans: list[tuple[int, int, list[str]]] = []  # (cell, comparison, task order)
+    stats: list[LookStats] = []
+    common_by_cell: dict[int, set[str]] = {}
+    for ci, cell in enumerate(result.cells):
+        arms = grouped[(cell.model, cell.domain)]
+        task_sets = [{f.task_id for f in facts} for facts in arms.values() if facts]
+        common = sorted(set.intersection(*task_sets)) if task_sets else []
+        common_by_cell[ci] = set(common)
+        key = (cell.model, cell.domain)
+        ran_sequentially = key in sequential_cells
+        maximum = maxima.get(key, options.sequential_max_tasks)
+        for j, comp in enumerate(cell.comparisons):
+            pair = {cell.reference: arms[cell.reference], comp.arm: arms[comp.arm]}
+            paired = common
+            if ran_sequentially:  # decided arms stopped early: each pair's own tasks
+                both = [{f.task_id for f in arms[a]} for a in pair]
+                paired = sorted(both[0] & both[1])
+                common_by_cell.setdefault(ci, set()).update(paired)
+            order = _task_order(
+                cell, pair, paired, ranks, ran_sequentially, options.seed, planned.get(key, {})
+            )
+            order = order[: maximum or len(order)]
+            ref = task_matrix(arms[cell.reference], order, [k], options.count)
+            alt = task_matrix(arms[comp.arm], order, [k], options.count)
+            stats.append(
+                look_stats(
+                    ref.column(f"S{k}") - alt.column(f"S{k}"),
+                    alt.column("agent_failed"),
+                    alt.column("calls"),
+                    ref.column("agent_failed"),
+                    ref.column("calls"),
+                    design,
+                    maximum,
+                )
+            )
+            plans.append((ci, j, order))
+    if not stats:
+        return result
+    decisions = decide(stats, design)
+    tasks_read = decisions.tasks([s.counts for s in stats])
+    cells = [c.model_copy(deep=True) for c in result.cells]
+    ref_read: dict[int, set[str]] = {}
+    used = available = 0
+    for (ci, j, order), st, v, decided, n in zip(
+        plans, stats, decisions.verdict, decisions.decided, tasks_read, strict=True
+    ):
+        cell = cells[ci]
+        arms = grouped[(cell.model, cell.domain)]
+        comp = cell.comparisons[j]
+        read = set(order[: int(n)])
+        ref_read.setdefault(ci, set()).update(read)
+        arm_n = sum(f.task_id in read for f in arms[comp.arm])
+        ref_n = sum(f.task_id in read for f in arms[cell.reference])
+        used += arm_n
+        designed = (cell.model, cell.domain) in maxima  # a run that stopped: its design's size
+        available += (
+            _scaled(arm_n, int(n), st.maximum)
+            if designed
+            else sum(f.task_id in common_by_cell[ci] for f in arms[comp.arm])
+        )
+        cell.comparisons[j] = comp.model_copy(
+            update={
+                "sequential": SequentialComparison(
+                    verdict=VERDICTS[int(v)],
+                    decided=bool(decided),
+                    tasks=int(n),
+                    tasks_available=st.maximum if designed else len(order),
+                    episodes=arm_n + ref_n,
+                    more_tasks=st.maximum - int(n) if not decided and n < st.maximum else None,
+                )
+            }
+        )
+    for ci, read in ref_read.items():  # the reference runs while any arm of its cell is open
+        key = (cells[ci].model, cells[ci].domain)
+        reference = grouped[key][cells[ci].reference]
+        ref_n = sum(f.task_id in read for f in reference)
+        used += ref_n
+        available += (
+            _scaled(ref_n, len(read), maxima[key])
+            if key in maxima
+            else sum(f.task_id in common_by_cell[ci] for f in reference)
+        )
+    any_sequential = bool(sequential_cells & {(c.model, c.domain) for c in cells})
+    order_text = (
+        "tasks in the order the sequential run read them (its recorded task order)"
+        if any_sequential and planned
+        else "tasks in the order their episodes finished (a sequential run)"
+        if any_sequential
+        else f"tasks in a seeded random order per cell (seed {options.seed} and the cell's "
+        "model and domain; the run was not sequential)"
+    )
+    summary = SequentialSummary(
+        order=order_text,
+        design=describe(design),
+        tasks=int(tasks_read.sum()),
+        tasks_available=sum(
+            maxima.get((cells[ci].model, cells[ci].domain), len(order)) for ci, _, order in plans
+        ),
+        episodes=used,
+        episodes_available=available,
+        saving=1.0 - used / available if available else 0.0,
+    )
+    return result.model_copy(update={"cells": cells, "sequential": summary})

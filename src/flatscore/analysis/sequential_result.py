@@ -1,0 +1,67 @@
+"""The `sequential` objects of analysis.json (`analyze --sequential`, docs/analysis.md,
+"Sequential verdicts"): one per comparison, beside its fixed-design result, and one for the
+study. Kept apart from `sequential` so that `result` can include them without the
+statistics."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from flatscore.analysis.outputs import AnalysisModel
+
+SequentialVerdictText = Literal[
+    "visible damage", "no damage detected", "flat score, amplified failures", "inconclusive"
+]
+
+
+class SequentialComparison(AnalysisModel):
+    """What a sequential study would have decided for this comparison, and when."""
+
+    verdict: SequentialVerdictText
+    decided: bool
+    tasks: int
+    """Paired tasks read at the decision (all of them when undecided)."""
+    tasks_available: int
+    """Paired tasks in the data (the design's maximum)."""
+    episodes: int
+    """Episodes read (the arm's and the reference's, on the tasks read)."""
+    more_tasks: int | None = Field(None, exclude_if=lambda v: v is None)
+    """Undecided before the design's maximum (a run still going): the paired tasks the
+    planned looks still allow (absent otherwise)."""
+
+
+class SequentialSummary(AnalysisModel):
+    """The study as a sequential run would have read it."""
+
+    order: str
+    """How tasks were ordered: as their episodes finished, or a seeded random order."""
+    design: str
+    """Looks, margins, spending functions and the multiplicity correction, in words."""
+    tasks: int
+    """Paired tasks read over all comparisons."""
+    tasks_available: int
+    episodes: int
+    """Episodes a sequential run would have run: per cell, the reference's on the most tasks
+    any of its comparisons read, and each arm's on the tasks its comparison read."""
+    episodes_available: int
+    saving: float
+    """1 − episodes / episodes_available."""
+
+
+def decided_text(c: SequentialComparison) -> str:
+    """'visible damage, decided after 16 of 114 tasks' (or 'inconclusive after all 114')."""
+    if c.decided:
+        return f"{c.verdict}, decided after {c.tasks} of {c.tasks_available} tasks"
+    if c.more_tasks:
+        return f"open after {c.tasks} tasks: the planned looks allow {c.more_tasks} more"
+    return f"{c.verdict}: undecided after all {c.tasks_available} tasks"
+
+
+def study_text(s: SequentialSummary) -> str:
+    """The whole study's saving, in one sentence."""
+    return (
+        f"sequential reading: {s.tasks} of {s.tasks_available} paired tasks and {s.episodes} "
+        f"of {s.episodes_available} episodes ({100 * s.saving:.0f}% saved); {s.order}"
+    )

@@ -1,0 +1,63 @@
+"""The trials analysed (`--trials 1-2`): a committed analysis pinned to the trials it read.
+
+A study that keeps running after its findings were read (a third trial begun in some arms)
+changes what `--balanced` keeps; naming the trials makes the documented command give the
+committed bytes whatever the archive holds later. Trials are counted from 1 as people count
+them: `1-2` is the episodes' `trial` 0 and 1 (the field counts from 0, like τ²'s).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from flatscore.defaults import MAX_BUDGET
+from flatscore.episode import Episode
+from flatscore.errors import InputError
+
+
+def parse_trials(text: str) -> list[int]:
+    """'1-2', '1,3' or '1-2,4' → sorted distinct trial numbers counted from 1 (bad text:
+    InputError naming --trials)."""
+    trials: set[int] = set()
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*(\d+)(?:\s*-\s*(\d+))?\s*", part)
+        lo = int(m.group(1)) if m else 0
+        hi = int(m.group(2)) if m and m.group(2) is not None else lo
+        if not m or lo < 1 or hi < lo or hi > MAX_BUDGET:
+            raise InputError(
+                f"bad trial list {text!r}: expected trials counted from 1, e.g. 1-2 or 1,3",
+                field="--trials",
+            )
+        trials.update(range(lo, hi + 1))
+    return sorted(trials)
+
+
+def trials_text(trials: Sequence[int]) -> str:
+    """[1, 2, 4] → '1-2,4' (the flag's own form)."""
+    runs: list[list[int]] = []
+    for t in sorted(trials):
+        if runs and t == runs[-1][-1] + 1:
+            runs[-1].append(t)
+        else:
+            runs.append([t])
+    return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+
+
+def pick_trials(episodes: Sequence[Episode], trials: Sequence[int] | None) -> list[Episode]:
+    """The episodes of the named trials (counted from 1), in the order given; all of them
+    when `trials` is None."""
+    if trials is None:
+        return list(episodes)
+    wanted = {t - 1 for t in trials}
+    return [ep for ep in episodes if ep.trial in wanted]
+
+
+def left_out(trials: Sequence[int], before: int, after: int) -> list[str]:
+    """The warning a trial-pinned analysis carries (none when nothing was left out)."""
+    if before == after:
+        return []
+    return [
+        f"--trials {trials_text(trials)}: {before - after} of {before} episodes of other "
+        "trials left out"
+    ]

@@ -1,0 +1,328 @@
+"""Sequential verdicts (`analysis.sequential`): known answers for the look statistics and
+the decision rules, Holm's sequential form, and the seeded simulation of issue 47's
+"done when" (114 tasks × 4 trials, independent and coupled trials, 2,000 studies per
+condition; model: tests/sequential_model.py). The measured numbers are in docs/analysis.md
+("Sequential verdicts"); `python tests/analysis/test_sequential.py` prints them."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+from scipy.stats import t as student_t
+
+from flatscore.analysis.paired_score import paired_one_sided, paired_test, paired_tost
+from flatscore.analysis.rate_ratio import log_ratio_jackknife, rate_ratio_test
+from flatscore.analysis.sequential import (
+    TESTS,
+    VERDICTS,
+    LookStats,
+    SequentialDesign,
+    boundaries,
+    decide,
+    look_counts,
+    look_stats,
+)
+from sequential_model import COUPLINGS, simulate
+
+DESIGN = SequentialDesign()
+STUDIES = 2000
+TASKS = 114
+PROFILES = (0.6, 0.9)
+
+
+# --- the building blocks ------------------------------------------------------------------
+
+
+def test_look_counts() -> None:
+    assert look_counts(114, 8) == [*range(8, 113, 8), 114]
+    assert look_counts(16, 8) == [8, 16]
+    assert look_counts(5, 8) == [5]
+    assert look_counts(0, 8) == []
+
+
+def test_one_sided_p_values_are_the_fixed_designs_halves() -> None:
+    """TOST's p is the larger of the two one-sided p's; the two-sided paired test is twice
+    the smaller one-sided p (both on the same statistic)."""
+    rng = np.random.default_rng(3)
+    d = simulate(rng, 200, gap=0.05, coupling=0.75).differences
+    tost_p = paired_tost(d, 0.075)[0]
+    low = paired_one_sided(d, -0.075, upper=True)
+    high = paired_one_sided(d, 0.075, upper=False)
+    assert np.maximum(low, high) == pytest.approx(tost_p)
+    up, down = paired_one_sided(d, 0.0, upper=True), paired_one_sided(d, 0.0, upper=False)
+    assert 2 * np.minimum(up, down) == pytest.approx(paired_test(d), rel=1e-9)
+
+
+def test_one_signed_differences_get_the_exact_sign_flip_p() -> None:
+    """Six discordant tasks, all drops: one-sided p = 2⁻⁶ (the score statistic would say 0)."""
+    d = np.array([1.0, 0.5, 0.25, 0.25, 0.75, 1.0] + [0.0] * 10)
+    assert float(paired_one_sided(d, 0.0, upper=True)) == pytest.approx(2.0**-6)
+    assert float(paired_one_sided(d, 0.0, upper=False)) == pytest.approx(1.0)
+
+
+def test_jackknife_is_the_rate_ratio_tests() -> None:
+    rng = np.random.default_rng(5)
+    c = simulate(rng, 50, ratio=1.3)
+    lr, se = log_ratio_jackknife(c.failed_arm, c.calls_arm, c.failed_ref, c.calls_ref)
+    fixed = rate_ratio_test(c.failed_arm, c.calls_arm, c.failed_ref, c.calls_ref)
+    assert np.exp(lr) == pytest.approx(fixed.ratio)
+    p = 2 * student_t.sf(np.abs(lr / se), TASKS - 1)
+    assert p == pytest.approx(fixed.p_value)
+
+
+def test_look_stats_at_the_last_look_are_the_fixed_designs() -> None:
+    rng = np.random.default_rng(6)
+    c = simulate(rng, 100, gap=0.02, coupling=0.75, ratio=1.1)
+    stats = look_stats(*c.arrays(), DESIGN)
+    z = stats.z["damage"][:, -1]
+    assert z == pytest.approx(norm.isf(paired_one_sided(c.differences, 0.0, upper=True)))
+    lr, se = log_ratio_jackknife(c.failed_arm, c.calls_arm, c.failed_ref, c.calls_ref)
+    amp = norm.isf(student_t.sf(lr / se, TASKS - 1))
+    assert stats.z["amplified"][:, -1] == pytest.approx(amp)
+    assert stats.counts == look_counts(TASKS, 8)
+
+
+# --- the decision rules, on chosen statistics -------------------------------------------
+
+
+def _stats(tasks: int = 32, **crossing: int) -> LookStats:
+    """One comparison whose test `name` crosses its boundary from look `crossing[name]` on
+    (and never before); tests not named never cross."""
+    counts = look_counts(tasks, DESIGN.look_every)
+    z = {}
+    for name in TESTS:
+        at = crossing.get(name.removesuffix("_low").removesuffix("_high"))
+        row = np.full(len(counts), -1.0)
+        if at is not None:
+            row[at:] = 50.0
+        z[name] = row[None, :]
+    return LookStats(z=z, counts=counts, maximum=tasks)
+
+
+def _verdict(stats: list[LookStats]) -> list[tuple[str, bool, int]]:
+    d = decide(stats, DESIGN)
+    tasks = d.tasks([s.counts for s in stats])[0]
+    return [
+        (VERDICTS[int(v)], bool(x), int(n))
+        for v, x, n in zip(d.verdict[0], d.decided[0], tasks, strict=True)
+    ]
+
+
+def test_damage_stops_at_its_look() -> None:
+    assert _verdict([_stats(damage=1)]) == [("visible damage", True, 16)]
+
+
+def test_a_flat_score_alone_never_stops() -> None:
+    """Equivalence at the first look, the ratio decided only at the third: the comparison
+    reads on until then."""
+    assert _verdict([_stats(equivalent=0, bounded=2)]) == [("no damage detected", True, 24)]
+    assert _verdict([_stats(equivalent=0, amplified=2)]) == [
+        ("flat score, amplified failures", True, 24)
+    ]
+    assert _verdict([_stats(equivalent=0)]) == [("inconclusive", False, 32)]
+
+
+def test_amplification_without_equivalence_is_not_a_verdict() -> None:
+    assert _verdict([_stats(amplified=0)]) == [("inconclusive", False, 32)]
+    assert _verdict([_stats(amplified=0, damage=3)]) == [("visible damage", True, 32)]
+
+
+def test_damage_takes_precedence_at_the_same_look() -> None:
+    """A significant drop inside the margin (damage and equivalence at once) is damage, as in
+    the fixed design."""
+    assert _verdict([_stats(damage=1, equivalent=1, bounded=0)]) == [("visible damage", True, 16)]
+
+
+def test_rejections_are_final() -> None:
+    """Equivalence at look 1 stays decided although its statistic falls back later."""
+    s = _stats(bounded=3)
+    z = dict(s.z)
+    z["equivalent_low"] = z["equivalent_high"] = np.array([[50.0, -1.0, -1.0, -1.0]])
+    stats = LookStats(z=z, counts=s.counts, maximum=s.maximum)
+    assert _verdict([stats]) == [("no damage detected", True, 32)]
+
+
+def _holm_pair(first: float, second: float) -> list[tuple[str, bool, int]]:
+    """Two comparisons of 16 tasks; damage statistics at the second look only."""
+    out = []
+    for value in (first, second):
+        s = _stats(16)
+        z = dict(s.z)
+        z["damage"] = np.array([[-1.0, value]])
+        out.append(LookStats(z=z, counts=s.counts, maximum=s.maximum))
+    return _verdict(out)
+
+
+def test_holm_passes_a_rejections_share_on() -> None:
+    """At level α/2 (one-sided damage) split over two comparisons, a statistic between the
+    α/4 and the α/2 boundary is rejected only when the other comparison is rejected first."""
+    level = DESIGN.levels()["damage"]
+    strict, loose = (
+        boundaries(16, DESIGN, "damage", level / 2)[1],
+        boundaries(16, DESIGN, "damage", level)[1],
+    )
+    between = (strict + loose) / 2
+    assert _holm_pair(50.0, between)[1][0] == "visible damage"
+    assert _holm_pair(-1.0, between)[1][0] == "inconclusive"
+    assert _holm_pair(-1.0, strict + 1e-6)[1][0] == "visible damage"
+
+
+def test_comparisons_of_different_sizes() -> None:
+    """A comparison with fewer paired tasks ends at its own maximum."""
+    out = _verdict([_stats(20), _stats(40, damage=4)])
+    assert out == [("inconclusive", False, 20), ("visible damage", True, 40)]
+
+
+# --- the simulation (issue 47's "done when") -------------------------------------------
+
+
+Row = dict[str, float | str]
+
+
+def condition(
+    rng: np.random.Generator, gap: float, s: float, pairing: str, ratio: float = 1.0
+) -> Row:
+    c = simulate(rng, STUDIES, gap, s, COUPLINGS[pairing], ratio)
+    stats = look_stats(*c.arrays(), DESIGN)
+    dec = decide([stats], DESIGN)
+    verdict = dec.verdict[:, 0]
+    tasks = dec.tasks([stats.counts])[:, 0]
+    fixed_damage = (paired_test(c.differences) < DESIGN.alpha) & (c.differences.mean(-1) > 0)
+    fixed_eq = paired_tost(c.differences, DESIGN.margin, DESIGN.alpha)[1]
+    fixed_ratio = rate_ratio_test(c.failed_arm, c.calls_arm, c.failed_ref, c.calls_ref)
+    fixed_amp = (fixed_ratio.p_value < DESIGN.alpha) & (fixed_ratio.ratio > 1)
+    return {
+        "gap": gap,
+        "success": s,
+        "pairing": pairing,
+        "ratio": ratio,
+        **{VERDICTS[i]: float(np.mean(verdict == i)) for i in range(len(VERDICTS))},
+        "median_tasks": float(np.median(tasks)) / TASKS,
+        "damage": float(dec.damage[:, 0].mean()),
+        "equivalent": float(dec.equivalent[:, 0].mean()),
+        "amplified": float(dec.amplified[:, 0].mean()),
+        "bounded": float(dec.bounded[:, 0].mean()),
+        "fixed_damage": float(fixed_damage.mean()),
+        "fixed_equivalent": float(fixed_eq.mean()),
+        "fixed_amplified": float(np.nan_to_num(fixed_amp).mean()),
+    }
+
+
+CONDITIONS = [
+    (gap, s, pairing, ratio)
+    for gap, ratio in ((0.0, 1.0), (0.075, 1.0), (0.2, 1.0), (0.0, 2.0), (0.1, 1.0))
+    for pairing in COUPLINGS
+    for s in PROFILES
+]
+
+
+@functools.cache
+def table(seed: int = 47) -> list[Row]:
+    rng = np.random.default_rng(seed)
+    return [condition(rng, *c) for c in CONDITIONS]
+
+
+def _rows(**match: float | str) -> list[Row]:
+    rows = [r for r in table() if all(r[k] == v for k, v in match.items())]
+    assert rows
+    return rows
+
+
+def test_no_gap_damage_claimed_at_most_5_percent() -> None:
+    for r in _rows(gap=0.0, ratio=1.0):
+        assert r["damage"] <= 0.05, r
+
+
+def test_gap_at_the_margin_equivalence_claimed_at_most_5_percent() -> None:
+    for r in _rows(gap=0.075):
+        assert r["equivalent"] <= 0.05, r
+
+
+def test_doubled_failures_flat_score_is_flat_score_amplified_failures() -> None:
+    for r in _rows(gap=0.0, ratio=2.0, pairing="coupled"):
+        assert r["flat score, amplified failures"] >= 0.80, r
+
+
+def test_a_20_point_gap_is_decided_early() -> None:
+    for r in _rows(gap=0.2):
+        assert r["visible damage"] >= 0.95, r
+        assert r["median_tasks"] <= 0.35, r
+
+
+def test_coupled_no_gap_is_no_damage_detected_early() -> None:
+    for r in _rows(gap=0.0, ratio=1.0, pairing="coupled"):
+        assert r["no damage detected"] >= 0.80, r
+        assert r["median_tasks"] <= 0.60, r
+
+
+def test_power_at_the_maximum_within_5_points_of_the_fixed_design() -> None:
+    """Damage at gaps 7.5 and 10, equivalence with no gap, amplification at ×2: the
+    sequential test's rate of ever deciding is within 5 points of the fixed design's."""
+    for r in _rows(ratio=1.0):
+        if float(r["gap"]) in (0.075, 0.1):
+            assert float(r["damage"]) >= float(r["fixed_damage"]) - 0.05, r
+        if r["gap"] == 0.0:
+            assert float(r["equivalent"]) >= float(r["fixed_equivalent"]) - 0.05, r
+    for r in _rows(ratio=2.0):
+        assert float(r["amplified"]) >= float(r["fixed_amplified"]) - 0.05, r
+
+
+def test_family_wise_error_over_four_null_comparisons() -> None:
+    """Four comparisons with neither a gap nor more failures (coupled trials, one study =
+    four comparisons decided together with Holm): damage or amplification claimed for any of
+    them in ≤ 5% of studies."""
+    rng = np.random.default_rng(470)
+    stats = [look_stats(*simulate(rng, STUDIES, 0.0, 0.9, 0.0).arrays(), DESIGN) for _ in range(4)]
+    dec = decide(stats, DESIGN)
+    assert dec.damage.any(axis=-1).mean() <= 0.05
+    assert dec.amplified.any(axis=-1).mean() <= 0.05
+
+
+def markdown(rows: list[Row]) -> str:
+    head = (
+        "| trials | s | true gap | failure ratio | visible damage | flat score, amplified "
+        "| no damage | inconclusive | median tasks | damage: seq. / fixed "
+        "| equivalent: seq. / fixed | amplified: seq. / fixed |"
+    )
+    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+
+    def pct(x: float | str) -> str:
+        return f"{100 * float(x):.1f}%"
+
+    for r in rows:
+        lines.append(
+            f"| {r['pairing']} | {r['success']} | {100 * float(r['gap']):g} | ×{r['ratio']:g} "
+            f"| {pct(r['visible damage'])} | {pct(r['flat score, amplified failures'])} "
+            f"| {pct(r['no damage detected'])} | {pct(r['inconclusive'])} "
+            f"| {pct(r['median_tasks'])} | {pct(r['damage'])} / {pct(r['fixed_damage'])} "
+            f"| {pct(r['equivalent'])} / {pct(r['fixed_equivalent'])} "
+            f"| {pct(r['amplified'])} / {pct(r['fixed_amplified'])} |"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(markdown(table()))
+
+
+def test_a_run_short_of_its_maximum_is_open() -> None:
+    """40 tasks of a 114-task design: only the looks at 8…40, with the 114-task boundaries
+    (stricter than a 40-task design's last look); undecided means open, not inconclusive at
+    a final look."""
+    rng = np.random.default_rng(9)
+    c = simulate(rng, 200, gap=0.0, s=0.9, coupling=0.75)
+    head = [a[:, :44] for a in c.arrays()]
+    short = look_stats(*head, DESIGN, maximum=TASKS)
+    assert short.counts == [8, 16, 24, 32, 40] and short.maximum == TASKS
+    whole = look_stats(*(a[:, :40] for a in c.arrays()), DESIGN)
+    assert whole.maximum == 40
+    strict = boundaries(TASKS, DESIGN, "damage", 0.025)[:5]
+    assert np.all(strict > boundaries(40, DESIGN, "damage", 0.025)[-1])
+    dec = decide([short], DESIGN)
+    assert dec.tasks([short.counts]).max() <= 40
+    none = look_stats(*(a[:, :5] for a in c.arrays()), DESIGN, maximum=TASKS)
+    assert none.counts == []
+    assert not decide([none], DESIGN).decided.any()

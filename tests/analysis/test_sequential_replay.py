@@ -1,0 +1,172 @@
+"""`flatscore analyze --sequential` (`analysis.sequential_replay`): synthetic studies written
+task by task (tests/sequential_model.py) and read back through the CLI decide exactly as the
+sequential procedure does on the same per-task numbers (whose rates the seeded simulation in
+test_sequential.py measures); task order as episodes finished in a sequential run, a seeded
+random order otherwise; without the flag, no `sequential` anywhere."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analysis_builders import episode
+from cli_runner import flatscore
+from flatscore.analysis.analyze import analyze
+from flatscore.analysis.sequential import VERDICTS, SequentialDesign, decide, look_stats
+from flatscore.analysis.settings import AnalysisSettings
+from flatscore.analysis.stats import stable_rng
+from flatscore.episode import Episode, Timing
+from sequential_model import simulate
+
+TASKS, TRIALS = 48, 2
+CONDITIONS = {  # model (one cell each) → (gap, success, coupling, failure ratio)
+    "gap20": (0.2, 0.6, 0.0, 1.0),
+    "flat": (0.0, 0.9, 0.75, 1.0),
+    "amplified": (0.0, 0.9, 0.75, 2.0),
+    "margin": (0.075, 0.6, 0.75, 1.0),
+}
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _episodes(sequential: bool, seed: int = 11) -> tuple[list[Episode], dict[str, list[int]]]:
+    """One study per model (reference `ref`, arm `q`); in a sequential run task i of the
+    model's finish order finished at minute i, and the file lists tasks in another order."""
+    rng = np.random.default_rng(seed)
+    out: list[Episode] = []
+    finish: dict[str, list[int]] = {}
+    for model, (gap, s, coupling, ratio) in CONDITIONS.items():
+        c = simulate(rng, 1, gap, s, coupling, ratio, tasks=TASKS, trials=TRIALS)
+        order = list(rng.permutation(TASKS)) if sequential else list(range(TASKS))
+        finish[model] = [int(t) for t in order]
+        for t in range(TASKS):
+            minute = order.index(t)
+            for arm, ok, failed in (
+                ("ref", c.outcomes_ref, c.failures_ref),
+                ("q", c.outcomes_arm, c.failures_arm),
+            ):
+                for trial in range(TRIALS):
+                    f = int(failed[0, t, trial])
+                    calls = [("get_user", "fail")] * f + [("get_user", "ok")] * (c.calls - f)
+                    ep = episode(
+                        arm, f"t{t:03d}", trial, calls, success=bool(ok[0, t, trial]), model=model
+                    )
+                    if sequential:
+                        end = (START + timedelta(minutes=minute, seconds=trial)).isoformat()
+                        ep = ep.model_copy(
+                            update={
+                                "metadata": {"stopping": "sequential"},
+                                "timing": Timing(ended_at=end),
+                            }
+                        )
+                    out.append(ep)
+    out.reverse()  # the file's order is not the finish order
+    return out, finish
+
+
+def _expected(order_of: dict[str, list[int]], eps: list[Episode]) -> dict[str, tuple]:
+    """The procedure run directly on the per-task numbers in the given task orders."""
+    design = SequentialDesign()
+    stats, models = [], []
+    for model, order in order_of.items():
+        mine = [e for e in eps if e.model == model]
+
+        def per_task(arm: str, value, mine=mine, order=order) -> np.ndarray:
+            out = np.zeros(TASKS)
+            for e in mine:
+                if e.arm == arm:
+                    out[int(e.task_id[1:])] += value(e) / TRIALS
+            return out[order]
+
+        def failed(e: Episode) -> float:
+            return sum(1 for m in e.messages if m.tool_result and m.tool_result.error)
+
+        def calls(e: Episode) -> float:
+            return sum(len(m.tool_calls) for m in e.messages)
+
+        def won(e: Episode) -> float:
+            return float(e.reward == 1.0)
+
+        d = per_task("ref", won) - per_task("q", won)
+        stats.append(
+            look_stats(
+                d,
+                per_task("q", failed),
+                per_task("q", calls),
+                per_task("ref", failed),
+                per_task("ref", calls),
+                design,
+            )
+        )
+        models.append(model)
+    dec = decide(stats, design)
+    tasks = dec.tasks([s.counts for s in stats])
+    return {
+        m: (VERDICTS[int(v)], bool(x), int(n))
+        for m, v, x, n in zip(models, dec.verdict, dec.decided, tasks, strict=True)
+    }
+
+
+def _run(tmp_path: Path, eps: list[Episode], *flags: str) -> dict:
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("".join(e.model_dump_json() + "\n" for e in eps), encoding="utf-8")
+    out = tmp_path / "analysis.json"
+    proc = flatscore("analyze", runs, "--bootstrap", "100", "--json", out, *flags)
+    assert proc.returncode == 0, proc.stderr
+    return {"json": json.loads(out.read_text("utf-8")), "stdout": proc.stdout}
+
+
+def _got(result: dict) -> dict[str, tuple]:
+    return {
+        cell["model"]: (s["verdict"], s["decided"], s["tasks"])
+        for cell in result["cells"]
+        for s in [cell["comparisons"][0]["sequential"]]
+    }
+
+
+def test_a_sequential_run_is_read_in_finish_order_through_the_cli(tmp_path: Path) -> None:
+    eps, finish = _episodes(sequential=True)
+    result = _run(tmp_path, eps, "--sequential")
+    got, expected = _got(result["json"]), _expected(finish, eps)
+    assert got == expected
+    assert got["gap20"][0] == "visible damage"
+    assert got["amplified"][0] in ("flat score, amplified failures", "inconclusive")
+    assert "order their episodes finished" in result["json"]["sequential"]["order"]
+    for cell in result["json"]["cells"]:
+        s = cell["comparisons"][0]["sequential"]
+        assert s["tasks_available"] == TASKS
+        assert s["episodes"] == 2 * TRIALS * s["tasks"]
+    summary = result["json"]["sequential"]
+    assert summary["tasks"] == sum(v[2] for v in got.values())
+    assert summary["episodes"] == 2 * TRIALS * summary["tasks"]
+    assert summary["saving"] == pytest.approx(1 - summary["tasks"] / (len(CONDITIONS) * TASKS))
+    assert "decided after" in result["stdout"] or "undecided after" in result["stdout"]
+    assert "paired tasks and" in result["stdout"]
+
+
+def test_other_runs_are_read_in_a_seeded_random_order() -> None:
+    eps, _ = _episodes(sequential=False)
+    settings = AnalysisSettings(bootstrap=100, sequential=True, seed=3)
+    result = analyze(eps, settings)
+    order = {
+        m: [int(i) for i in stable_rng(3, "sequential", m, "retail").permutation(TASKS)]
+        for m in CONDITIONS
+    }
+    got = {
+        c.model: (s.verdict, s.decided, s.tasks)
+        for c in result.cells
+        for s in [c.comparisons[0].sequential]
+        if s is not None
+    }
+    assert got == _expected(order, eps)
+    assert result.sequential is not None and "seeded random order" in result.sequential.order
+    assert analyze(eps, settings) == result  # reproducible
+
+
+def test_without_the_flag_nothing_sequential_is_written() -> None:
+    eps, _ = _episodes(sequential=True)
+    text = analyze(eps, AnalysisSettings(bootstrap=100)).model_dump_json()
+    assert "sequential" not in text
