@@ -8,7 +8,9 @@ Nodes are the first-level units of `src/flatscore`: each subpackage, and each lo
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from collections.abc import Iterator
 from graphlib import CycleError, TopologicalSorter
 from itertools import pairwise
@@ -178,6 +180,18 @@ def test_readme_lists_every_doc_page() -> None:
     assert pages <= listed, f"docs/ pages missing from README: {sorted(pages - listed)}"
 
 
+def _prose(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, text) of what a reader reads: every line of a page, a Python file's comments
+    and strings (names in code are not references)."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix != ".py":
+        yield from enumerate(text.splitlines(), 1)
+        return
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type in (tokenize.COMMENT, tokenize.STRING):
+            yield tok.start[0], tok.string
+
+
 def test_no_reference_to_a_design_file_outside_the_repository() -> None:
     """The docs stand on their own: no pointer to a design file the repository lacks."""
     roots = [ROOT / "README.md", ROOT / "docs", ROOT / "src", ROOT / "tests", ROOT / "studies"]
@@ -192,7 +206,7 @@ def test_no_reference_to_a_design_file_outside_the_repository() -> None:
         f"{f.relative_to(ROOT)}:{n}"
         for f in files
         if f.stat().st_size < 2_000_000
-        for n, line in enumerate(f.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+        for n, line in _prose(f)
         if word.search(line)
     ]
     assert not offenders, offenders
@@ -250,3 +264,17 @@ def test_architecture_names_only_what_exists() -> None:
             if name not in known and not (unit / name).exists():
                 missing.append(f"{row.group(1)}/: {name}")
     assert not missing, missing
+
+
+def test_architecture_map_allows_every_import() -> None:
+    """The map's "imports" column is the layering: an arrow it does not allow is a failure
+    (add it to the column if it belongs there, or move the code)."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    units = _units()
+    graph = import_graph()
+    extra = []
+    for row in re.finditer(r"^\| `(\w+)(?:/|\.py)` \| .* \| ([^|]*) \|$", text, re.M):
+        unit, cell = row.group(1), row.group(2)
+        allowed = set(units) if cell.strip() == "everything" else set(re.findall(r"\w+", cell))
+        extra += [f"{unit} -> {t} ({at})" for t, at in graph[unit].items() if t not in allowed]
+    assert not extra, "imports the map in docs/architecture.md does not allow:\n" + "\n".join(extra)
