@@ -61,8 +61,8 @@ test-all: $(VENV)/.installed-dev
 # --no-cache: ruff's cache keys on each file, not on which modules exist, so after a module
 # moves the import order it judged "sorted" could pass here and fail on a fresh clone.
 lint: $(VENV)/.installed-dev
-	$(PY) -m ruff check --no-cache src tests benchmarks
-	$(PY) -m ruff format --no-cache --check src tests benchmarks
+	$(PY) -m ruff check --no-cache src tests benchmarks tools
+	$(PY) -m ruff format --no-cache --check src tests benchmarks tools
 
 typecheck: $(VENV)/.installed-dev
 	$(PY) -m mypy

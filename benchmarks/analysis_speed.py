@@ -1,11 +1,12 @@
-"""How fast is `analyze` at paper scale? 10 cells × 3 arms × 456 episodes (114 tasks × 4
-trials), ~10 agent tool calls per episode, 5,000 paired task-bootstrap resamples.
+"""How fast `analyze` is at paper scale.
 
-Run: `.venv/bin/python benchmarks/analysis_speed.py [--bootstrap 5000]`
-
-Reports wall time for reading the episodes into per-episode facts plus all statistics, and,
-as an in-process baseline, the vectorized bootstrap of one comparison against a plain
-Python loop over resamples doing the same work.
+10 cells × 3 arms × 456 episodes (114 tasks × 4 trials), ~10 agent tool calls per episode,
+5,000 paired task-bootstrap resamples, 11 budgets. Synthetic episodes (the quantized arms
+fail more and invent names). Reports the wall and CPU time of `analyze()` end to end and of
+reading the episodes into per-episode facts, and, as an in-process baseline, one statistic
+bootstrapped by a plain Python loop over resamples against all 40 statistics vectorized.
+On a shared machine compare with OPENBLAS_NUM_THREADS=1 (OpenBLAS threads busy-wait under
+contention).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import time
 
 import numpy as np
 
+from benchmarks.harness import Table
 from flatscore.analysis.analyze import AnalysisOptions, analyze
 from flatscore.analysis.channels import load_rules
 from flatscore.analysis.facts import episode_facts
@@ -81,12 +83,12 @@ def naive_gap_bootstrap(
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap", type=int, default=5000)
     parser.add_argument("--cells", type=int, default=10)
-    args = parser.parse_args()
 
+
+def run(args: argparse.Namespace) -> list[Table]:
     rng = np.random.default_rng(0)
     t0 = time.perf_counter()
     episodes = [
@@ -104,19 +106,12 @@ def main() -> None:
     result = analyze(episodes, AnalysisOptions(bootstrap=args.bootstrap, budgets=list(range(11))))
     t_all, c_all = time.perf_counter() - t0, time.process_time() - c0
     comparisons = sum(len(c.comparisons) for c in result.cells)
-    print(
-        f"analyze: {len(result.cells)} cells, {comparisons} comparisons, {args.bootstrap} "
-        f"resamples, 11 budgets: {t_all:.2f} s ({c_all:.2f} s of CPU, every thread: on a "
-        "loaded machine the wall time is the load's; OpenBLAS threads busy-wait under "
-        "contention, so compare with OPENBLAS_NUM_THREADS=1)"
-    )
 
     rules = load_rules()
     t0 = time.perf_counter()
     for e in episodes:
         episode_facts(e, rules)
     t_facts = time.perf_counter() - t0
-    print(f"  of which reading messages into per-episode facts: {t_facts:.2f} s")
 
     # Baseline ratio: a Python loop over resamples for ONE statistic of ONE comparison,
     # against the vectorized (resamples × tasks) @ (tasks × stats) product for all of them.
@@ -131,12 +126,30 @@ def main() -> None:
     t0 = time.perf_counter()
     _ = w @ sums
     t_vec = time.perf_counter() - t0
-    print(
-        f"one statistic by Python loop over {args.bootstrap} resamples: {t_loop:.3f} s; "
-        f"40 statistics vectorized: {t_vec:.4f} s ({t_loop / max(t_vec, 1e-9):.0f}× faster "
-        "for 40× the work)"
-    )
-
-
-if __name__ == "__main__":
-    main()
+    speed = t_loop / max(t_vec, 1e-9)
+    return [
+        Table(
+            ["step", "wall s", "CPU s (every thread)"],
+            [
+                [f"building the {len(episodes):,} episodes (not analysis)", f"{t_build:.1f}", ""],
+                [
+                    f"`analyze()`: {len(result.cells)} cells, {comparisons} comparisons × "
+                    f"{args.bootstrap:,} resamples, 11 budgets",
+                    f"{t_all:.2f}",
+                    f"{c_all:.2f}",
+                ],
+                ["of which reading messages into per-episode facts", f"{t_facts:.2f}", ""],
+                [
+                    f"one statistic, Python loop over {args.bootstrap:,} resamples (baseline)",
+                    f"{t_loop:.3f}",
+                    "",
+                ],
+                [
+                    f"40 statistics vectorized ({speed:.0f}× faster for 40× the work)",
+                    f"{t_vec:.4f}",
+                    "",
+                ],
+            ],
+            "lr",
+        )
+    ]

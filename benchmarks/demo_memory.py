@@ -1,12 +1,11 @@
-"""Where the demo's memory goes (docs/benchmarks.md, "flatscore demo: memory").
-
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/demo_memory.py --tasks 4 --arms ref,int4
+"""Where the demo's memory goes.
 
 Runs the demo study in this process (a fresh output folder) while a sampler thread reads,
 every half second, the process's resident memory and each loaded arm's KV positions: held
 by the sequences in flight (allocated capacity and used length), by the prefix store, and
-how many requests wait for a slot. Prints the peaks and, at the end, the weight bytes per
-arm, so the resident peak can be set against its parts.
+how many requests wait for a slot. Its table: the peaks and the weight bytes per arm, so
+the resident peak can be set against its parts; and episodes per CPU-minute (on a shared
+host compare CPU, not wall time).
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from typing import Any
 
 import psutil
 
+from benchmarks.harness import Table
 from flatscore.run.demo import DEMO_ARMS, demo_study
 from flatscore.run.driver import run_study
 
@@ -33,9 +33,10 @@ def kv_bytes_per_position(model: Any) -> int:
 
 
 def backends() -> dict[str, Any]:
+    from flatscore.models.local import LocalBackend
     from flatscore.models.shared import BACKENDS
 
-    return {b.arm: b for b in BACKENDS.made() if hasattr(b, "engine")}
+    return {b.arm: b for b in BACKENDS.made() if isinstance(b, LocalBackend)}
 
 
 class Sampler(threading.Thread):
@@ -80,8 +81,7 @@ class Sampler(threading.Thread):
                 self.peak_rss, self.at_peak = rss, snapshot
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("/tmp/demo-memory"))
     parser.add_argument("--tasks", type=int, default=4)
     parser.add_argument("--arms", default=",".join(DEMO_ARMS))
@@ -94,7 +94,9 @@ def main() -> None:
         type=float,
         help="engines trim freed heap at most this often while running (0: only when idle)",
     )
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> list[Table]:
     shutil.rmtree(args.out, ignore_errors=True)
     if args.trim_every_s is not None:
         from flatscore.models import batching
@@ -120,32 +122,46 @@ def main() -> None:
     sampler.stop.set()
     sampler.join()
     # On a shared host compare CPU, not wall: episodes per CPU-minute.
-    print(f"{outcome.planned} episodes, {wall:.0f} s wall, {cpu:.0f} CPU-s")
-    print(f"{outcome.planned / cpu * 60:.2f} episodes per CPU-minute")
-    print(f"peak RSS (sampled) {sampler.peak_rss / 2**30:.2f} GiB")
+    title = (
+        f"{outcome.planned} episodes, {wall:.0f} s wall, {cpu:.0f} CPU-s, "
+        f"{outcome.planned / cpu * 60:.2f} episodes per CPU-minute; "
+        f"peak RSS (sampled) {sampler.peak_rss / 2**30:.2f} GiB"
+    )
+    print(title)
     if args.trace:
-        rows = ["s,rss_mib,kv_active_pos,kv_store_pos"]
-        rows += [f"{t:.1f},{rss / 2**20:.0f},{a},{s}" for t, rss, a, s in sampler.trace]
-        args.trace.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    loaded = backends()
-    for arm, backend in loaded.items():
+        lines = ["s,rss_mib,kv_active_pos,kv_store_pos"]
+        lines += [f"{t:.1f},{rss / 2**20:.0f},{a},{s}" for t, rss, a, s in sampler.trace]
+        args.trace.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    rows: list[list[object]] = []
+    for arm, backend in backends().items():
         per_pos = kv_bytes_per_position(backend.model)
         weights = sum(p.numel() * p.element_size() for p in backend.model.parameters())
         buffers = sum(b.numel() * b.element_size() for b in backend.model.buffers())
-        p = sampler.peaks.get(arm, {})
+        peak = sampler.peaks.get(arm, {})
         at = sampler.at_peak.get(arm, {})
         mib = per_pos / 2**20
-        print(
-            f"{arm:<9} weights {(weights + buffers) / 2**20:7.0f} MiB · KV {per_pos} B/position"
-            f" · peak active {p.get('active_capacity', 0)} pos"
-            f" ({p.get('active_capacity', 0) * mib:.0f} MiB,"
-            f" used {p.get('active_length', 0)}), {p.get('active', 0)} seqs"
-            f" · peak store {p.get('store', 0)} pos ({p.get('store', 0) * mib:.0f} MiB,"
-            f" {p.get('store_entries', 0)} entries) · peak waiting {p.get('waiting', 0)}"
-            f" · at the RSS peak: active {at.get('active_capacity', 0) * mib:.0f} MiB,"
-            f" store {at.get('store', 0) * mib:.0f} MiB"
+        rows.append(
+            [
+                arm,
+                f"{(weights + buffers) / 2**20:.0f}",
+                per_pos,
+                f"{peak.get('active', 0)}",
+                f"{peak.get('active_capacity', 0):,} / {peak.get('active_length', 0):,} "
+                f"({peak.get('active_capacity', 0) * mib:.0f} MiB)",
+                f"{peak.get('store', 0):,}, {peak.get('store_entries', 0)} entries "
+                f"({peak.get('store', 0) * mib:.0f} MiB)",
+                peak.get("waiting", 0),
+                f"{at.get('active_capacity', 0) * mib:.0f} + {at.get('store', 0) * mib:.0f}",
+            ]
         )
-
-
-if __name__ == "__main__":
-    main()
+    header = [
+        "arm",
+        "weights MiB",
+        "KV B/position",
+        "peak sequences in flight",
+        "their KV, peak positions (allocated / used)",
+        "prefix store, peak positions",
+        "peak waiting",
+        "KV at the RSS peak, MiB (in flight + store)",
+    ]
+    return [Table(header, rows, "lr", title=title)]

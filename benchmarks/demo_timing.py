@@ -1,10 +1,9 @@
-"""Time `flatscore demo` and break the time down per arm and domain (docs/benchmarks.md).
+"""Time `flatscore demo` and break the time down per arm and domain.
 
-    .venv/bin/python benchmarks/demo_timing.py [--out /tmp/demo-timing] [demo options...]
-
-Runs the real command in a subprocess (fresh output folder), then reads the run files:
-wall time, episodes, mean episode seconds and decoded tokens per (arm, domain), successes.
-Pass `--summarize DIR` to only summarise an existing demo folder.
+Runs the real command in a subprocess (a fresh output folder; options this benchmark does
+not know are handed to the demo), then reads the run files: wall time, episodes, mean
+episode seconds, decoded tokens and successes per (arm, domain). `--summarize DIR` only
+summarises an existing demo folder.
 """
 
 from __future__ import annotations
@@ -18,40 +17,42 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from benchmarks.harness import Table
+from flatscore.episode import Episode
 from flatscore.store.jsonl import read_episodes
 
+PASS_UNKNOWN = True  # the demo's own options go to `flatscore demo`
 
-def summarize(folder: Path) -> None:
+
+def summarize(folder: Path, title: str = "") -> Table:
     episodes = [e for p in sorted((folder / "runs").glob("*.jsonl")) for e in read_episodes(p)]
-    cells: dict[tuple[str, str], list] = defaultdict(list)  # type: ignore[type-arg]
+    cells: dict[tuple[str, str], list[Episode]] = defaultdict(list)
     for e in episodes:
         cells[(e.arm, e.domain)].append(e)
-    print(f"{'arm':<10} {'domain':<8} {'n':>3} {'mean s':>7} {'tokens out':>10} {'ok':>3}")
+    rows: list[list[object]] = []
     for (arm, domain), eps in sorted(cells.items()):
         mean = statistics.mean(e.timing.duration_s or 0.0 for e in eps)
         tokens = sum(e.usage.completion_tokens for e in eps)
         ok = sum(e.succeeded for e in eps)
-        print(f"{arm:<10} {domain:<8} {len(eps):>3} {mean:>7.1f} {tokens:>10} {ok:>3}")
+        rows.append([arm, domain, len(eps), f"{mean:.1f}", f"{tokens:,}", ok])
     starts = sorted(e.timing.started_at or "" for e in episodes)
     ends = sorted(e.timing.ended_at or "" for e in episodes)
-    print(f"{len(episodes)} episodes, first start {starts[0]}, last end {ends[-1]}")
+    note = f"{len(episodes)} episodes, first start {starts[0]}, last end {ends[-1]}."
+    header = ["arm", "domain", "episodes", "mean episode s", "decoded tokens", "successes"]
+    return Table(header, rows, "llr", title=title, notes=[note])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("/tmp/demo-timing"))
-    parser.add_argument("--summarize", type=Path)
-    args, demo_args = parser.parse_known_args()
+    parser.add_argument("--summarize", type=Path, metavar="DIR", help="only summarise DIR")
+
+
+def run(args: argparse.Namespace) -> list[Table]:
     if args.summarize:
-        summarize(args.summarize)
-        return
+        return [summarize(args.summarize)]
     shutil.rmtree(args.out, ignore_errors=True)
     started = time.perf_counter()
     cmd = [sys.executable, "-c", "from flatscore.cli import main; main()", "demo"]
-    subprocess.run([*cmd, "--out", str(args.out), "--no-progress", *demo_args], check=True)
-    print(f"flatscore demo: {time.perf_counter() - started:.0f} s wall")
-    summarize(args.out)
-
-
-if __name__ == "__main__":
-    main()
+    subprocess.run([*cmd, "--out", str(args.out), "--no-progress", *args.extra], check=True)
+    title = f"`flatscore demo`: {time.perf_counter() - started:.0f} s wall"
+    return [summarize(args.out, title)]

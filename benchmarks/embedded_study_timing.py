@@ -1,16 +1,13 @@
-"""Episodes per hour of the embedded study's arms, and the study's projected duration
-(docs/embedded-study.md, "How long it takes").
-
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/embedded_study_timing.py --arms ref \\
-        --tasks cancel_12,suspended_10,exchange_10,refuel_08 --out /tmp/timing-ref
+"""Episodes per hour of the embedded study's arms and the study's projected duration.
 
 Runs examples/embedded-study.yaml itself (its sampling, budget, user and seeds) restricted
 to the given arms and tasks, one trial, one episode at a time, one torch thread. The
 machine is shared, so besides wall time it measures the process's CPU time per episode
 (each task a run of its own, the arm's weights loaded beforehand and reported apart): with
 one thread, CPU seconds are what an episode costs on a core of its own. It prints one JSON
-row per episode as it goes, then CPU seconds per episode, episodes per core-hour and the
-projection to the arm's share of the study.
+row per episode as it goes; its table: CPU seconds per episode, episodes per core-hour and
+the projection to the arm's share of the study (docs/embedded-study.md, "How long it
+takes").
 """
 
 from __future__ import annotations
@@ -21,13 +18,14 @@ import statistics
 import time
 from pathlib import Path
 
+from benchmarks.harness import ROOT, Table
 from flatscore.domains import get_domain
 from flatscore.models.shared import get_backend
 from flatscore.run.driver import plan_study, run_study
 from flatscore.run.study import Study, load_study
 from flatscore.store.jsonl import read_episodes
 
-STUDY = Path(__file__).resolve().parents[1] / "examples" / "embedded-study.yaml"
+STUDY = ROOT / "examples" / "embedded-study.yaml"
 
 
 def _restrict(study: Study, arm: str, domain: str, tasks: list[str], out: Path) -> Study:
@@ -84,37 +82,48 @@ def measure(study: Study, arms: list[str], tasks: list[str], out: Path) -> list[
     return rows
 
 
-def project(study: Study, rows: list[dict[str, object]]) -> None:
+def project(study: Study, rows: list[dict[str, object]]) -> Table:
     """CPU seconds per episode per arm (the mean over its measured tasks) × the study's
     episodes per arm (114 × trials × domains)."""
     per_arm_episodes = 114 * study.trials * len(study.domains)
-    arms = sorted({str(r["arm"]) for r in rows})
-    for arm in arms:
+    out: list[list[object]] = []
+    for arm in sorted({str(r["arm"]) for r in rows}):
         cpu = [float(str(r["cpu_s"])) for r in rows if r["arm"] == arm]
         wall = [float(str(r["wall_s"])) for r in rows if r["arm"] == arm]
         mean, mean_wall = statistics.mean(cpu), statistics.mean(wall)
-        print(
-            f"{arm}: {len(cpu)} episodes, {mean:.0f} CPU-s/episode (wall {mean_wall:.0f} s),"
-            f" {3600 / mean:.1f} episodes per core-hour -> {per_arm_episodes * mean / 3600:.1f}"
-            f" core-hours for its {per_arm_episodes} episodes"
+        out.append(
+            [
+                arm,
+                len(cpu),
+                f"{mean:.0f}",
+                f"{mean_wall:.0f}",
+                f"{3600 / mean:.1f}",
+                f"{per_arm_episodes * mean / 3600:.1f} ({per_arm_episodes} episodes)",
+            ]
         )
+    header = [
+        "arm",
+        "episodes measured",
+        "CPU-s / episode",
+        "wall s / episode",
+        "episodes per core-hour",
+        "core-hours for its share of the study",
+    ]
+    return Table(header, out, "lr")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--study", type=Path, default=STUDY)
     parser.add_argument("--arms", default="ref,int4")
     parser.add_argument("--tasks", default="cancel_12,suspended_10,exchange_10,refuel_08")
     parser.add_argument("--out", type=Path, default=Path("/tmp/embedded-study-timing"))
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> list[Table]:
     import torch
 
     torch.set_num_threads(1)
     study = load_study(args.study)
     rows = measure(study, args.arms.split(","), args.tasks.split(","), args.out)
     (args.out / "timing.json").write_text(json.dumps(rows, indent=1) + "\n")
-    project(study, rows)
-
-
-if __name__ == "__main__":
-    main()
+    return [project(study, rows)]

@@ -1,9 +1,8 @@
-"""Episodes per hour, side by side in one process: a GGUF arm run by llama.cpp (`gguf`
-kind, its batch engine) vs flatscore's batch engine (`local` kind: the same file
-dequantized), at several episodes in flight, alternating rounds (ratios, not absolutes:
-the machine is shared). docs/benchmarks.md ("GGUF arms batched").
+"""Episodes per hour, llama.cpp's batch engine vs flatscore's, by episodes in flight.
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/gguf_batch.py --runs DEMO/runs/*__ref.jsonl
+Side by side in one process: a GGUF arm run by llama.cpp (`gguf` kind, its batch engine)
+vs flatscore's batch engine (`local` kind: the same file dequantized), at several episodes
+in flight, alternating rounds (ratios, not absolutes: the machine is shared).
 
 Episodes are replayed, not rerun: every agent turn of a recorded episode (a demo run's
 `runs/*.jsonl`; without `--runs`, the bundled held-out and calibration transcripts) is
@@ -29,7 +28,7 @@ from typing import Any
 
 import torch
 
-from flatscore.analysis.markdown_table import table_lines
+from benchmarks.harness import Table
 from flatscore.episode import Message
 from flatscore.models.base import Backend, Sampling
 from flatscore.models.embedded import embedded_gguf
@@ -102,18 +101,20 @@ async def replay(
     return time.perf_counter() - start, list(texts), tokens
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs", type=Path, nargs="*", default=[])
     parser.add_argument("--episodes", type=int, default=0, help="use the first N (0: all)")
     parser.add_argument("--turns", type=int, default=0, help="first N turns each (0: all)")
     parser.add_argument("--max-tokens", type=int, default=192)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 8, 16])
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--gguf", default=str(embedded_gguf()))
+    parser.add_argument("--gguf", help="the GGUF file (default: the embedded model's)")
     parser.add_argument("--compute", default="fp32", help="the engine's compute setting")
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> list[Table]:
     torch.set_num_threads(1)
+    gguf = args.gguf or str(embedded_gguf())
 
     episodes = from_runs(args.runs, args.max_tokens) if args.runs else from_bundled(args.max_tokens)
     if args.episodes:
@@ -123,9 +124,9 @@ def main() -> None:
     top = max(args.concurrency)
     backends: dict[str, Backend] = {
         "llama.cpp": GgufBackend.from_spec(
-            args.gguf, "ref", threads=1, max_batch=top, kv_memory_mb=None
+            gguf, "ref", threads=1, max_batch=top, kv_memory_mb=None
         ),
-        "engine": LocalBackend.from_spec(args.gguf, arm="ref", compute=args.compute),
+        "engine": LocalBackend.from_spec(gguf, arm="ref", compute=args.compute),
     }
     turns = sum(len(e) for e in episodes)
     print(f"{len(episodes)} episodes, {turns} agent turns; load {os.getloadavg()}")
@@ -148,15 +149,15 @@ def main() -> None:
                     f"load {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
-    rows = []
+    rows: list[list[object]] = []
     for c in args.concurrency:
         best = {n: min(walls[(n, c)]) for n in backends}
         rate = {n: 3600 * len(episodes) / best[n] for n in backends}
         ratio = rate["llama.cpp"] / rate["engine"]
-        rows.append([c, f"{rate['llama.cpp']:.1f}", f"{rate['engine']:.1f}", f"{ratio:.2f}x"])
+        rows.append([c, f"{rate['llama.cpp']:.1f}", f"{rate['engine']:.1f}", f"{ratio:.2f}×"])
     header = ["in flight", "llama.cpp episodes/h", "engine episodes/h", "llama.cpp / engine"]
-    print("\n" + "\n".join(table_lines(header, rows, "r")))
     base = args.concurrency[0]
+    notes = []
     for name in backends:
         for c in args.concurrency[1:]:
             same = sum(
@@ -164,9 +165,7 @@ def main() -> None:
                 for ea, eb in zip(texts[(name, base)], texts[(name, c)], strict=True)
                 for a, b in zip(ea, eb, strict=True)
             )
-            print(f"{name}: {same}/{turns} turns at {c} in flight identical to {base} in flight")
+            notes.append(f"{name}: {same}/{turns} turns at {c} in flight identical to {base}.")
     print(f"load at the end {os.getloadavg()}")
-
-
-if __name__ == "__main__":
-    main()
+    title = f"{len(episodes)} episodes, {turns} agent turns, best of {args.rounds} rounds"
+    return [Table(header, rows, "r", title=title, notes=notes)]

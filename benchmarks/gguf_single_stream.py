@@ -1,17 +1,15 @@
-"""One stream, the same GGUF: llama.cpp (`gguf` kind) vs the transformers path (`local`
-kind: the file dequantized to fp32, flatscore's engine), in one process, alternating rounds
-(ratios, not absolutes: the machine is shared). docs/arms.md#gguf-arms-run-by-llamacpp.
+"""One stream, the same GGUF: llama.cpp vs the engine.
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/gguf_single_stream.py [--rounds 3] [--steps 32]
-
-For each held-out agent prompt, each backend encodes it from scratch (its caches emptied
-first) and decodes `--steps` tokens greedily as the only sequence in flight; prefill and
-decode are timed apart from the turn's own `TurnTiming`. The engine runs unpadded
-(`batch_invariant=False`, its single-stream setting) in fp32 and in the `fp16` compute
-setting (one-row passes in fp16: `flatscore.models.compute`), and padded to 16 rows (the
-default; `--no-padded` leaves it out). Agreement: whether the two tokenizers give the same
-prompt ids, and whether llama.cpp and the engine wrote the same greedy text (and where
-they first differ).
+llama.cpp (`gguf` kind) vs the transformers path (`local` kind: the file dequantized to
+fp32, flatscore's engine), in one process, alternating rounds (ratios, not absolutes: the
+machine is shared; docs/arms.md#gguf-arms-run-by-llamacpp). For each held-out agent prompt,
+each backend encodes it from scratch (its caches emptied first) and decodes `--steps` tokens
+greedily as the only sequence in flight; prefill and decode are timed apart from the turn's
+own `TurnTiming`. The engine runs unpadded (`batch_invariant=False`, its single-stream
+setting) in fp32 and in the `fp16` compute setting (one-row passes in fp16:
+`flatscore.models.compute`), and padded to 16 rows (the default; `--no-padded` leaves it
+out). Agreement: whether the two tokenizers give the same prompt ids, and whether llama.cpp
+and the engine wrote the same greedy text (and where they first differ).
 """
 
 from __future__ import annotations
@@ -21,9 +19,9 @@ import statistics
 from typing import Any
 
 import torch
-from single_stream import contexts
 
-from flatscore.analysis.markdown_table import table_lines
+from benchmarks.harness import Table, ratio
+from benchmarks.single_stream import contexts
 from flatscore.models.base import Backend, Sampling
 from flatscore.models.chat_format import render
 from flatscore.models.embedded import embedded_gguf
@@ -55,25 +53,27 @@ def one_turn(backend: Backend, ctx: Any, steps: int) -> tuple[float, float, int,
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=32)
     parser.add_argument("--prompts", type=int, default=4)
-    parser.add_argument("--gguf", default=str(embedded_gguf()))
+    parser.add_argument("--gguf", help="the GGUF file (default: the embedded model's)")
     parser.add_argument("--no-padded", dest="padded", action="store_false")
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> list[Table]:
     torch.set_num_threads(1)
+    gguf = args.gguf or str(embedded_gguf())
 
     backends: dict[str, Backend] = {
-        "llama.cpp": GgufBackend.from_spec(args.gguf, "ref", threads=1),
-        "engine unpadded": LocalBackend.from_spec(args.gguf, arm="ref", batch_invariant=False),
+        "llama.cpp": GgufBackend.from_spec(gguf, "ref", threads=1),
+        "engine unpadded": LocalBackend.from_spec(gguf, arm="ref", batch_invariant=False),
         "engine fp16 unpadded": LocalBackend.from_spec(
-            args.gguf, arm="ref", compute="fp16", batch_invariant=False
+            gguf, arm="ref", compute="fp16", batch_invariant=False
         ),
     }
     if args.padded:
-        backends["engine padded"] = LocalBackend.from_spec(args.gguf, arm="ref")
+        backends["engine padded"] = LocalBackend.from_spec(gguf, arm="ref")
     ctxs = contexts(args.prompts)
     llama, engine = backends["llama.cpp"], backends["engine unpadded"]
     assert isinstance(llama, GgufBackend) and isinstance(engine, LocalBackend)
@@ -104,26 +104,28 @@ def main() -> None:
             )
 
     base = statistics.median(decode["llama.cpp"])
-    rows = []
+    rows: list[list[object]] = []
     for name in names:
         d, p = statistics.median(decode[name]), statistics.median(prefill[name])
-        rows.append([name, f"{p:.0f}", f"{d:.1f}", f"{d / base:.2f}x"])
+        rows.append([name, f"{p:.0f}", f"{d:.1f}", ratio(d, base)])
     header = [
         "backend (1 thread)",
         "prefill tok/s (median)",
         "decode tok/s (median)",
         "decode vs llama.cpp",
     ]
-    print("\n" + "\n".join(table_lines(header, rows, "lr")))
+    notes = [f"Prompt tokens identical in both tokenizers: {sum(same_ids)}/{len(same_ids)}."]
     for i in range(len(ctxs)):
         a, b = texts["llama.cpp"][i], texts["engine unpadded"][i]
         f = texts["engine fp16 unpadded"][i]
         padded = texts["engine padded"][i] == b if args.padded else "not run"
-        print(
-            f"prompt {i}: llama.cpp vs engine: {differs(a, b)}; fp16 vs fp32 engine: "
-            f"{differs(f, b)}; engine padded = unpadded: {padded}"
+        notes.append(
+            f"Prompt {i}: llama.cpp vs engine: {differs(a, b)}; fp16 vs fp32 engine: "
+            f"{differs(f, b)}; engine padded = unpadded: {padded}."
         )
         print(f"  llama.cpp: {a[:120]!r}\n  engine:    {b[:120]!r}\n  fp16:      {f[:120]!r}")
+    title = f"{len(ctxs)} held-out prompts, {args.steps} tokens each, {args.rounds} rounds"
+    return [Table(header, rows, "lr", title=title, notes=notes)]
 
 
 def differs(a: str, b: str) -> str:
@@ -131,7 +133,3 @@ def differs(a: str, b: str) -> str:
     if cut is None and len(a) != len(b):
         cut = min(len(a), len(b))
     return "same text" if cut is None else f"first differs at character {cut}"
-
-
-if __name__ == "__main__":
-    main()

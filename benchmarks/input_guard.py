@@ -1,10 +1,9 @@
-"""Cost of the streaming depth guard (`flatscore.store.inputs`) on a τ² import, as a ratio.
+"""Cost of the streaming depth guard on a τ² import, as a ratio.
 
-Imports the same generated τ² file with the guard and with it switched off (the parser
-reading the file directly), alternating, in one process, and reports the best time of each.
-The file: the 37 kB v1.0 fixture's simulations repeated to ~SIZE MB (`--mb`).
-
-Run: .venv/bin/python benchmarks/input_guard.py [--mb 64] [--reps 3]
+The guard is `flatscore.store.inputs`. Imports the same generated τ² file with the guard
+and with it switched off (the parser reading the file directly), alternating, in one
+process, and reports the best time of each. The file: the 37 kB v1.0 fixture's simulations
+repeated to ~SIZE MB (`--mb`).
 """
 
 from __future__ import annotations
@@ -16,10 +15,11 @@ import time
 from pathlib import Path
 
 import flatscore.formats.tau2 as tau2
+from benchmarks.harness import ROOT, Table, alternate, ratio
 from flatscore.formats.tau2_import import import_tau2
 from flatscore.store.inputs import open_json, open_regular
 
-FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "tau2" / "v1.0" / "ok.json"
+FIXTURE = ROOT / "tests" / "fixtures" / "tau2" / "v1.0" / "ok.json"
 
 
 def make_file(path: Path, mb: int) -> None:
@@ -45,26 +45,29 @@ def timed(src: Path, work: Path, guarded: bool) -> float:
     return elapsed
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mb", type=int, default=64)
     parser.add_argument("--reps", type=int, default=3)
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> list[Table]:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         src = work / "big.json"
         make_file(src, args.mb)
         size = src.stat().st_size / 1e6
-        best = {True: float("inf"), False: float("inf")}
-        for _ in range(args.reps):
-            for guarded in (False, True):
-                best[guarded] = min(best[guarded], timed(src, work, guarded))
-    print(
-        f"{size:.0f} MB τ² file: import without guard {best[False]:.2f} s "
-        f"({size / best[False]:.0f} MB/s), with guard {best[True]:.2f} s "
-        f"({size / best[True]:.0f} MB/s); ratio {best[True] / best[False]:.2f}"
-    )
-
-
-if __name__ == "__main__":
-    main()
+        times = alternate(
+            {
+                "without the guard": lambda: timed(src, work, False),
+                "with the guard": lambda: timed(src, work, True),
+            },
+            args.reps,
+            reverse=False,
+        )
+    best = {name: min(t) for name, t in times.items()}
+    base = best["without the guard"]
+    rows: list[list[object]] = [
+        [name, f"{s:.2f}", f"{size / s:.0f}", ratio(s, base)] for name, s in best.items()
+    ]
+    title = f"a {size:.0f} MB τ² file, best of {args.reps} alternating rounds"
+    return [Table(["import", "s", "MB/s", "time vs without"], rows, "lr", title=title)]

@@ -1,14 +1,12 @@
-"""Peak memory and time of `flatscore import inspect` on large Inspect logs (`.eval`, `.json`).
+"""Peak memory and time of `flatscore import inspect` on large Inspect logs.
 
 The importer reads one sample at a time (a `.eval` zip member through Inspect's reader; a
 `.json` log streamed with ijson), so its peak RSS should not grow with the number of
-samples. This script copies the samples of the fixture Inspect itself wrote
+samples. This benchmark copies the samples of the fixture Inspect itself wrote
 (tests/fixtures/inspect/orders.eval) under new ids into logs of N samples, writes each in both
 formats with Inspect's `write_eval_log`, imports each with the real CLI in a child process and
 reads the child's peak RSS from `os.wait4` (ru_maxrss). The logs are written in a separate
 process, so the parent stays small. Needs the `inspect` extra.
-
-Run: .venv/bin/python benchmarks/inspect_import_memory.py [--samples 60 1200] [--workdir /tmp]
 """
 
 from __future__ import annotations
@@ -22,9 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from flatscore.analysis.markdown_table import row, table_lines
+from benchmarks.harness import ROOT, Table
 
-FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "inspect" / "orders.eval"
+FIXTURE = ROOT / "tests" / "fixtures" / "inspect" / "orders.eval"
 CLI = [sys.executable, "-c", "from flatscore.cli import main; main()"]
 
 
@@ -59,19 +57,20 @@ def import_peak(path: Path, out: Path) -> tuple[float, float]:
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"import of {path} failed: {proc.stderr.read() if proc.stderr else ''}")
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        raise SystemExit(f"import of {path} failed: {err}")
     return usage.ru_maxrss / 1024, wall
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--samples", type=int, nargs="+", default=[60, 1200])
     parser.add_argument("--workdir", type=Path, default=None)
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> list[Table]:
+    rows: list[list[object]] = []
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         work = Path(tmp)
-        header = ["samples", "format", "file MB", "peak RSS MB", "wall s"]
-        print("\n".join(table_lines(header, [], "l")))
         spawn = multiprocessing.get_context("spawn")
         for n in args.samples:
             # Written in a fresh process: a child forked from a parent that held the log
@@ -82,9 +81,7 @@ def main() -> None:
                 out = work / f"{path.name}.jsonl"
                 peak, wall = import_peak(path, out)
                 size = path.stat().st_size / 2**20
-                print(row([n, path.suffix, f"{size:.1f}", f"{peak:.0f}", f"{wall:.1f}"]))
+                rows.append([n, path.suffix, f"{size:.1f}", f"{peak:.0f}", f"{wall:.1f}"])
+                print(*rows[-1], flush=True)
                 out.unlink()
-
-
-if __name__ == "__main__":
-    main()
+    return [Table(["samples", "format", "file MB", "peak RSS MB", "wall s"], rows, "r")]

@@ -1,5 +1,6 @@
-"""Local backend speed, side by side in one process: decode throughput by batch size, and
-episodes per hour of one arm at several concurrencies (continuous batching).
+"""Local backend speed: decode by batch size, episodes per hour by concurrency.
+
+Side by side in one process (continuous batching):
 
 1. Decode: B sequences (distinct held-out agent prompts) decode `--decode-steps` tokens
    together in the batch engine, for each B in `--batches`; plus the unbatched baseline
@@ -9,8 +10,6 @@ episodes per hour of one arm at several concurrencies (continuous batching).
    192) through the study's local executor at each concurrency in `--concurrency`; the
    prefix cache is emptied between settings. Episodes/hour, aggregate decode tokens/s, and
    whether every setting produced the same episodes (batch invariance).
-
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/local_backend.py
 """
 
 from __future__ import annotations
@@ -25,6 +24,7 @@ from typing import Any
 
 import torch
 
+from benchmarks.harness import Table, ratio
 from flatscore.models.batching import SeqKV, packed_forward
 from flatscore.models.chat_format import render
 from flatscore.models.local import LocalBackend
@@ -89,8 +89,7 @@ def episode_key(e: Any) -> tuple[str, str]:
     return e.episode_id, "\n".join(said)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arm", default="ref")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--tasks", type=int, default=8, help="test tasks per domain")
@@ -100,7 +99,9 @@ def main() -> None:
     parser.add_argument("--decode-steps", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip-decode", action="store_true")
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> list[Table]:
     torch.set_num_threads(args.threads)
 
     out_dir = tempfile.mkdtemp(prefix="flatscore-bench-")
@@ -119,13 +120,10 @@ def main() -> None:
         f"load1 at start={os.getloadavg()[0]:.2f}"
     )
 
+    tables = []
     if not args.skip_decode:
         batch = prompts(backend, max(args.batches))
         lengths = sorted(len(p) for p in batch)
-        print(
-            f"decode: {args.decode_steps} steps, prompts of {lengths[0]}..{lengths[-1]} tokens, "
-            f"best of {args.rounds} alternating rounds"
-        )
         best: dict[str, float] = {}
         for _ in range(args.rounds):  # alternate settings: load changes hit them all alike
             rate = legacy_decode(backend, batch[len(batch) // 2], args.decode_steps)
@@ -134,18 +132,24 @@ def main() -> None:
                 rate = engine_decode(backend, batch[:b], args.decode_steps)
                 best[str(b)] = max(best.get(str(b), 0.0), rate)
         base = best["base"]
-        print(f"  unbatched (plain forward + DynamicCache): {base:6.1f} tok/s")
-        for b in args.batches:
-            rate = best[str(b)]
-            print(f"  engine, {b:2d} sequences: {rate:6.1f} tok/s aggregate ({rate / base:.2f}x)")
+        decode_rows: list[list[object]] = [
+            ["unbatched (plain forward + DynamicCache)", f"{base:.1f}", "1.00×"]
+        ]
+        decode_rows += [
+            [f"engine, {b} sequences", f"{best[str(b)]:.1f}", ratio(best[str(b)], base)]
+            for b in args.batches
+        ]
+        title = (
+            f"decode: {args.decode_steps} steps per sequence, prompts of "
+            f"{lengths[0]}..{lengths[-1]} tokens, best of {args.rounds} alternating rounds"
+        )
+        header = ["decode", "aggregate tok/s", "vs unbatched"]
+        tables.append(Table(header, decode_rows, "lr", title=title))
+        print(tables[-1].markdown(), flush=True)
 
     results: dict[int, list[Any]] = {}
     base_rate = None
-    print(
-        f"episodes: {len(jobs)} ({args.tasks} test tasks per domain of {', '.join(args.domains)}),"
-        f" arm {args.arm}"
-    )
-    print(f"{'in flight':>9} {'wall s':>7} {'episodes/h':>10} {'x':>5} {'tokens':>7} {'tok/s':>6}")
+    rows: list[list[object]] = []
     for c in args.concurrency:
         backend.clear_cache()
         backend.engine.peak_active = 0
@@ -156,21 +160,36 @@ def main() -> None:
         rate = len(episodes) * 3600 / wall
         base_rate = base_rate or rate
         tokens = sum(e.usage.completion_tokens for e in episodes)
-        print(
-            f"{c:>9} {wall:>7.1f} {rate:>10.0f} {rate / base_rate:>5.2f} {tokens:>7} "
-            f"{tokens / wall:>6.1f}   (peak batch {backend.engine.peak_active}, "
-            f"load1 {os.getloadavg()[0]:.2f})"
+        rows.append(
+            [
+                f"{c} (peak batch {backend.engine.peak_active})",
+                f"{wall:,.1f}",
+                f"{rate:,.0f}",
+                ratio(rate, base_rate),
+                f"{tokens:,}",
+                f"{tokens / wall:.1f}",
+            ]
         )
+        print(*rows[-1], f"load1 {os.getloadavg()[0]:.2f}", flush=True)
     keys = {c: sorted(episode_key(e) for e in eps) for c, eps in results.items()}
     first = next(iter(keys.values()))
     same = all(k == first for k in keys.values())
-    print(f"same episodes (messages) at every concurrency: {'yes' if same else 'NO'}")
-    print(
-        f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; "
-        f"prefix cache {backend.engine.store.tokens} positions; "
-        f"load1 at end={os.getloadavg()[0]:.2f}"
+    notes = [
+        f"Same episodes (messages) at every concurrency: {'yes' if same else 'NO'}; "
+        f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB; "
+        f"the prefix cache held {backend.engine.store.tokens:,} positions at the end."
+    ]
+    header = [
+        "in flight",
+        "wall s",
+        "episodes/h",
+        f"vs {args.concurrency[0]} in flight",
+        "decoded tokens",
+        "aggregate decode tok/s",
+    ]
+    title = (
+        f"episodes: {len(jobs)} ({args.tasks} test tasks per domain of "
+        f"{', '.join(args.domains)}), arm {args.arm}"
     )
-
-
-if __name__ == "__main__":
-    main()
+    tables.append(Table(header, rows, "r", title=title, notes=notes))
+    return tables

@@ -1,16 +1,13 @@
-"""One decode step's linear layers for one sequence (one row), by weight format: what a lone
-sequence pays per token for SmolLM2-135M's shapes (30 layers of q/k/v/o/gate/up/down + the
-49,152-row output head), random weights, alternating rounds in one process, best of each.
-docs/benchmarks.md#one-stream-the-fp16-setting.
+"""One decode step's linear layers for one row, by weight format.
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/one_row_linears.py [--rounds 6]
-
-Formats: fp32 (`nn.functional.linear`, MKL's sgemm), bf16 and fp16 (torch's CPU kernels),
-int8 per row (`_weight_int8pack_mm`), int4 in groups of 32 (`_weight_int4pack_mm_for_cpu`,
-the layout of a Q4_1 file), and FBGEMM's dynamic int8 linear (int8 weights per row, the row
-quantized to 8 bits at run time, as llama.cpp multiplies: `quantized.linear_dynamic`, an API
-torch marks deprecated). Also the process's read bandwidth (a sum over 200 MB), for the
-bytes-per-token bound.
+What a lone sequence pays per token for SmolLM2-135M's shapes (30 layers of
+q/k/v/o/gate/up/down + the 49,152-row output head), random weights, alternating rounds in
+one process, best of each. Formats: fp32 (`nn.functional.linear`, MKL's sgemm), bf16 and
+fp16 (torch's CPU kernels), int8 per row (`_weight_int8pack_mm`), int4 in groups of 32
+(`_weight_int4pack_mm_for_cpu`, the layout of a Q4_1 file), and FBGEMM's dynamic int8 linear
+(int8 weights per row, the row quantized to 8 bits at run time, as llama.cpp multiplies:
+`quantized.linear_dynamic`, an API torch marks deprecated). Also the process's read
+bandwidth (a sum over 200 MB), for the bytes-per-token bound.
 """
 
 from __future__ import annotations
@@ -23,7 +20,7 @@ from collections.abc import Callable
 import torch
 from torch.nn.functional import linear
 
-from flatscore.analysis.markdown_table import table_lines
+from benchmarks.harness import Table, alternate, ratio, timed
 
 LAYER = [(576, 576), (192, 576), (192, 576), (576, 576), (1536, 576), (1536, 576), (576, 1536)]
 SHAPES = LAYER * 30 + [(49152, 576)]
@@ -87,10 +84,15 @@ def int8_dynamic() -> Callable[[], None]:
     return step
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def seconds_of(step: Callable[[], None]) -> Callable[[], float]:
+    return lambda: timed(step)[0]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, default=6)
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> list[Table]:
     torch.set_num_threads(1)
     runs = {
         "fp32": dense(torch.float32),
@@ -100,23 +102,21 @@ def main() -> None:
         "int4 (groups of 32)": int4(),
         "int8 weights, 8-bit row (FBGEMM dynamic)": int8_dynamic(),
     }
-    best = dict.fromkeys(runs, float("inf"))
-    for _ in range(args.rounds):
-        for name, run in runs.items():
-            start = time.perf_counter()
-            run()
-            best[name] = min(best[name], time.perf_counter() - start)
+    seconds = alternate(
+        {name: seconds_of(step) for name, step in runs.items()},
+        args.rounds,
+        reverse=False,
+    )
+    best = {name: min(s) for name, s in seconds.items()}
     params = sum(o * i for o, i in SHAPES)
-    print(f"{params / 1e6:.1f}M weights per token; best of {args.rounds} alternating rounds")
-    rows = [[n, f"{s * 1e3:.1f}", f"{best['fp32'] / s:.2f}x"] for n, s in best.items()]
-    print("\n".join(table_lines(["format", "ms per token", "vs fp32"], rows, "lr")))
+    rows: list[list[object]] = [
+        [n, f"{s * 1e3:.1f}", ratio(best["fp32"], s)] for n, s in best.items()
+    ]
     data = torch.randn(50_000_000)
     start = time.perf_counter()
     for _ in range(5):
         data.sum()
     rate = 5 * data.nbytes / (time.perf_counter() - start) / 1e9
-    print(f"read bandwidth (a sum over 200 MB): {rate:.1f} GB/s")
-
-
-if __name__ == "__main__":
-    main()
+    title = f"{params / 1e6:.1f}M weights per token; best of {args.rounds} alternating rounds"
+    note = f"Read bandwidth (a sum over 200 MB): {rate:.1f} GB/s."
+    return [Table(["format", "ms per token", "vs fp32"], rows, "lr", title=title, notes=[note])]

@@ -1,9 +1,8 @@
-"""One padded decode step of the batch engine with the shared system turn read in place
+"""The shared system turn read in place vs copied into each sequence's cache.
+
+One padded decode step of the batch engine with the shared system turn read in place
 (joined to each sequence's own positions by `torch.cat` in every layer of every step) or
 copied once into each sequence's cache (`BatchEngine.private_prefix`), at a study's sizes.
-
-    OMP_NUM_THREADS=1 python benchmarks/shared_prefix.py --prefix 700 --own 1500 --rounds 3
-
 16 sequences on one shared prefix, each with its own positions after it (random keys and
 values: the step's cost does not depend on them), the embedded model in fp32, 16 rows per
 pass as in a study. The two layouts alternate within each round (a loaded host slows both
@@ -15,10 +14,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from typing import Any
 
 import torch
 
-from flatscore.analysis.markdown_table import table_lines
+from benchmarks.harness import Table, ratio
 from flatscore.console import quiet_third_party
 from flatscore.models.batching import MIN_ROWS, SeqKV, packed_forward, use_ragged_attention
 from flatscore.models.embedded import load_model
@@ -26,7 +26,7 @@ from flatscore.models.embedded import load_model
 
 def caches(model: torch.nn.Module, prefix: int, own: int, n: int, steps: int) -> list[SeqKV]:
     """`n` caches reading one shared prefix of `prefix` positions, each with `own` more."""
-    config = model.config  # type: ignore[attr-defined]
+    config: Any = model.config
     layers, heads = int(config.num_hidden_layers), int(config.num_key_value_heads)
     dim = int(config.hidden_size) // int(config.num_attention_heads)
     g = torch.Generator().manual_seed(0)
@@ -56,14 +56,15 @@ def decode(model: torch.nn.Module, kvs: list[SeqKV], steps: int) -> tuple[float,
     return (time.perf_counter() - t0) / steps, torch.stack(logits)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prefix", type=int, default=700, help="shared system-turn positions")
     parser.add_argument("--own", type=int, default=1500, help="each sequence's own positions")
     parser.add_argument("--sequences", type=int, default=16)
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> list[Table]:
     torch.set_num_threads(1)
     quiet_third_party()
     model = load_model("embedded").model
@@ -83,15 +84,12 @@ def main() -> None:
         seconds["joined per step"].append(joined)
         seconds["copied once"].append(copied + copy_s / args.steps)
     base = statistics.median(seconds["joined per step"])
-    print(
-        f"{args.sequences} sequences, prefix {args.prefix} + own {args.own} positions, "
-        f"{args.steps} steps, {args.rounds} rounds; logits equal bit for bit: {same}"
-    )
     medians = {name: statistics.median(values) for name, values in seconds.items()}
-    rows = [[name, f"{s:.3f}", f"{base / s:.2f}×"] for name, s in medians.items()]
+    rows: list[list[object]] = [[name, f"{s:.3f}", ratio(base, s)] for name, s in medians.items()]
     head = ["shared prefix", "s per decode step (median)", "vs joined"]
-    print("\n".join(table_lines(head, rows, "lr")))
-
-
-if __name__ == "__main__":
-    main()
+    title = (
+        f"{args.sequences} sequences, prefix {args.prefix} + own {args.own} positions, "
+        f"{args.steps} steps, {args.rounds} rounds"
+    )
+    note = f"Every step's logits equal bit for bit: {same}."
+    return [Table(head, rows, "lr", title=title, notes=[note])]

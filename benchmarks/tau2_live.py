@@ -16,8 +16,7 @@
     fixed time per request (the scripted endpoint): wall time vs the time the endpoint spent,
     split into flatscore's share (queue, conversion, writing) and τ²'s (environment,
     orchestrator, evaluator, litellm).
-
-Run: `python benchmarks/tau2_live.py [--parts a,b,c] [--sizes 100,500,2000]`
+Needs the `tau2` extra; (b) also the `local` extra.
 """
 
 from __future__ import annotations
@@ -26,19 +25,13 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from flatscore.analysis.markdown_table import row, table_lines
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # the scripted endpoint is a test helper
-
-from scripted_endpoint import TAU2_SCRIPTS, ScriptedEndpoint  # noqa: E402
+from benchmarks.harness import ROOT, Table, tests_on_path
 
 FIXTURE = ROOT / "tests" / "fixtures" / "tau2" / "v0.2" / "telecom.json"
 
@@ -109,12 +102,12 @@ def _tau2_append_cost(n: int, header: dict[str, Any], sim: dict[str, Any], out: 
     return statistics.median(times)
 
 
-def part_a(sizes: list[int], full_up_to: int) -> None:
+def part_a(sizes: list[int], full_up_to: int) -> Table:
     header, sim = _simulation()
     size_kb = len(json.dumps(sim, indent=2)) / 1024
-    print(f"(a) writers: one simulation = {len(sim['messages'])} messages, {size_kb:.0f} KB")
+    title = f"(a) writers: one simulation = {len(sim['messages'])} messages, {size_kb:.0f} KB"
     columns = ["episodes", "flatscore append (s)", "τ² rewrite (s)", "ratio", "τ² file"]
-    print("\n".join(table_lines(columns, [], "r")))
+    rows: list[list[object]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
             ours = _flatscore_writer(n, sim, Path(tmp) / f"run-{n}.jsonl")
@@ -128,7 +121,9 @@ def part_a(sizes: list[int], full_up_to: int) -> None:
                 theirs = last * n / 2
                 mb = (Path(tmp) / f"tau2-{n}.json").stat().st_size / 2**20
                 note = f"{mb:.0f} MB; est. from {last:.2f} s/append at {n}"
-            print(row([f"{n:,}", f"{ours:.2f}", f"{theirs:.1f}", f"{theirs / ours:.0f}×", note]))
+            rows.append([f"{n:,}", f"{ours:.2f}", f"{theirs:.1f}", f"{theirs / ours:.0f}×", note])
+            print(*rows[-1], flush=True)
+    return Table(columns, rows, "r", title=title)
 
 
 # --- (b) prefix caching ------------------------------------------------------------------------
@@ -147,22 +142,26 @@ def _serve_in_thread(app: Any) -> tuple[Any, str]:
     return server, f"http://127.0.0.1:{port}/v1"
 
 
-def part_b(max_steps: int, max_tokens: int) -> None:
+def part_b(max_steps: int, max_tokens: int) -> Table:
     import torch
 
+    tests_on_path()
     from flatscore.models.embedded import load_model
     from flatscore.models.local import LocalBackend
     from flatscore.run.tau2 import lib
     from flatscore.run.tau2.endpoints import Endpoint
     from flatscore.run.tau2.runner import simulate
     from flatscore.serve.app import create_app
+    from scripted_endpoint import TAU2_SCRIPTS, ScriptedEndpoint
 
     t2 = lib.load()
     torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "2")))
     loaded = load_model("embedded")
     task = t2.get_tasks(task_set_name="retail", task_split_name="base", num_tasks=1)[0]
-    print(f"(b) one τ² retail episode (task {task.id}), max_steps {max_steps}, agent max_tokens")
-    print(f"    {max_tokens}, τ²'s user scripted; the embedded agent through flatscore serve")
+    title = (
+        f"(b) one τ² retail episode (task {task.id}), max_steps {max_steps}, agent max_tokens "
+        f"{max_tokens}, τ²'s user scripted; the embedded agent through flatscore serve"
+    )
     results = {}
     with ScriptedEndpoint(TAU2_SCRIPTS) as user_server:
         user = Endpoint(user_server.url, "chatty-user")
@@ -190,20 +189,22 @@ def part_b(max_steps: int, max_tokens: int) -> None:
             server.should_exit = True
             turns = sum(1 for m in sim["messages"] if m["role"] == "assistant")
             results[reuse] = (wall, backend.encoded_tokens, turns)
-            print(
-                f"    KV reuse {'on ' if reuse else 'off'}: {wall:.1f} s, "
-                f"{backend.encoded_tokens:,} prompt tokens encoded, {turns} agent turns"
-            )
-    print(f"    speed-up with reuse: {results[False][0] / results[True][0]:.2f}×")
+            print(f"KV reuse {reuse}: {wall:.1f} s", flush=True)
+    (off, off_tokens, turns), (on, on_tokens, _) = results[False], results[True]
+    header = ["agent turns", "KV reuse off s", "KV reuse on s", "speed-up", "prompt tokens encoded"]
+    row = [turns, f"{off:.1f}", f"{on:.1f}", f"{off / on:.2f}×", f"{off_tokens:,} / {on_tokens:,}"]
+    return Table(header, [row], "r", title=title)
 
 
 # --- (c) overhead ------------------------------------------------------------------------------
 
 
-def part_c(episodes: int, delay_s: float) -> None:
+def part_c(episodes: int, delay_s: float) -> Table:
+    tests_on_path()
     from flatscore.run.driver import run_study
     from flatscore.run.study import parse_study
     from flatscore.run.tau2 import lib, runner
+    from scripted_endpoint import TAU2_SCRIPTS, ScriptedEndpoint
 
     lib.load()
     inside = {"s": 0.0}
@@ -216,7 +217,7 @@ def part_c(episodes: int, delay_s: float) -> None:
         finally:
             inside["s"] += time.perf_counter() - t0
 
-    runner.simulate = timed  # type: ignore[assignment]
+    runner.simulate = timed
     with (
         ScriptedEndpoint(TAU2_SCRIPTS, delay_s=delay_s) as server,
         tempfile.TemporaryDirectory() as tmp,
@@ -245,20 +246,27 @@ def part_c(episodes: int, delay_s: float) -> None:
         outcome = run_study(study, progress=False, report=False)
         wall = time.perf_counter() - t0
         model = server.model_seconds
-    runner.simulate = real  # type: ignore[assignment]
+    runner.simulate = real
     ours = wall - inside["s"]
     tau2 = inside["s"] - model
-    print(
+    title = (
         f"(c) {outcome.written} τ² retail episodes (max_steps 30, {server.requests} requests, "
-        f"{delay_s:.2f} s each at the endpoint), concurrency 1:"
+        f"{delay_s:.2f} s each at the endpoint), concurrency 1"
     )
-    print(f"    wall {wall:.1f} s = endpoint {model:.1f} s ({model / wall:.0%})")
-    print(f"      + τ²'s own code {tau2:.1f} s ({tau2 / wall:.1%}: env, orchestrator, evaluator)")
-    print(f"      + flatscore {ours:.2f} s ({ours / wall:.1%}: setup, queue, conversion, writes)")
+    rows: list[list[object]] = [
+        ["wall time", f"{wall:.1f}", "100%"],
+        ["the endpoint (model time)", f"{model:.1f}", f"{model / wall:.0%}"],
+        [
+            "τ²'s own code (environment, orchestrator, evaluator, litellm)",
+            f"{tau2:.1f}",
+            f"{tau2 / wall:.1%}",
+        ],
+        ["flatscore (set-up, queue, conversion, writes)", f"{ours:.2f}", f"{ours / wall:.1%}"],
+    ]
+    return Table(["", "seconds", "share of wall time"], rows, "lr", title=title)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--parts", default="a,b,c")
     ap.add_argument("--sizes", default="100,500,2000")
     ap.add_argument("--full-up-to", type=int, default=100, help="(a) measure τ² in full")
@@ -266,15 +274,15 @@ def main() -> None:
     ap.add_argument("--b-max-tokens", type=int, default=32)
     ap.add_argument("--c-episodes", type=int, default=5)
     ap.add_argument("--c-delay", type=float, default=1.0, help="endpoint seconds per request")
-    args = ap.parse_args()
+
+
+def run(args: argparse.Namespace) -> list[Table]:
     parts = args.parts.split(",")
+    tables = []
     if "a" in parts:
-        part_a([int(n) for n in args.sizes.split(",")], args.full_up_to)
+        tables.append(part_a([int(n) for n in args.sizes.split(",")], args.full_up_to))
     if "c" in parts:
-        part_c(args.c_episodes, args.c_delay)
+        tables.append(part_c(args.c_episodes, args.c_delay))
     if "b" in parts:
-        part_b(args.b_max_steps, args.b_max_tokens)
-
-
-if __name__ == "__main__":
-    main()
+        tables.append(part_b(args.b_max_steps, args.b_max_tokens))
+    return tables

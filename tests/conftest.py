@@ -27,6 +27,7 @@ settings.load_profile("flatscore")
 
 LONGEST_FIRST = (
     "tests/models/test_gguf_study.py",
+    "tests/models/test_llama_cpp_server.py",
     "tests/reliability/test_damaged_inputs.py",
     "tests/run/test_resume_kill.py",
     "tests/report/test_cli_report.py",

@@ -49,6 +49,12 @@ class InputError(Exception):
         return f"{prefix}: {text}" if prefix else text
 
 
+class RunFailed(Exception):
+    """A run that produced nothing to analyse: every episode it ran ended in an
+    infrastructure error (an endpoint down or refusing the requests). The CLI prints the
+    one line and exits 1."""
+
+
 def from_validation(
     exc: ValidationError,
     *,

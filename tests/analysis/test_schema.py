@@ -13,7 +13,7 @@ DOC = Path(__file__).parents[2] / "docs" / "analysis.schema.json"
 
 def test_committed_schema_is_up_to_date() -> None:
     assert DOC.read_text(encoding="utf-8") == schema_text(), (
-        "regenerate: python -m flatscore.analysis.schema docs/analysis.schema.json"
+        "regenerate: python -m tools.regenerate schema"
     )
 
 

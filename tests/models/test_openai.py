@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fault_server import FaultServer, Reply, ok_body
 
-from flatscore.episode import Message
+from flatscore.episode import Message, ToolCall, ToolResult
 from flatscore.models.base import BackendError, ContextWindowExceeded, Sampling
 from flatscore.models.openai import OpenAIBackend, OpenAIConfig
 
@@ -155,6 +155,39 @@ def test_request_carries_tools_logprobs_and_sampling(fault_server: FaultServer) 
     )
     assert gen.logprobs is not None and gen.logprobs[0].top[0].token == "hi"
     assert gen.usage.prompt_tokens == 5
+
+
+def test_every_request_message_has_string_content(fault_server: FaultServer) -> None:
+    """The assistant turn with tool calls goes back with `content: ""` (llama.cpp's server
+    refuses null and breaks on an omitted content), every other message with a string too,
+    and nothing beyond OpenAI's documented fields."""
+    call = ToolCall(id="c1", name="get_order", arguments={"order_id": "#W1"})
+    history = [
+        Message(role="system", content="be brief"),
+        Message(role="user", content="where is #W1?"),
+        Message(role="assistant", tool_calls=[call]),
+        Message(role="tool", tool_result=ToolResult(call_id="c1", text="shipped")),
+        Message(role="assistant", content=None, malformed=True),
+        Message(role="user", content=None),
+    ]
+    backend(fault_server).generate(history, TOOLS, Sampling())
+    sent = fault_server.requests[0]["messages"]
+    assert all(isinstance(m["content"], str) for m in sent)
+    turn = sent[2]
+    assert turn == {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "get_order", "arguments": '{"order_id": "#W1"}'},
+            }
+        ],
+    }
+    assert sent[3] == {"role": "tool", "tool_call_id": "c1", "content": "shipped"}
+    allowed = {"role", "content", "tool_calls", "tool_call_id"}
+    assert all(set(m) <= allowed for m in sent)
 
 
 def test_cache_makes_reruns_free_and_exact_and_never_stores_the_key(

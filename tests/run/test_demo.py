@@ -80,7 +80,7 @@ def test_the_demo_kv_budget_arithmetic() -> None:
     per_position = kv_bytes_per_position(SimpleNamespace(config=smollm2))
     assert per_position == 46_080
     assert int(DEMO_KV_MEMORY_MB * 2**20) // per_position == 5_825  # LocalBackend's budget
-    runtime_mib, parameters_mib = 369, 2_053 / 4  # benchmarks/load_memory.py: 2,053 for four
+    runtime_mib, parameters_mib = 369, 2_053 / 4  # benchmarks load-memory: 2,053 for four
     floor = runtime_mib + len(DEMO_ARMS) * (parameters_mib + DEMO_KV_MEMORY_MB)
     assert round(floor) == 2_677
     measured_floor = runtime_mib + 3 * (parameters_mib + 320)

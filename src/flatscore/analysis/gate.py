@@ -27,7 +27,7 @@ from flatscore.analysis.analyze import analyze
 from flatscore.analysis.channels import CHANNELS
 from flatscore.analysis.outputs import AnalysisModel, CountMode
 from flatscore.analysis.power import power_analysis
-from flatscore.analysis.result import AnalysisResult, ArmStats, Comparison
+from flatscore.analysis.result import AnalysisResult, ArmStats, Comparison, Verdict
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.stats import p_is
 from flatscore.defaults import MAX_BOOTSTRAP, MIN_BOOTSTRAP
@@ -97,6 +97,9 @@ class GateCell(AnalysisModel):
     verdict: GateVerdict
     reason: str
     more_data: MoreData | None = None
+    analysis_verdict: Verdict | None = None
+    """The analysis' own verdict on the comparison at the default budget ("visible damage",
+    "flat score, amplified failures", ...: docs/analysis.md), beside the gate's."""
 
 
 class GateResult(AnalysisModel):
@@ -347,6 +350,7 @@ def gate(
                 verdict=verdict,
                 reason=reason,
                 more_data=more,
+                analysis_verdict=comp.verdict,
             )
         )
     overall = min((c.verdict for c in cells), key=SEVERITY.index)

@@ -1,14 +1,12 @@
 """The JSON Schema of analysis.json, generated from the pydantic models.
 
-Regenerate the committed copy with `python -m flatscore.analysis.schema docs/analysis.schema.json`;
+Regenerate the committed copy with `python -m tools.regenerate schema` (from the repository);
 a test fails when it is out of date.
 """
 
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 from flatscore.analysis.result import AnalysisResult
 
@@ -18,9 +16,3 @@ def schema_text() -> str:
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "flatscore analysis.json"
     return json.dumps(schema, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
-
-
-if __name__ == "__main__":
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("docs/analysis.schema.json")
-    out.write_text(schema_text(), encoding="utf-8")
-    print(f"wrote {out}")

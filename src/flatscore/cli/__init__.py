@@ -1,5 +1,6 @@
 """The `flatscore` command. Bad input ends in one clear line on stderr and exit code 2; a file
-system refusal (cannot write the output folder) in one line and exit code 1."""
+system refusal (cannot write the output folder), or a run whose every episode failed on its
+endpoint, in one line and exit code 1."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 
 from flatscore.cli.app import app, err_console
 from flatscore.console import styled
-from flatscore.errors import InputError
+from flatscore.errors import InputError, RunFailed
 
 # Command modules register on `app` when their command is used (`flatscore.cli.lazy`).
 
@@ -27,6 +28,9 @@ def main() -> None:
     except InputError as exc:
         err_console.print(styled(("error:", "bold red"), " ", exc.one_line()))
         sys.exit(2)
+    except RunFailed as exc:
+        err_console.print(styled(("error:", "bold red"), " ", str(exc)))
+        sys.exit(1)
     except OSError as exc:
         # The file system refused (an output folder that is a file, no permission, a full
         # disk): which path and why in one line, not a traceback.

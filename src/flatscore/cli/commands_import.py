@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 import_app = typer.Typer(
     help="Import other benchmarks' result files as flatscore runs.", no_args_is_help=True
 )
-export_app = typer.Typer(help="Export runs as flat tables.", no_args_is_help=True)
+export_app = typer.Typer(
+    help="Export runs: flat tables, Inspect logs, model cards.", no_args_is_help=True
+)
 app.add_typer(import_app, name="import")
 app.add_typer(export_app, name="export")
 

@@ -82,11 +82,16 @@ COMMANDS: dict[str, Lazy] = {
         "commands_gate",
         "May the candidate replace the reference? Exit 0 pass, 3 damage, 4 inconclusive.",
     ),
+    # `import` and `export` are both registered by commands_import (loading one builds the
+    # other): each names every module that adds subcommands to either.
     "import": Lazy(
-        ("commands_import", "commands_inspect"),
+        ("commands_import", "commands_inspect", "commands_model_card"),
         "Import other benchmarks' result files as flatscore runs.",
     ),
-    "export": Lazy(("commands_import", "commands_inspect"), "Export runs as flat tables."),
+    "export": Lazy(
+        ("commands_import", "commands_inspect", "commands_model_card"),
+        "Export runs: flat tables, Inspect logs, model cards.",
+    ),
     "archive": Lazy(
         "commands_archive", "Move a study's run files through git as append-only xz chunks."
     ),

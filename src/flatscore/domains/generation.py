@@ -1,4 +1,4 @@
-"""Building a domain's data files (`python -m flatscore.domains.<name>.generate`): the
+"""Building a domain's data files (`python -m tools.regenerate <name>`): the
 template runner both generators share, and the writer of `db.json` and `tasks.json`."""
 
 from __future__ import annotations

@@ -519,7 +519,7 @@ class BatchEngine(RequestQueue[Request, list[Request]]):
     `torch.cat`: 12% of a lone decode step); the same numbers, more memory per sequence.
     `private_prefix=True` does the same for padded passes (a study's 16 rows: 1.17x faster
     decode steps at a 700-position system turn and 1,500 own positions,
-    `benchmarks/shared_prefix.py`); each sequence's copy counts against `kv_budget`."""
+    `python -m benchmarks shared-prefix`); each sequence's copy counts against `kv_budget`."""
 
     label = "batch engine"
     thread_name = "flatscore-batch"

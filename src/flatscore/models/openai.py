@@ -33,7 +33,7 @@ from flatscore.models.wire import (
     calls_from_wire,
     endpoint_timing,
     logprobs_from_wire,
-    message_to_wire,
+    request_message_to_wire,
 )
 from flatscore.store.redaction import register_secret
 from flatscore.strict import StrictModel
@@ -98,7 +98,7 @@ class OpenAIBackend(Backend):
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.config.model,
-            "messages": [message_to_wire(m) for m in messages],
+            "messages": [request_message_to_wire(m) for m in messages],
             "temperature": sampling.temperature,
             "top_p": sampling.top_p,
             "max_tokens": sampling.max_tokens,
@@ -139,7 +139,13 @@ class OpenAIBackend(Backend):
         if status == 408:
             raise BackendError("request timeout (408)", kind="timeout", status=status)
         if status >= 500:
-            raise BackendError(f"server error {status}", kind="server_error", status=status)
+            # the body says why (llama.cpp's server: the validation error that refused it)
+            text = " ".join(response.text[:300].split())
+            raise BackendError(
+                f"server error {status}: {text}" if text else f"server error {status}",
+                kind="server_error",
+                status=status,
+            )
         if status >= 400:
             text = response.text[:500]
             if any(h in text.lower() for h in _CONTEXT_HINTS):

@@ -47,6 +47,17 @@ def message_to_wire(message: Message) -> dict[str, Any]:
     return out
 
 
+def request_message_to_wire(message: Message) -> dict[str, Any]:
+    """One message of a request, in the form every common server takes: `content` is always
+    a string. An assistant turn with tool calls goes out with `content: ""`, never null or
+    omitted: OpenAI and vLLM take all three, but llama.cpp's server refuses null (its
+    request schema wants a string) and fails (500) rendering its chat template without one."""
+    out = message_to_wire(message)
+    if out.get("content") is None:
+        out["content"] = ""
+    return out
+
+
 def parse_arguments(text: Any) -> dict[str, Any] | str:
     """Arguments as a dict when they are a JSON object; otherwise kept as the raw string."""
     if isinstance(text, dict):

@@ -44,8 +44,8 @@ from flatscore.analysis.result import AnalysisResult
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.console import make_console, styled
 from flatscore.console import progress as make_progress
-from flatscore.episode import Episode
-from flatscore.errors import InputError
+from flatscore.episode import Episode, TerminationReason
+from flatscore.errors import InputError, RunFailed
 from flatscore.report import ReportPaths
 from flatscore.report.rebuild import rebuild
 from flatscore.report.verdicts import headlines
@@ -161,6 +161,7 @@ async def execute_plan(
     per_cell_total: Counter[str] = Counter(plan.cell_of(j) for j in plan.jobs)
     per_cell_todo: Counter[str] = Counter(plan.cell_of(j) for j in todo)
     terminations: Counter[str] = Counter()
+    first_error: str | None = None
     succeeded = 0
     ok: dict[str, int] = defaultdict(int)
     writers = {str(path): EpisodeWriter(path, reruns=True) for path in files}
@@ -183,6 +184,8 @@ async def execute_plan(
                     episode = annotate(job, episode)
                 writers[job.run].write(episode)
                 terminations[episode.termination_reason.value] += 1
+                if first_error is None and episode.is_infrastructure_error:
+                    first_error = _error_of(episode.metadata)
                 cell = plan.cell_of(job)
                 if episode.succeeded:
                     succeeded += 1
@@ -194,6 +197,12 @@ async def execute_plan(
             writer.close()
         if close:
             executor.close()
+    infra = terminations[TerminationReason.INFRASTRUCTURE_ERROR.value]
+    if todo and infra == len(todo):
+        raise RunFailed(
+            f"all {infra} episodes run ended in an infrastructure error (kept in the run "
+            f"files; fix the endpoint, then --resume); the first: {first_error}"
+        )
     return RunCounts(
         planned=len(plan.jobs),
         skipped=len(plan.jobs) - len(todo),
@@ -203,6 +212,12 @@ async def execute_plan(
         terminations=dict(terminations),
         rerun=rerun,
     )
+
+
+def _error_of(metadata: dict[str, object]) -> str:
+    """An infrastructure error's message, as the episode loop or τ²'s runner recorded it."""
+    text = metadata.get("error") or metadata.get("tau2_error") or "no message recorded"
+    return " ".join(str(text).split())[:500]
 
 
 def run_study(

@@ -156,6 +156,8 @@ def test_refused_without_resume_and_resume_adds_nothing(
 
 
 def test_endpoint_down_is_an_infrastructure_error(tmp_path: Path) -> None:
+    """Kept in the run file, and the run fails loudly: nothing else was run."""
+    from flatscore.errors import RunFailed
     from flatscore.run.tau2.endpoints import free_port
 
     dead = f"http://127.0.0.1:{free_port()}/v1"
@@ -179,8 +181,8 @@ def test_endpoint_down_is_an_infrastructure_error(tmp_path: Path) -> None:
                 },
             }
         )
-        outcome = run_study(study, progress=False, report=False)
-    assert outcome.terminations == {"infrastructure_error": 1}
+        with pytest.raises(RunFailed, match="all 1 episodes run ended in an infrastructure"):
+            run_study(study, progress=False, report=False)
     (ep,) = read_episodes(tmp_path / "runs" / "m__a__tau2.jsonl")
     assert ep.is_infrastructure_error and ep.reward is None
     assert ep.metadata["tau2_error_type"].endswith("Error")

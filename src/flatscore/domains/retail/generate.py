@@ -1,7 +1,8 @@
 """Deterministic generation of the retail database and tasks (`db.json`, `tasks.json`).
 
-Run `python -m flatscore.domains.retail.generate` to rewrite the data files; a test checks
-that the committed files equal a fresh generation, so the split never drifts silently.
+Rewrite the data files with `python -m tools.regenerate retail` (from the repository); a
+test checks that the committed files equal a fresh generation, so the split never drifts
+silently.
 """
 
 from __future__ import annotations
@@ -612,7 +613,3 @@ def write_data(directory: Path = DATA_DIR) -> None:
     db = extend_db(base_db)
     new_users = [u for u in db.users if u not in base_db.users]
     write_domain_data(directory, db, [*base, *build_test_tasks(db, base, new_users)])
-
-
-if __name__ == "__main__":
-    write_data()

@@ -1,7 +1,7 @@
 """Deterministic generation of the telecom database and tasks (`db.json`, `tasks.json`).
 
-Run `python -m flatscore.domains.telecom.generate` to rewrite the data files; a test checks
-that the committed files equal a fresh generation.
+Rewrite the data files with `python -m tools.regenerate telecom` (from the repository); a
+test checks that the committed files equal a fresh generation.
 """
 
 from __future__ import annotations
@@ -604,7 +604,3 @@ def write_data(directory: Path = DATA_DIR) -> None:
     train = build_split(db, old, TRAIN_COUNTS, "train", TASK_SEED)
     test = build_split(db, new, TEST_COUNTS, "test", EXTRA_TASK_SEED, first=TRAIN_COUNTS)
     write_domain_data(directory, db, [*train, *test])
-
-
-if __name__ == "__main__":
-    write_data()

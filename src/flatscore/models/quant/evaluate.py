@@ -2,11 +2,12 @@
 
 On the same token sequences, the arm's and the reference's next-token distributions are
 compared at every position (or only at agent-written tokens): top-1 agreement and the mean
-KL(ref || arm). Also used to check an arm end to end: `python -m flatscore.models.quant.evaluate`.
+KL(ref || arm). `evaluate_arms` checks every arm end to end (`python -m benchmarks
+arm-agreement`).
 
 `fidelity` puts the deployment formats beside the simulations: GGUF files run by llama.cpp
 (`GgufBackend.teacher_force`) and in-process arms, on the same token ids, against the same
-torch reference (`python -m flatscore.models.quant.evaluate --fidelity`; docs/arms.md).
+torch reference (`python -m benchmarks gguf-fidelity`; docs/arms.md).
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-
-from flatscore.analysis.markdown_table import table_lines
 
 
 @dataclass
@@ -92,35 +91,6 @@ def evaluate_arms(model_spec: str = "embedded", arms: list[str] | None = None) -
             )
             progress.advance(task)
     return rows
-
-
-def markdown_table(rows: list[ArmRow]) -> str:
-    head = [
-        "arm",
-        "format",
-        "rel. weight error",
-        "top-1 agree (all)",
-        "mean KL (all)",
-        "top-1 agree (agent)",
-        "mean KL (agent)",
-    ]
-    cells = [
-        [
-            f"`{r.arm}`",
-            r.description,
-            f"{r.relative_error:.4f}",
-            f"{100 * r.all_tokens.top1_agreement:.1f}%",
-            f"{r.all_tokens.mean_kl:.4f}",
-            f"{100 * r.agent_tokens.top1_agreement:.1f}%",
-            f"{r.agent_tokens.mean_kl:.4f}",
-        ]
-        for r in rows
-    ]
-    lines = table_lines(head, cells, "llr")
-    n_all, n_agent = rows[0].all_tokens.positions, rows[0].agent_tokens.positions
-    lines.append("")
-    lines.append(f"Positions: {n_all} (all), {n_agent} (agent-written tokens).")
-    return "\n".join(lines)
 
 
 @dataclass
@@ -227,47 +197,3 @@ def fidelity(
                 row.vs_gguf_ref.add(gguf_ref, logits)
     restore()
     return list(rows.values())
-
-
-def fidelity_table(rows: list[FidelityRow]) -> str:
-    head = [
-        "arm",
-        "kind",
-        "format",
-        "top-1 agree",
-        "mean KL",
-        "flips",
-        "largest ref margin at a flip",
-        "top-1 agree vs GGUF ref",
-    ]
-    cells: list[list[object]] = []
-    for r in rows:
-        a, margins = r.vs_ref.agreement, r.vs_ref.flip_margins
-        vs = r.vs_gguf_ref.agreement if r.vs_gguf_ref is not None else None
-        cells.append(
-            [
-                f"`{r.arm}`",
-                r.kind,
-                r.description,
-                f"{100 * a.top1_agreement:.1f}%",
-                f"{a.mean_kl:.4f}",
-                len(margins),
-                f"{max(margins, default=0.0):.2f}",
-                f"{100 * vs.top1_agreement:.1f}%" if vs is not None else "-",
-            ]
-        )
-    lines = table_lines(head, cells, "lllr")
-    lines.append("")
-    lines.append(f"Positions: {rows[0].vs_ref.positions} agent-written tokens.")
-    return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    import sys
-
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    torch.set_num_threads(int(args[0]) if args else 1)
-    if "--fidelity" in sys.argv:  # optional: the number of held-out transcripts
-        print(fidelity_table(fidelity(transcripts=int(args[1]) if len(args) > 1 else 0)))
-    else:
-        print(markdown_table(evaluate_arms()))

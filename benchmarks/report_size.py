@@ -1,6 +1,4 @@
-"""Report size and render time against study size (run on demand, not in the test suite).
-
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_report.py [trials ...]
+"""Report size and render time against study size.
 
 Episodes come from a real run without a model (examples/smoke.yaml's agents): the oracle as
 the reference arm and the oracle with slips (invented names, role confusion, bad arguments,
@@ -12,11 +10,12 @@ with the episodes; the plots and tables are a fixed cost per cell.
 
 from __future__ import annotations
 
-import sys
+import argparse
 import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.harness import Table
 from flatscore.analysis.analyze import AnalysisOptions, analyze
 from flatscore.episode import Episode
 from flatscore.report import write_report
@@ -51,9 +50,15 @@ def run_episodes(trials: int, out: Path) -> list[Episode]:
     return [ep for f in sorted(outcome.output.glob("runs/*.jsonl")) for ep in read_episodes(f)]
 
 
-def main(sizes: list[int]) -> None:
-    print("trials  episodes  analyze_s  report_s  html_MB  bytes/episode")
-    for trials in sizes:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "trials", type=int, nargs="*", default=[4, 20, 80], help="trials per size (4 20 80)"
+    )
+
+
+def run(args: argparse.Namespace) -> list[Table]:
+    rows: list[list[object]] = []
+    for trials in args.trials:
         with tempfile.TemporaryDirectory() as tmp:
             episodes = run_episodes(trials, Path(tmp) / "study")
             t0 = time.perf_counter()
@@ -62,11 +67,16 @@ def main(sizes: list[int]) -> None:
             paths = write_report(result, episodes, Path(tmp) / "report")
             t2 = time.perf_counter()
             size = paths.html.stat().st_size
-        print(
-            f"{trials:6d}  {len(episodes):8d}  {t1 - t0:9.2f}  {t2 - t1:8.2f}  "
-            f"{size / 1e6:7.2f}  {size / len(episodes):13.0f}"
+        rows.append(
+            [
+                trials,
+                len(episodes),
+                f"{t1 - t0:.2f}",
+                f"{t2 - t1:.2f}",
+                f"{size / 1e6:.2f}",
+                f"{size / len(episodes):,.0f}",
+            ]
         )
-
-
-if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:]] or [4, 20, 80])
+        print(" ".join(str(c) for c in rows[-1]), flush=True)
+    header = ["trials", "episodes", "analyze s", "report s", "report.html MB", "bytes/episode"]
+    return [Table(header, rows, "r")]

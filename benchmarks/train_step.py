@@ -1,11 +1,9 @@
-"""Seconds per LoRA training step of the embedded agent, as `flatscore.train.train` runs it.
+"""Seconds per LoRA training step of the embedded agent.
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_train_step.py --threads 1 --steps 3
-    OMP_NUM_THREADS=2 python benchmarks/bench_train_step.py --threads 2 --steps 3
-
-Compares LoRA on the upper half of the decoder (the recipe: layers 15-29) with LoRA on every
-layer, on real training conversations of short, mean and long length, in one process. Size
-the recipe's step count from the mean-length row (see docs/embedded.md).
+As `flatscore.train.train` runs it (set OMP_NUM_THREADS to `--threads`). Compares LoRA
+on the upper half of the decoder (the recipe: layers 15-29) with LoRA on every layer, on
+real training conversations of short, mean and long length, in one process. Size the
+recipe's step count from the mean-length row (see docs/embedded.md).
 """
 
 from __future__ import annotations
@@ -16,18 +14,19 @@ import time
 
 import torch
 
-from flatscore.analysis.markdown_table import row, table_lines
+from benchmarks.harness import Table
 from flatscore.domains import get_domain
 from flatscore.models.embedded import load_model
 from flatscore.train.data import example_job, make_example, tokenize
 from flatscore.train.train import TrainConfig, build_model, step_loss
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--steps", type=int, default=3)
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> list[Table]:
     torch.set_num_threads(args.threads)
 
     tokenizer = load_model("embedded-base").tokenizer
@@ -40,8 +39,7 @@ def main() -> None:
         tok = tokenize(ex, tokenizer)
         samples.append((tok.ids, tok.labels_mask))
 
-    print(f"threads={args.threads}")
-    print("\n".join(table_lines(["LoRA layers", "tokens", "s/step (median)"], [], "l")))
+    rows: list[list[object]] = []
     for first in (15, 0):
         model = build_model(TrainConfig(first_layer=first), load_model("embedded-base").model)
         model.train()
@@ -55,8 +53,7 @@ def main() -> None:
                 opt.step()
                 opt.zero_grad()
                 times.append(time.perf_counter() - t0)
-            print(row([f"{first}-29", len(ids), f"{statistics.median(times):.2f}"]), flush=True)
-
-
-if __name__ == "__main__":
-    main()
+            rows.append([f"{first}-29", len(ids), f"{statistics.median(times):.2f}"])
+            print(*rows[-1], flush=True)
+    header = ["LoRA layers", "tokens", f"s/step (median, {args.threads} threads)"]
+    return [Table(header, rows, "lr")]

@@ -1,4 +1,4 @@
-"""Peak memory of `flatscore import tau2` on a large generated τ² file.
+"""Peak memory of `flatscore import tau2` on large generated τ² files.
 
 Published τ² results are hundreds of MB because every provider response is kept in
 `raw_data`. The importer streams them, so its peak RSS must not grow with the file: the
@@ -7,8 +7,6 @@ from a fixture written by τ²-bench itself, with messages repeated and `raw_dat
 the size of real provider responses), imports each with the real CLI in a child process, and
 reads the child's peak RSS from `os.wait4` (ru_maxrss). A child importing the small fixture
 itself is the baseline. Generated files are deleted afterwards unless --keep.
-
-Run: .venv/bin/python benchmarks/import_memory.py [--sizes-mb 100 1024] [--workdir /tmp]
 """
 
 from __future__ import annotations
@@ -24,7 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "tau2" / "v1.0" / "ok.json"
+from benchmarks.harness import ROOT, Table
+
+FIXTURE = ROOT / "tests" / "fixtures" / "tau2" / "v1.0" / "ok.json"
 CLI = [sys.executable, "-c", "from flatscore.cli import main; main()"]
 TARGET_MB = 500
 
@@ -95,12 +95,13 @@ def run_child(args: list[str]) -> tuple[int, float, float]:
     return proc.returncode, wall, usage.ru_maxrss / 1024  # Linux reports KiB
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sizes-mb", type=int, nargs="+", default=[100, 1024])
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()))
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> list[Table]:
 
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
@@ -140,8 +141,20 @@ def main() -> None:
                 src.unlink()
     worst = max(r["peak_rss_mb"] for r in rows)
     verdict = "PASS" if worst < TARGET_MB and all(r["exit"] == 0 for r in rows) else "FAIL"
-    print(f"{verdict}: worst peak RSS {worst} MB (target < {TARGET_MB} MB)")
-
-
-if __name__ == "__main__":
-    main()
+    header = ["file", "simulations", "import s", "MB/s", "peak RSS MB", "over baseline MB"]
+    fixture = f"{FIXTURE.stat().st_size / 1e3:.0f} kB fixture (baseline)"
+    sims = len(json.loads(FIXTURE.read_text(encoding="utf-8"))["simulations"])
+    cells: list[list[object]] = [[fixture, sims, "-", "-", f"{base_rss:.0f}", "-"]]
+    cells += [
+        [
+            f"{r['file_mb']:,} MB",
+            f"{r['simulations']:,}",
+            r["import_s"],
+            r["mb_per_s"],
+            r["peak_rss_mb"],
+            f"+{r['over_baseline_mb']}",
+        ]
+        for r in rows
+    ]
+    note = f"{verdict}: worst peak RSS {worst} MB (target < {TARGET_MB} MB)."
+    return [Table(header, cells, "r", notes=[note])]

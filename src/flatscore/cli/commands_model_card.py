@@ -1,0 +1,69 @@
+"""`flatscore export model-card RUNS --out DIR`: the analysis as Hugging Face model cards
+(`flatscore.formats.model_card`). Thin: parse, analyse, write, print one line per card."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from flatscore import defaults
+from flatscore.cli import options as opt
+from flatscore.cli.app import console
+from flatscore.cli.commands_import import export_app
+
+
+@export_app.command("model-card")
+def export_model_card_command(
+    runs: Annotated[
+        list[Path],
+        typer.Argument(help="Run folders (their *.jsonl), JSONL runs, or τ² results files/dirs."),
+    ],
+    out: Annotated[Path, typer.Option(help="Directory for <model>__<arm>/README.md cards.")],
+    settings_from: Annotated[
+        Path | None,
+        typer.Option(
+            help="Reuse the analysis settings of this analysis.json (other analysis flags "
+            "then ignored)."
+        ),
+    ] = None,
+    reference: opt.Reference = None,
+    tight_budget: Annotated[
+        int, typer.Option(help="The tight error budget K reported besides the default.")
+    ] = defaults.TIGHT_K,
+    budgets: opt.Budgets = None,
+    count: opt.Count = defaults.COUNT,
+    tost_margin: opt.TostMargin = defaults.TOST_MARGIN * 100,
+    bootstrap: opt.Bootstrap = defaults.BOOTSTRAP,
+    seed: opt.BootstrapSeed = defaults.ANALYSIS_SEED,
+    correction: opt.Correction = defaults.CORRECTION,
+    balanced: opt.Balanced = False,
+    name: Annotated[
+        str, typer.Option(help="The model-index name of each card ({model}, {arm}).")
+    ] = "{model}-{arm}",
+) -> None:
+    """Write a Hugging Face model card per arm: model-index results per domain (S(K) at the
+    default and tight budgets with intervals, failed-call ratio, verdict) and a table."""
+    from flatscore.analysis.analyze import analyze
+    from flatscore.analysis.identity import unique_episodes
+    from flatscore.cli.commands_analyze import labelled_runs, options_from_flags
+    from flatscore.formats.model_card import RESULTS_FILE, write_model_cards
+    from flatscore.report.rebuild import expand_inputs, options_from_settings, settings_from_file
+
+    if settings_from is not None:
+        options = options_from_settings(settings_from_file(settings_from))
+    else:
+        flags = (reference, budgets, count, tost_margin, bootstrap, seed, correction)
+        options = options_from_flags(*flags, None)
+    if balanced:
+        options = options.model_copy(update={"balanced": True})
+    with console.status("reading episodes and analysing…"):
+        episodes, dropped = unique_episodes(labelled_runs(expand_inputs(runs)), options.dedupe)
+        result = analyze(episodes, options)
+    for line in dropped:
+        console.print(f"warning: {line}", style="yellow", highlight=False)
+    for card in write_model_cards(result, out, tight_k=tight_budget, name_template=name):
+        verdicts = ", ".join(f"{d}: {v}" for d, v in card.verdicts.items())
+        console.print(f"{card.model} / {card.arm} ({verdicts}) → {card.path}", highlight=False)
+    console.print(f"every arm's table → {out / RESULTS_FILE}", highlight=False)

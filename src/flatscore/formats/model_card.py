@@ -1,0 +1,332 @@
+"""Hugging Face model cards from an analysis: `flatscore export model-card RUNS --out DIR`.
+
+A quantized checkpoint is published on the Hub as a repository of its own, whose README's
+`model-index` metadata carries its evaluation results. So the export writes one card per
+(model, arm): `<model>__<arm>/README.md`, YAML front matter then a Markdown body, with one
+`model-index` result per domain holding
+
+- `success_rate` at the default budget (S(K), K = recorded max_errors − 1), with its 95%
+  interval in the metric's `args`;
+- `success_rate` at the tight budget (S(K = 2) by default), with its interval;
+- `failed_call_ratio`: all failed agent calls, the arm's rate over the reference's, with
+  its interval and the multiplicity-adjusted p (not on the reference's own card);
+- `flatscore_verdict`: the analysis' verdict on the arm against the reference (`reference`
+  on the reference's card), the reason in `args`.
+
+Every number is read from the `AnalysisResult` (nothing is recomputed here); success rates
+and intervals are in percent, as the Hub's tables show them. `results.md` beside the cards
+holds the table for every arm. The YAML is PyYAML's; `huggingface_hub` (`ModelCard.load`,
+`metadata_load`) reads it back, which the tests check, but is not needed to write it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from flatscore import __version__
+from flatscore.analysis.comparison import times
+from flatscore.analysis.markdown_table import table_lines
+from flatscore.analysis.result import AnalysisResult, BudgetPoint, ChannelAmplification, Comparison
+from flatscore.errors import InputError
+
+CARD_FILE = "README.md"
+RESULTS_FILE = "results.md"
+TASK_TYPE = "text-generation"
+TASK_NAME = "tool-calling agent (flatscore)"
+REFERENCE_VERDICT = "reference"
+
+
+@dataclass(frozen=True)
+class CardRow:
+    """One arm in one domain: what its card reports there."""
+
+    model: str
+    domain: str
+    arm: str
+    reference: str
+    tasks: int
+    trials: int
+    episodes: int
+    default: BudgetPoint
+    tight: BudgetPoint
+    comparison: Comparison | None
+    """None on the reference's own row."""
+
+    @property
+    def verdict(self) -> str:
+        if self.comparison is None:
+            return REFERENCE_VERDICT
+        return self.comparison.verdict or "inconclusive"
+
+    @property
+    def failed_calls(self) -> ChannelAmplification | None:
+        return self.comparison.failed_calls if self.comparison is not None else None
+
+
+def _point(curve: list[BudgetPoint], k: int, where: str) -> BudgetPoint:
+    point = {p.K: p for p in curve}.get(k)
+    if point is None:
+        raise InputError(
+            f"{where}: S(K) at K = {k} was not computed (analysed budgets: "
+            f"{[p.K for p in curve]}); include it in the analysis' budgets",
+            field="--tight-budget",
+        )
+    return point
+
+
+def card_rows(result: AnalysisResult, tight_k: int) -> list[CardRow]:
+    """Every (model, domain, arm) of the analysis, reference first in each cell."""
+    default_k = result.settings.default_K
+    if tight_k >= default_k:
+        raise InputError(
+            f"the tight budget K = {tight_k} must be below the default K = {default_k}",
+            field="--tight-budget",
+        )
+    rows = []
+    for cell in result.cells:
+        comparisons = {c.arm: c for c in cell.comparisons}
+        arms = sorted(cell.arms, key=lambda a: a.arm != cell.reference)  # stable: ref first
+        for arm in arms:
+            where = f"{cell.model} / {cell.domain} / {arm.arm}"
+            comparison = comparisons.get(arm.arm)
+            if comparison is None and arm.arm != cell.reference:
+                continue  # an arm the analysis could not pair with the reference
+            rows.append(
+                CardRow(
+                    model=cell.model,
+                    domain=cell.domain,
+                    arm=arm.arm,
+                    reference=cell.reference,
+                    tasks=arm.tasks,
+                    trials=arm.trials_min,
+                    episodes=arm.episodes,
+                    default=_point(arm.budget_curve, default_k, where),
+                    tight=_point(arm.budget_curve, tight_k, where),
+                    comparison=comparison,
+                )
+            )
+    if not rows:
+        raise InputError("the analysis holds no arm to write a card for", field="RUNS")
+    return rows
+
+
+def _pct(x: float | None) -> float | None:
+    return None if x is None else round(100 * x, 2)
+
+
+def _num(x: float | None, digits: int = 4) -> float | None:
+    return None if x is None else round(float(x), digits)
+
+
+def _sig(x: float | None) -> float | None:
+    """A p-value to 3 significant digits (2.4e-05, not 0.0)."""
+    return None if x is None else float(f"{x:.3g}")
+
+
+def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def _success_metric(point: BudgetPoint, label: str, confidence: float) -> dict[str, Any]:
+    return {
+        "type": "success_rate",
+        "name": f"success within {label} error budget, S(K={point.K}) (%)",
+        "value": _pct(point.success_rate),
+        "args": _drop_none(
+            {
+                "K": point.K,
+                "ci_low": _pct(point.ci_low),
+                "ci_high": _pct(point.ci_high),
+                "confidence": confidence,
+            }
+        ),
+    }
+
+
+def _result(row: CardRow, confidence: float) -> dict[str, Any]:
+    """One `model-index` result: the arm in one domain."""
+    metrics = [
+        _success_metric(row.default, "the default", confidence),
+        _success_metric(row.tight, "a tight", confidence),
+    ]
+    ratio = row.failed_calls
+    if ratio is not None:
+        metrics.append(
+            {
+                "type": "failed_call_ratio",
+                "name": f"failed agent tool calls, rate vs {row.reference} (×)",
+                "value": _num(ratio.ratio),
+                "args": _drop_none(
+                    {
+                        "reference": row.reference,
+                        "ci_low": _num(ratio.ci_low),
+                        "ci_high": _num(ratio.ci_high),
+                        "p_adjusted": _sig(ratio.p_adjusted),
+                        "amplified": ratio.amplified,
+                    }
+                ),
+            }
+        )
+    reason = row.comparison.verdict_reason if row.comparison is not None else ""
+    metrics.append(
+        {
+            "type": "flatscore_verdict",
+            "name": f"flatscore verdict vs {row.reference}",
+            "value": row.verdict,
+            "args": _drop_none({"reference": row.reference, "reason": reason or None}),
+        }
+    )
+    return {
+        "task": {"type": TASK_TYPE, "name": TASK_NAME},
+        "dataset": {
+            "type": f"flatscore/{row.domain}",
+            "name": f"{row.domain} ({row.tasks} tasks × {row.trials} trials)",
+        },
+        "metrics": [_drop_none(m) for m in metrics],
+    }
+
+
+def model_index(rows: list[CardRow], name: str, confidence: float) -> list[dict[str, Any]]:
+    """The `model-index` of one arm's card: one result per domain."""
+    return [{"name": name, "results": [_result(r, confidence) for r in rows]}]
+
+
+def _ci(point: BudgetPoint) -> str:
+    value = "n/a" if point.success_rate is None else f"{100 * point.success_rate:.1f}"
+    if point.ci_low is None or point.ci_high is None:
+        return value
+    return f"{value} [{100 * point.ci_low:.1f}, {100 * point.ci_high:.1f}]"
+
+
+def _gap(row: CardRow) -> str:
+    if row.comparison is None:
+        return "—"
+    g = row.comparison.gap_default
+    if g.gap is None:
+        return "n/a"
+    text = f"{-100 * g.gap:+.1f}"  # the arm's success minus the reference's, in points
+    if g.ci_low is not None and g.ci_high is not None:
+        text += f" [{-100 * g.ci_high:+.1f}, {-100 * g.ci_low:+.1f}]"
+    return text
+
+
+def results_table(rows: list[CardRow], default_k: int, tight_k: int) -> str:
+    """The Markdown table of the card's body: one line per (domain, arm)."""
+    header = [
+        "domain",
+        "arm",
+        "tasks × trials",
+        f"S(K={default_k}) % [95% CI]",
+        f"S(K={tight_k}) % [95% CI]",
+        f"vs reference at K={default_k} (points)",
+        "failed calls vs reference",
+        "verdict",
+    ]
+    lines = table_lines(
+        header,
+        (
+            [
+                r.domain,
+                r.arm,
+                f"{r.tasks} × {r.trials}",
+                _ci(r.default),
+                _ci(r.tight),
+                _gap(r),
+                times(r.failed_calls) if r.failed_calls is not None else "—",
+                r.verdict if r.comparison is None else f"**{r.verdict}**",
+            ]
+            for r in rows
+        ),
+        "lllrrrrl",
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _body(
+    name: str, rows: list[CardRow], context: list[CardRow], result: AnalysisResult, tight_k: int
+) -> str:
+    """The card's text: what was measured and how, then the table (the reference's rows
+    in `context`, for comparison)."""
+    s = result.settings
+    ref = rows[0].reference
+    shown = [r for r in context if r.comparison is None or r in rows]
+    return "\n".join(
+        [
+            f"# {name}",
+            "",
+            f"Measured with flatscore {__version__} against `{ref}` on the same tasks and "
+            f"seeds (paired). S(K): the share of episodes that succeed with at most K "
+            f"failed tool calls; K = {s.default_K} is the default budget "
+            f"({s.default_K_source}), K = {tight_k} a tight one. Intervals are 95%. The "
+            f"difference from the reference: {s.success_interval.split(' (')[0]}, "
+            f"{s.correction}-adjusted across the study's comparisons, equivalence margin "
+            f"±{100 * s.tost_margin:.1f} points (TOST). Failed calls: all failed agent tool "
+            "calls, the arm's rate over the reference's (task-clustered interval).",
+            "",
+            results_table(shown, s.default_K, tight_k),
+        ]
+    )
+
+
+def _dirname(model: str, arm: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._+-]+", "_", f"{model}__{arm}")
+
+
+def card_text(
+    name: str, rows: list[CardRow], context: list[CardRow], result: AnalysisResult, tight_k: int
+) -> str:
+    """A whole README.md: the YAML front matter (`model-index`: `rows`, this arm's) and the
+    body (its table with the reference's rows of `context` beside this arm's)."""
+    meta = {
+        "tags": ["flatscore", "quantization", "tool-calling", "agent-evaluation"],
+        "model-index": model_index(rows, name, result.settings.confidence),
+    }
+    front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=100)
+    return f"---\n{front}---\n\n{_body(name, rows, context, result, tight_k)}"
+
+
+@dataclass(frozen=True)
+class WrittenCard:
+    model: str
+    arm: str
+    path: Path
+    domains: int
+    verdicts: dict[str, str]
+
+
+def write_model_cards(
+    result: AnalysisResult, out: Path, *, tight_k: int, name_template: str = "{model}-{arm}"
+) -> list[WrittenCard]:
+    """One card per (model, arm) under `out`, and `results.md` with every arm's rows."""
+    rows = card_rows(result, tight_k)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create ({exc.strerror})", file=str(out)) from None
+    written = []
+    keys = list(dict.fromkeys((r.model, r.arm) for r in rows))
+    for model, arm in keys:
+        mine = [r for r in rows if (r.model, r.arm) == (model, arm)]
+        try:
+            name = name_template.format(model=model, arm=arm)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise InputError(
+                f"bad template {name_template!r} ({exc}); use {{model}} and {{arm}}",
+                field="--name",
+            ) from None
+        folder = out / _dirname(model, arm)
+        folder.mkdir(exist_ok=True)
+        path = folder / CARD_FILE
+        context = [r for r in rows if r.model == model]
+        path.write_text(card_text(name, mine, context, result, tight_k), encoding="utf-8")
+        written.append(
+            WrittenCard(model, arm, path, len(mine), {r.domain: r.verdict for r in mine})
+        )
+    s = result.settings
+    (out / RESULTS_FILE).write_text(results_table(rows, s.default_K, tight_k), encoding="utf-8")
+    return written

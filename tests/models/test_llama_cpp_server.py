@@ -1,0 +1,195 @@
+"""A study of `kind: openai` arms against a server flatscore did not write: llama.cpp's own
+OpenAI-compatible server (`python -m llama_cpp.server`, llama-cpp-python's `[server]`
+packages, in the `gguf` extra) serving the shipped SmolLM2 GGUF with its tool-calling chat
+format (`chatml-function-calling`), on both built-in domains. Every episode must finish
+without an infrastructure error (the server refused `content: null` on the assistant's
+tool-call turn: every one did), and tool calls, failures and usage must be recorded as they
+are against `flatscore serve` on the same file (run beside it, the same study).
+
+In the fast suite on purpose (CI builds the extra and runs it): one task per domain, two
+agent turns each, short replies (~2.7 min at load 5 on 2 cores, most of it llama.cpp's
+first, grammar-constrained turns). Skipped, with the reason shown, where llama-cpp-python
+or its server packages are not installed. Differences between the two servers: docs/backends.md."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from flatscore.analysis.analyze import analyze
+from flatscore.analysis.settings import AnalysisSettings
+from flatscore.episode import Episode
+from flatscore.models.gguf_files import EXTRA_HINT, llama_cpp_available
+from flatscore.run.driver import run_study
+from flatscore.run.study import parse_study
+from flatscore.run.tau2.endpoints import free_port
+from flatscore.store.jsonl import read_episodes
+
+
+def _server_packages() -> bool:
+    names = ("fastapi", "sse_starlette", "starlette_context", "pydantic_settings", "uvicorn")
+    return all(importlib.util.find_spec(n) is not None for n in names)
+
+
+pytestmark = [
+    pytest.mark.skipif(not llama_cpp_available(), reason=EXTRA_HINT),
+    pytest.mark.skipif(
+        not _server_packages(),
+        reason="llama.cpp's server packages are not installed: pip install 'flatscore[gguf]' "
+        "(fastapi, sse-starlette, starlette-context, pydantic-settings, uvicorn)",
+    ),
+]
+
+DOMAINS = ["retail", "telecom"]
+ARMS = ["llama-cpp", "serve"]  # one arm per server, the same GGUF file behind both
+SERVED = "smollm2"
+
+
+@contextlib.contextmanager
+def serving(cmd: list[str], port: int, log: Path, timeout_s: float = 180) -> Iterator[str]:
+    """Start a server process (its output into `log`), wait until it lists its models, stop
+    it (its whole process group) on exit. Yields its /v1 URL."""
+    url = f"http://127.0.0.1:{port}/v1"
+    with log.open("w") as sink:
+        proc = subprocess.Popen(
+            cmd,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "OMP_NUM_THREADS": "1"},
+        )
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if proc.poll() is not None:
+                raise AssertionError(
+                    f"{cmd[2]} exited {proc.returncode}: {log.read_text()[-2000:]}"
+                )
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{url}/models", timeout=5).status_code == 200:
+                    break
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"{cmd[2]} not ready in {timeout_s:.0f} s: {log.read_text()[-2000:]}"
+                )
+            time.sleep(0.5)
+        yield url
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def run(urls: dict[str, str], out: Path) -> list[Episode]:
+    """The study: both built-in domains, one task each, an openai arm per server."""
+    study = parse_study(
+        {
+            "name": "third-party",
+            "output": str(out),
+            "models": [
+                {
+                    "name": "smollm2-135m",
+                    "kind": "openai",
+                    "arms": {arm: {"url": urls[arm], "served_model": SERVED} for arm in ARMS},
+                    "max_retries": 0,
+                    "timeout_s": 300,
+                    "cache": False,
+                    "sampling": {"temperature": 0, "max_tokens": 48},
+                }
+            ],
+            "domains": DOMAINS,
+            "tasks_per_domain": 1,
+            "trials": 1,
+            "max_steps": 4,  # two agent turns: the second sends the first's calls back
+            "concurrency": 1,
+        }
+    )
+    outcome = run_study(study, progress=False, report=False)
+    assert outcome.written == len(DOMAINS) * len(ARMS)
+    return [ep for path in sorted((out / "runs").glob("*.jsonl")) for ep in read_episodes(path)]
+
+
+def check_recorded(episodes: list[Episode], arm: str) -> tuple[int, int]:
+    """What both servers must give: no infrastructure error, every model turn with its token
+    usage, every agent call answered once (paired by id), every failure classified, and the
+    analysis counting exactly those calls and failures. Returns (agent calls, failed)."""
+    assert sorted(ep.domain for ep in episodes) == DOMAINS and {ep.arm for ep in episodes} == {arm}
+    calls = failed = 0
+    for ep in episodes:
+        assert not ep.is_infrastructure_error, ep.metadata.get("error")
+        turns = [m for m in ep.messages[1:] if m.role == "assistant"]  # [0]: the greeting
+        assert len(turns) >= 2, ep.domain  # the second request carried the first's calls
+        for m in turns:
+            assert m.usage is not None and m.usage.prompt_tokens > 0, m
+            assert m.usage.completion_tokens > 0 and m.latency_s is not None
+        assert ep.usage.prompt_tokens == sum(m.usage.prompt_tokens for m in turns if m.usage)
+        results = ep.tool_results()
+        agent_calls = [c for m in turns for c in m.tool_calls]
+        for call in agent_calls:
+            assert call.requestor == "agent" and call.id in results, call
+            result = results[call.id]
+            assert result.error == (result.error_kind is not None), result
+        calls += len(agent_calls)
+        failed += sum(results[c.id].error for c in agent_calls)
+    analysis = analyze(episodes, AnalysisSettings(bootstrap=200))
+    assert analysis.infrastructure_errors == 0
+    stats = [a for cell in analysis.cells for a in cell.arms]
+    assert sum(a.agent_tool_calls for a in stats) == calls
+    assert sum(a.failed_agent_calls for a in stats) == failed
+    return calls, failed
+
+
+def test_a_study_against_llama_cpps_own_server_records_as_against_serve(
+    tmp_path: Path,
+) -> None:
+    from flatscore.models.gguf_files import reference_file
+
+    gguf = reference_file("embedded-base")  # the shipped Q4_1 file, as it is
+    ports = {arm: free_port() for arm in ARMS}
+    llama = [
+        sys.executable, "-m", "llama_cpp.server", "--model", str(gguf),
+        "--model_alias", SERVED, "--chat_format", "chatml-function-calling",
+        "--host", "127.0.0.1", "--port", str(ports["llama-cpp"]),
+        "--n_ctx", "4096", "--n_threads", "1",
+    ]  # fmt: skip
+    ours = [
+        sys.executable, "-m", "flatscore.cli", "serve", "--kind", "gguf", "--model", str(gguf),
+        "--port", str(ports["serve"]), "--name", SERVED,
+    ]  # fmt: skip
+    with (
+        serving(llama, ports["llama-cpp"], tmp_path / "llama.log") as llama_url,
+        serving(ours, ports["serve"], tmp_path / "serve.log") as serve_url,
+    ):
+        episodes = run({"llama-cpp": llama_url, "serve": serve_url}, tmp_path / "study")
+    third_party = [ep for ep in episodes if ep.arm == "llama-cpp"]
+    served = [ep for ep in episodes if ep.arm == "serve"]
+    calls, failed = check_recorded(third_party, "llama-cpp")
+    assert calls > 0  # its grammar-constrained format calls a tool on every turn here
+    check_recorded(served, "serve")
+
+    # Recorded alike: the same fields in every episode, whichever server answered.
+    def fields(episodes: list[Episode]) -> set[str]:
+        return {k for ep in episodes for k, v in ep.model_dump().items() if v not in (None, {})}
+
+    assert fields(third_party) == fields(served)
+    # the study pairs the two servers like two arms: one cell per domain, both arms in it
+    result = analyze(episodes, AnalysisSettings(reference="serve", bootstrap=200))
+    assert [len(cell.arms) for cell in result.cells] == [2, 2]
+    # llama.cpp's tool names are constrained by its grammar: never a name outside the list
+    names = {name for ep in third_party for name in ep.tools.agent}
+    assert {c.name for ep in third_party for m in ep.messages for c in m.tool_calls} <= names
+    print(f"llama_cpp.server: {calls} agent calls, {failed} failed")
