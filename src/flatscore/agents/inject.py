@@ -1,6 +1,6 @@
 """Planted damage: an agent wrapper that perturbs another agent's tool calls at known rates,
 so a study has a positive control — an arm whose amplification is known before the
-analysis measures it (DESIGN, "Noise floor").
+analysis measures it (docs/analysis.md, "Noise floor").
 
 Each agent tool call, independently:
 - with probability `role_confusion`, its name becomes the user's same-purpose tool (the user

@@ -1,5 +1,5 @@
 """`flatscore archive pack|unpack|status`: a study's run files as append-only xz chunks
-(`flatscore.store.archive`), so a long study can be committed and resumed session by session."""
+(`flatscore.store.archive`), so a long study can be committed and resumed part by part."""
 
 from __future__ import annotations
 

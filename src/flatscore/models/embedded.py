@@ -141,7 +141,7 @@ def load_model(spec: str = EMBEDDED, adapter: str | None = None) -> LoadedModel:
     fp32 so that every arm computes what it names: precision arms are weight round-trips
     applied afterwards (`flatscore.models.quant`), and bf16 activations would add a rounding of
     their own. Speed depends on the host: without AVX512-BF16 bf16 compute is ~5x slower;
-    with AMX (measured 2026-11-30) a 16-row bf16 linear was ~5x faster than fp32.
+    with AMX a 16-row bf16 linear measured ~5x faster than fp32.
     """
     if spec in (EMBEDDED, EMBEDDED_BASE):
         gguf = embedded_gguf()

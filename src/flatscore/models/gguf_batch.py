@@ -3,7 +3,7 @@ batch engine.
 
 llama.cpp decodes a 135M model on a CPU bound by per-call overhead and by reading the
 weights, so one `llama_decode` over 16 sequences costs little more than over one (the
-bindings' raw batches: 94-118 tok/s at 16 sequences vs 43-67 for one stream, issue 31).
+bindings' raw batches: 94-118 tok/s at 16 sequences vs 43-67 for one stream, measured on 2 cores).
 Each sequence in flight is a llama.cpp sequence id with its own KV stream
 (`kv_unified=False`): attention reads only that sequence's cells. A unified cache would let
 sequences share cells, but every token would then attend over the cells of all of them

@@ -1,10 +1,10 @@
 """The run archive: a study's run files as xz chunks, append-only, for git (`flatscore archive`).
 
-A long study runs in sessions on any machine; its run files (`<runs>/<model>__<arm>.jsonl`)
-are the state. `pack` writes the episodes no chunk holds yet as a new chunk
-`<archive>/<stem>.<NNN>.jsonl.xz`, never rewriting one, so each commit adds only the new
-episodes. `unpack` merges every chunk back into the run files by episode id, through
-`EpisodeWriter` (its lock, its partial-last-line rule, one atomic replace per file) and
+A long study runs in parts on any machine (`run --time-limit`); its run files
+(`<runs>/<model>__<arm>.jsonl`) are the state. `pack` writes the episodes no chunk holds yet
+as a new chunk `<archive>/<stem>.<NNN>.jsonl.xz`, never rewriting one, so each commit adds
+only the new episodes. `unpack` merges every chunk back into the run files by episode id,
+through `EpisodeWriter` (its lock, its partial-last-line rule, one atomic replace per file) and
 byte for byte (`EpisodeWriter.write_line`): an archive unpacks to the runs as recorded, even
 where the episode schema has since gained fields. Episodes already in a run file are kept,
 so unpacking is idempotent and safe on a machine that has run episodes of its own.

@@ -311,7 +311,7 @@ class EpisodeWriter:
         self.close()
 
     def abort(self) -> None:
-        """Atomic mode: discard everything written in this session. Then close."""
+        """Atomic mode: discard everything written since the writer opened. Then close."""
         if self.atomic and not self._fh.closed:
             self._fh.close()
             self._target.unlink(missing_ok=True)

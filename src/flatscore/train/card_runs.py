@@ -1,7 +1,7 @@
 """The card's evaluation from `flatscore run` files (`<model>__<arm>.jsonl`), such as a
 sampled study of the adapter with a planted-damage control beside it: the channel table of
 `eval-embedded`, plus recovery and S(K) as the analysis computes them (`flatscore.analysis.
-arm_stats`, DESIGN.md "Recovery rate" and "Error budget K"), and the scope the files cover
+arm_stats`; docs/analysis.md, "Definitions"), and the scope the files cover
 against the study that wrote them.
 """
 
@@ -85,7 +85,7 @@ def _points(rate: float | None) -> str:
 def _row(arm: str, domain: str, c: Cell) -> list[str]:
     s = c.stats
     curve = {p.K: p for p in s.budget_curve}
-    # S(K) from a run cut at max_errors <= K is a lower bound (DESIGN "Error budget K")
+    # S(K) from a run cut at max_errors <= K is a lower bound (not recomputable past the cut)
     scores = [
         f"{'' if curve[k].recomputable else '≥ '}{_points(curve[k].success_rate)}" for k in BUDGETS
     ]

@@ -50,8 +50,8 @@ class ArmDomainSummary(BaseModel):
     channels: dict[str, int] = Field(default_factory=dict)
     terminations: dict[str, int] = Field(default_factory=dict)
     channel_rates: dict[str, float | None]
-    """Per leaf channel: failed agent calls in the channel / all agent tool calls (DESIGN
-    "Channels"), task-weighted (each task's trials averaged first; DESIGN "Statistics"),
+    """Per leaf channel: failed agent calls in the channel / all agent tool calls
+    (docs/analysis.md, "Definitions"), task-weighted (each task's trials averaged first),
     without infrastructure errors; None without agent calls. malformed_output: per attempt
     (agent calls + malformed turns)."""
 

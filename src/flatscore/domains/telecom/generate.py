@@ -20,8 +20,8 @@ DATA_DIR = Path(__file__).parent
 DB_SEED = 4201
 TASK_SEED = 4202
 # The held-out customers (lines, numbers, bills) come from their own seed; every test task
-# is on them and every train task on the original customers (issue 28 regenerated both
-# splits: the shipped adapter was trained on the previous telecom tasks).
+# is on them and every train task on the original customers, so no test task names a
+# customer, line, number or bill of a train task.
 EXTRA_DB_SEED = 4203
 EXTRA_TASK_SEED = 4204
 
@@ -458,8 +458,9 @@ def _sim_and_bill(rng: random.Random, db: TelecomDB, line: Line) -> Parts | None
     )
 
 
-# Every template needs agent tool calls (issue 28: the phone-only ones were solved by every
-# arm): the five device templates pair a phone problem with an account-side one.
+# Every template needs agent tool calls (a phone-only task is solved by every arm, so it
+# says nothing about the agent): the five device templates pair a phone problem with an
+# account-side one.
 TEMPLATES: list[tuple[str, Template]] = [
     ("airplane", _airplane_abroad),
     (
