@@ -22,16 +22,18 @@ def run(
     trials: int = 1,
     lookups: int = 1,
     fail_every: int = 4,
+    extra_every: int = 1,
 ) -> list[Episode]:
     """`tasks` tasks of `lookups` + 1 successful calls: every `fail_every`-th task has one
-    failed unknown-tool call (0: none), every 5th fails; with `extra_unknown` every episode
-    adds a failed call to an invented tool; the first `failing` tasks fail outright."""
+    failed unknown-tool call (0: none), every 5th fails; with `extra_unknown` every
+    `extra_every`-th task adds a failed call to an invented tool; the first `failing` tasks
+    fail outright."""
     out = []
     for t in range(tasks):
         calls: list = [("get_user", "ok")] * lookups
         if fail_every and t % fail_every == 0:
             calls.append(("foo", "fail"))
-        if extra_unknown:
+        if extra_unknown and t % extra_every == 0:
             calls.append(("bar", "fail"))
         calls.append(("get_order", "ok"))
         ok = t % 5 != 0 and t >= failing
@@ -58,20 +60,34 @@ def test_an_amplified_channel_is_damage_even_with_an_equal_score() -> None:
 
 
 def test_a_channel_new_in_the_candidate_keeps_it_from_passing() -> None:
-    """The reference never fails a call, the candidate often does: no ratio exists, so
-    nothing is 'amplified', but the gate does not pass it."""
+    """The reference never fails a call, the candidate does (on tasks that fail anyway, so
+    no gap grows at small K): no ratio exists, so nothing is 'amplified', but the gate does
+    not pass it."""
+    result = gate(run("bf16", 80, fail_every=0), run("int4", 80, fail_every=5), FAST)
+    (cell,) = result.cells
+    assert cell.amplified_channels == [] and cell.new_channels["unknown_tool"] == 16
+    assert result.verdict == "inconclusive" and "new in the arm" in cell.reason
+
+
+def test_failures_that_cost_success_at_small_budgets_are_damage() -> None:
+    """Every candidate episode fails one call the reference never makes: equal at K = 9, the
+    gap at K = 0 is the hidden damage (gap growth), whatever the channel test says."""
     result = gate(run("bf16", 80, fail_every=0), run("int4", 80, extra_unknown=True), FAST)
     (cell,) = result.cells
-    assert (
-        cell.amplified_channels == [] and cell.new_channels["unknown_tool"] == 100
-    )  # 80 "bar" + 20 "foo"
-    assert result.verdict == "inconclusive" and "new in the candidate" in cell.reason
+    assert cell.budgets[0].equivalent and result.verdict == "damage"
+    assert cell.analysis_verdict == "flat score, amplified failures"
+    assert "gap grows at K=0" in cell.reason
 
 
 def test_channels_option_says_which_channels_block() -> None:
+    """Extra unknown-tool failures on tasks that fail anyway (no success lost at any K):
+    damage by the channel test, a pass when only bad_arguments may block."""
+    damaged = run("int4", 80, extra_unknown=True, extra_every=5)
+    assert gate(run("bf16", 80), damaged, FAST).verdict == "damage"
     options = FAST.model_copy(update={"channels": ["bad_arguments"]})
-    result = gate(run("bf16", 80), run("int4", 80, extra_unknown=True), options)
+    result = gate(run("bf16", 80), damaged, options)
     assert result.verdict == "pass" and result.cells[0].amplified_channels == []
+    assert result.cells[0].analysis_verdict == "no damage detected"
 
 
 def test_a_significant_success_drop_is_damage() -> None:
@@ -79,7 +95,7 @@ def test_a_significant_success_drop_is_damage() -> None:
     assert result.verdict == "damage"
     (cell,) = result.cells
     assert all(b.significant and (b.gap or 0) > 0.2 for b in cell.budgets)
-    assert "significant success drop at K = 9" in cell.reason
+    assert "significant success drop at the default K = 9" in cell.reason
 
 
 def test_a_significant_drop_inside_the_margin_passes_and_is_reported() -> None:
@@ -89,7 +105,8 @@ def test_a_significant_drop_inside_the_margin_passes_and_is_reported() -> None:
     (cell,) = result.cells
     assert all(b.significant and b.equivalent for b in cell.budgets), cell.budgets
     assert result.verdict == "pass" and result.exit_code == 0
-    assert "a significant drop inside the margin at K = 9: 4.0 points" in cell.reason
+    assert "+4.0 points, a significant drop inside the ±7.5 points margin" in cell.reason
+    assert "a drop beyond ±7.5 points is ruled out at K = 9 (one-sided bound +" in cell.reason
 
 
 def test_a_small_study_is_inconclusive_and_says_how_many_tasks_would_decide() -> None:
