@@ -35,11 +35,19 @@ def _imported(*args: str) -> set[str]:
     }
 
 
-@pytest.mark.parametrize("args", [("--help",), ("version",)])
+@pytest.mark.parametrize("args", [("--help",), ("version",), ("--version",)])
 def test_help_and_version_import_no_command_module(args: tuple[str, ...]) -> None:
     modules = _imported(*args)
     assert not {m for m in modules if m.startswith("flatscore.cli.commands_")}
     assert not {m for m in modules if m.split(".")[0] in HEAVY}
+
+
+def test_version_flag_prints_the_installed_version() -> None:
+    from importlib.metadata import version
+
+    done = flatscore("--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == version("flatscore")
 
 
 def test_help_lists_every_command() -> None:

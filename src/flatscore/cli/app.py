@@ -40,7 +40,23 @@ def version() -> None:
     console.print(__version__)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from flatscore import __version__
+
+        console.print(__version__)
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        help="Print flatscore's version and exit.",
+    ),
+) -> None:
     """flatscore: per-channel error rates, amplification, S(K) and honest statistics for
     tool-calling agents across precision arms."""
