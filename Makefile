@@ -55,10 +55,11 @@ demo: $(VENV)/.installed-demo
 test: $(VENV)/.installed-dev
 	$(PY) -m pytest -m "not slow" -q -n auto --maxprocesses 4 --dist loadfile --no-loadscope-reorder
 
-# The study against llama.cpp's own OpenAI-compatible server (needs `make gguf`): slow, so
-# outside `make test`; CI runs it right after.
+# The studies that run llama.cpp (need `make gguf`): a study against llama.cpp's own
+# OpenAI-compatible server, and GGUF arms on built-in and τ² domains, cut and resumed. A
+# minute or more each on 2 cores, so outside `make test`; CI runs them right after it.
 test-servers: $(VENV)/.installed-dev
-	$(PY) -m pytest -q -m slow tests/models/test_llama_cpp_server.py
+	$(PY) -m pytest -q -m slow tests/models/test_llama_cpp_server.py tests/models/test_gguf_study.py
 
 test-all: $(VENV)/.installed-dev
 	$(PY) -m pytest -q

