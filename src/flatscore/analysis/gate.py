@@ -27,7 +27,7 @@ from flatscore.analysis.analyze import analyze
 from flatscore.analysis.channels import CHANNELS
 from flatscore.analysis.outputs import AnalysisModel, CountMode
 from flatscore.analysis.power import power_analysis
-from flatscore.analysis.result import AnalysisResult, ArmStats, Comparison, Verdict
+from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, Comparison, Verdict
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.stats import p_is
 from flatscore.defaults import MAX_BOOTSTRAP, MIN_BOOTSTRAP
@@ -310,13 +310,7 @@ def gate(
     minimum = base.settings.bootstrap_min_tasks
     cells: list[GateCell] = []
     for cell in base.cells:
-        comp = next((c for c in cell.comparisons if c.arm == cand_arm), None)
-        if comp is None:
-            raise InputError(
-                f"{cell.model} / {cell.domain}: no paired comparison of {cand_arm!r} with "
-                f"{ref_arm!r} ({'; '.join(cell.warnings) or 'no common task'})",
-                field="candidate",
-            )
+        comp = candidate_comparison(cell, cand_arm, ref_arm)
         key = (cell.model, cell.domain)
         tight_cell = next(c for c in tight.cells if (c.model, c.domain) == key)
         tight_comp = next(c for c in tight_cell.comparisons if c.arm == cand_arm)
@@ -365,16 +359,31 @@ def gate(
     return result.model_copy(update={"summary": paragraph(result)})
 
 
+HEADLINES: dict[GateVerdict, str] = {
+    "pass": "PASS: the candidate may replace the reference.",
+    "damage": "DAMAGE: the candidate may not replace the reference.",
+    "inconclusive": "INCONCLUSIVE: the data cannot decide yet.",
+}
+"""The first words of the gate's paragraph, fixed or sequential."""
+
+
+def candidate_comparison(cell: Cell, candidate: str, reference: str) -> Comparison:
+    """The cell's comparison of the candidate with the reference; none is an InputError."""
+    comp = next((c for c in cell.comparisons if c.arm == candidate), None)
+    if comp is None:
+        raise InputError(
+            f"{cell.model} / {cell.domain}: no paired comparison of {candidate!r} with "
+            f"{reference!r} ({'; '.join(cell.warnings) or 'no common task'})",
+            field="candidate",
+        )
+    return comp
+
+
 def paragraph(result: GateResult) -> str:
     """One readable paragraph: the verdict, then each cell's reason."""
-    head = {
-        "pass": "PASS: the candidate may replace the reference.",
-        "damage": "DAMAGE: the candidate may not replace the reference.",
-        "inconclusive": "INCONCLUSIVE: the data cannot decide yet.",
-    }[result.verdict]
     o = result.options
     parts = [
-        head,
+        HEADLINES[result.verdict],
         f"(margin ±{100 * o.tost_margin:.1f} points, budgets K = "
         f"{', '.join(str(b.K) for b in result.cells[0].budgets) if result.cells else '-'})",
     ]

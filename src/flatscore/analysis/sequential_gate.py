@@ -18,12 +18,14 @@ from collections.abc import Sequence
 from flatscore.analysis.analyze import analyze
 from flatscore.analysis.gate import (
     EXIT_CODES,
+    HEADLINES,
     SEVERITY,
     GateCell,
     GateOptions,
     GateResult,
     GateVerdict,
     _check,
+    candidate_comparison,
     prepare,
 )
 from flatscore.analysis.sequential_result import decided_text
@@ -61,14 +63,13 @@ def sequential_gate(
     result = analyze(episodes, settings)
     cells: list[GateCell] = []
     for cell in result.cells:
-        comp = next((c for c in cell.comparisons if c.arm == cand_arm), None)
-        if comp is None or comp.sequential is None:
+        comp = candidate_comparison(cell, cand_arm, ref_arm)
+        seq = comp.sequential
+        if seq is None:  # analysed with sequential on: every paired comparison has one
             raise InputError(
-                f"{cell.model} / {cell.domain}: no paired comparison of {cand_arm!r} with "
-                f"{ref_arm!r} ({'; '.join(cell.warnings) or 'no common task'})",
+                f"{cell.model} / {cell.domain}: no sequential reading of {cand_arm!r}",
                 field="candidate",
             )
-        seq = comp.sequential
         cells.append(
             GateCell(
                 model=cell.model,
@@ -84,14 +85,9 @@ def sequential_gate(
             )
         )
     overall = min((c.verdict for c in cells), key=SEVERITY.index)
-    head = {
-        "pass": "PASS: the candidate may replace the reference.",
-        "damage": "DAMAGE: the candidate may not replace the reference.",
-        "inconclusive": "INCONCLUSIVE: the data cannot decide yet.",
-    }[overall]
     text = " ".join(
         [
-            head,
+            HEADLINES[overall],
             f"(sequential, margin ±{100 * o.tost_margin:.1f} points at K = "
             f"{result.settings.default_K})",
             *(f"{c.domain}: {c.candidate} vs {c.reference} — {c.reason}." for c in cells),

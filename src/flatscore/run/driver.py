@@ -291,6 +291,7 @@ def run_sequential(
     options = analysis_options(study)
     seq = SequentialPlan(plan.jobs, study.seed, look_every(options))
     files = list(dict.fromkeys(run.path for run in plan.runs))
+    say_line = printer(say)
     total: RunCounts | None = None
     try:
         for k in range(seq.looks):
@@ -311,12 +312,12 @@ def run_sequential(
             )
             total = counts if total is None else _added(total, counts)
             for line in seq.look(k, files, options):
-                say.print(styled(line), highlight=False, soft_wrap=True)
+                say_line(line)
             if all(state.finished for state in seq.cells.values()):
                 break
     finally:
         executor.close()
-    report_state(seq, printer(say))
+    report_state(seq, say_line)
     assert total is not None
     return total.model_copy(update={"planned": len(plan.jobs)})
 
