@@ -225,7 +225,7 @@ def test_unseeded_sampling_is_not_cached(fault_server: FaultServer, tmp_path: Pa
 
 def test_async_respects_concurrency_limit_and_retries(fault_server: FaultServer) -> None:
     fault_server.script = [Reply(500), *[Reply(delay_s=0.1)] * 10]
-    b = backend(fault_server, concurrency=2)
+    b = backend(fault_server, endpoint_concurrency=2)
 
     async def run() -> list[str | None]:
         gens = await asyncio.gather(*[b.agenerate(MSGS, [], Sampling()) for _ in range(6)])
@@ -238,7 +238,7 @@ def test_async_respects_concurrency_limit_and_retries(fault_server: FaultServer)
 
 def test_one_backend_serves_several_event_loops(fault_server: FaultServer) -> None:
     fault_server.script = [Reply(delay_s=0.05)]
-    b = backend(fault_server, concurrency=1)
+    b = backend(fault_server, endpoint_concurrency=1)
 
     async def run() -> None:
         await asyncio.gather(*[b.agenerate(MSGS, [], Sampling()) for _ in range(3)])
