@@ -58,6 +58,7 @@ BENCHMARKS: dict[str, str] = {
     "base-models": "The two shipped base models side by side: cost to train and to run.",
     "train-step": "Seconds per LoRA training step of the embedded agent.",
     "tau2-live": "τ²-bench run live by flatscore: what it costs besides the model.",
+    "peer-comparison": "flatscore's verdicts beside its peers', per study, domain and arm.",
 }
 """Every benchmark: its name (`python -m benchmarks NAME`; the module is the name with
 `_` for `-`) and its summary, listed without importing any (torch is slow to import)."""

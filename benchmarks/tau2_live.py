@@ -149,7 +149,7 @@ def part_b(max_steps: int, max_tokens: int) -> Table:
     from flatscore.models.embedded import load_model
     from flatscore.models.local import LocalBackend
     from flatscore.run.tau2 import lib
-    from flatscore.run.tau2.endpoints import Endpoint
+    from flatscore.run.tau2.job import Tau2Endpoint
     from flatscore.run.tau2.runner import simulate
     from flatscore.serve.app import create_app
     from scripted_endpoint import TAU2_SCRIPTS, ScriptedEndpoint
@@ -164,11 +164,13 @@ def part_b(max_steps: int, max_tokens: int) -> Table:
     )
     results = {}
     with ScriptedEndpoint(TAU2_SCRIPTS) as user_server:
-        user = Endpoint(user_server.url, "chatty-user")
+        user = Tau2Endpoint.openai(
+            user_server.url, "chatty-user", None, max_retries=0, timeout_s=60
+        )
         for reuse in (False, True):
             backend = LocalBackend(loaded, reuse_kv=reuse)
             server, url = _serve_in_thread(create_app(backend, "smol"))
-            agent = Endpoint(url, "smol")
+            agent = Tau2Endpoint.openai(url, "smol", None, max_retries=0, timeout_s=3600)
             t0 = time.perf_counter()
             sim = simulate(
                 t2,
@@ -177,11 +179,9 @@ def part_b(max_steps: int, max_tokens: int) -> Table:
                 seed=1,
                 trial=0,
                 agent=agent,
-                agent_args=agent.llm_args(
-                    {"temperature": 0, "max_tokens": max_tokens}, retries=0, timeout_s=3600
-                ),
+                agent_args=agent.llm_args({"temperature": 0, "max_tokens": max_tokens}),
                 user=user,
-                user_args=user.llm_args({"temperature": 0}, retries=0, timeout_s=60),
+                user_args=user.llm_args({"temperature": 0}),
                 max_steps=max_steps,
                 max_errors=10,
             )

@@ -137,6 +137,12 @@ class ExactUnconditional:
 _SOLVED: dict[tuple[int, bool, float, int, int], tuple[float, float]] = {}
 
 
+def differences(b: int, c: int, n: int) -> np.ndarray:
+    """Paired differences of `n` tasks: `b` where only the arm succeeded (+1), `c` where only
+    the reference did (−1), the rest tied (0)."""
+    return np.array([1.0] * b + [-1.0] * c + [0.0] * (n - b - c))
+
+
 def exact_unconditional_intervals(
     differences: np.ndarray, alpha: float = 0.05, mid_p: bool = False, chunk: int = 16
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -1,5 +1,7 @@
-"""Test helper shared by the run-path tests: the episodes of run files as plain data, without
-the wall-clock fields, so two runs of the same seeds compare with `==`."""
+"""Test helpers shared by the run-path tests: a study file written from a dict, its refusal,
+and the
+episodes of run files as plain data, without the wall-clock fields, so two runs of the same
+seeds compare with `==`."""
 
 from __future__ import annotations
 
@@ -7,7 +9,29 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import pytest
+import yaml
+
+from flatscore.errors import InputError
+from flatscore.run.study import load_study
 from flatscore.store.jsonl import read_episodes
+
+
+def write_study(folder: Path, name: str, models: list[dict[str, Any]], **fields: Any) -> Path:
+    """`folder/study.yaml`: study `name` of `models` (and any other study `fields`), its
+    output `folder/out`."""
+    study = {"name": name, "output": str(folder / "out"), "models": models, **fields}
+    path = folder / "study.yaml"
+    path.write_text(yaml.safe_dump(study), encoding="utf-8")
+    return path
+
+
+def study_refusal(path: Path) -> InputError:
+    """The one-line InputError that loading the study file `path` raises, naming the file."""
+    with pytest.raises(InputError) as info:
+        load_study(path)
+    assert info.value.file == str(path) and "\n" not in info.value.one_line()
+    return info.value
 
 
 def comparable_episodes(paths: Iterable[Path]) -> dict[str, dict[str, Any]]:

@@ -92,3 +92,13 @@ def test_a_cheap_benchmark_runs_and_writes_its_table(tmp_path: Path) -> None:
     text = out.read_text(encoding="utf-8")
     assert text.startswith("`python -m benchmarks analysis-speed --cells 1 --bootstrap 100`\n")
     assert "Measured on " in text and table.markdown() in text
+
+
+def test_peer_comparison_without_the_peers_stops_at_once_saying_how_to_make_them(
+    tmp_path: Path,
+) -> None:
+    """No peers' environment: one message with the setup, before any study is read."""
+    for argv in ([], ["--peers-python", str(tmp_path / "no-python")], ["--peers-python", "false"]):
+        with pytest.raises(SystemExit) as stop:
+            harness.run("peer-comparison", argv)
+        assert "pip install -r benchmarks/peers/requirements.txt" in str(stop.value.code)

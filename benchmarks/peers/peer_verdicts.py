@@ -1,5 +1,5 @@
 """The peers' verdicts on paired success data: run in a scratch environment that holds the
-peers, never flatscore (`benchmarks/peers/compare.py` calls it; docs/comparison.md).
+peers, never flatscore (`python -m benchmarks peer-comparison` calls it; docs/comparison.md).
 
     python -m venv /tmp/peers
     /tmp/peers/bin/pip install -r benchmarks/peers/requirements.txt

@@ -14,12 +14,16 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
+CountMode = Literal["all", "agent"]
+"""Which failed tool calls count against an error budget: agent and user (`all`, like τ²)
+or the agent's only. The one spelling of the choice (run budgets, the analysis's K, episodes)."""
+
 # --- running episodes -------------------------------------------------------------------
 
 MAX_ERRORS: Final = 10
 """Counted failed tool calls that end an episode (`too_many_errors`): τ²'s default."""
 
-COUNTED: Final[Literal["all", "agent"]] = "all"
+COUNTED: Final[CountMode] = "all"
 """Which failed calls count against the budget: agent and user (`all`, like τ²) or `agent`."""
 
 MAX_STEPS: Final = 40
@@ -43,6 +47,33 @@ QUICK_STUDY_NAME: Final = "adhoc"
 USER_PATIENCE: Final = 3
 """Scripted user: turns without progress before it gives up."""
 
+# --- model endpoints and decoding (study files, `BackendSpec`, `OpenAIConfig`) ------------
+
+# An OpenAI-compatible endpoint: the seconds one request may take, the retries of a request
+# that failed for a reason a retry can fix (timeouts, 429, 5xx), the requests in flight (and
+# pooled connections). τ²-bench runs: litellm's retries and timeout per request (the study's
+# `tau2.max_retries`, `tau2.request_timeout_s`). Decoding: temperature (0: greedy), top-p and
+# the tokens one model turn may generate (study files; `Sampling`).
+ENDPOINT_TIMEOUT_S: Final[float] = 120.0
+ENDPOINT_RETRIES: Final[int] = 4
+ENDPOINT_CONCURRENCY: Final[int] = 8
+TAU2_RETRIES: Final[int] = 3
+TAU2_TIMEOUT_S: Final[float] = 600.0
+TEMPERATURE: Final[float] = 0.0
+TOP_P: Final[float] = 1.0
+MAX_TOKENS: Final[int] = 256
+
+MAX_BATCH: Final = 16
+"""In-process models: sequences one engine decodes together per arm, a full pass of the
+batch engine's 16 padded rows (`flatscore.models.batching.MIN_ROWS`)."""
+
+KV_MEMORY_MB: Final = 512.0
+"""In-process models: KV memory per arm, the sequences in flight and the prefix cache
+(`flatscore.models.local.LocalBackend`'s `kv_memory_mb`; docs/benchmarks.md)."""
+
+TAU2_SERVE_START_TIMEOUT_S: Final = 900.0
+"""τ²-bench runs: seconds a started `flatscore serve` may take to answer `/health`."""
+
 # --- reflective repair --------------------------------------------------------------------
 
 REPAIR_CHANNELS: Final = ("unknown_tool",)
@@ -53,8 +84,12 @@ REPAIR_ATTEMPTS: Final = 3
 
 # --- analysis (`analyze`, `report`, `gate`, `repair-effect`, study files) ------------------
 
-COUNT: Final[Literal["all", "agent"]] = "all"
+COUNT: Final[CountMode] = "all"
 """Which failed calls count against K in S(K): all (like τ²) or the agent's only."""
+
+DEFAULT_K: Final = MAX_ERRORS - 1
+"""The analysis's default error budget K when the episodes recorded none: τ²'s
+`max_errors` = 10 gives K = 9 (S(K) is exact for K < max_errors)."""
 
 TOST_MARGIN: Final = 0.075
 """TOST equivalence margin, a fraction (7.5 points where the CLI and study files speak points)."""

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from flatscore.defaults import CountMode
 from flatscore.strict import StrictModel
 
 SCHEMA_VERSION = 1
@@ -163,7 +164,7 @@ class ErrorBudget(StrictModel):
     cumulative count of counted errors reaches `max_errors` (None: no budget)."""
 
     max_errors: int | None = Field(None, ge=0, le=MAX_ERRORS_LIMIT)
-    counted: Literal["all", "agent"] = "all"
+    counted: CountMode = "all"
 
 
 class Timing(StrictModel):

@@ -207,11 +207,11 @@ def test_config_validation_and_helpers() -> None:
         "bad_arguments",
     ]
     with pytest.raises(InputError, match="unknown repair channel") as err:
-        QuickRun.parse(repair=True, repair_channels=parse_channels("unknown_tool,typo"))
+        QuickRun.parse(repair={"mode": "on", "channels": parse_channels("unknown_tool,typo")})
     assert err.value.field == "--repair-channels"
     with pytest.raises(InputError) as err:
-        QuickRun.parse(repair=True, repair_attempts=0)
-    assert err.value.field == "repair_attempts"
+        QuickRun.parse(repair={"mode": "on", "attempts": 0})
+    assert err.value.field == "--repair-attempts"
     assert repair_arm_label("int4") == "int4+repair" == repair_arm_label("int4+repair")
 
 

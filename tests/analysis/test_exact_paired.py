@@ -13,15 +13,12 @@ from scipy.special import xlogy
 
 from exact_paired import (
     ExactUnconditional,
+    differences,
     exact_unconditional_intervals,
     sign_flip_intervals,
     sign_flip_p,
 )
 from flatscore.analysis.paired_score import score_interval
-
-
-def _d(b: int, c: int, n: int) -> np.ndarray:
-    return np.array([1.0] * b + [-1.0] * c + [0.0] * (n - b - c))
 
 
 def test_exact_unconditional_coverage_is_at_least_nominal_for_every_truth() -> None:
@@ -32,7 +29,7 @@ def test_exact_unconditional_coverage_is_at_least_nominal_for_every_truth() -> N
     test = ExactUnconditional(n)
     lo, hi = test.intervals(test.b, test.c)
     outcomes = zip(test.b.astype(int), test.c.astype(int), strict=True)
-    t_lo, t_hi = score_interval(np.stack([_d(b, c, n) for b, c in outcomes]))
+    t_lo, t_hi = score_interval(np.stack([differences(b, c, n) for b, c in outcomes]))
     worst, worst_tango = 1.0, 1.0
     for p10, p01 in itertools.product(np.linspace(0.0, 0.5, 11), repeat=2):
         prob = np.exp(test.log_coef + xlogy(test.b, p10) + xlogy(test.c, p01))
@@ -48,7 +45,7 @@ def test_exact_unconditional_coverage_is_at_least_nominal_for_every_truth() -> N
 def test_exact_unconditional_interval_known_values() -> None:
     """Hand-checked ends: no discordant task of 30 is symmetric around 0 and a little wider
     than Tango's ±z²/(n + z²) = ±11.4 points; one task of 30 won by the reference."""
-    lo, hi = exact_unconditional_intervals(np.stack([_d(0, 0, 30), _d(1, 0, 30)]))
+    lo, hi = exact_unconditional_intervals(np.stack([differences(0, 0, 30), differences(1, 0, 30)]))
     assert lo[0] == pytest.approx(-hi[0], abs=1e-6)
     assert hi[0] == pytest.approx(0.1176, abs=5e-4)
     assert (lo[1], hi[1]) == pytest.approx((-0.0789, 0.1731), abs=5e-4)
@@ -75,5 +72,5 @@ def test_sign_flip_p_is_the_enumeration_of_every_sign_pattern() -> None:
 
 def test_sign_flip_interval_of_six_discordant_tasks_excludes_zero() -> None:
     """Six tasks all won by the reference: p(0) = 2/64 < 0.05, so 0 is outside."""
-    lo, hi = sign_flip_intervals(_d(6, 0, 6)[None])
+    lo, hi = sign_flip_intervals(differences(6, 0, 6)[None])
     assert lo[0] > 0 and hi[0] == 1.0

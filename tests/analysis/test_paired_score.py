@@ -12,6 +12,7 @@ from scipy.optimize import minimize, minimize_scalar
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
+from exact_paired import differences
 from flatscore.analysis.paired_score import (
     DISCORDANT_MIN,
     discordance,
@@ -27,10 +28,6 @@ from flatscore.analysis.paired_score import (
     uses_el,
     wilson_interval,
 )
-
-
-def _d(b: int, c: int, n: int) -> np.ndarray:
-    return np.array([1.0] * b + [-1.0] * c + [0.0] * (n - b - c))
 
 
 def zero_bound(n: int, confidence: float = 0.95) -> float:
@@ -104,7 +101,7 @@ def test_el_score_statistic_with_enough_discordant_tasks() -> None:
 def test_el_score_statistic_is_tangos_on_single_trials() -> None:
     """With one trial per task and both kinds of discordant task present, the restricted
     maximum likelihood on the observed values is Tango's trinomial one: the same Z(Δ)."""
-    d = _d(7, 3, 40)
+    d = differences(7, 3, 40)
     for delta in (-0.2, 0.0, 0.05, 0.3):
         assert float(el_score_z(d, delta)[0]) == pytest.approx(
             float(score_z(discordance(d), delta)), rel=1e-9
@@ -114,7 +111,7 @@ def test_el_score_statistic_is_tangos_on_single_trials() -> None:
 def test_few_discordant_or_equal_differences_use_the_score_statistic() -> None:
     """Five discordant tasks, or differences all equal (no spread to estimate), are the
     score interval's: a t-interval would be [1, 1] for six tasks at 1.0."""
-    few = _d(DISCORDANT_MIN - 1, 0, 40)
+    few = differences(DISCORDANT_MIN - 1, 0, 40)
     equal = np.ones(DISCORDANT_MIN)
     for d in (few, equal):
         assert not bool(uses_el(d))
@@ -141,7 +138,7 @@ def test_restricted_mle_matches_a_numerical_maximum() -> None:
         var = n * (2 * p21 + delta * (1 - delta))
         raw = b - c - n * delta
         want = raw / np.sqrt(var)
-        got = score_z(discordance(_d(b, c, n)), delta)
+        got = score_z(discordance(differences(b, c, n)), delta)
         assert float(got) == pytest.approx(want, rel=1e-5)
 
 
@@ -149,15 +146,15 @@ def test_one_signed_discordance_gets_the_exact_sign_flip_p() -> None:
     """Every discordant task of one sign puts Δ = 0 at the edge of the differences' range,
     where the score statistic is infinite: the p is the exact sign-flip one, 2^(1 − k), not
     0 (six one-signed tasks: 1/32), whatever the sign or the trials' fractions."""
-    assert float(paired_test(_d(6, 0, 12))) == pytest.approx(2**-5)
-    assert float(paired_test(_d(8, 0, 40))) == pytest.approx(2**-7)
-    assert float(paired_test(_d(0, 7, 20))) == pytest.approx(2**-6)
+    assert float(paired_test(differences(6, 0, 12))) == pytest.approx(2**-5)
+    assert float(paired_test(differences(8, 0, 40))) == pytest.approx(2**-7)
+    assert float(paired_test(differences(0, 7, 20))) == pytest.approx(2**-6)
     trials = np.array([1.0, 0.5, 0.25, 0.25, 0.5, 0.75, 0.0, 0.0])
     assert float(paired_test(trials)) == pytest.approx(2**-5)
-    mixed = _d(7, 1, 20)  # both signs: the score statistic's own p, unchanged
+    mixed = differences(7, 1, 20)  # both signs: the score statistic's own p, unchanged
     assert np.isnan(sign_flip_p(mixed)) and 0 < float(paired_test(mixed)) < 0.05
-    both = np.stack([_d(6, 0, 12), _d(3, 3, 12)])  # vectorised over studies
-    assert np.allclose(paired_test(both), [2**-5, float(paired_test(_d(3, 3, 12)))])
+    both = np.stack([differences(6, 0, 12), differences(3, 3, 12)])  # vectorised over studies
+    assert np.allclose(paired_test(both), [2**-5, float(paired_test(differences(3, 3, 12)))])
 
 
 def test_holm_over_null_comparisons_keeps_its_level_on_small_studies() -> None:
@@ -177,7 +174,7 @@ def test_holm_over_null_comparisons_keeps_its_level_on_small_studies() -> None:
 
 
 def test_score_test_is_mcnemar() -> None:
-    p = score_test(_d(7, 2, 40))
+    p = score_test(differences(7, 2, 40))
     assert float(p) == pytest.approx(2 * norm.sf(5 / np.sqrt(9)))
     assert float(score_test(np.zeros(5))) == 1.0
 
@@ -202,12 +199,12 @@ def test_interval_test_and_tost_agree(d: list[float]) -> None:
 def test_tost_refuses_an_arm_better_than_the_margin() -> None:
     """An arm 10 points *better* than the reference is not equivalent within ±7.5 — the
     margin is two-sided (a test with only 0 and +0.1 differences cannot see a missing abs)."""
-    better = -_d(100, 0, 1000)  # arm solves 100 more tasks of 1,000
+    better = -differences(100, 0, 1000)  # arm solves 100 more tasks of 1,000
     p, eq = paired_tost(better, 0.075)
     assert not bool(eq) and float(p) > 0.5
-    worse = _d(100, 0, 1000)
+    worse = differences(100, 0, 1000)
     assert not bool(paired_tost(worse, 0.075)[1])
-    same = _d(10, 10, 1000)
+    same = differences(10, 10, 1000)
     assert bool(paired_tost(same, 0.075)[1])
 
 

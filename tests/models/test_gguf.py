@@ -10,12 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from cli_runner import flatscore
 from flatscore.episode import Message
 from flatscore.models.base import Sampling
 from flatscore.models.gguf_files import EXTRA_HINT, llama_cpp_available, resolve_arm
+from run_files import write_study
 from sample_chat import order_tool
 
 pytestmark = [
@@ -102,26 +102,23 @@ def test_quantizing_makes_the_type_once(cache: Path) -> None:
 
 
 def test_a_study_of_gguf_arms_runs_real_episodes_and_resumes(tmp_path: Path, cache: Path) -> None:
-    study = {
-        "name": "gguf-smoke",
-        "output": str(tmp_path / "out"),
-        "models": [
-            {
-                "name": "smol",
-                "kind": "gguf",
-                "path": "embedded-base",
-                "sampling": {"temperature": 0, "max_tokens": 48},
-                "arms": ["ref", "Q8_0"],
-            }
-        ],
-        "domains": ["retail"],
-        "split": "test",
-        "tasks_per_domain": 1,
-        "max_steps": 6,
-        "concurrency": 2,
+    model = {
+        "name": "smol",
+        "kind": "gguf",
+        "path": "embedded-base",
+        "sampling": {"temperature": 0, "max_tokens": 48},
+        "arms": ["ref", "Q8_0"],
     }
-    path = tmp_path / "study.yaml"
-    path.write_text(yaml.safe_dump(study), "utf-8")
+    path = write_study(
+        tmp_path,
+        "gguf-smoke",
+        [model],
+        domains=["retail"],
+        split="test",
+        tasks_per_domain=1,
+        max_steps=6,
+        concurrency=2,
+    )
     env = {"FLATSCORE_CACHE": str(cache)}
     done = flatscore("run", path, "--no-progress", env=env, timeout=1200)
     assert done.returncode == 0, done.stderr

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from fault_server import FaultServer, Reply, ok_body
 
-from flatscore.episode import Message, ToolCall, ToolResult
+from flatscore.episode import Message
 from flatscore.models.base import BackendError, ContextWindowExceeded, Sampling
 from flatscore.models.openai import OpenAIBackend, OpenAIConfig
+from sample_chat import CONVERSATION
 
 MSGS = [Message(role="user", content="hi")]
 TOOLS = [{"type": "function", "function": {"name": "get_order", "parameters": {}}}]
@@ -161,12 +162,8 @@ def test_every_request_message_has_string_content(fault_server: FaultServer) -> 
     """The assistant turn with tool calls goes back with `content: ""` (llama.cpp's server
     refuses null and breaks on an omitted content), every other message with a string too,
     and nothing beyond OpenAI's documented fields."""
-    call = ToolCall(id="c1", name="get_order", arguments={"order_id": "#W1"})
     history = [
-        Message(role="system", content="be brief"),
-        Message(role="user", content="where is #W1?"),
-        Message(role="assistant", tool_calls=[call]),
-        Message(role="tool", tool_result=ToolResult(call_id="c1", text="shipped")),
+        *CONVERSATION,  # system, user, an assistant tool call (c0) and its result
         Message(role="assistant", content=None, malformed=True),
         Message(role="user", content=None),
     ]
@@ -179,13 +176,13 @@ def test_every_request_message_has_string_content(fault_server: FaultServer) -> 
         "content": "",
         "tool_calls": [
             {
-                "id": "c1",
+                "id": "c0",
                 "type": "function",
-                "function": {"name": "get_order", "arguments": '{"order_id": "#W1"}'},
+                "function": {"name": "get_order_details", "arguments": '{"order_id": "#W123"}'},
             }
         ],
     }
-    assert sent[3] == {"role": "tool", "tool_call_id": "c1", "content": "shipped"}
+    assert sent[3] == {"role": "tool", "tool_call_id": "c0", "content": '{"status": "shipped"}'}
     allowed = {"role", "content", "tool_calls", "tool_call_id"}
     assert all(set(m) <= allowed for m in sent)
 
@@ -225,7 +222,7 @@ def test_unseeded_sampling_is_not_cached(fault_server: FaultServer, tmp_path: Pa
 
 def test_async_respects_concurrency_limit_and_retries(fault_server: FaultServer) -> None:
     fault_server.script = [Reply(500), *[Reply(delay_s=0.1)] * 10]
-    b = backend(fault_server, concurrency=2)
+    b = backend(fault_server, endpoint_concurrency=2)
 
     async def run() -> list[str | None]:
         gens = await asyncio.gather(*[b.agenerate(MSGS, [], Sampling()) for _ in range(6)])
@@ -238,7 +235,7 @@ def test_async_respects_concurrency_limit_and_retries(fault_server: FaultServer)
 
 def test_one_backend_serves_several_event_loops(fault_server: FaultServer) -> None:
     fault_server.script = [Reply(delay_s=0.05)]
-    b = backend(fault_server, concurrency=1)
+    b = backend(fault_server, endpoint_concurrency=1)
 
     async def run() -> None:
         await asyncio.gather(*[b.agenerate(MSGS, [], Sampling()) for _ in range(3)])

@@ -7,37 +7,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import yaml
 from fault_server import FaultServer, Reply
 
 from cli_runner import CliResult
 from flatscore.store.jsonl import read_episodes
+from run_files import write_study
 
 REFUSAL = '{"detail": [{"type": "string_type", "loc": ["body", "messages", 2, "content"]}]}'
 
 
 def _study(tmp_path: Path, url: str, **changes: object) -> Path:
-    study = {
-        "name": "refused",
-        "output": str(tmp_path / "out"),
-        "models": [
-            {
-                "name": "m",
-                "kind": "openai",
-                "arms": {"ref": {"url": url, "served_model": "m"}},
-                "max_retries": 0,
-                "timeout_s": 5,
-            }
-        ],
-        "domains": ["retail", "telecom"],
-        "tasks_per_domain": 2,
-        "trials": 1,
-        "concurrency": 1,
-        **changes,
+    model = {
+        "name": "m",
+        "kind": "openai",
+        "arms": {"ref": {"url": url, "served_model": "m"}},
+        "max_retries": 0,
+        "timeout_s": 5,
     }
-    path = tmp_path / "study.yaml"
-    path.write_text(yaml.safe_dump(study), "utf-8")
-    return path
+    settings = {"domains": ["retail", "telecom"], "tasks_per_domain": 2, "trials": 1}
+    return write_study(tmp_path, "refused", [model], **{**settings, "concurrency": 1, **changes})
 
 
 def test_a_study_whose_every_episode_fails_on_its_endpoint_exits_1(

@@ -113,7 +113,7 @@ def test_noop_run_records_failures(tmp_path: Path) -> None:
         ({"user": "llm"}, "needs a model backend"),
         ({"counted": "some"}, "field 'counted'"),
         ({"agent_options": {"slip_rate": 3}}, "field '--agent-opt'"),
-        ({"repair": True, "repair_channels": ["x"]}, "field '--repair-channels'"),
+        ({"repair": {"mode": "on", "channels": ["x"]}}, "field '--repair-channels'"),
     ],
 )
 def test_bad_settings_are_one_input_error(settings: dict[str, Any], message: str) -> None:

@@ -19,6 +19,7 @@ import uvicorn
 from flatscore.episode import Message, TokenUsage
 from flatscore.models.base import Backend, BackendError, ContextWindowExceeded, Generation, Sampling
 from flatscore.models.cancel import check_cancelled
+from flatscore.run.tau2.endpoints import free_port
 from flatscore.serve.app import create_app
 from flatscore.serve.guard import MAX_BODY_BYTES, GuardConfig
 
@@ -66,15 +67,9 @@ class Counting(Backend):
         )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Server:
     def __init__(self, backend: Backend, guard: GuardConfig | None = None) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(
             create_app(backend, "m", guard), host="127.0.0.1", port=self.port, log_level="critical"

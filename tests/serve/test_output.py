@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ import pytest
 
 from flatscore.episode import Message, ToolCall
 from flatscore.models.base import Backend, ContextWindowExceeded, Generation, Sampling
+from flatscore.run.tau2.endpoints import free_port
 from flatscore.serve.app import DEFAULT_MAX_TOKENS, create_app
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -69,16 +69,10 @@ def _call(name: str, arguments: dict[str, Any] | str, raw: str, call_id: str) ->
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def served() -> Iterator[tuple[ScriptedBackend, str]]:
     backend = ScriptedBackend()
-    port = _free_port()
+    port = free_port()
     config = uvicorn.Config(
         create_app(backend, "scripted"), host="127.0.0.1", port=port, log_level="error"
     )

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 import flatscore
 from flatscore.analysis.arm_stats import arm_stats
 from flatscore.analysis.balanced import balanced, left_out
-from flatscore.analysis.budget import FALLBACK_DEFAULT_K, recorded_max_errors, unlimited
+from flatscore.analysis.budget import budgets_with, default_budget, recorded_max_errors
 from flatscore.analysis.channels import ChannelRules, load_rules
 from flatscore.analysis.comparison import VERDICT_ORDER, compare, correct_channels, finalize
 from flatscore.analysis.cost import cost_summary
@@ -31,7 +31,6 @@ from flatscore.analysis.stats import adjust_pvalues, resample_counts, stable_rng
 from flatscore.analysis.task_matrix import task_matrix
 from flatscore.analysis.trials import left_out as trials_left_out
 from flatscore.analysis.trials import pick_trials, trials_text
-from flatscore.defaults import MAX_BUDGET
 from flatscore.episode import Episode
 from flatscore.errors import InputError
 
@@ -95,24 +94,6 @@ def _input_warnings(tau2: Counter[str]) -> list[str]:
     return out
 
 
-def _default_k(all_facts: list[EpisodeFacts], warnings: list[str], count: str) -> tuple[int, str]:
-    recorded = recorded_max_errors(all_facts)
-    if recorded is None and unlimited(all_facts):
-        k = min(max((f.failed_calls(count) for f in all_facts), default=0), MAX_BUDGET)
-        return k, (
-            f"recorded max_errors = 0 (τ²: no limit) → K = {k}, the episodes' own largest "
-            "failed-call count"
-        )
-    if recorded is None:
-        return FALLBACK_DEFAULT_K, "no recorded budget: τ²'s default K = 9"
-    if len({f.max_errors for f in all_facts}) > 1:
-        warnings.append(
-            "episodes ran under different error budgets; default K uses the smallest "
-            f"(max_errors = {recorded})"
-        )
-    return recorded - 1, f"recorded max_errors = {recorded} → K = {recorded - 1}"
-
-
 def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None) -> AnalysisResult:
     """The full diagnostic on a set of episodes (any order; the result does not depend on it).
     Duplicate episodes are an InputError unless `options.dedupe`."""
@@ -145,11 +126,14 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
         )
     warnings += _input_warnings(tau2)
     all_facts = [f for arms in grouped.values() for fl in arms.values() for f in fl]
-    default_k, k_source = _default_k(all_facts, warnings, options.count)
+    default_k, k_source = default_budget(all_facts, options.count)
     recorded = recorded_max_errors(all_facts)
-    budgets = sorted(
-        set(options.budgets if options.budgets is not None else range(default_k + 1)) | {default_k}
-    )
+    if recorded is not None and len({f.max_errors for f in all_facts}) > 1:
+        warnings.append(
+            "episodes ran under different error budgets; default K uses the smallest "
+            f"(max_errors = {recorded})"
+        )
+    budgets = budgets_with(options.budgets, default_k)
     if recorded is not None and max(budgets) >= recorded:
         warnings.append(
             f"S(K) for K ≥ {recorded} is not recomputable: episodes stopped at max_errors = "

@@ -9,38 +9,49 @@ exactly for K ≤ M − 1 only; for K ≥ M an episode cut at M might have succe
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from flatscore.analysis.facts import EpisodeFacts
-from flatscore.defaults import MAX_BUDGET
+from flatscore.defaults import DEFAULT_K, MAX_BUDGET, CountMode
 from flatscore.errors import InputError
 
-FALLBACK_DEFAULT_K = 9
-"""τ²'s default max_errors = 10 corresponds to K = 9."""
+RangeProblem = Callable[[str, tuple[int, int] | None], str | None]
+"""What is wrong with one part of a range list (the part as written, its bounds or None when
+it is neither a number nor a range), or None."""
+
+
+def parse_ranges(text: str, problem: RangeProblem, field: str) -> list[int]:
+    """'0-10', '0,2,5' or '0-3,9' → the sorted distinct ints they name; the first part
+    `problem` finds fault with is an InputError naming `field` (each caller its own words
+    and bounds: `parse_budgets`, `flatscore.analysis.trials.parse_trials`)."""
+    values: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        m = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", part)
+        bounds = (int(m.group(1)), int(m.group(2) or m.group(1))) if m else None
+        message = problem(part, bounds)
+        if message is not None:
+            raise InputError(message, field=field)
+        assert bounds is not None
+        values.update(range(bounds[0], bounds[1] + 1))
+    return sorted(values)
 
 
 def parse_budgets(text: str) -> list[int]:
     """'0-10', '0,2,5' or '0-3,9' → sorted distinct non-negative ints (bad text: InputError)."""
-    budgets: set[int] = set()
-    for part in text.split(","):
-        part = part.strip()
-        m = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", part)
-        if not m:
-            raise InputError(
-                f"bad budget list {text!r}: expected e.g. 0-10 or 0,2,9", field="--budgets"
-            )
-        lo = int(m.group(1))
-        hi = int(m.group(2)) if m.group(2) is not None else lo
-        if hi < lo:
-            raise InputError(f"bad budget range {part!r}: end before start", field="--budgets")
-        if hi > MAX_BUDGET:
-            raise InputError(
-                f"bad budget {part!r}: K above {MAX_BUDGET} is not supported", field="--budgets"
-            )
-        budgets.update(range(lo, hi + 1))
-    return sorted(budgets)
+
+    def problem(part: str, bounds: tuple[int, int] | None) -> str | None:
+        if bounds is None:
+            return f"bad budget list {text!r}: expected e.g. 0-10 or 0,2,9"
+        if bounds[1] < bounds[0]:
+            return f"bad budget range {part!r}: end before start"
+        if bounds[1] > MAX_BUDGET:
+            return f"bad budget {part!r}: K above {MAX_BUDGET} is not supported"
+        return None
+
+    return parse_ranges(text, problem, "--budgets")
 
 
 def recorded_max_errors(facts: Sequence[EpisodeFacts]) -> int | None:
@@ -54,6 +65,27 @@ def recorded_max_errors(facts: Sequence[EpisodeFacts]) -> int | None:
 def unlimited(facts: Sequence[EpisodeFacts]) -> bool:
     """Some episode recorded `max_errors: 0` (no limit)."""
     return any(f.max_errors == 0 for f in facts)
+
+
+def default_budget(facts: Sequence[EpisodeFacts], count: CountMode) -> tuple[int, str]:
+    """The analysis's default error budget K and where it comes from: the smallest recorded
+    `max_errors` − 1 (S(K) is exact below it); with only "no limit" recorded, the episodes'
+    own largest failed-call count; with no budget recorded, τ²'s default (`DEFAULT_K`)."""
+    recorded = recorded_max_errors(facts)
+    if recorded is not None:
+        return recorded - 1, f"recorded max_errors = {recorded} → K = {recorded - 1}"
+    if unlimited(facts):
+        k = min(max((f.failed_calls(count) for f in facts), default=0), MAX_BUDGET)
+        return k, (
+            f"recorded max_errors = 0 (τ²: no limit) → K = {k}, the episodes' own largest "
+            "failed-call count"
+        )
+    return DEFAULT_K, f"no recorded budget: τ²'s default K = {DEFAULT_K}"
+
+
+def budgets_with(budgets: Sequence[int] | None, k: int) -> list[int]:
+    """The budgets S(K) is computed at: those asked for (default 0..K), and K."""
+    return sorted(set(budgets if budgets is not None else range(k + 1)) | {k})
 
 
 def success_within_budgets(

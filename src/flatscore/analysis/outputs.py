@@ -3,12 +3,11 @@ kept apart so that `result.py` can include the repair-effect models without an i
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict
 
-CountMode = Literal["all", "agent"]
-"""Which failed calls count toward the error budget: all (agent + user, like τ²) or agent."""
+from flatscore.defaults import CountMode
+
+__all__ = ["AnalysisModel", "CountMode", "Interval"]
 
 
 class AnalysisModel(BaseModel):

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from flatscore.analysis.budget import FALLBACK_DEFAULT_K
+from flatscore.analysis.budget import budgets_with, default_budget
 from flatscore.analysis.channels import CHANNELS, LEAF_CHANNELS, load_rules
 from flatscore.analysis.facts import EpisodeFacts, episode_facts
 from flatscore.analysis.markdown_table import table_lines
@@ -35,7 +35,6 @@ from flatscore.analysis.precision import ReferenceUndecided, choose_reference, p
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.stats import percentile_ci, ratio, resample_counts, stable_rng
 from flatscore.analysis.task_matrix import MALFORMED, TaskMatrix, task_matrix
-from flatscore.defaults import MAX_BUDGET
 from flatscore.episode import Episode
 
 REPAIR_SUFFIX = "+repair"
@@ -144,14 +143,11 @@ def repair_effects(
     )
     meta: dict[tuple[str, str, str], dict[str, Any]] = {}
     instructions: dict[tuple[str, str, str], list[int]] = defaultdict(list)
-    max_errors: list[int] = []
     for ep in episodes:
         if ep.is_infrastructure_error:
             continue
         repaired, arm = is_repaired(ep), base_arm(ep.arm)
         groups[(ep.model, ep.domain)][(arm, repaired)].append(episode_facts(ep, rules))
-        if ep.error_budget.max_errors is not None:  # 0: τ²'s "no limit"
-            max_errors.append(ep.error_budget.max_errors)
         if repaired:
             key = (ep.model, ep.domain, arm)
             info = ep.metadata.get("repair")
@@ -160,15 +156,9 @@ def repair_effects(
                     key, {k: v for k, v in info.items() if k in ("channels", "attempts")}
                 )
             instructions[key].append(sum(m.repair for m in ep.messages))
-    limited = [m for m in max_errors if m > 0]
-    if limited:
-        default_k = min(limited) - 1
-    elif max_errors:  # only "no limit": the episodes' own largest failed-call count
-        facts = [f for arms in groups.values() for fl in arms.values() for f in fl]
-        default_k = min(max((f.failed_calls(options.count) for f in facts), default=0), MAX_BUDGET)
-    else:
-        default_k = FALLBACK_DEFAULT_K
-    budgets = sorted(set(options.budgets or range(default_k + 1)) | {default_k})
+    facts = [f for arms in groups.values() for fl in arms.values() for f in fl]
+    default_k, _ = default_budget(facts, options.count)
+    budgets = budgets_with(options.budgets, default_k)
 
     cells: list[RepairCell] = []
     warnings: list[str] = []

@@ -13,6 +13,7 @@ given) and is loaded into the `ChannelRules` it names while validating.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -46,6 +47,21 @@ POINTS: dict[str, Any] = {"units": "points"}
 def _in_points(info: ValidationInfo | FieldSerializationInfo) -> bool:
     context = info.context
     return isinstance(context, dict) and context.get("units") == "points"
+
+
+def _range_list(
+    value: Any, parse: Callable[[str], list[int]], ok: Callable[[int], bool], message: str
+) -> Any:
+    """A range list (`--budgets`, `--trials`): its text → the list (`parse`, whose
+    InputError becomes the field's error); a given list's numbers must be `ok`."""
+    if isinstance(value, str):
+        try:
+            return parse(value)
+        except InputError as exc:
+            raise ValueError(exc.message) from None
+    if isinstance(value, list) and any(isinstance(v, int) and not ok(v) for v in value):
+        raise ValueError(message)
+    return value
 
 
 class Price(AnalysisModel):
@@ -131,29 +147,14 @@ class AnalysisSettings(AnalysisModel):
     @classmethod
     def _budget_text(cls, value: Any) -> Any:
         """`0-9` / `0,2,5` → the list; a list's values must be valid budgets."""
-        if isinstance(value, str):
-            try:
-                return parse_budgets(value)
-            except InputError as exc:
-                raise ValueError(exc.message) from None
-        if isinstance(value, list) and any(
-            isinstance(k, int) and not 0 <= k <= MAX_BUDGET for k in value
-        ):
-            raise ValueError(f"budgets must be between 0 and {MAX_BUDGET}")
-        return value
+        message = f"budgets must be between 0 and {MAX_BUDGET}"
+        return _range_list(value, parse_budgets, lambda k: 0 <= k <= MAX_BUDGET, message)
 
     @field_validator("trials", mode="before")
     @classmethod
     def _trial_text(cls, value: Any) -> Any:
         """`1-2` / `1,3` → the list (trials counted from 1)."""
-        if isinstance(value, str):
-            try:
-                return parse_trials(value)
-            except InputError as exc:
-                raise ValueError(exc.message) from None
-        if isinstance(value, list) and any(isinstance(t, int) and t < 1 for t in value):
-            raise ValueError("trials are counted from 1")
-        return value
+        return _range_list(value, parse_trials, lambda t: t >= 1, "trials are counted from 1")
 
     @field_validator("rules", mode="before")
     @classmethod

@@ -8,29 +8,23 @@ them: `1-2` is the episodes' `trial` 0 and 1 (the field counts from 0, like τ²
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
+from flatscore.analysis.budget import parse_ranges
 from flatscore.defaults import MAX_BUDGET
 from flatscore.episode import Episode
-from flatscore.errors import InputError
 
 
 def parse_trials(text: str) -> list[int]:
     """'1-2', '1,3' or '1-2,4' → sorted distinct trial numbers counted from 1 (bad text:
     InputError naming --trials)."""
-    trials: set[int] = set()
-    for part in text.split(","):
-        m = re.fullmatch(r"\s*(\d+)(?:\s*-\s*(\d+))?\s*", part)
-        lo = int(m.group(1)) if m else 0
-        hi = int(m.group(2)) if m and m.group(2) is not None else lo
-        if not m or lo < 1 or hi < lo or hi > MAX_BUDGET:
-            raise InputError(
-                f"bad trial list {text!r}: expected trials counted from 1, e.g. 1-2 or 1,3",
-                field="--trials",
-            )
-        trials.update(range(lo, hi + 1))
-    return sorted(trials)
+
+    def problem(part: str, bounds: tuple[int, int] | None) -> str | None:
+        if bounds is None or bounds[0] < 1 or bounds[1] < bounds[0] or bounds[1] > MAX_BUDGET:
+            return f"bad trial list {text!r}: expected trials counted from 1, e.g. 1-2 or 1,3"
+        return None
+
+    return parse_ranges(text, problem, "--trials")
 
 
 def trials_text(trials: Sequence[int]) -> str:

@@ -204,9 +204,11 @@ def run_command(
         concurrency=concurrency,
         study=study,
         arm=arm,
-        repair=repair,
-        repair_channels=parse_channels(repair_channels),
-        repair_attempts=repair_attempts,
+        repair={
+            "mode": "on" if repair else "off",
+            "channels": parse_channels(repair_channels),
+            "attempts": repair_attempts,
+        },
     )
     outcome = None
     with _time_limit(time_limit):

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from flatscore import defaults
 from flatscore.episode import Message, Serving, TokenLogprob, TokenUsage
 from flatscore.registry import Registry
 
@@ -25,22 +26,24 @@ COMPUTES: Registry[Callable[[Any], None]] = Registry(
 """A local model's compute settings by name (fp32, bf16, fp16): each puts a loaded model (its
 precision arm applied) in that compute, in place (`flatscore.models.compute`, which imports
 torch: registered on first use)."""
-DEFAULT_MAX_BATCH = 16
-"""Sequences one engine decodes together per arm: a full pass of the batch engine's 16
-padded rows (`flatscore.models.batching.MIN_ROWS`)."""
-DEFAULT_KV_MEMORY_MB = 512.0
-"""The local backend's KV memory per arm: the sequences in flight and the prefix cache
-(`flatscore.models.local.LocalBackend`'s `kv_memory_mb`; docs/benchmarks.md)."""
 
 
-class Sampling(BaseModel):
-    """Decoding settings. temperature 0 is greedy; a seed makes sampling reproducible."""
+class SamplingSpec(BaseModel):
+    """The decoding settings a study file gives (a model's, shared by every arm on purpose;
+    an LLM user simulator's): the part of `Sampling` a person chooses."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    temperature: float = Field(0.0, ge=0.0)
-    top_p: float = Field(1.0, gt=0.0, le=1.0)
-    max_tokens: int = Field(256, ge=1)
+    temperature: float = Field(defaults.TEMPERATURE, ge=0.0)
+    top_p: float = Field(defaults.TOP_P, gt=0.0, le=1.0)
+    max_tokens: int = Field(defaults.MAX_TOKENS, ge=1)
+
+
+class Sampling(SamplingSpec):
+    """Decoding settings of one request: a `SamplingSpec` and what the caller adds (the
+    trial's seed, stop strings, log-probabilities, tool choice). temperature 0 is greedy; a
+    seed makes sampling reproducible."""
+
     seed: int | None = None
     stop: tuple[str, ...] = ()
     logprobs: bool = False

@@ -31,8 +31,9 @@ from typing import Any
 
 import numpy as np
 
+from flatscore import defaults
 from flatscore.episode import Message, Serving, TokenLogprob, TopLogprob
-from flatscore.models.base import DEFAULT_KV_MEMORY_MB, Sampling
+from flatscore.models.base import Sampling
 from flatscore.models.chat_format import IM_END, encode_prompt
 from flatscore.models.engine_backend import Decoding, EngineBackend
 from flatscore.models.gguf_batch import ONE_CHUNK_ROWS, GgufBatchEngine, GgufRequest
@@ -60,8 +61,8 @@ class GgufBackend(EngineBackend):
         *,
         threads: int = 1,
         max_context: int | None = None,
-        max_batch: int = 16,
-        kv_memory_mb: float | None = DEFAULT_KV_MEMORY_MB,
+        max_batch: int = defaults.MAX_BATCH,
+        kv_memory_mb: float | None = defaults.KV_MEMORY_MB,
     ) -> None:
         require_llama_cpp()
         # Typed as Any: the bindings' own types are there only where the extra is installed.
@@ -104,23 +105,10 @@ class GgufBackend(EngineBackend):
         self.stop_ids.discard(-1)
 
     @classmethod
-    def from_spec(
-        cls,
-        path: str,
-        quant: str,
-        *,
-        threads: int = 1,
-        max_context: int | None = None,
-        max_batch: int = 16,
-        kv_memory_mb: float | None = DEFAULT_KV_MEMORY_MB,
-    ) -> GgufBackend:
-        return cls(
-            resolve_arm(path, quant, threads=threads),
-            threads=threads,
-            max_context=max_context,
-            max_batch=max_batch,
-            kv_memory_mb=kv_memory_mb,
-        )
+    def from_spec(cls, path: str, quant: str, *, threads: int = 1, **options: Any) -> GgufBackend:
+        """The backend of `path` at `quant` (`resolve_arm`); `options` as the constructor's
+        (`max_context`, `max_batch`, `kv_memory_mb`)."""
+        return cls(resolve_arm(path, quant, threads=threads), threads=threads, **options)
 
     def clear_cache(self) -> None:
         """Forget cached prefixes: the next request encodes its whole prompt."""

@@ -15,9 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from flatscore import defaults
 from flatscore.episode import Message, Serving, TokenLogprob, TopLogprob
 from flatscore.errors import InputError
-from flatscore.models.base import DEFAULT_KV_MEMORY_MB, DEFAULT_MAX_BATCH, Sampling
+from flatscore.models.base import Sampling
 from flatscore.models.batching import BatchEngine, Request, release_freed_memory
 from flatscore.models.chat_format import IM_END, encode_conversation, encode_prompt, render
 from flatscore.models.embedded import LoadedModel
@@ -69,9 +70,9 @@ class LocalBackend(EngineBackend):
         loaded: LoadedModel,
         *,
         arm: str = "ref",
-        max_batch: int = DEFAULT_MAX_BATCH,
+        max_batch: int = defaults.MAX_BATCH,
         cache_tokens: int = 32_768,
-        kv_memory_mb: float | None = DEFAULT_KV_MEMORY_MB,
+        kv_memory_mb: float | None = defaults.KV_MEMORY_MB,
         batch_invariant: bool = True,
         private_prefix: bool | None = None,
         reuse_kv: bool = True,

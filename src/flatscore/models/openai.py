@@ -25,6 +25,7 @@ import httpx
 from pydantic import Field
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
+from flatscore import defaults
 from flatscore.episode import Message, TokenUsage
 from flatscore.models.base import Backend, BackendError, ContextWindowExceeded, Generation, Sampling
 from flatscore.models.cache import ResponseCache
@@ -41,17 +42,25 @@ from flatscore.strict import StrictModel
 _CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too many tokens")
 
 
-class OpenAIConfig(StrictModel):
-    """Connection settings. `api_key_env` names the variable holding the key (None: no key)."""
+class Endpoint(StrictModel):
+    """How requests reach an OpenAI-compatible endpoint: the one model of these settings,
+    which a study's model (`ModelSpec`), a backend (`BackendSpec`), this backend's config
+    and τ²'s endpoints (`Tau2Endpoint`) all extend. `api_key_env` names the variable
+    holding the key (None: no key)."""
+
+    api_key_env: str | None = None
+    timeout_s: float = Field(defaults.ENDPOINT_TIMEOUT_S, gt=0)
+    max_retries: int = Field(defaults.ENDPOINT_RETRIES, ge=0)
+    endpoint_concurrency: int = Field(defaults.ENDPOINT_CONCURRENCY, ge=1)
+
+
+class OpenAIConfig(Endpoint):
+    """Connection settings of one backend: the endpoint's, its URL and served model."""
 
     base_url: str = "http://127.0.0.1:8000/v1"
     model: str
-    api_key_env: str | None = "OPENAI_API_KEY"
-    timeout_s: float = Field(120.0, gt=0)
-    max_retries: int = Field(4, ge=0)
     backoff_s: float = Field(1.0, ge=0)
     max_backoff_s: float = Field(30.0, ge=0)
-    concurrency: int = Field(8, ge=1)
     cache_path: Path | None = None
     extra_body: dict[str, Any] = Field(default_factory=dict)
 
@@ -62,7 +71,7 @@ class OpenAIBackend(Backend):
         self.name = f"openai:{config.model}"
         self.url = config.base_url.rstrip("/") + "/chat/completions"
         self.cache = ResponseCache(config.cache_path) if config.cache_path else None
-        self._sync_slots = threading.BoundedSemaphore(config.concurrency)
+        self._sync_slots = threading.BoundedSemaphore(config.endpoint_concurrency)
         self._sync_client: httpx.Client | None = None
         self._client_lock = threading.Lock()
         # one semaphore and one client per event loop: asyncio objects cannot cross loops
@@ -71,7 +80,7 @@ class OpenAIBackend(Backend):
         ] = weakref.WeakKeyDictionary()
 
     def _limits(self) -> httpx.Limits:
-        n = self.config.concurrency
+        n = self.config.endpoint_concurrency
         return httpx.Limits(max_connections=n, max_keepalive_connections=n)
 
     def _client(self) -> httpx.Client:
@@ -88,7 +97,7 @@ class OpenAIBackend(Backend):
         loop = asyncio.get_running_loop()
         if loop not in self._per_loop:
             client = httpx.AsyncClient(timeout=self.config.timeout_s, limits=self._limits())
-            self._per_loop[loop] = (asyncio.Semaphore(self.config.concurrency), client)
+            self._per_loop[loop] = (asyncio.Semaphore(self.config.endpoint_concurrency), client)
         return self._per_loop[loop]
 
     # ------------------------------------------------------------------ request/response

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import ConfigDict, Field, field_validator
 
+from flatscore import defaults
 from flatscore.models.arm_checks import check_gguf_arms, check_torch_arms
-from flatscore.models.base import COMPUTES, DEFAULT_KV_MEMORY_MB, DEFAULT_MAX_BATCH
-from flatscore.models.openai import OpenAIBackend, OpenAIConfig
+from flatscore.models.base import COMPUTES
+from flatscore.models.openai import Endpoint, OpenAIBackend, OpenAIConfig
 from flatscore.registry import Registry
-from flatscore.strict import StrictModel
 
 if TYPE_CHECKING:
     from flatscore.models.base import Backend
@@ -27,7 +27,7 @@ ArmCheck = Callable[["ModelSpec", int, "str | None"], None]
 """A kind's check of a study model's arms (`models[i]` of study `file`): raises InputError."""
 
 
-class BackendSpec(StrictModel):
+class BackendSpec(Endpoint):
     """How to reach one model in one precision: in-process or over HTTP. Frozen, hence
     hashable: a worker process loads each distinct backend once (`get_backend`)."""
 
@@ -41,16 +41,12 @@ class BackendSpec(StrictModel):
     quant: str = "ref"
     url: str | None = None
     served_model: str | None = None
-    api_key_env: str | None = None
-    timeout_s: float = Field(120.0, gt=0)
-    max_retries: int = Field(4, ge=0)
-    endpoint_concurrency: int = Field(8, ge=1)
     cache_path: str | None = None
     threads: int = Field(1, ge=1)
     compute: str = Field("fp32", description="a registered compute setting (`COMPUTES`)")
-    kv_memory_mb: float | None = Field(DEFAULT_KV_MEMORY_MB, gt=0)
+    kv_memory_mb: float | None = Field(defaults.KV_MEMORY_MB, gt=0)
     max_batch: int = Field(
-        DEFAULT_MAX_BATCH, ge=1, description="local: sequences one engine decodes together"
+        defaults.MAX_BATCH, ge=1, description="local: sequences one engine decodes together"
     )
     batch_invariant: bool = True
     private_prefix: bool | None = Field(
@@ -99,8 +95,8 @@ def clear_backends() -> None:
 atexit.register(clear_backends)
 
 
-_SAME_IN_OPENAI = {"api_key_env", "timeout_s", "max_retries", "cache_path"}
-"""BackendSpec fields that OpenAIConfig names the same."""
+_SAME_IN_OPENAI = {*Endpoint.model_fields, "cache_path"}
+"""BackendSpec fields that OpenAIConfig shares: the endpoint's, and the response cache."""
 
 
 def _openai(spec: BackendSpec) -> Backend:
@@ -109,10 +105,20 @@ def _openai(spec: BackendSpec) -> Backend:
         OpenAIConfig(
             base_url=spec.url,
             model=spec.served_model,
-            concurrency=spec.endpoint_concurrency,
             **spec.model_dump(include=_SAME_IN_OPENAI),
         )
     )
+
+
+_SAME_IN_LOCAL = {
+    "compute",
+    "adapter",
+    "kv_memory_mb",
+    "max_batch",
+    "batch_invariant",
+    "private_prefix",
+}
+"""BackendSpec fields that `LocalBackend.from_spec` takes as they are."""
 
 
 def _local(spec: BackendSpec) -> Backend:
@@ -127,14 +133,7 @@ def _local(spec: BackendSpec) -> Backend:
 
     torch.set_num_threads(spec.threads)
     return LocalBackend.from_spec(
-        spec.path,
-        arm=spec.quant,
-        compute=spec.compute,
-        adapter=spec.adapter,
-        kv_memory_mb=spec.kv_memory_mb,
-        max_batch=spec.max_batch,
-        batch_invariant=spec.batch_invariant,
-        private_prefix=spec.private_prefix,
+        spec.path, arm=spec.quant, **spec.model_dump(include=_SAME_IN_LOCAL)
     )
 
 

@@ -1,7 +1,7 @@
 """The quick form of `flatscore run` (`--domain retail --agent oracle --out run.jsonl`, like
 τ²'s `tau2 run`) as what it is: a one-model study held in memory.
 
-`QuickRun` is the quick form's settings, typed; `QuickRun.study()` turns them into a
+`QuickRun` is the quick form's settings, typed; `QuickRun.to_study()` turns them into a
 `Study` with one model (`kind: agent`, named after the agent) and one arm (`--arm`, default
 the agent's name), and `run_quick` runs it through the study planner and executors
 (`flatscore.run.driver.run_study`) with every episode appended to the one `--out` file. So
@@ -12,48 +12,37 @@ episode id and one set of defaults (`flatscore.defaults`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 from rich.console import Console
 
 from flatscore import defaults
 from flatscore.agents.base import agent_names, make_agent
-from flatscore.agents.repair import RepairConfig
 from flatscore.domains import domain_names
 from flatscore.errors import InputError, validating
 from flatscore.run.driver import StudyOutcome, run_study
-from flatscore.run.study import Study, check_names
-from flatscore.strict import StrictModel
+from flatscore.run.study import ErrorBudgetSpec, RepairSpec, RunSettings, Study, check_names
 from flatscore.users.base import user_names
 
 
-class QuickRun(StrictModel):
-    """What the quick form runs: one registered agent (with options) on built-in domains."""
+class QuickRun(RunSettings, ErrorBudgetSpec):
+    """What the quick form runs: one registered agent (with options) on built-in domains.
+    The settings it shares with a study file are the study's own (`RunSettings`, the error
+    budget, `RepairSpec`): declared once, with their defaults."""
 
     agent: str = "oracle"
     agent_options: dict[str, Any] = Field(default_factory=dict)
     user: str = "scripted"
     domains: list[str] = Field(default_factory=lambda: ["all"], min_length=1)
-    split: Literal["train", "test", "all"] = defaults.SPLIT
-    task_ids: list[str] | None = None
-    trials: int = Field(defaults.TRIALS, ge=1)
-    seed: int = defaults.SEED
-    max_steps: int = Field(defaults.MAX_STEPS, ge=1)
-    max_errors: int = Field(defaults.MAX_ERRORS, ge=1)
-    counted: Literal["all", "agent"] = defaults.COUNTED
-    timeout_s: float | None = Field(None, gt=0)
-    concurrency: int = Field(defaults.CONCURRENCY, ge=1)
     study: str = Field(defaults.QUICK_STUDY_NAME, min_length=1)
     arm: str | None = Field(None, description="the arm label (default: the agent's name)")
-    repair: bool = False
-    repair_channels: list[str] = Field(default_factory=lambda: list(defaults.REPAIR_CHANNELS))
-    repair_attempts: int = Field(defaults.REPAIR_ATTEMPTS, ge=1)
+    repair: RepairSpec = Field(default_factory=RepairSpec)
 
     @classmethod
     def parse(cls, **settings: Any) -> QuickRun:
         """Validated settings; a bad value raises one `InputError` naming the setting."""
-        with validating():
+        with validating(field=_flag):
             quick = cls(**settings)
         quick.check()
         return quick
@@ -74,9 +63,6 @@ class QuickRun(StrictModel):
             raise InputError(f"unknown user {self.user!r} (known: {', '.join(user_names())})")
         if self.user != "scripted":
             raise InputError(f"user {self.user!r} needs a model backend: use it from a study file")
-        if self.repair:
-            with validating(field=lambda loc: f"--repair-{loc[0]}"):
-                RepairConfig(channels=self.repair_channels, attempts=self.repair_attempts)
 
     def to_study(self) -> Study:
         """The one-model study these settings describe."""
@@ -84,6 +70,7 @@ class QuickRun(StrictModel):
         domains = domain_names() if "all" in self.domains else self.domains
         study = Study.model_validate(
             {
+                **self.model_dump(include=set(RunSettings.model_fields)),
                 "name": self.study,
                 "models": [
                     {
@@ -94,24 +81,20 @@ class QuickRun(StrictModel):
                     }
                 ],
                 "domains": domains,
-                "split": self.split,
-                "task_ids": self.task_ids,
-                "trials": self.trials,
-                "seed": self.seed,
-                "max_steps": self.max_steps,
-                "timeout_s": self.timeout_s,
-                "error_budget": {"max_errors": self.max_errors, "counted": self.counted},
+                "error_budget": self.model_dump(include=set(ErrorBudgetSpec.model_fields)),
                 "user": {"kind": self.user},
-                "repair": {
-                    "mode": "on" if self.repair else "off",
-                    "channels": self.repair_channels,
-                    "attempts": self.repair_attempts,
-                },
-                "concurrency": self.concurrency,
+                "repair": self.repair.model_dump(),
             }
         )
         check_names(study)
         return study
+
+
+def _flag(loc: tuple[str | int, ...]) -> str:
+    """The setting a validation error names: a repair setting as its flag."""
+    if len(loc) > 1 and loc[0] == "repair":
+        return f"--repair-{loc[1]}"
+    return ".".join(map(str, loc))
 
 
 def run_quick(

@@ -35,10 +35,11 @@ from flatscore.agents.base import agent_names, make_agent
 from flatscore.agents.inject import InjectSpec
 from flatscore.agents.repair import RepairConfig
 from flatscore.analysis.settings import POINTS, AnalysisSettings, Price
-from flatscore.defaults import MAX_BUDGET
+from flatscore.defaults import MAX_BUDGET, CountMode
 from flatscore.domains import domain_names
 from flatscore.errors import InputError, validating
-from flatscore.models.base import COMPUTES, DEFAULT_KV_MEMORY_MB, DEFAULT_MAX_BATCH
+from flatscore.models.base import COMPUTES, SamplingSpec
+from flatscore.models.openai import Endpoint
 from flatscore.models.shared import (
     BACKENDS,
     BackendSpec,
@@ -67,14 +68,6 @@ def _registered(name: str, known: list[str], kind: str) -> str:
     if name not in known:
         raise ValueError(f"unknown {kind} {name!r} (known: {', '.join(known)})")
     return name
-
-
-class SamplingSpec(StrictModel):
-    """Decoding settings shared by every arm of a model (identical across arms on purpose)."""
-
-    temperature: float = Field(0.0, ge=0.0)
-    top_p: float = Field(1.0, gt=0.0, le=1.0)
-    max_tokens: int = Field(256, ge=1)
 
 
 class ArmSpec(StrictModel):
@@ -111,9 +104,11 @@ CONTROL_SEED_OFFSET = 10_000
 """A control arm's default seed base: the study's seed + 10,000 (trial seeds never meet)."""
 
 
-class ModelSpec(StrictModel):
+class ModelSpec(Endpoint):
     """A model and its arms. `name` labels the model in every episode (the analysis groups
-    cells by it), so keep it the same across arms."""
+    cells by it), so keep it the same across arms. The endpoint settings (`Endpoint`:
+    `api_key_env`, `timeout_s`, `max_retries`, `endpoint_concurrency`) apply to kind
+    `openai`."""
 
     name: str = Field(min_length=1)
     kind: str = Field("embedded", description="a registered backend, or 'agent'")
@@ -127,10 +122,6 @@ class ModelSpec(StrictModel):
     agent: str | None = None
     arms: dict[str, ArmSpec] = Field(min_length=1)
     sampling: SamplingSpec = Field(default_factory=SamplingSpec)
-    api_key_env: str | None = None
-    timeout_s: float = Field(120.0, gt=0)
-    max_retries: int = Field(4, ge=0)
-    endpoint_concurrency: int = Field(8, ge=1)
     cache: bool = Field(True, description="openai: cache responses per arm under the output")
     threads: int = Field(1, ge=1, description="local: torch threads per worker")
     compute: str | None = Field(
@@ -139,7 +130,7 @@ class ModelSpec(StrictModel):
         "(faster on CPUs with AMX / AVX512-BF16; docs/backends.md)",
     )
     kv_memory_mb: float = Field(
-        DEFAULT_KV_MEMORY_MB,
+        defaults.KV_MEMORY_MB,
         gt=0,
         description="embedded/local/gguf: MiB of KV cache per arm (sequences in flight + "
         "prefix cache; gguf: the streams of the sequences in flight, 4,096 positions each; "
@@ -310,14 +301,12 @@ class ModelSpec(StrictModel):
             cache = None
             if self.cache and out_dir is not None:
                 cache = str(out_dir / "cache" / f"{self.name}__{arm}.sqlite")
+            endpoint = self.model_dump(include=set(Endpoint.model_fields))
             return BackendSpec(
+                **{**endpoint, "api_key_env": spec.api_key_env or self.api_key_env},
                 kind=self.kind,
                 url=spec.url,
                 served_model=spec.served_model,
-                api_key_env=spec.api_key_env or self.api_key_env,
-                timeout_s=self.timeout_s,
-                max_retries=self.max_retries,
-                endpoint_concurrency=self.endpoint_concurrency,
                 cache_path=cache,
             )
         if kind_takes(self.kind, "file"):  # an arm may be a file of its own
@@ -345,7 +334,7 @@ class ModelSpec(StrictModel):
             threads=self.threads,
             compute=self.compute or "fp32",
             kv_memory_mb=self.kv_memory_mb * sharing,
-            max_batch=DEFAULT_MAX_BATCH * sharing,
+            max_batch=defaults.MAX_BATCH * sharing,
             # None (the engine's default) unless asked: specs of studies without it stay
             # as they were, and so do their cached backends.
             private_prefix=True if self.private_prefix else None,
@@ -390,7 +379,7 @@ class ErrorBudgetSpec(StrictModel):
     K < max_errors, and the analysis's default K is max_errors − 1 (τ²'s 10 → K = 9)."""
 
     max_errors: int | None = Field(defaults.MAX_ERRORS, ge=1, le=MAX_BUDGET)
-    counted: Literal["all", "agent"] = defaults.COUNTED
+    counted: CountMode = defaults.COUNTED
 
 
 class RepairSpec(RepairConfig):
@@ -398,6 +387,16 @@ class RepairSpec(RepairConfig):
     twice, `<arm>` and `<arm>+repair`), with the repair settings (`RepairConfig`)."""
 
     mode: Literal["off", "on", "both"] = "off"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        """`repair: both` / `repair: true` are shorthand for `repair: {mode: ...}`."""
+        if isinstance(value, bool):
+            return {"mode": "on" if value else "off"}
+        if isinstance(value, str):
+            return {"mode": value}
+        return value
 
     def config(self) -> RepairConfig:
         """The settings an arm's agent is wrapped with (no `mode`)."""
@@ -427,17 +426,27 @@ class ExecutorSpec(StrictModel):
         return _registered(value, EXECUTORS.names(), "executor")
 
 
-class Study(StrictModel):
+class RunSettings(StrictModel):
+    """How the episodes run, whoever plans them: the settings a study file and the quick
+    form of `flatscore run` (`flatscore.run.quick.QuickRun`) share, declared once."""
+
+    split: Literal["train", "test", "all"] = defaults.SPLIT
+    task_ids: list[str] | None = None
+    trials: int = Field(defaults.TRIALS, ge=1)
+    seed: int = defaults.SEED
+    max_steps: int = Field(defaults.MAX_STEPS, ge=1)
+    timeout_s: float | None = Field(None, gt=0)
+    concurrency: int = Field(defaults.CONCURRENCY, ge=1)
+
+
+class Study(RunSettings):
     """A whole study; see the module docstring and docs/studies.md."""
 
     name: str = Field(DEFAULT_STUDY_NAME, min_length=1)
     output: str = "flatscore-out"
     models: list[ModelSpec] = Field(min_length=1)
     domains: list[str] = Field(default_factory=lambda: ["retail", "telecom"], min_length=1)
-    split: Literal["train", "test", "all"] = defaults.SPLIT
-    task_ids: list[str] | None = None
     tasks_per_domain: int | None = Field(None, ge=1, description="first N tasks of the split")
-    trials: int = Field(defaults.TRIALS, ge=1)
     order: Literal["domain", "trial"] = Field(
         "domain",
         description="job order: domain-major (domain, trial, task) or trial-major (trial, "
@@ -449,13 +458,9 @@ class Study(StrictModel):
         "the first planned look that decides it (tasks in a seeded order, all trials of a "
         'task together; docs/studies.md, "Sequential stopping")',
     )
-    seed: int = defaults.SEED
-    max_steps: int = Field(defaults.MAX_STEPS, ge=1)
-    timeout_s: float | None = Field(None, gt=0)
     error_budget: ErrorBudgetSpec = Field(default_factory=ErrorBudgetSpec)
     user: UserSpec = Field(default_factory=UserSpec)
     repair: RepairSpec = Field(default_factory=RepairSpec)
-    concurrency: int = Field(defaults.CONCURRENCY, ge=1)
     executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
     analysis: AnalysisSettings = Field(
         default_factory=AnalysisSettings,
@@ -464,16 +469,6 @@ class Study(StrictModel):
     tau2: Tau2Spec | None = Field(None, description="τ²-bench domains (`tau2:retail`)")
     title: str | None = None
     base_dir: Path = Field(Path("."), exclude=True, description="folder of the study file")
-
-    @field_validator("repair", mode="before")
-    @classmethod
-    def _repair_shorthand(cls, value: Any) -> Any:
-        """`repair: both` / `repair: true` are shorthand for `repair: {mode: ...}`."""
-        if isinstance(value, bool):
-            return {"mode": "on" if value else "off"}
-        if isinstance(value, str):
-            return {"mode": value}
-        return value
 
     @field_validator("domains")
     @classmethod

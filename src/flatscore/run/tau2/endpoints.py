@@ -23,10 +23,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import httpx
 
+from flatscore import defaults
 from flatscore.errors import InputError
 from flatscore.run.tau2.job import Tau2Endpoint, Tau2Recipe
 
@@ -35,34 +36,6 @@ if TYPE_CHECKING:
 
     from flatscore.run.executors.base import EpisodeJob
     from flatscore.run.tau2.spec import Tau2Spec
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """An OpenAI-compatible model as litellm addresses it (`openai/<served name>`)."""
-
-    url: str
-    model: str
-    api_key_env: str | None = None
-    label: str = ""  # what played the role, for the episode's metadata
-    weights: str | None = None  # what a started server says plays the model
-
-    @property
-    def llm(self) -> str:
-        return f"openai/{self.model}"
-
-    def llm_args(
-        self, sampling: dict[str, Any], *, retries: int, timeout_s: float
-    ) -> dict[str, Any]:
-        """litellm arguments: the endpoint, the key (read at start, never stored) and sampling."""
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        return {
-            "api_base": self.url,
-            "api_key": key or "none",
-            "num_retries": retries,
-            "timeout": timeout_s,
-            **sampling,
-        }
 
 
 def free_port() -> int:
@@ -193,12 +166,12 @@ class ServerPool:
 
     log_dir: Path | None = None
     threads: int = 1
-    start_timeout_s: float = 900.0
+    start_timeout_s: float = defaults.TAU2_SERVE_START_TIMEOUT_S
     on_start: Callable[[str], None] | None = None
     servers: dict[tuple[str, str, str], ServedModel] = field(default_factory=dict)
     weights: dict[tuple[str, str, str], str | None] = field(default_factory=dict)
 
-    def endpoint(self, path: str, quant: str, label: str, kind: str = "local") -> Endpoint:
+    def endpoint(self, path: str, quant: str, label: str, kind: str = "local") -> Tau2Endpoint:
         key = (kind, path, quant)
         server = self.servers.get(key)
         if server is None:
@@ -211,7 +184,9 @@ class ServerPool:
             server.start(log_dir)
             server.wait_healthy(self.start_timeout_s)
             self.weights[key] = server.weights()
-        return Endpoint(url=server.url, model=server.name, label=label, weights=self.weights[key])
+        return Tau2Endpoint(
+            label=label, url=server.url, model=server.name, weights=self.weights[key]
+        )
 
     def close(self) -> None:
         for server in self.servers.values():

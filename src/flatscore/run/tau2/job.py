@@ -11,18 +11,22 @@ fields are τ²'s too: `domain` is τ²'s domain name, `seed` τ²'s per-trial s
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
+
+from flatscore.models.openai import Endpoint
 
 if TYPE_CHECKING:
     from flatscore.run.executors.base import EpisodeJob
 
 
-class Tau2Endpoint(BaseModel):
-    """An OpenAI-compatible model as litellm reaches it (`openai/<model>` at `url`), or a
-    model flatscore serves itself (`serve_path` at `serve_quant`): the driver starts that
-    server before the job leaves it and fills in `url` and `model`."""
+class Tau2Endpoint(Endpoint):
+    """An OpenAI-compatible model as litellm reaches it (`openai/<model>` at `url`, with the
+    endpoint's key, timeout and retries), or a model flatscore serves itself (`serve_path`
+    at `serve_quant`): the driver starts that server before the job leaves it and fills in
+    `url` and `model`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -30,7 +34,6 @@ class Tau2Endpoint(BaseModel):
     """What played the role, for the episode's metadata (`openai:<name>`, `serve:<path>@<q>`)."""
     url: str | None = None
     model: str | None = None
-    api_key_env: str | None = None
     serve_path: str | None = None
     serve_quant: str | None = None
     serve_kind: str = "local"
@@ -39,17 +42,36 @@ class Tau2Endpoint(BaseModel):
     """What the started server says plays the model (file, format, hash), once started."""
 
     @classmethod
-    def openai(cls, url: str, model: str, api_key_env: str | None) -> Tau2Endpoint:
-        """A server that is already up: `model` served at `url`."""
-        return cls(label=f"openai:{model}", url=url, model=model, api_key_env=api_key_env)
+    def openai(cls, url: str, model: str, api_key_env: str | None, **limits: Any) -> Tau2Endpoint:
+        """A server that is already up: `model` served at `url` (`limits`: the endpoint's
+        `timeout_s`, `max_retries`)."""
+        label = f"openai:{model}"
+        return cls(label=label, url=url, model=model, api_key_env=api_key_env, **limits)
 
     @classmethod
-    def serve(cls, path: str, quant: str, *, gguf: bool = False) -> Tau2Endpoint:
+    def serve(cls, path: str, quant: str, *, gguf: bool = False, **limits: Any) -> Tau2Endpoint:
         """A model flatscore serves itself: `path` at `quant`, by torch or (`gguf`)
         llama.cpp."""
         kind = "gguf" if gguf else "local"
         label = f"serve:gguf:{path}@{quant}" if gguf else f"serve:{path}@{quant}"
-        return cls(label=label, serve_path=path, serve_quant=quant, serve_kind=kind)
+        return cls(label=label, serve_path=path, serve_quant=quant, serve_kind=kind, **limits)
+
+    @property
+    def llm(self) -> str:
+        """The model as litellm names it."""
+        return f"openai/{self.model}"
+
+    def llm_args(self, sampling: dict[str, Any]) -> dict[str, Any]:
+        """litellm arguments: the endpoint, the key (read at start, never stored), its
+        retries and timeout, and sampling."""
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        return {
+            "api_base": self.url,
+            "api_key": key or "none",
+            "num_retries": self.max_retries,
+            "timeout": self.timeout_s,
+            **sampling,
+        }
 
     @property
     def served(self) -> bool:
@@ -58,7 +80,8 @@ class Tau2Endpoint(BaseModel):
 
 
 class Tau2Recipe(BaseModel):
-    """How to run one τ² simulation wherever the job lands."""
+    """How to run one τ² simulation wherever the job lands (each endpoint with the study's
+    `tau2.max_retries` and `tau2.request_timeout_s`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -67,8 +90,6 @@ class Tau2Recipe(BaseModel):
     user: Tau2Endpoint
     user_sampling: dict[str, Any]
     task_split: str | None
-    max_retries: int
-    request_timeout_s: float
     index: int
     """The job's place in the study's τ² jobs (the episode's `source.index`)."""
     log_file: str | None = None

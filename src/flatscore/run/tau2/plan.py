@@ -79,12 +79,12 @@ def task_ids(study: Study, domain: str) -> list[str]:
     return [str(task.id) for task in tasks]
 
 
-def _agent_endpoint(model: ModelSpec, arm: str) -> Tau2Endpoint:
+def _agent_endpoint(model: ModelSpec, arm: str, limits: dict[str, Any]) -> Tau2Endpoint:
     spec = model.arms[arm]
     if kind_takes(model.kind, "url"):  # a server that is up
         assert spec.url is not None and spec.served_model is not None
         return Tau2Endpoint.openai(
-            spec.url, spec.served_model, spec.api_key_env or model.api_key_env
+            spec.url, spec.served_model, spec.api_key_env or model.api_key_env, **limits
         )
     if kind_takes(model.kind, "file"):  # llama.cpp: the file and type the arm plays
         from flatscore.models.gguf_files import quant_type
@@ -92,17 +92,17 @@ def _agent_endpoint(model: ModelSpec, arm: str) -> Tau2Endpoint:
         backend = model.backend(arm)
         assert backend is not None
         return Tau2Endpoint.serve(
-            backend.path, quant_type(backend.quant) or backend.quant, gguf=True
+            backend.path, quant_type(backend.quant) or backend.quant, gguf=True, **limits
         )
-    return Tau2Endpoint.serve(model.path or "embedded", spec.quant or arm)
+    return Tau2Endpoint.serve(model.path or "embedded", spec.quant or arm, **limits)
 
 
-def _user_endpoint(user: Tau2UserSpec) -> Tau2Endpoint:
+def _user_endpoint(user: Tau2UserSpec, limits: dict[str, Any]) -> Tau2Endpoint:
     if kind_takes(user.kind, "url"):
         assert user.url is not None and user.model is not None
-        return Tau2Endpoint.openai(user.url, user.model, user.api_key_env)
+        return Tau2Endpoint.openai(user.url, user.model, user.api_key_env, **limits)
     return Tau2Endpoint.serve(
-        user.path or "embedded", user.quant, gguf=kind_takes(user.kind, "file")
+        user.path or "embedded", user.quant, gguf=kind_takes(user.kind, "file"), **limits
     )
 
 
@@ -124,14 +124,13 @@ def _user_sampling(user: Tau2UserSpec) -> dict[str, Any]:
 def recipe(study: Study, model: ModelSpec, arm: str, index: int) -> Tau2Recipe:
     """The τ² part of one job of `model` in `arm`."""
     spec = tau2_spec(study)
+    limits = {"timeout_s": spec.request_timeout_s, "max_retries": spec.max_retries}
     return Tau2Recipe(
-        agent=_agent_endpoint(model, arm),
+        agent=_agent_endpoint(model, arm, limits),
         agent_sampling=_agent_sampling(model),
-        user=_user_endpoint(spec.user),
+        user=_user_endpoint(spec.user, limits),
         user_sampling=_user_sampling(spec.user),
         task_split=spec.task_split,
-        max_retries=spec.max_retries,
-        request_timeout_s=spec.request_timeout_s,
         index=index,
         log_file=str(study.output_dir / LOG_FILE),
     )

@@ -33,7 +33,6 @@ from flatscore.episode import Episode, ToolLists
 from flatscore.errors import InputError
 from flatscore.formats.tau2 import episode_from_simulation
 from flatscore.run.tau2 import lib
-from flatscore.run.tau2.endpoints import Endpoint
 from flatscore.run.tau2.job import Tau2Endpoint, job_recipe
 
 if TYPE_CHECKING:
@@ -74,9 +73,9 @@ def simulate(
     task: Any,
     seed: int,
     trial: int,
-    agent: Endpoint,
+    agent: Tau2Endpoint,
     agent_args: dict[str, Any],
-    user: Endpoint,
+    user: Tau2Endpoint,
     user_args: dict[str, Any],
     max_steps: int,
     max_errors: int,
@@ -180,10 +179,10 @@ def log_to(path: str | None) -> None:
             _LOG = (path, lib.log_to(Path(path)))
 
 
-def _endpoint(e: Tau2Endpoint) -> Endpoint:
+def _endpoint(e: Tau2Endpoint) -> Tau2Endpoint:
     if e.url is None or e.model is None:  # the driver starts served models before running
         raise InputError(f"no server was started for {e.label}", field="tau2")
-    return Endpoint(e.url, e.model, e.api_key_env, label=e.label)
+    return e
 
 
 async def _in_daemon_thread(fn: Callable[[], T]) -> T:
@@ -218,7 +217,6 @@ def simulate_job(job: EpisodeJob) -> Episode:
     log_to(recipe.log_file)
     task, tools = _task_and_tools(t2, job.domain, recipe.task_split, job.task_id)
     agent, user = _endpoint(recipe.agent), _endpoint(recipe.user)
-    retries, timeout_s = recipe.max_retries, recipe.request_timeout_s
     max_errors = job.error_budget.max_errors
     assert max_errors is not None  # checked when planned
     simulation = simulate(
@@ -228,9 +226,9 @@ def simulate_job(job: EpisodeJob) -> Episode:
         seed=job.seed,
         trial=job.trial,
         agent=agent,
-        agent_args=agent.llm_args(recipe.agent_sampling, retries=retries, timeout_s=timeout_s),
+        agent_args=agent.llm_args(recipe.agent_sampling),
         user=user,
-        user_args=user.llm_args(recipe.user_sampling, retries=retries, timeout_s=timeout_s),
+        user_args=user.llm_args(recipe.user_sampling),
         max_steps=job.max_steps,
         max_errors=max_errors,
     )

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from flatscore import defaults
 from flatscore.models.shared import BACKENDS, kind_needs, kind_takes, kinds_taking
 
 TAU2_PREFIX = "tau2:"
@@ -74,13 +75,15 @@ class Tau2Spec(_Strict):
     task_ids: list[str] | None = None
     num_tasks: int | None = Field(None, ge=1, description="the first N tasks (after task_ids)")
     max_steps: int = Field(200, ge=1, description="τ²'s max_steps (its CLI default)")
-    max_retries: int = Field(3, ge=0, description="litellm retries per request")
-    request_timeout_s: float = Field(600.0, gt=0, description="litellm timeout per request")
+    max_retries: int = Field(defaults.TAU2_RETRIES, ge=0, description="litellm retries per request")
+    request_timeout_s: float = Field(
+        defaults.TAU2_TIMEOUT_S, gt=0, description="litellm timeout per request"
+    )
     user: Tau2UserSpec
     serve_threads: int = Field(
         1, ge=1, description="torch (or llama.cpp) threads of each started server"
     )
-    serve_start_timeout_s: float = Field(900.0, gt=0)
+    serve_start_timeout_s: float = Field(defaults.TAU2_SERVE_START_TIMEOUT_S, gt=0)
 
 
 def is_tau2_domain(name: str) -> bool:

@@ -1,27 +1,24 @@
-"""flatscore's verdicts beside its peers', per study, domain and arm (docs/comparison.md).
+"""flatscore's verdicts beside its peers', per study, domain and arm.
 
 On study v1's archive (studies/embedded-study/runs: 114 tasks × 4 trials) and study v2's
 (studies/embedded-study-v2/runs, trials 1–2: the 114 × 2 its page reads), each arm against
-`ref`:
+`ref` (docs/comparison.md):
 
 - flatscore: `flatscore gate` (each arm alone against ref: margin 7.5 points, K = 9 and 2,
   channels) and the study's own analysis verdict (all arms at once, the committed
   analysis.json's settings, Holm across the study's comparisons);
-- the peers, run by `peer_verdicts.py` in a scratch environment that holds them (never
-  flatscore's): evalsig 0.1.2's paired test, gate and sequential gate, lm-evaluation-harness's
-  unpaired z-test, llm-compressor's 95 % recovery rule.
+- the peers, run by `benchmarks/peers/peer_verdicts.py` in a scratch environment that holds
+  them (never flatscore's): evalsig 0.1.2's paired test, gate and sequential gate,
+  lm-evaluation-harness's unpaired z-test, llm-compressor's 95 % recovery rule.
 
 Success is τ²'s at its default budget (reward 1 within 10 errors: S(K = 9)), one score per
-episode; infrastructure errors are left out, as flatscore leaves them out.
+episode; infrastructure errors are left out, as flatscore leaves them out. The peers'
+environment (without it the benchmark stops at once, saying how to make it):
 
     python -m venv /tmp/peers
     /tmp/peers/bin/pip install -r benchmarks/peers/requirements.txt
     /tmp/peers/bin/pip install --no-deps lm-eval==0.4.13
-    PYTHONPATH=src python benchmarks/peers/compare.py --peers-python /tmp/peers/bin/python \\
-        --json /tmp/peers.json > /tmp/peers.md
-
-Self-contained on purpose (no import from benchmarks/): it reads the archives, calls
-flatscore's public functions and the peers' process, and prints one Markdown table.
+    python -m benchmarks peer-comparison --peers-python /tmp/peers/bin/python --json peers.json
 """
 
 from __future__ import annotations
@@ -36,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness import ROOT, Table
 from flatscore.analysis.analyze import analyze
 from flatscore.analysis.gate import GateOptions, gate
 from flatscore.episode import Episode
@@ -43,9 +41,13 @@ from flatscore.report.rebuild import options_from_settings, settings_from_file
 from flatscore.store import archive
 from flatscore.store.jsonl import read_episodes
 
-ROOT = Path(__file__).resolve().parents[2]
-HERE = Path(__file__).resolve().parent
+PEERS = ROOT / "benchmarks" / "peers"
+"""The peers' side: `peer_verdicts.py` (run by the peers' python) and its requirements."""
 REFERENCE = "ref"
+SETUP = (
+    "python -m venv /tmp/peers && /tmp/peers/bin/pip install -r "
+    "benchmarks/peers/requirements.txt && /tmp/peers/bin/pip install --no-deps lm-eval==0.4.13"
+)
 
 
 @dataclass(frozen=True)
@@ -149,11 +151,41 @@ HEADER = [
 ]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--peers-python", required=True, help="python of the peers' venv")
-    parser.add_argument("--json", type=Path, help="also write every number here")
-    args = parser.parse_args()
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--peers-python",
+        metavar="PYTHON",
+        help="python of the peers' scratch environment (evalsig, lm-eval's metrics)",
+    )
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write every number here")
+
+
+def check_peers(python: str | None) -> str:
+    """The peers' python, or a clean stop saying how to make it (before any work)."""
+    if python is None:
+        raise SystemExit(
+            f"peer-comparison needs the peers' environment: {SETUP}, then "
+            "--peers-python /tmp/peers/bin/python"
+        )
+    try:
+        found = subprocess.run(
+            [python, "-c", "import evalsig, lm_eval.api.metrics"],
+            capture_output=True,
+            check=False,
+        )
+    except OSError as exc:
+        raise SystemExit(
+            f"--peers-python {python}: {exc.strerror}; make it with: {SETUP}"
+        ) from None
+    if found.returncode != 0:
+        raise SystemExit(
+            f"--peers-python {python} lacks the peers (evalsig, lm-eval); install them: {SETUP}"
+        )
+    return python
+
+
+def run(args: argparse.Namespace) -> list[Table]:
+    python = check_peers(args.peers_python)
     comparisons: list[dict[str, Any]] = []
     ours: dict[tuple[str, str, str], Any] = {}
     with tempfile.TemporaryDirectory() as scratch:
@@ -170,23 +202,19 @@ def main() -> None:
                     }
                 )
     done = subprocess.run(
-        [args.peers_python, str(HERE / "peer_verdicts.py")],
+        [python, str(PEERS / "peer_verdicts.py")],
         input=json.dumps({"comparisons": comparisons}),
         capture_output=True,
         text=True,
         check=False,
     )
     if done.returncode != 0:
-        sys.exit(f"peer_verdicts.py failed: {done.stderr[-2000:]}")
+        raise SystemExit(f"peer_verdicts.py failed: {done.stderr[-2000:]}")
     peers = json.loads(done.stdout)
     by_key = {tuple(r["key"]): r for r in peers["results"]}
     arm_order = list(dict.fromkeys(a for _, _, a in ours))
     order = sorted(ours, key=lambda k: (k[0], k[1], arm_order.index(k[2])))
-    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    for key in order:
-        lines.append("| " + " | ".join(row(*key, ours[key], by_key[key])) + " |")
-    print("\n".join(lines))
-    print(f"\n(peers: {peers['versions']})")
+    rows = [row(*key, ours[key], by_key[key]) for key in order]
     if args.json is not None:
         dump = [
             {
@@ -203,7 +231,4 @@ def main() -> None:
             for s, d, a in order
         ]
         args.json.write_text(json.dumps(dump, indent=2) + "\n", encoding="utf-8")
-
-
-if __name__ == "__main__":
-    main()
+    return [Table(HEADER, rows, notes=[f"(peers: {peers['versions']})"])]
