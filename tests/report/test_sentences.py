@@ -31,8 +31,16 @@ OPTS = AnalysisOptions(bootstrap=200, seed=0)
 
 
 def _hi_within(c: Comparison) -> bool:
-    hi = c.gap_default.ci_high
-    return hi is not None and hi <= c.tost_margin
+    """A drop beyond the margin is ruled out (one-sided test) at every budget tested (an
+    analysis.json from before the budget tests: TOST at the default budget)."""
+    if not c.budget_tests:
+        return c.tost_equivalent
+    return all(t.drop_ruled_out for t in c.budget_tests)
+
+
+def _bounded(c: Comparison) -> bool:
+    """A drop beyond the margin is ruled out at the default budget."""
+    return c.budget_tests[0].drop_ruled_out if c.budget_tests else c.tost_equivalent
 
 
 def _floor(c: Comparison, verdict: str) -> bool:
@@ -53,9 +61,16 @@ CLAIMS: dict[str, Callable[[Comparison], bool]] = {
         a.ci_low is None for a in c.channel_amplification.values()
     ),
     "rules out a drop beyond the equivalence margin": _hi_within,
-    "do not ship this arm": lambda c: bool(c.significant) and not c.tost_equivalent,
+    "do not ship this arm": lambda c: (
+        bool(c.significant) and not _bounded(c)
+    ),
     "drops significantly, but by less than the equivalence margin": lambda c: (
-        bool(c.significant) and c.tost_equivalent
+        bool(c.significant) and _bounded(c)
+    ),
+    "though a drop beyond": lambda c: _bounded(c),
+    "and a drop beyond": lambda c: _bounded(c),
+    "cannot be told apart yet on the failure channels": lambda c: (
+        _hi_within(c) and c.verdict == "inconclusive"
     ),
     "still allows a drop beyond the equivalence margin": lambda c: not _hi_within(c),
     "differ from the reference's more than": lambda c: _floor(c, "beyond the noise floor"),

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from flatscore.analysis.analyze import analyze
+from flatscore.analysis.comparison import default_test
 from flatscore.analysis.gate import (
     EXIT_CODES,
     HEADLINES,
@@ -23,22 +24,15 @@ from flatscore.analysis.gate import (
     GateCell,
     GateOptions,
     GateResult,
-    GateVerdict,
-    _check,
     candidate_comparison,
     prepare,
 )
 from flatscore.analysis.sequential_result import decided_text
 from flatscore.analysis.settings import AnalysisSettings
+from flatscore.analysis.verdict_rule import GATE_OF
 from flatscore.episode import Episode
 from flatscore.errors import InputError
 
-TO_GATE: dict[str, GateVerdict] = {
-    "visible damage": "damage",
-    "flat score, amplified failures": "damage",
-    "no damage detected": "pass",
-    "inconclusive": "inconclusive",
-}
 
 
 def sequential_gate(
@@ -77,10 +71,10 @@ def sequential_gate(
                 reference=ref_arm,
                 candidate=cand_arm,
                 paired_tasks=comp.paired_tasks,
-                budgets=[_check(comp)],
+                budgets=[(comp.budget_tests or [default_test(comp)])[0]],
                 amplified_channels=[],
                 channels_tested=True,
-                verdict=TO_GATE[seq.verdict],
+                verdict=GATE_OF[seq.verdict],
                 reason="sequential: " + decided_text(seq),
             )
         )

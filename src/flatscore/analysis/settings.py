@@ -69,6 +69,12 @@ class AnalysisSettings(AnalysisModel):
     tost_margin: float = Field(
         defaults.TOST_MARGIN, gt=0, lt=1, description="fraction, 0.075 = 7.5 points"
     )
+    tight_budget: int = Field(
+        defaults.TIGHT_K,
+        ge=0,
+        le=MAX_BUDGET,
+        description="the tight error budget K the verdict also tests (below the default K)",
+    )
     bootstrap: int = Field(defaults.BOOTSTRAP, ge=MIN_BOOTSTRAP, le=MAX_BOOTSTRAP)
     bootstrap_min_tasks: int = Field(defaults.BOOTSTRAP_MIN_TASKS, ge=2)
     seed: int = defaults.ANALYSIS_SEED

@@ -51,8 +51,9 @@ ADVICE: dict[str, str] = {
         "deciding."
     ),
     "no damage detected": (
-        "No damage is visible, and the interval rules out a drop beyond the equivalence "
-        "margin; `flatscore power` says how small a gap this study could have detected."
+        "No damage is visible, and the one-sided test rules out a drop beyond the equivalence "
+        "margin at every budget tested; `flatscore power` says how small a gap this study "
+        "could have detected."
     ),
     "nothing to compare": "Only one arm was run: there is nothing to compare it with.",
 }
@@ -60,7 +61,13 @@ DAMAGE_WITHIN_MARGIN = (
     "The final score drops significantly, but by less than the equivalence margin (TOST): "
     "decide whether a drop of this size matters for your deployment before shipping."
 )
-"""The "visible damage" advice when the drop is significant yet inside the margin."""
+"""The "no damage detected" advice when the drop is significant yet bounded inside the margin."""
+CHANNELS_UNDECIDED = (
+    "The score cannot be told apart yet on the failure channels: a channel is new in the arm "
+    "with no test, or there are too few tasks to test channels. Add tasks or trials "
+    "(`flatscore power` sizes the study) before deciding."
+)
+"""The "inconclusive" advice when the success gap is bounded but the channels are not."""
 AMPLIFIED_FLAT_BUDGET = (
     "The headline score hides extra failed tool calls (each costs turns, tokens and tool "
     "traffic), though success at small budgets is not significantly lower in this study."
@@ -70,16 +77,30 @@ small-budget sentence needs Gap(K_small) − Gap(K_default) significantly above 
 
 
 def gap_grows(c: Comparison) -> bool:
-    """Gap(K_small) exceeds Gap(K_default) by a significant margin (the growth interval)."""
-    return c.gap_growth.ci_low is not None and c.gap_growth.ci_low > 0
+    """Success is lower at a small budget: Gap(K_small) exceeds Gap(K_default) by a
+    significant margin (the growth interval), or the tight budget's drop is significant and
+    not bounded by the margin (the verdict rule's two small-budget findings)."""
+    if c.gap_growth.ci_low is not None and c.gap_growth.ci_low > 0:
+        return True
+    return any(
+        t.significant and (t.gap or 0) > 0 and not t.drop_ruled_out for t in c.budget_tests[1:]
+    )
+
+
+def drop_ruled_out(c: Comparison) -> bool:
+    """A drop beyond the margin is ruled out at every budget the verdict tested."""
+    tests = c.budget_tests
+    return all(t.drop_ruled_out for t in tests) if tests else c.tost_equivalent
 
 
 def advice(c: Comparison) -> str:
-    """The deployment advice for the verdict; the small-budget claim only where it holds."""
+    """The deployment advice for the verdict; each claim only where it holds."""
     if c.verdict == "flat score, amplified failures" and not gap_grows(c):
         return AMPLIFIED_FLAT_BUDGET
-    if c.verdict == "visible damage" and c.tost_equivalent:
+    if c.verdict == "no damage detected" and c.significant and (c.gap_default.gap or 0) > 0:
         return DAMAGE_WITHIN_MARGIN
+    if c.verdict == "inconclusive" and drop_ruled_out(c):
+        return CHANNELS_UNDECIDED
     return ADVICE.get(c.verdict or "", "")
 
 
@@ -150,18 +171,26 @@ def _score_sentence(c: Comparison, k_default: int) -> str:
         f"{c.paired_tasks} paired tasks; gap {pts(g.gap)} points, {ci_pts(g.ci_low, g.ci_high)})"
     )
     margin = f"±{c.tost_margin * 100:.1f}" if c.tost_margin <= 1 else f"±{c.tost_margin:.1f}"
+    bound = c.budget_tests[0].drop_bound if c.budget_tests else None
+    one_sided = "" if bound is None else f", one-sided bound {pts(bound)} points"
     if c.significant:
-        tail = f"; the difference is significant after correction (adjusted {p_is(c.p_adjusted)})."
+        tail = f"; the difference is significant after correction (adjusted {p_is(c.p_adjusted)})"
+        if (g.gap or 0) > 0 and c.budget_tests and c.budget_tests[0].drop_ruled_out:
+            tail += f", and a drop beyond {margin} points is ruled out ({one_sided[2:]})"
+        tail += "."
     elif c.tost_equivalent:
         tail = f"; the scores are equivalent within {margin} points (TOST)."
     else:
         test = (
             "" if c.p_adjusted is None else f"not significant (adjusted {p_is(c.p_adjusted)}) and "
         )
-        tail = (
-            f"; {test}equivalence within {margin} points could not be shown "
-            "(too few tasks or a real gap)."
-        )
+        tail = f"; {test}equivalence within {margin} points could not be shown"
+        if c.budget_tests and c.budget_tests[0].drop_ruled_out:
+            tail += (
+                f", though a drop beyond {margin} points is ruled out (one-sided test{one_sided})."
+            )
+        else:
+            tail += " (too few tasks or a real gap)."
     return base + tail
 
 
