@@ -25,7 +25,7 @@ def expand_inputs(paths: Sequence[Path]) -> list[Path]:
     out: list[Path] = []
     for path in paths:
         if not path.exists():
-            raise InputError("no such file or folder", file=str(path))
+            raise InputError("file not found", file=str(path))
         runs = sorted(path.rglob("*.jsonl")) if path.is_dir() else []
         out.extend(runs or [path])
     return out
