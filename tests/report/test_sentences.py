@@ -61,9 +61,7 @@ CLAIMS: dict[str, Callable[[Comparison], bool]] = {
         a.ci_low is None for a in c.channel_amplification.values()
     ),
     "rules out a drop beyond the equivalence margin": _hi_within,
-    "do not ship this arm": lambda c: (
-        bool(c.significant) and not _bounded(c)
-    ),
+    "do not ship this arm": lambda c: bool(c.significant) and not _bounded(c),
     "drops significantly, but by less than the equivalence margin": lambda c: (
         bool(c.significant) and _bounded(c)
     ),

@@ -94,6 +94,7 @@ def analyze(
 ) -> None:
     """Per-channel error rates, S(K), amplification, invariance, recovery and paired statistics."""
     from flatscore.analysis.analyze import analyze as run_analysis
+    from flatscore.analysis.comparable import check_comparable
     from flatscore.analysis.identity import unique_episodes
     from flatscore.analysis.margins_result import load_margins
     from flatscore.cli import json_out as out
@@ -120,6 +121,7 @@ def analyze(
     attached = load_margins(margins) if margins is not None else None
     with console.status("reading episodes and bootstrapping…"):
         episodes, dropped = unique_episodes(labelled_runs(paths), dedupe)
+        check_comparable(episodes)
         result = run_analysis(episodes, options)
         result.warnings[:0] = dropped
     if attached is not None:

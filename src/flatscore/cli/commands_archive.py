@@ -23,9 +23,7 @@ Archive = Annotated[Path, typer.Argument(help="The folder of chunks (<run>.<NNN>
 
 def _holds_runs(path: Path) -> bool:
     """A run folder (its *.jsonl) rather than a folder of chunks (*.jsonl.xz)."""
-    return (
-        path.is_dir() and any(path.glob("*.jsonl")) and not any(path.glob("*.jsonl.xz"))
-    )
+    return path.is_dir() and any(path.glob("*.jsonl")) and not any(path.glob("*.jsonl.xz"))
 
 
 @archive_app.command("pack")
