@@ -172,11 +172,11 @@ def _score_sentence(c: Comparison, k_default: int) -> str:
     )
     margin = f"±{c.tost_margin * 100:.1f}" if c.tost_margin <= 1 else f"±{c.tost_margin:.1f}"
     bound = c.budget_tests[0].drop_bound if c.budget_tests else None
-    one_sided = "" if bound is None else f", one-sided bound {pts(bound)} points"
+    one_sided = "one-sided test" if bound is None else f"one-sided bound {pts(bound)} points"
     if c.significant:
         tail = f"; the difference is significant after correction (adjusted {p_is(c.p_adjusted)})"
         if (g.gap or 0) > 0 and c.budget_tests and c.budget_tests[0].drop_ruled_out:
-            tail += f", and a drop beyond {margin} points is ruled out ({one_sided[2:]})"
+            tail += f", and a drop beyond {margin} points is ruled out ({one_sided})"
         tail += "."
     elif c.tost_equivalent:
         tail = f"; the scores are equivalent within {margin} points (TOST)."
@@ -186,9 +186,7 @@ def _score_sentence(c: Comparison, k_default: int) -> str:
         )
         tail = f"; {test}equivalence within {margin} points could not be shown"
         if c.budget_tests and c.budget_tests[0].drop_ruled_out:
-            tail += (
-                f", though a drop beyond {margin} points is ruled out (one-sided test{one_sided})."
-            )
+            tail += f", though a drop beyond {margin} points is ruled out ({one_sided})."
         else:
             tail += " (too few tasks or a real gap)."
     return base + tail
