@@ -13,6 +13,7 @@ from rich.text import Text
 from flatscore.analysis.channels import LEAF_CHANNELS
 from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, ChannelAmplification
 from flatscore.analysis.sequential_result import decided_text, study_text
+from flatscore.report.terminal_fit import fit
 
 VERDICT_STYLE = {
     "visible damage": "bold red",
@@ -206,10 +207,10 @@ def render(result: AnalysisResult, console: Console) -> None:
     k_small = min(s.budgets)
     for cell in result.cells:
         console.print()
-        console.print(arms_table(cell, k_small, s.default_K))
-        console.print(channels_table(cell))
+        console.print(fit(arms_table(cell, k_small, s.default_K), console))
+        console.print(fit(channels_table(cell), console))
         if cell.comparisons:
-            console.print(comparisons_table(cell, k_small, s.default_K))
+            console.print(fit(comparisons_table(cell, k_small, s.default_K), console))
         console.print(Text(f"risk screen: {cell.risk_screen.reason}", style="dim"))
         for w in cell.warnings:
             console.print(Text.assemble(("warning:", "yellow"), f" {w}"), highlight=False)
