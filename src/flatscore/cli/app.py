@@ -35,7 +35,7 @@ def _value_label(self: TyperOption | TyperArgument, ctx: Any) -> str | None:
 
 
 TyperOption.display_type_rich = _value_label  # type: ignore[method-assign]
-TyperArgument.display_type_rich = _value_label  # type: ignore[method-assign]
+TyperArgument.display_type_rich = _value_label  # type: ignore[method-assign, assignment]
 
 app = typer.Typer(
     name="flatscore",

@@ -130,7 +130,11 @@ def tool_call_rows(ep: Episode, rules: ChannelRules | None = None) -> list[ToolC
             result = results.get(call.id)
             failed = result is not None and result.error
             failures += failed
-            channel = classify(call, result) if failed and call.requestor != "user" else None
+            channel = (
+                classify(call, result)
+                if result is not None and result.error and call.requestor != "user"
+                else None
+            )
             args = call.arguments
             rows.append(
                 {

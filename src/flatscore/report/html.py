@@ -21,7 +21,7 @@ import base64
 import gzip
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -254,8 +254,9 @@ def _cell_context(index: int, cell: Cell, analysis: AnalysisResult) -> dict[str,
             for a in arms
         },
     )
-    intervals = {
-        c.arm: [
+    intervals: dict[str, Sequence[plots.Interval]] = {}
+    for c in cell.comparisons:
+        rows = [
             plots.Interval(
                 label=ch,
                 value=amp.ratio,
@@ -266,21 +267,21 @@ def _cell_context(index: int, cell: Cell, analysis: AnalysisResult) -> dict[str,
             for ch in shown_channels
             if (amp := c.channel_amplification.get(ch)) is not None
         ]
-        + [  # is there more failure at all? (the all-channel ratio, after the channels)
-            plots.Interval(
-                label="all failed calls",
-                value=c.failed_calls.ratio,
-                low=c.failed_calls.ci_low,
-                high=c.failed_calls.ci_high,
-                note=channel_change(c.failed_calls) or "no failed calls in either arm",
+        total = c.failed_calls
+        if total is not None:  # is there more failure at all? (after the channels)
+            rows.append(
+                plots.Interval(
+                    label="all failed calls",
+                    value=total.ratio,
+                    low=total.ci_low,
+                    high=total.ci_high,
+                    note=channel_change(total) or "no failed calls in either arm",
+                )
             )
-        ]
-        * (c.failed_calls is not None)
-        for c in cell.comparisons
-    }
+        intervals[c.arm] = rows
     channels_svg = plots.channel_figure(f"channels-{index}", rates, intervals)
     ref_arm = next((a for a in arms if a.arm == cell.reference), arms[0] if arms else None)
-    rank_svgs = []
+    rank_svgs: list[str | None] = []
     for j, c in enumerate(cell.comparisons):
         arm = next((a for a in arms if a.arm == c.arm), None)
         if not (ref_arm and ref_arm.hallucinated_names) and not (arm and arm.hallucinated_names):

@@ -236,7 +236,9 @@ def channel_figure(
     facet_h = ROW_IN * max(facet_rows, 3) + 0.9
     with _style(plot_id):
         fig = Figure(figsize=(9.0, top_h + grid * facet_h), layout="constrained")
-        top, bottom = fig.subfigures(2, 1, height_ratios=[top_h, max(grid * facet_h, 0.01)])
+        top, bottom = fig.subfigures(  # type: ignore[misc]  # an array of two subfigures
+            2, 1, height_ratios=[top_h, max(grid * facet_h, 0.01)]
+        )
         left = top.subplots()
         height = 0.8 / n_series
         ys = range(len(rates.categories))
