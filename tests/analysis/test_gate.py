@@ -74,7 +74,7 @@ def test_an_untested_new_channel_keeps_it_from_passing() -> None:
     result = gate(run("bf16", 20, fail_every=0), run("int4", 20, extra_unknown=True), FAST)
     (cell,) = result.cells
     assert cell.amplified_channels == [] and cell.new_channels["unknown_tool"] == 25
-    assert result.verdict == "inconclusive" and "new in the candidate" in cell.reason
+    assert result.verdict == "inconclusive" and "new in the arm" in cell.reason
 
 
 def test_the_overall_verdict_is_the_worst_cells() -> None:
@@ -116,8 +116,10 @@ def test_a_significant_drop_inside_the_margin_passes_and_is_reported() -> None:
     (cell,) = result.cells
     assert all(b.significant and b.equivalent for b in cell.budgets), cell.budgets
     assert result.verdict == "pass" and result.exit_code == 0
-    assert "+4.0 points, a significant drop inside the ±7.5 points margin" in cell.reason
-    assert "a drop beyond ±7.5 points is ruled out at K = 9 (one-sided bound +" in cell.reason
+    assert "a significant 4.0-point drop, inside the ±7.5-point margin" in cell.reason
+    assert "at the tight K = 2 +4.0 points, a drop beyond ±7.5 points ruled out (the 90% " in (
+        cell.reason
+    )
 
 
 def test_a_small_study_is_inconclusive_and_says_how_many_tasks_would_decide() -> None:
@@ -143,10 +145,10 @@ def test_the_same_arm_name_on_both_sides_is_told_apart() -> None:
     ("options", "arms", "message"),
     [
         (FAST, {}, "holds 2 arms"),
-        (FAST.model_copy(update={"tight_k": 9}), {"reference_arm": "bf16"}, "must be below"),
+        (FAST.model_copy(update={"tight_budget": 9}), {"reference_arm": "bf16"}, "must be below"),
         (FAST.model_copy(update={"channels": ["nope"]}), {}, "unknown channel"),
         (FAST, {"reference_arm": "fp4"}, "no arm 'fp4'"),
-        (FAST.model_copy(update={"default_k": 10}), {"reference_arm": "bf16"}, "recomputable"),
+        (FAST.model_copy(update={"default_budget": 10}), {"reference_arm": "bf16"}, "recomputable"),
     ],
 )
 def test_bad_requests_are_one_input_error(

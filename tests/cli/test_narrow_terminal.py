@@ -8,7 +8,7 @@ from pathlib import Path
 
 from analysis_builders import episode
 from cli_runner import flatscore
-from flatscore.store import EpisodeWriter
+from flatscore.store.jsonl import EpisodeWriter
 
 
 def test_tables_are_readable_at_80_columns(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from analysis_builders import episode
 from cli_runner import CliResult
 from flatscore.analysis.verdict_rule import GATE_OF
 from flatscore.episode import Episode
-from flatscore.store import EpisodeWriter
+from flatscore.store.jsonl import EpisodeWriter
 
 FAST = ("--bootstrap", "300")
 

@@ -1,4 +1,4 @@
-"""The committed seven-arm report (docs/embedded-study-v2/report.html) at 1,400 px in headless
+"""The committed seven-arm report (studies/embedded-study-v2/report.html) at 1,400 px in headless
 Chromium: the page is no wider than the window, no two text labels of a plot overlap (their
 SVG bounding boxes, as the browser lays them out), and no Markdown pipe or backtick shows as
 text. Skips, with the reason, when Chromium or its driver is missing."""
@@ -18,7 +18,7 @@ require_chromium()
 
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 
-REPORT = Path(__file__).parents[2] / "docs" / "embedded-study-v2" / "report.html"
+REPORT = Path(__file__).parents[2] / "studies" / "embedded-study-v2" / "report.html"
 
 OVERLAPS = r"""
 const out = [];

@@ -142,7 +142,7 @@ def check(analysis: AnalysisResult) -> Counter[str]:
         for c in cell.comparisons:
             _intervals_labelled(c.verdict_reason)
         by_arm = {c.arm: c for c in cell.comparisons}
-        for h in headlines(cell, analysis.settings.default_K):
+        for h in headlines(cell, analysis.settings):
             c = by_arm[h.arm]
             text = " ".join(h.sentences)
             _intervals_labelled(text)

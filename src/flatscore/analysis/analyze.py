@@ -237,6 +237,8 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
             options.correction,
             options.bootstrap,
             options.bootstrap_min_tasks,
+            alpha=options.alpha,
+            tight_k=options.tight_budget,
         ),
         episodes_read=read,
         infrastructure_errors=sum(infra.values()),

@@ -501,14 +501,14 @@ def evidence(
     new = {
         ch: a.count_arm
         for ch, a in c.channel_amplification.items()
-        if a.count_ref == 0
-        and a.count_arm > 0
-        and a.p_adjusted is None
+        if a.count_ref == 0 < a.count_arm
+        and a.p_value is None  # new and untested (the sign test over tasks tests the rest)
         and (channels is None or ch in channels)
     }
     budgets = c.budget_tests or [default_test(c)]
     return Evidence(
         margin=c.tost_margin,
+        alpha=settings.alpha,
         budgets=budgets,
         failure_reasons=reasons,
         gap_growth=growth,

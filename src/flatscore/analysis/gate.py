@@ -14,6 +14,7 @@ The gate's verdict is the worst cell's: damage > inconclusive > pass.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import Field
 
@@ -21,12 +22,11 @@ from flatscore import defaults
 from flatscore.analysis.analyze import analyze
 from flatscore.analysis.channels import CHANNELS
 from flatscore.analysis.comparison import evidence
-from flatscore.analysis.outputs import AnalysisModel, CountMode
+from flatscore.analysis.outputs import AnalysisModel
 from flatscore.analysis.power import power_analysis
 from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, Comparison
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.verdict_rule import BudgetTest, GateVerdict, Verdict, decide
-from flatscore.defaults import MAX_BOOTSTRAP, MIN_BOOTSTRAP
 from flatscore.episode import Episode, ErrorBudget
 from flatscore.errors import InputError
 
@@ -38,19 +38,21 @@ TRIAL_COUNTS = (2, 3, 4, 6, 8, 12, 16)
 TARGET_POWER = 0.8
 
 
-class GateOptions(AnalysisModel):
-    """What the gate checks. `tost_margin` is a fraction (0.075 = 7.5 points); `default_k`
-    None takes the analysis' default (recorded max_errors − 1); `channels` None: every
-    channel."""
+class GateOptions(AnalysisSettings):
+    """What the gate checks: the analysis settings (one model: margin, tight budget, alpha,
+    bootstrap, seed, count) and the gate's own choices. `default_budget` None takes the
+    analysis' default (recorded max_errors − 1); `channels` None: every channel;
+    `simulations`: the power analysis of an inconclusive cell."""
 
-    tost_margin: float = Field(defaults.TOST_MARGIN, gt=0, lt=1)
-    tight_k: int = Field(defaults.TIGHT_K, ge=0)
-    default_k: int | None = Field(None, ge=0)
+    default_budget: int | None = Field(None, ge=0)
     channels: list[str] | None = None
-    bootstrap: int = Field(defaults.BOOTSTRAP, ge=MIN_BOOTSTRAP, le=MAX_BOOTSTRAP)
-    seed: int = defaults.ANALYSIS_SEED
-    count: CountMode = defaults.COUNT
     simulations: int = Field(defaults.GATE_SIMULATIONS, ge=50)
+
+    def analysis(self, reference: str, **changes: Any) -> AnalysisSettings:
+        """The analysis settings the gate runs with (its own fields left out)."""
+        mine = {"default_budget", "channels", "simulations"}
+        values = {k: getattr(self, k) for k in type(self).model_fields if k not in mine}
+        return AnalysisSettings.model_validate(values | {"reference": reference} | changes)
 
 
 BudgetCheck = BudgetTest
@@ -156,16 +158,8 @@ def _with_budget(episodes: list[Episode], k: int) -> list[Episode]:
 
 
 def _analysis(episodes: list[Episode], reference: str, o: GateOptions) -> AnalysisResult:
-    eps = _with_budget(episodes, o.default_k) if o.default_k is not None else episodes
-    options = AnalysisSettings(
-        reference=reference,
-        count=o.count,
-        tost_margin=o.tost_margin,
-        tight_budget=o.tight_k,
-        bootstrap=o.bootstrap,
-        seed=o.seed,
-    )
-    return analyze(eps, options)
+    k = o.default_budget
+    return analyze(_with_budget(episodes, k) if k is not None else episodes, o.analysis(reference))
 
 
 def _pts(x: float | None) -> str:
@@ -227,9 +221,9 @@ def gate(
     episodes, ref_arm, cand_arm = prepare(reference, candidate, reference_arm, candidate_arm)
     base = _analysis(episodes, ref_arm, o)
     k_default = base.settings.default_K
-    if o.tight_k >= k_default:
+    if o.tight_budget >= k_default:
         raise InputError(
-            f"the tight budget K = {o.tight_k} must be below the default K = {k_default}",
+            f"the tight budget K = {o.tight_budget} must be below the default K = {k_default}",
             field="--tight-budget",
         )
     minimum = base.settings.bootstrap_min_tasks
@@ -248,7 +242,7 @@ def gate(
         if verdict == "inconclusive":
             ref_stats = next(a for a in cell.arms if a.arm == ref_arm)
             undecided = [c.K for c in checks if not c.drop_ruled_out]
-            more = _more_data(ref_stats, comp.paired_tasks, min(undecided or [o.tight_k]), o)
+            more = _more_data(ref_stats, comp.paired_tasks, min(undecided or [o.tight_budget]), o)
         cells.append(
             GateCell(
                 model=cell.model,

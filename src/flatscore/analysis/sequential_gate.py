@@ -28,11 +28,9 @@ from flatscore.analysis.gate import (
     prepare,
 )
 from flatscore.analysis.sequential_result import decided_text
-from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.verdict_rule import GATE_OF
 from flatscore.episode import Episode
 from flatscore.errors import InputError
-
 
 
 def sequential_gate(
@@ -45,15 +43,7 @@ def sequential_gate(
 ) -> GateResult:
     o = options or GateOptions()
     episodes, ref_arm, cand_arm = prepare(reference, candidate, reference_arm, candidate_arm)
-    settings = AnalysisSettings(
-        reference=ref_arm,
-        count=o.count,
-        tost_margin=o.tost_margin,
-        bootstrap=o.bootstrap,
-        seed=o.seed,
-        sequential=True,
-        sequential_max_tasks=max_tasks,
-    )
+    settings = o.analysis(ref_arm, sequential=True, sequential_max_tasks=max_tasks)
     result = analyze(episodes, settings)
     cells: list[GateCell] = []
     for cell in result.cells:

@@ -14,7 +14,7 @@ given) and is loaded into the `ChannelRules` it names while validating.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import (
     AliasChoices,
@@ -183,7 +183,7 @@ class AnalysisSettings(AnalysisModel):
         return None if value is None else value.source
 
     @classmethod
-    def from_flags(cls, **values: Any) -> AnalysisSettings:
+    def from_flags(cls, **values: Any) -> Self:
         """Settings from command-line flags (`tost_margin` in points; None: the default).
         A bad value is one InputError naming the flag."""
         with validating(field=lambda loc: "--" + str(loc[0]).replace("_", "-") if loc else None):

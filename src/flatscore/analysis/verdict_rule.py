@@ -1,28 +1,31 @@
 """The one verdict rule: `analyze`, `report` and `gate` all decide with `decide` (docs/
 analysis.md, "Verdict"; docs/gate.md).
 
-Every budget test below uses one statistic (`paired_score`), so the test, the interval and
-TOST agree. "A drop beyond the margin is ruled out" is the upper half of TOST: the one-sided
-test at alpha, i.e. the upper end of the (1 − 2·alpha) interval lies below the margin. (The
-rule once read the 95% interval's upper end instead; TOST reads the 90% one, so a comparison
-could be TOST-equivalent in the table and "inconclusive: the interval still allows a drop
-beyond the margin" in the sentence beside it, while `gate` passed it.)
+Every budget test uses one statistic (`paired_score`), so the test, the interval and TOST
+agree. Equivalence is TOST at alpha: the (1 − 2·alpha) interval (90% at alpha 0.05). "A drop
+beyond the margin is ruled out" is TOST's upper test: the upper end of that interval lies
+below the margin. The verdict asks about damage, so a possible *gain* beyond the margin does
+not keep a comparison from "no damage detected" (two-sided TOST would call a negative control
+whose interval reaches 7.6 points on the gain side inconclusive).
 
 In order, for one arm against its reference:
 
-1. **visible damage**: a significant (corrected) success drop at the default budget that is
-   not bounded inside the margin;
-2. **flat score, amplified failures**: otherwise, all failed calls or some channel amplified
-   (corrected test), a significant drop not bounded by the margin at the tight budget, or
-   the gap growing significantly at small K;
-3. **inconclusive**: otherwise, a drop beyond the margin not significant, a drop beyond the
-   margin not ruled out at a tested budget, a channel new in the arm that no test covers, or
-   too few paired tasks to test the channels;
-4. **no damage detected**: none of these.
+1. **visible damage**: a significant (corrected) success drop at the default budget whose
+   drop beyond the margin is not ruled out;
+2. **flat score, amplified failures**: a drop beyond the margin ruled out at the default
+   budget (a flat score), and amplified failures: all failed calls or some channel amplified
+   (corrected), a significant drop beyond the margin at the tight budget, or the gap growing
+   significantly at small K;
+3. **inconclusive**: otherwise, when a drop beyond the margin is not ruled out at a tested
+   budget (amplified failures beside it are named, not decided), a channel new in the arm has
+   no test, or too few paired tasks test the channels;
+4. **no damage detected**: none of these. A significant drop inside the margin is the
+   tolerance the margin sets: the reason names it ("a significant 2.0-point drop, inside the
+   ±7.5-point margin"), and it is not damage.
 
+The sequential rule (`sequential`) reads the same way: damage or equivalence, whichever is
+decided, and a flat score stops as "amplified failures" only with amplification decided.
 `gate` maps 1 and 2 to damage (exit 3), 3 to inconclusive (4), 4 to pass (0): `GATE_OF`.
-A significant drop that TOST bounds inside the margin is the tolerance the user set: it is
-named in the reason, and does not by itself make damage.
 """
 
 from __future__ import annotations
@@ -75,6 +78,7 @@ class Evidence:
     """What the rule reads from one comparison (`comparison.evidence` builds it)."""
 
     margin: float
+    alpha: float
     budgets: list[BudgetTest]
     """The default budget first, then the tight budget when it was tested."""
     failure_reasons: list[str] = field(default_factory=list)
@@ -108,16 +112,43 @@ def points(x: float, signed: bool = True) -> str:
 def _ci(b: BudgetTest) -> str:
     if b.ci_low is None or b.ci_high is None:
         return "no interval"
-    return f"95% CI {100 * b.ci_low:+.1f} to {100 * b.ci_high:+.1f} points"
+    return f"unadjusted 95% CI {100 * b.ci_low:+.1f} to {100 * b.ci_high:+.1f} points"
 
 
 def _p(b: BudgetTest) -> str:
     return p_is(b.p_adjusted, "adjusted p") if b.p_adjusted is not None else "no test"
 
 
-def _drop(b: BudgetTest) -> bool:
-    """A significant drop that the margin does not bound."""
+def _bound(b: BudgetTest, alpha: float) -> str:
+    """TOST's upper test in words: the upper end of the (1 − 2·alpha) interval."""
+    if b.drop_bound is None:
+        return "no interval"
+    return f"the {100 * (1 - 2 * alpha):g}% interval's upper end {points(b.drop_bound)}"
+
+
+def _beyond(b: BudgetTest) -> bool:
+    """A significant drop whose drop beyond the margin is not ruled out."""
     return b.significant and (b.gap or 0.0) > 0 and not b.drop_ruled_out
+
+
+def _head(d: BudgetTest, e: Evidence) -> str:
+    """The default budget's success difference, its test and TOST in one clause."""
+    gap = d.gap or 0.0
+    m = points(e.margin, signed=False)
+    at = f"success difference at K = {d.K}"
+    if d.significant and gap > 0 and d.drop_ruled_out:
+        return (
+            f"{at}: a significant {100 * gap:.1f}-point drop, inside the "
+            f"±{100 * e.margin:.1f}-point margin ({_ci(d)}, {_p(d)}; {_bound(d, e.alpha)})"
+        )
+    if d.significant and gap < 0:
+        return f"{at} {points(gap)}: a significant gain ({_ci(d)}, {_p(d)})"
+    head = f"{at} {points(gap)}, not significant ({_ci(d)}, {_p(d)})"
+    if d.equivalent:
+        return f"{head}; equivalent within ±{m} (TOST {p_is(d.tost_p)})"
+    if d.drop_ruled_out:
+        return f"{head}; a drop beyond ±{m} is ruled out ({_bound(d, e.alpha)})"
+    return head
 
 
 def decide(e: Evidence) -> Decision:
@@ -126,49 +157,44 @@ def decide(e: Evidence) -> Decision:
     gap = d.gap or 0.0
     m = points(e.margin, signed=False)
     tail = f"; {e.shift}" if e.shift else ""
-    if _drop(d):
+    if _beyond(d):
         return Decision(
             "visible damage",
             f"significant success drop at the default K = {d.K}: {points(gap)} ({_ci(d)}, "
-            f"{_p(d)}); a drop beyond ±{m} is not ruled out",
+            f"{_p(d)}); a drop beyond ±{m} is not ruled out ({_bound(d, e.alpha)}){tail}",
         )
-    if d.significant and gap > 0:
-        significance = f"a significant drop inside the ±{m} margin ({_ci(d)}, {_p(d)})"
-    elif d.significant:
-        significance = f"a significant gain ({_ci(d)}, {_p(d)})"
-    else:
-        tost = (
-            f"equivalent within ±{m} (TOST)"
-            if d.equivalent
-            else f"equivalence within ±{m} not shown (TOST {p_is(d.tost_p)})"
-        )
-        significance = f"not significant ({_ci(d)}, {_p(d)}); {tost}"
-    head = f"success difference at K = {d.K} {points(gap)}, {significance}"
-    reasons = list(e.failure_reasons)
-    reasons += [
+    head = _head(d, e)
+    amplified = list(e.failure_reasons)
+    amplified += [
         f"significant success drop at the tight K = {b.K}: {points(b.gap or 0.0)} "
-        f"({_ci(b)}, {_p(b)})"
+        f"({_ci(b)}, {_p(b)}; {_bound(b, e.alpha)})"
         for b in e.budgets[1:]
-        if _drop(b)
+        if _beyond(b)
     ]
     if e.gap_growth:
-        reasons.append(e.gap_growth)
-    if reasons:
-        return Decision("flat score, amplified failures", f"{head}; " + "; ".join(reasons) + tail)
+        amplified.append(e.gap_growth)
+    if d.drop_ruled_out and amplified:
+        return Decision("flat score, amplified failures", f"{head}; " + "; ".join(amplified) + tail)
     undecided = []
-    if not d.significant and gap > e.margin:
-        undecided.append(f"the drop is beyond ±{m} but not significant: too few tasks to tell")
-    for b in e.budgets:
-        if not b.drop_ruled_out and not (b is d and undecided):
-            bound = (
-                ""
-                if b.drop_bound is None
-                else f" (the one-sided bound reaches {points(b.drop_bound)})"
+    if not d.drop_ruled_out:
+        if not d.significant and gap > e.margin:
+            undecided.append(f"the drop is beyond ±{m} but not significant: too few tasks to tell")
+        else:
+            undecided.append(
+                f"a drop beyond ±{m} at K = {d.K} is not ruled out ({_bound(d, e.alpha)})"
             )
-            undecided.append(f"a drop beyond ±{m} at K = {b.K} is not ruled out{bound}")
+        if amplified:
+            undecided.append(
+                "amplified failures, with a score not shown flat: " + "; ".join(amplified)
+            )
+    undecided += [
+        f"a drop beyond ±{m} at the tight K = {b.K} is not ruled out ({_bound(b, e.alpha)})"
+        for b in e.budgets[1:]
+        if not b.drop_ruled_out and not _beyond(b)
+    ]
     if e.new_channels:
         undecided.append(
-            "channel(s) new in the arm, with no ratio to test: "
+            "channel(s) new in the arm, with no test at this study size: "
             + ", ".join(
                 f"{ch} ({n} failed calls, none in the reference)"
                 for ch, n in e.new_channels.items()
@@ -181,13 +207,12 @@ def decide(e: Evidence) -> Decision:
         )
     if undecided:
         return Decision("inconclusive", f"{head}: " + "; ".join(undecided) + tail)
-    ks = " and ".join(
-        f"K = {b.K}"
-        + ("" if b.drop_bound is None else f" (one-sided bound {points(b.drop_bound)})")
-        for b in e.budgets
+    tight = "".join(
+        f"; at the tight K = {b.K} {points(b.gap or 0.0)}, a drop beyond ±{m} ruled out "
+        f"({_bound(b, e.alpha)})"
+        for b in e.budgets[1:]
     )
     return Decision(
         "no damage detected",
-        f"{head}; a drop beyond ±{m} is ruled out at {ks}; no channel amplified, "
-        f"no gap growth at small K{tail}",
+        f"{head}{tight}; no channel amplified, no gap growth at small K{tail}",
     )

@@ -32,8 +32,8 @@ def pack_command(archive: Archive, runs: Runs) -> None:
 
     ARCHIVE comes first, as in unpack and status (the old order, RUNS ARCHIVE, is recognised
     by what the folders hold and accepted until the next release, with a warning)."""
-    from flatscore.store.archive import pack
     from flatscore.cli.app import err_console
+    from flatscore.store.archive import pack
 
     if _holds_runs(archive) and not _holds_runs(runs):
         err_console.print(

@@ -14,7 +14,6 @@ from flatscore import defaults
 from flatscore.cli import legacy
 from flatscore.cli import options as opt
 from flatscore.cli.app import app, console
-from flatscore.errors import InputError
 
 
 def _load(path: Path) -> list:  # list[Episode]; typed loosely to keep imports lazy
@@ -81,27 +80,17 @@ def gate(
     from flatscore.analysis.gate import GateOptions
     from flatscore.analysis.gate import gate as run_gate
     from flatscore.cli import json_out as out
-    from flatscore.errors import validating
 
-    if not 0 < margin < 100:
-        raise InputError(
-            f"expected a margin in (0, 100) points, got {margin}", field="--tost-margin"
-        )
-    if count not in ("all", "agent"):
-        raise InputError(f"expected all or agent, got {count!r}", field="--count")
     chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
-    flags = {"tost_margin": "--tost-margin", "tight_k": "--tight-budget"}
-    flags |= {"default_k": "--default-budget", "bootstrap": "--bootstrap"}
-    with validating(field=lambda loc: flags.get(str(loc[0]), "--" + str(loc[0])) if loc else None):
-        options = GateOptions(
-            tost_margin=margin / 100,
-            tight_k=tight_budget,
-            default_k=default_budget,
-            channels=chosen,
-            bootstrap=bootstrap,
-            seed=seed,
-            count=count,
-        )
+    options = GateOptions.from_flags(
+        tost_margin=margin,
+        tight_budget=tight_budget,
+        default_budget=default_budget,
+        channels=chosen,
+        bootstrap=bootstrap,
+        seed=seed,
+        count=count,
+    )
     out.check(json_out, [reference, candidate])
     with console.status("reading both runs, analysing…"):
         runs = (_load(reference), _load(candidate), options, reference_arm, candidate_arm)

@@ -10,11 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flatscore.analysis.comparison import channel_shift
-from flatscore.analysis.result import ArmStats, Cell, ChannelAmplification, Comparison, GapPoint
+from flatscore.analysis.result import (
+    ArmStats,
+    Cell,
+    ChannelAmplification,
+    Comparison,
+    GapPoint,
+    Settings,
+)
 from flatscore.analysis.stats import format_p, p_is
-
-ALPHA = 0.05
-"""The analysis's default alpha: which channel changes the shift sentence calls significant."""
 
 CHANNEL_WORDS: dict[str, str] = {
     "unknown_tool": "calling tools that do not exist",
@@ -62,6 +66,12 @@ DAMAGE_WITHIN_MARGIN = (
     "decide whether a drop of this size matters for your deployment before shipping."
 )
 """The "no damage detected" advice when the drop is significant yet bounded inside the margin."""
+AMPLIFIED_NOT_FLAT = (
+    "Failed tool calls are amplified, but this study cannot yet show the final score flat "
+    "(a drop beyond the equivalence margin is not ruled out): treat the arm as damaged until "
+    "more tasks or trials decide (`flatscore power` sizes the study)."
+)
+"""The "inconclusive" advice when failures are amplified beside a score not shown flat."""
 CHANNELS_UNDECIDED = (
     "The score cannot be told apart yet on the failure channels: a channel is new in the arm "
     "with no test, or there are too few tasks to test channels. Add tasks or trials "
@@ -99,6 +109,11 @@ def advice(c: Comparison) -> str:
         return AMPLIFIED_FLAT_BUDGET
     if c.verdict == "no damage detected" and c.significant and (c.gap_default.gap or 0) > 0:
         return DAMAGE_WITHIN_MARGIN
+    amplified = bool(c.amplified_channels) or (
+        c.failed_calls is not None and c.failed_calls.amplified
+    )
+    if c.verdict == "inconclusive" and (amplified or gap_grows(c)):
+        return AMPLIFIED_NOT_FLAT
     if c.verdict == "inconclusive" and drop_ruled_out(c):
         return CHANNELS_UNDECIDED
     return ADVICE.get(c.verdict or "", "")
@@ -163,7 +178,7 @@ def _failure_rate(arm: ArmStats | None) -> float | None:
     return arm.failed_agent_calls / arm.agent_tool_calls
 
 
-def _score_sentence(c: Comparison, k_default: int) -> str:
+def _score_sentence(c: Comparison, k_default: int, alpha: float) -> str:
     g = c.gap_default
     base = (
         f"At the default budget (K = {k_default} failed calls), {c.arm} succeeds on "
@@ -172,7 +187,11 @@ def _score_sentence(c: Comparison, k_default: int) -> str:
     )
     margin = f"±{c.tost_margin * 100:.1f}" if c.tost_margin <= 1 else f"±{c.tost_margin:.1f}"
     bound = c.budget_tests[0].drop_bound if c.budget_tests else None
-    one_sided = "one-sided test" if bound is None else f"one-sided bound {pts(bound)} points"
+    one_sided = (
+        "TOST's upper test"
+        if bound is None
+        else f"the {100 * (1 - 2 * alpha):g}% interval's upper end {pts(bound)} points"
+    )
     if c.significant:
         tail = f"; the difference is significant after correction (adjusted {p_is(c.p_adjusted)})"
         if (g.gap or 0) > 0 and c.budget_tests and c.budget_tests[0].drop_ruled_out:
@@ -192,7 +211,7 @@ def _score_sentence(c: Comparison, k_default: int) -> str:
     return base + tail
 
 
-def _failure_sentence(cell: Cell, c: Comparison) -> str:
+def _failure_sentence(cell: Cell, c: Comparison, alpha: float) -> str:
     ref, arm = arm_stats(cell, c.reference), arm_stats(cell, c.arm)
     rate_ref, rate_arm = _failure_rate(ref), _failure_rate(arm)
     n_arm = arm.failed_agent_calls if arm else 0
@@ -231,7 +250,7 @@ def _failure_sentence(cell: Cell, c: Comparison) -> str:
                 f"{pct(amp.rate_arm)} of calls vs {pct(amp.rate_ref)} ({how}, "
                 f"adjusted {p_is(amp.p_adjusted)})."
             )
-        shift = channel_shift(c, ALPHA)
+        shift = channel_shift(c, alpha)
         if shift:
             text += f" {shift[0].upper()}{shift[1:]}."
     elif c.paired_tasks and all(
@@ -240,7 +259,7 @@ def _failure_sentence(cell: Cell, c: Comparison) -> str:
         text += " Too few tasks to test channel amplification."
     else:
         text += " No channel is significantly amplified."
-        shift = channel_shift(c, ALPHA)
+        shift = channel_shift(c, alpha)
         if shift:
             text += f" {shift[0].upper()}{shift[1:]}."
     new = [
@@ -377,11 +396,15 @@ def pval(value: float | None) -> str:
     return format_p(value)
 
 
-def headlines(cell: Cell, k_default: int) -> list[Headline]:
-    """One headline per arm compared with the cell's reference."""
+def headlines(cell: Cell, settings: Settings) -> list[Headline]:
+    """One headline per arm compared with the cell's reference (the analysis' settings:
+    its default K, and its alpha for the significance the sentences name)."""
     out = []
     for c in cell.comparisons:
-        sentences = [_score_sentence(c, k_default), _failure_sentence(cell, c)]
+        sentences = [
+            _score_sentence(c, settings.default_K, settings.alpha),
+            _failure_sentence(cell, c, settings.alpha),
+        ]
         loop = _loop_sentence(cell, c)
         if loop:
             sentences.append(loop)
