@@ -71,6 +71,15 @@ CLAIMS: dict[str, Callable[[Comparison], bool]] = {
         _hi_within(c) and c.verdict == "inconclusive"
     ),
     "still allows a drop beyond the equivalence margin": lambda c: not _hi_within(c),
+    "cannot yet show the final score flat": lambda c: (
+        c.verdict == "inconclusive"
+        and not c.budget_tests[0].drop_ruled_out
+        and (
+            bool(c.amplified_channels)
+            or (c.failed_calls is not None and c.failed_calls.amplified)
+            or gap_grows(c)
+        )
+    ),
     "differ from the reference's more than": lambda c: _floor(c, "beyond the noise floor"),
     "show no change beyond what the reference's own runs": lambda c: (
         _floor(c, "not beyond the noise floor") and _names(c) >= MIN_REFERENCE_NAMES
@@ -161,13 +170,15 @@ def check(analysis: AnalysisResult) -> Counter[str]:
 def test_the_embedded_studys_committed_analysis() -> None:
     """The published analysis: int8's "hides the damage … at small budgets" (Gap(0) = 0.0)
     is gone; after the calibrated re-analysis no 8-bit arm is "flat score, amplified
-    failures", and int8 telecom's significant drop is named as bounded inside the margin; its
-    one malformed output (a channel new in the arm, with no test) keeps it inconclusive."""
+    failures", and int8 telecom's significant drop is named as bounded inside the margin: no
+    damage detected, with the advice that names the drop (its one malformed output is tested
+    over tasks, not significant)."""
     path = ROOT / "studies" / "embedded-study" / "analysis.json"
     said = check(AnalysisResult.model_validate_json(path.read_text()))
     assert said["The largest amplified channel"] and not said["hides the damage"]
     assert said["and a drop beyond"] == 1
-    assert said["cannot be told apart yet on the failure channels"] == 1
+    assert said["drops significantly, but by less than the equivalence margin"] == 1
+    assert not said["cannot be told apart yet on the failure channels"]
 
 
 def _embedded(arms: tuple[str, ...], every: int) -> list[Episode]:
