@@ -1,6 +1,7 @@
 """`analyze` and `gate` decide with one rule (`analysis.verdict_rule`): run both through the CLI
 on the same pair of run files and they give the same verdict, for identical arms, a flat arm,
-a damaged arm (failures and score) and a study too small to tell.
+a significant drop inside the margin, amplified failures beside a score not shown flat, a
+damaged arm (failures and score) and a study too small to tell.
 
 The "flat" pair is the case that used to disagree: 6 tasks lost and 3 gained of 120 (a 2.5
 point gap) is TOST-equivalent within ±7.5 points (its 90% interval ends at +7.3), while the
@@ -97,6 +98,45 @@ def test_analyze_and_gate_agree(
         assert comparison["tost_equivalent"] and default["drop_ruled_out"]
         assert comparison["gap_default"]["ci_high"] > 0.075 > default["drop_bound"]
         assert "not ruled out" not in comparison["verdict_reason"]
+
+
+@pytest.mark.parametrize(
+    ("tasks", "changes", "analysis_verdict", "gate_verdict", "said"),
+    [
+        # 8 of 240 tasks lost: a significant 3.3-point drop whose 90% interval ends at +5.8,
+        # inside the margin: the tolerance it sets, named, not damage (as sequentially).
+        (
+            240,
+            {"lost": [t for t in range(1, 13) if t % 3]},
+            "no damage detected",
+            "pass",
+            "a significant 3.3-point drop, inside the ±7.5-point margin",
+        ),
+        # Failures amplified beside a score not shown flat (30 tasks: the 90% interval reaches
+        # +8.3): named, not decided; "flat score, amplified failures" needs the flat score.
+        (
+            30,
+            {"extra_failure": True},
+            "inconclusive",
+            "inconclusive",
+            "amplified failures, with a score not shown flat",
+        ),
+    ],
+)
+def test_the_margin_decides_in_both(
+    tasks: int,
+    changes: dict,
+    analysis_verdict: str,
+    gate_verdict: str,
+    said: str,
+    flatscore: Callable[..., CliResult],
+    tmp_path: Path,
+) -> None:
+    ref = write(tmp_path / "ref.jsonl", arm("bf16", tasks))
+    cand = write(tmp_path / "cand.jsonl", arm("int8", tasks, **changes))
+    verdict, gated, comparison = _verdicts(flatscore, ref, cand, tmp_path)
+    assert (verdict, gated) == (analysis_verdict, gate_verdict), comparison["verdict_reason"]
+    assert said in comparison["verdict_reason"]
 
 
 def test_a_study_too_small_is_inconclusive_in_both(
