@@ -255,7 +255,7 @@ def gate(
                 new_channels=new,
                 channels_tested=tested,
                 verdict=verdict,
-                analysis_verdict=decision.verdict,
+                analysis_verdict=comp.verdict,  # its own: --channels restricts only the gate
                 reason=reason,
                 more_data=more,
             )
