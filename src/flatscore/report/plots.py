@@ -329,7 +329,10 @@ def rank_figure(
     ref_rank = _ranks({n: ref_counts.get(n, 0) for n in names})
     arm_rank = _ranks({n: arm_counts.get(n, 0) for n in names})
     with _style(plot_id):
-        fig = Figure(figsize=(4.6, 4.2), layout="constrained")
+        # Fixed margins, no layout engine: one draw fewer per plot (a report draws one of
+        # these per arm); the labels are short (`_short`) and the legend sits under the axes.
+        fig = Figure(figsize=(4.6, 4.2))
+        fig.subplots_adjust(left=0.14, right=0.97, top=0.92, bottom=0.2)
         ax = fig.subplots()
         if names:
             top = len(names) + 1
@@ -369,7 +372,7 @@ def rank_figure(
             ax.set_ylim(0.5, top)
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-            fig.legend(fontsize=7, loc="outside lower center", ncols=2)
+            fig.legend(fontsize=7, loc="lower center", ncols=2)
         else:
             labels = []
             ax.annotate(
@@ -386,8 +389,15 @@ def rank_figure(
 
 def passk_figure(plot_id: str, curves: Sequence[Band]) -> str:
     """pass^k per arm: the chance that all k trials of a task succeed."""
+    rows = math.ceil(len(curves) / 3)
+    height = 3.0 + 0.2 * rows
     with _style(plot_id):
-        fig = Figure(figsize=(4.6, 3.0 + 0.2 * math.ceil(len(curves) / 3)), layout="constrained")
+        # Fixed margins (inches: axis labels, then the legend's rows under them), no layout
+        # engine: one draw fewer per plot.
+        fig = Figure(figsize=(4.6, height))
+        fig.subplots_adjust(
+            left=0.6 / 4.6, right=0.97, top=1 - 0.15 / height, bottom=(0.6 + 0.2 * rows) / height
+        )
         ax = fig.subplots()
         _draw_bands(ax, curves, spread=0.04 if len(curves) > 1 else 0.0)
         ax.set(xlabel="k (trials that must all succeed)", ylabel="pass^k, %")
@@ -395,7 +405,7 @@ def passk_figure(plot_id: str, curves: Sequence[Band]) -> str:
         if curves and curves[0].x:
             ax.set_xticks(list(curves[0].x))
         if curves:
-            fig.legend(fontsize=8, loc="outside lower center", ncols=min(len(curves), 3))
+            fig.legend(fontsize=8, loc="lower center", ncols=min(len(curves), 3))
         return _to_svg(fig, plot_id)
 
 
