@@ -38,6 +38,8 @@ BENCHMARKS: dict[str, str] = {
     "Inspect logs.",
     "analysis-speed": "How fast `analyze` is at paper scale.",
     "report-size": "Report size and render time against study size.",
+    "report-vs-analyze": "`flatscore report` against `flatscore analyze` on the same runs, in "
+    "one process.",
     "local-backend": "Local backend speed: decode by batch size, episodes per hour by concurrency.",
     "compute": "The local backend's compute settings (bf16, fp16) against fp32, in one process.",
     "single-stream": "One sequence alone: the engine padded to 16 rows vs unpadded.",

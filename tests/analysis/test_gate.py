@@ -22,16 +22,18 @@ def run(
     trials: int = 1,
     lookups: int = 1,
     fail_every: int = 4,
+    extra_every: int = 1,
 ) -> list[Episode]:
     """`tasks` tasks of `lookups` + 1 successful calls: every `fail_every`-th task has one
-    failed unknown-tool call (0: none), every 5th fails; with `extra_unknown` every episode
-    adds a failed call to an invented tool; the first `failing` tasks fail outright."""
+    failed unknown-tool call (0: none), every 5th fails; with `extra_unknown` every
+    `extra_every`-th task adds a failed call to an invented tool; the first `failing` tasks
+    fail outright."""
     out = []
     for t in range(tasks):
         calls: list = [("get_user", "ok")] * lookups
         if fail_every and t % fail_every == 0:
             calls.append(("foo", "fail"))
-        if extra_unknown:
+        if extra_unknown and t % extra_every == 0:
             calls.append(("bar", "fail"))
         calls.append(("get_order", "ok"))
         ok = t % 5 != 0 and t >= failing
@@ -72,7 +74,7 @@ def test_an_untested_new_channel_keeps_it_from_passing() -> None:
     result = gate(run("bf16", 20, fail_every=0), run("int4", 20, extra_unknown=True), FAST)
     (cell,) = result.cells
     assert cell.amplified_channels == [] and cell.new_channels["unknown_tool"] == 25
-    assert result.verdict == "inconclusive" and "new in the candidate" in cell.reason
+    assert result.verdict == "inconclusive" and "new in the arm" in cell.reason
 
 
 def test_the_overall_verdict_is_the_worst_cells() -> None:
@@ -89,9 +91,15 @@ def test_the_overall_verdict_is_the_worst_cells() -> None:
 
 
 def test_channels_option_says_which_channels_block() -> None:
+    """Extra unknown-tool failures on tasks that fail anyway (no success lost at any K):
+    damage by the channel test, a pass when only bad_arguments may block."""
+    damaged = run("int4", 80, extra_unknown=True, extra_every=5)
+    assert gate(run("bf16", 80), damaged, FAST).verdict == "damage"
     options = FAST.model_copy(update={"channels": ["bad_arguments"]})
-    result = gate(run("bf16", 80), run("int4", 80, extra_unknown=True), options)
+    result = gate(run("bf16", 80), damaged, options)
     assert result.verdict == "pass" and result.cells[0].amplified_channels == []
+    # the analysis' own verdict counts every channel: --channels restricts only the gate
+    assert result.cells[0].analysis_verdict == "flat score, amplified failures"
 
 
 def test_a_significant_success_drop_is_damage() -> None:
@@ -99,7 +107,7 @@ def test_a_significant_success_drop_is_damage() -> None:
     assert result.verdict == "damage"
     (cell,) = result.cells
     assert all(b.significant and (b.gap or 0) > 0.2 for b in cell.budgets)
-    assert "significant success drop at K = 9" in cell.reason
+    assert "significant success drop at the default K = 9" in cell.reason
 
 
 def test_a_significant_drop_inside_the_margin_passes_and_is_reported() -> None:
@@ -109,7 +117,10 @@ def test_a_significant_drop_inside_the_margin_passes_and_is_reported() -> None:
     (cell,) = result.cells
     assert all(b.significant and b.equivalent for b in cell.budgets), cell.budgets
     assert result.verdict == "pass" and result.exit_code == 0
-    assert "a significant drop inside the margin at K = 9: 4.0 points" in cell.reason
+    assert "a significant 4.0-point drop, inside the ±7.5-point margin" in cell.reason
+    assert "at the tight K = 2 +4.0 points, a drop beyond ±7.5 points ruled out (the 90% " in (
+        cell.reason
+    )
 
 
 def test_a_small_study_is_inconclusive_and_says_how_many_tasks_would_decide() -> None:
@@ -135,10 +146,10 @@ def test_the_same_arm_name_on_both_sides_is_told_apart() -> None:
     ("options", "arms", "message"),
     [
         (FAST, {}, "holds 2 arms"),
-        (FAST.model_copy(update={"tight_k": 9}), {"reference_arm": "bf16"}, "must be below"),
+        (FAST.model_copy(update={"tight_budget": 9}), {"reference_arm": "bf16"}, "must be below"),
         (FAST.model_copy(update={"channels": ["nope"]}), {}, "unknown channel"),
         (FAST, {"reference_arm": "fp4"}, "no arm 'fp4'"),
-        (FAST.model_copy(update={"default_k": 10}), {"reference_arm": "bf16"}, "recomputable"),
+        (FAST.model_copy(update={"default_budget": 10}), {"reference_arm": "bf16"}, "recomputable"),
     ],
 )
 def test_bad_requests_are_one_input_error(

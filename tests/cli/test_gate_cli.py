@@ -80,7 +80,7 @@ def test_inconclusive_is_exit_4(flatscore: Callable[..., CliResult], runs: dict[
     [
         ((), "holds 2 arms"),
         (("--reference-arm", "bf16", "--tight-budget", "9"), "must be below the default K = 9"),
-        (("--reference-arm", "bf16", "--margin", "0"), "--margin"),
+        (("--reference-arm", "bf16", "--tost-margin", "0"), "--tost-margin"),
         (("--reference-arm", "bf16", "--channels", "typo"), "unknown channel"),
     ],
 )

@@ -82,7 +82,7 @@ def test_task_filter_and_resume(tmp_path: Path) -> None:
         (["--agent", "gpt9"], "unknown agent 'gpt9'"),
         (["--domain", "airline"], "unknown domain 'airline'"),
         (["--user", "llm"], "needs a model backend"),
-        (["--counted", "some"], "field 'counted'"),
+        (["--count", "some"], "field '--count'"),
         (["--split", "dev"], "field 'split'"),
         (["--agent-opt", "slip_rate"], "expected KEY=VALUE"),
         (["--agent-opt", "slip_rat=0.1"], "unexpected keyword argument 'slip_rat'"),

@@ -104,3 +104,47 @@ def test_empty_export_writes_empty_tables(tmp_path: Path) -> None:
     assert counts.episodes == 0
     assert pq.read_table(tmp_path / "out" / EPISODES_FILE).num_rows == 0
     assert pq.read_table(tmp_path / "out" / TOOL_CALLS_FILE).num_rows == 0
+
+
+def test_tool_call_rows_carry_the_analysis_channel_and_recovery(tmp_path: Path) -> None:
+    """The per-call columns agree with the analysis' own counts (`analysis.facts`) on every
+    fixture episode: failed agent calls per channel, recoveries, failed-call numbering."""
+    from collections import Counter
+
+    from flatscore.analysis.channels import UNKNOWN_TOOL_LEAVES, load_rules
+    from flatscore.analysis.facts import episode_facts
+
+    eps = fixture_episodes()
+    export_parquet(eps, tmp_path)
+    rows = pq.read_table(tmp_path / TOOL_CALLS_FILE).to_pylist()
+    rules = load_rules()
+    checked = start = 0
+    for ep in eps:  # rows come in episode order (ids repeat across fixture files)
+        n = sum(len(m.tool_calls) for m in ep.messages)
+        mine, start = rows[start : start + n], start + n
+        facts = episode_facts(ep, rules)
+        counted = Counter(r["channel"] for r in mine if r["channel"])
+        assert {ch: n for ch, n in facts.channels.items() if n and ch != "malformed_output"} == (
+            dict(counted)
+        )
+        assert sum(bool(r["recovered"]) for r in mine) == facts.recovered
+        assert sum(r["recovered"] is not None for r in mine) == facts.failed_with_next
+        numbers = [r["failed_call_number"] for r in mine if r["error"]]
+        assert numbers == list(range(1, len(numbers) + 1))
+        for r in mine:
+            assert (r["channel"] is None) == (not r["error"] or r["requestor"] == "user")
+            family = "unknown_tool" if r["channel"] in UNKNOWN_TOOL_LEAVES else r["channel"]
+            assert r["channel_family"] == family
+        checked += len(counted)
+    assert checked > 0  # some fixture episode has failed agent calls
+    (first,) = [r for r in rows if r["error_text"] == "Error: Tool 'toggle_roaming' not found."][:1]
+    assert first["channel_family"] == "unknown_tool"
+
+
+def test_an_existing_file_as_out_is_bad_input(tmp_path: Path) -> None:
+    from flatscore.errors import InputError
+
+    a_file = tmp_path / "tables"
+    a_file.write_text("")
+    with pytest.raises(InputError, match="expected a folder"):
+        export_parquet([], a_file)

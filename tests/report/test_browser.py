@@ -86,8 +86,10 @@ def _assert_cost_figure(driver: WebDriver, cells: int) -> None:
     panels = svg.find_elements(By.CSS_SELECTOR, "g[id*='axes_']")
     assert len(panels) == cells
     assert "cost per successful episode" in svg.text
-    table = section.find_element(By.CSS_SELECTOR, "pre.table").text
-    assert table.startswith("| model · domain | arm |") and "machine s/success" in table
+    table = section.find_element(By.CSS_SELECTOR, "table")  # an HTML table, not Markdown
+    head = [th.text for th in table.find_elements(By.CSS_SELECTOR, "thead th")]
+    assert head[:2] == ["model · domain", "arm"] and "machine s/success" in head
+    assert "|" not in table.text
 
 
 def test_sections_plots_and_no_console_errors(

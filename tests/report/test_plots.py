@@ -26,7 +26,12 @@ def _all_figures(plot_id: str) -> list[str]:
             plots.GroupedBars(
                 ["role_confusion", "other"], {"bf16": [0.1, 0.0], "int4": [0.3, 0.01]}
             ),
-            [plots.Interval("role_confusion", 3.0, 2.0, None), plots.Interval("other", None)],
+            {
+                "int4": [
+                    plots.Interval("role_confusion", 3.0, 2.0, None),
+                    plots.Interval("other", None),
+                ]
+            },
         ),
         plots.rank_figure(
             f"r{plot_id}", {"a": 3, "b": 1}, {"a": 9, "c": 2}, "bf16", "int4", 0.5, 0.18
@@ -89,10 +94,12 @@ def test_a_ratio_that_cannot_be_drawn_says_why() -> None:
     svg = plots.channel_figure(
         "n",
         plots.GroupedBars(["unknown_tool", "other"], {"ref": [0.0, 0.0], "int4": [0.05, 0.0]}),
-        [
-            plots.Interval("unknown_tool", None, note="new: 0 → 5.0%"),
-            plots.Interval("other", None),
-        ],
+        {
+            "int4": [
+                plots.Interval("unknown_tool", None, note="new: 0 → 5.0%"),
+                plots.Interval("other", None),
+            ]
+        },
     )
     assert "new: 0 → 5.0%" in svg and "no ratio" in svg and "n/a" not in svg
 

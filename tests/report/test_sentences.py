@@ -31,8 +31,16 @@ OPTS = AnalysisOptions(bootstrap=200, seed=0)
 
 
 def _hi_within(c: Comparison) -> bool:
-    hi = c.gap_default.ci_high
-    return hi is not None and hi <= c.tost_margin
+    """A drop beyond the margin is ruled out (one-sided test) at every budget tested (an
+    analysis.json from before the budget tests: TOST at the default budget)."""
+    if not c.budget_tests:
+        return c.tost_equivalent
+    return all(t.drop_ruled_out for t in c.budget_tests)
+
+
+def _bounded(c: Comparison) -> bool:
+    """A drop beyond the margin is ruled out at the default budget."""
+    return c.budget_tests[0].drop_ruled_out if c.budget_tests else c.tost_equivalent
 
 
 def _floor(c: Comparison, verdict: str) -> bool:
@@ -53,11 +61,25 @@ CLAIMS: dict[str, Callable[[Comparison], bool]] = {
         a.ci_low is None for a in c.channel_amplification.values()
     ),
     "rules out a drop beyond the equivalence margin": _hi_within,
-    "do not ship this arm": lambda c: bool(c.significant) and not c.tost_equivalent,
+    "do not ship this arm": lambda c: bool(c.significant) and not _bounded(c),
     "drops significantly, but by less than the equivalence margin": lambda c: (
-        bool(c.significant) and c.tost_equivalent
+        bool(c.significant) and _bounded(c)
+    ),
+    "though a drop beyond": lambda c: _bounded(c),
+    "and a drop beyond": lambda c: _bounded(c),
+    "cannot be told apart yet on the failure channels": lambda c: (
+        _hi_within(c) and c.verdict == "inconclusive"
     ),
     "still allows a drop beyond the equivalence margin": lambda c: not _hi_within(c),
+    "cannot yet show the final score flat": lambda c: (
+        c.verdict == "inconclusive"
+        and not c.budget_tests[0].drop_ruled_out
+        and (
+            bool(c.amplified_channels)
+            or (c.failed_calls is not None and c.failed_calls.amplified)
+            or gap_grows(c)
+        )
+    ),
     "differ from the reference's more than": lambda c: _floor(c, "beyond the noise floor"),
     "show no change beyond what the reference's own runs": lambda c: (
         _floor(c, "not beyond the noise floor") and _names(c) >= MIN_REFERENCE_NAMES
@@ -129,7 +151,7 @@ def check(analysis: AnalysisResult) -> Counter[str]:
         for c in cell.comparisons:
             _intervals_labelled(c.verdict_reason)
         by_arm = {c.arm: c for c in cell.comparisons}
-        for h in headlines(cell, analysis.settings.default_K):
+        for h in headlines(cell, analysis.settings):
             c = by_arm[h.arm]
             text = " ".join(h.sentences)
             _intervals_labelled(text)
@@ -148,11 +170,15 @@ def check(analysis: AnalysisResult) -> Counter[str]:
 def test_the_embedded_studys_committed_analysis() -> None:
     """The published analysis: int8's "hides the damage … at small budgets" (Gap(0) = 0.0)
     is gone; after the calibrated re-analysis no 8-bit arm is "flat score, amplified
-    failures", and int8 telecom's significant drop inside the margin gets its own advice."""
+    failures", and int8 telecom's significant drop is named as bounded inside the margin: no
+    damage detected, with the advice that names the drop (its one malformed output is tested
+    over tasks, not significant)."""
     path = ROOT / "studies" / "embedded-study" / "analysis.json"
     said = check(AnalysisResult.model_validate_json(path.read_text()))
     assert said["The largest amplified channel"] and not said["hides the damage"]
+    assert said["and a drop beyond"] == 1
     assert said["drops significantly, but by less than the equivalence margin"] == 1
+    assert not said["cannot be told apart yet on the failure channels"]
 
 
 def _embedded(arms: tuple[str, ...], every: int) -> list[Episode]:

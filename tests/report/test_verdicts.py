@@ -10,9 +10,9 @@ from flatscore.report.verdicts import ADVICE, headlines, pct, pts
 
 
 def test_headline_restates_the_numbers() -> None:
-    analysis = analyzed(study(tasks=30))  # enough paired tasks for the channel bootstrap
+    analysis = analyzed(study(tasks=45))  # enough tasks for the channel bootstrap and flatness
     cell = analysis.cells[0]
-    (h,) = headlines(cell, analysis.settings.default_K)
+    (h,) = headlines(cell, analysis.settings)
     c = cell.comparisons[0]
     assert (h.arm, h.reference, h.verdict) == ("int4", "bf16", c.verdict)
     assert h.verdict == "flat score, amplified failures" and h.tone == "warn"
@@ -44,7 +44,7 @@ def test_an_arm_identical_to_the_reference_on_few_tasks_is_inconclusive() -> Non
     copy = [e.model_copy(update={"arm": "int8"}) for e in base]
     analysis = analyzed(base + copy)
     for cell in analysis.cells:
-        (h,) = headlines(cell, analysis.settings.default_K)
+        (h,) = headlines(cell, analysis.settings)
         assert h.verdict == "inconclusive"
         assert "could not be shown" in h.sentences[0]
         assert "0.0 to 0.0" not in h.sentences[0]
@@ -57,7 +57,7 @@ def test_an_arm_identical_to_the_reference_reads_as_no_damage() -> None:
     episodes = [e.model_copy(update={"arm": "int8"}) for e in base]
     analysis = analyzed(base + episodes)
     for cell in analysis.cells:
-        (h,) = headlines(cell, analysis.settings.default_K)
+        (h,) = headlines(cell, analysis.settings)
         assert h.verdict == "no damage detected" and h.tone == "ok"
         assert "No channel is significantly amplified." in h.sentences[1]
         assert (
@@ -77,7 +77,7 @@ def test_an_undecided_gap_gives_its_adjusted_p() -> None:
                 update={"significant": False, "tost_equivalent": False, "p_adjusted": 0.1875}
             )
             cell.comparisons = [undecided]
-            (h,) = headlines(cell, analysis.settings.default_K)
+            (h,) = headlines(cell, analysis.settings)
             assert "not significant (adjusted p = 0.188) and equivalence within" in h.sentences[0]
 
 
@@ -104,7 +104,7 @@ def test_a_tiny_adjusted_p_reads_p_less_than() -> None:
         for c in cell.comparisons:
             tiny: Comparison = c.model_copy(update={"significant": True, "p_adjusted": 2e-11})
             cell.comparisons = [tiny]
-            (h,) = headlines(cell, analysis.settings.default_K)
+            (h,) = headlines(cell, analysis.settings)
             assert "significant after correction (adjusted p < 0.001)." in h.sentences[0]
             assert "= <" not in h.sentences[0]
 
@@ -123,7 +123,7 @@ def test_failures_that_moved_are_said_in_the_summary() -> None:
         moved = ref if t % 5 == 0 else arm  # some tasks unchanged: a finite SE
         eps += [episode("bf16", f"t{t}", 0, ref + ok), episode("int8", f"t{t}", 0, moved + ok)]
     analysis = analyze(eps, AnalysisOptions(bootstrap=200))
-    (h,) = headlines(analysis.cells[0], analysis.settings.default_K)
+    (h,) = headlines(analysis.cells[0], analysis.settings)
     failures = h.sentences[1]
     assert "All failed calls together: ×1.00" in failures and "not significantly more" in failures
     assert "Failures moved between channels: up bad_arguments ×1.80" in failures

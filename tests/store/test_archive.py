@@ -245,9 +245,12 @@ def test_cli_pack_unpack_status(tmp_path: Path) -> None:
     runs = study.output_dir / "runs"
     run_study(study.model_copy(update={"trials": 1}), resume=True, report=False, progress=False)
     chunks = tmp_path / "docs" / "runs"
-    done = flatscore("archive", "pack", runs, chunks)
+    done = flatscore("archive", "pack", chunks, runs)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"packed 18 new episodes into {chunks}"
+    old_order = flatscore("archive", "pack", runs, chunks)  # deprecated: RUNS ARCHIVE
+    assert old_order.returncode == 0 and "is now archive pack ARCHIVE RUNS" in old_order.stderr
+    assert old_order.stdout.strip() == f"packed 0 new episodes into {chunks}"
     shutil.rmtree(runs)
     done = flatscore("archive", "unpack", chunks, runs)
     assert done.returncode == 0, done.stderr
@@ -280,8 +283,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     # a run folder that is not one
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert "not a run folder" in _one_line_exit_2("archive", "pack", empty, chunks)
-    assert "not a run folder" in _one_line_exit_2("archive", "pack", tmp_path / "no", chunks)
+    assert "not a run folder" in _one_line_exit_2("archive", "pack", chunks, empty)
+    assert "not a run folder" in _one_line_exit_2("archive", "pack", chunks, tmp_path / "no")
     a_file = path_to_file(tmp_path)
     assert "not a run folder" in _one_line_exit_2("archive", "unpack", chunks, a_file)
     # no archive, or a folder without chunks

@@ -163,10 +163,22 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
     raw = [c.p_value for c in tested if c.p_value is not None]
     holm = dict(zip(map(id, tested), adjust_pvalues(raw, "holm"), strict=True))
     bh = dict(zip(map(id, tested), adjust_pvalues(raw, "bh"), strict=True))
+    # The tight budget's tests: the same correction over the study's comparisons.
+    tight = [c for _, cs in drafts for c in cs if len(c.budget_tests) > 1]
+    tight_raw = [c.budget_tests[1].p_value for c in tight]
+    tight_adj = dict(
+        zip(
+            map(id, tight),
+            adjust_pvalues([p if p is not None else 1.0 for p in tight_raw], options.correction),
+            strict=True,
+        )
+    )
     cells: list[Cell] = []
     for cell, comparisons in drafts:
         done = [
-            finalize(c, holm.get(id(c)), bh.get(id(c)), options.correction, options)
+            finalize(
+                c, holm.get(id(c)), bh.get(id(c)), options.correction, options, tight_adj.get(id(c))
+            )
             for c in comparisons
         ]
         if done:
@@ -209,6 +221,8 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
             options.correction,
             options.bootstrap,
             options.bootstrap_min_tasks,
+            alpha=options.alpha,
+            tight_k=options.tight_budget,
         ),
         episodes_read=read,
         infrastructure_errors=sum(infra.values()),

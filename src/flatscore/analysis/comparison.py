@@ -42,6 +42,8 @@ from flatscore.analysis.settings import AnalysisSettings, Correction
 from flatscore.analysis.stats import adjust_pvalues, p_is, percentile_ci, ratio
 from flatscore.analysis.task_matrix import MALFORMED, TaskMatrix
 from flatscore.analysis.task_sign import task_sign_test
+from flatscore.analysis.verdict_rule import BudgetTest, Evidence, points
+from flatscore.analysis.verdict_rule import decide as decide_verdict
 
 VERDICT_ORDER: tuple[Verdict, ...] = (
     "visible damage",
@@ -50,11 +52,6 @@ VERDICT_ORDER: tuple[Verdict, ...] = (
     "no damage detected",
     "nothing to compare",
 )
-
-
-def points(x: float, signed: bool = True) -> str:
-    """A difference of fractions, in points: 0.375 → '+37.5 points'."""
-    return f"{100 * x:{'+' if signed else ''}.1f} points"
 
 
 def few_tasks_note(n: int, minimum: int) -> str:
@@ -326,8 +323,12 @@ def compare(
     novel, novel_names = novel_fraction(ref_names, arm_names)
 
     d_default = diff(default_k)
-    p_value = float(paired_test(d_default))
-    tost_p, equivalent = paired_tost(d_default, settings.tost_margin, settings.alpha)
+    tests = [budget_test(d_default, g_default, settings)]
+    tight = settings.tight_budget
+    if tight < default_k and tight in budgets:
+        tests.append(budget_test(diff(tight), next(g for g in gaps if tight == g.K), settings))
+    p_value, tost_p = tests[0].p_value, tests[0].tost_p
+    equivalent = tests[0].equivalent
 
     def boot_diff(num: str, den: str) -> np.ndarray | None:
         if BR is None or BA is None:
@@ -395,8 +396,9 @@ def compare(
         test=TEST,
         p_value=p_value,
         tost_equivalent=bool(equivalent),
-        tost_p=float(tost_p),
+        tost_p=tost_p,
         tost_margin=settings.tost_margin,
+        budget_tests=tests,
         trajectory_difference=traj,
         recovery_difference=recovery,
         repeat_difference=loops["repeat"],
@@ -477,61 +479,78 @@ def channel_reasons(c: Comparison) -> list[str]:
     return reasons
 
 
-def verdict(
-    c: Comparison, significant: bool, margin: float, alpha: float = 0.05
-) -> tuple[Verdict, str]:
-    """The comparison's verdict and the numbers that decided it (in points)."""
-    gap = c.gap_default.gap or 0.0
-    p_text = p_is(c.p_adjusted, "adjusted p") if c.p_adjusted is not None else "no test"
-    lo, hi = c.gap_default.ci_low, c.gap_default.ci_high
-    ci_text = (
-        f"unadjusted 95% CI {100 * lo:+.1f} to {100 * hi:+.1f} points"
-        if lo is not None and hi is not None
-        else "no interval"
-    )
-    m_text = points(margin, signed=False)
-    if significant and gap > 0:
-        small = (
-            f"; small: within the ±{points(margin, signed=False)} equivalence margin (TOST)"
-            if c.tost_equivalent
-            else ""
+def evidence(
+    c: Comparison, settings: AnalysisSettings, channels: list[str] | None = None
+) -> Evidence:
+    """What the verdict rule reads from a comparison; `channels` (the gate's `--channels`)
+    restricts which amplified or new channels count (None: all, and all failed calls)."""
+    reasons = channel_reasons(c) if channels is None else []
+    amplified = [ch for ch in c.amplified_channels if channels is None or ch in channels]
+    if channels is not None and amplified:
+        amp = c.channel_amplification
+        reasons.append(
+            "amplified channel(s): "
+            + ", ".join(f"{ch} {times(amp[ch])} ({_adj(amp[ch])})" for ch in amplified)
         )
-        return "visible damage", (
-            f"significant success drop at default K: {points(gap)} ({ci_text}, {p_text}){small}"
-        )
-    if not significant and gap > margin:
-        return "inconclusive", (
-            f"success drop {points(gap)} is beyond the ±{m_text} equivalence margin but not "
-            f"significant ({ci_text}, {p_text}): too few tasks to tell"
-        )
-    tost = (
-        f"equivalent within ±{m_text} (TOST)"
-        if c.tost_equivalent
-        else f"equivalence within ±{m_text} not shown (TOST {p_is(c.tost_p)})"
-    )
-    significance = (
-        f"a significant gain ({ci_text}, {p_text})"
-        if significant
-        else f"not significant ({ci_text}, {p_text}); {tost}"
-    )
-    reasons = channel_reasons(c)
-    shift = channel_shift(c, alpha)
     g = c.gap_growth
-    if g.ci_low is not None and g.ci_low > 0 and g.value is not None:
-        reasons.append(f"gap grows at K={c.gap_amplification.k_small} ({points(g.value)})")
-    tail = f"; {shift}" if shift else ""
-    if reasons:
-        return "flat score, amplified failures", (
-            f"success difference {points(gap)} {significance}; " + "; ".join(reasons) + tail
-        )
-    if not significant and hi is not None and hi > margin:
-        return "inconclusive", (
-            f"success difference {points(gap)}, {significance}: the interval still allows a "
-            f"drop beyond ±{m_text}, too few tasks to tell{tail}"
-        )
-    return "no damage detected", (
-        f"success difference {points(gap)} {significance}; no channel amplified, "
-        f"no gap growth at small K{tail}"
+    growth = (
+        f"gap grows at K={c.gap_amplification.k_small} ({points(g.value)})"
+        if g.ci_low is not None and g.ci_low > 0 and g.value is not None
+        else None
+    )
+    new = {
+        ch: a.count_arm
+        for ch, a in c.channel_amplification.items()
+        if a.count_ref == 0 < a.count_arm
+        and a.p_value is None  # new and untested (the sign test over tasks tests the rest)
+        and (channels is None or ch in channels)
+    }
+    budgets = c.budget_tests or [default_test(c)]
+    return Evidence(
+        margin=c.tost_margin,
+        alpha=settings.alpha,
+        budgets=budgets,
+        failure_reasons=reasons,
+        gap_growth=growth,
+        new_channels=new,
+        paired_tasks=c.paired_tasks,
+        min_tasks=settings.bootstrap_min_tasks,
+        shift=channel_shift(c, settings.alpha),
+    )
+
+
+def default_test(c: Comparison) -> BudgetTest:
+    """The default budget's test from the comparison's own fields (an analysis.json written
+    before `budget_tests` existed: TOST stands in for the one-sided bound)."""
+    g = c.gap_default
+    return BudgetTest(
+        K=g.K,
+        gap=g.gap,
+        ci_low=g.ci_low,
+        ci_high=g.ci_high,
+        p_value=c.p_value,
+        p_adjusted=c.p_adjusted,
+        significant=c.significant,
+        tost_p=c.tost_p,
+        equivalent=c.tost_equivalent,
+        drop_ruled_out=c.tost_equivalent,
+    )
+
+
+def budget_test(d: np.ndarray, gap: GapPoint, settings: AnalysisSettings) -> BudgetTest:
+    """Gap(K)'s tests on the per-task differences `d` (uncorrected; `finalize` corrects)."""
+    tost_p, equivalent = paired_tost(d, settings.tost_margin, settings.alpha)
+    _, bound = paired_difference_interval(d, 1 - 2 * settings.alpha)
+    return BudgetTest(
+        K=gap.K,
+        gap=gap.gap,
+        ci_low=gap.ci_low,
+        ci_high=gap.ci_high,
+        p_value=float(paired_test(d)),
+        tost_p=float(tost_p),
+        equivalent=bool(equivalent),
+        drop_bound=bound,
+        drop_ruled_out=bound is not None and bound < settings.tost_margin,
     )
 
 
@@ -541,12 +560,24 @@ def finalize(
     p_bh: float | None,
     correction: Literal["holm", "bh"],
     settings: AnalysisSettings,
+    tight_adjusted: float | None = None,
 ) -> Comparison:
-    """The comparison with the study-wide adjusted p-values, significance and verdict."""
+    """The comparison with the study-wide adjusted p-values, significance and verdict
+    (`tight_adjusted`: the tight budget's p, corrected over the study's comparisons)."""
     p_adj = p_holm if correction == "holm" else p_bh
     significant = p_adj is not None and p_adj < settings.alpha
+    tests = [
+        t.model_copy(update={"p_adjusted": p, "significant": p is not None and p < settings.alpha})
+        for t, p in zip(c.budget_tests, [p_adj, tight_adjusted], strict=False)
+    ]
     done = c.model_copy(
-        update={"p_holm": p_holm, "p_bh": p_bh, "p_adjusted": p_adj, "significant": significant}
+        update={
+            "p_holm": p_holm,
+            "p_bh": p_bh,
+            "p_adjusted": p_adj,
+            "significant": significant,
+            "budget_tests": tests,
+        }
     )
-    v, why = verdict(done, significant, settings.tost_margin, settings.alpha)
-    return done.model_copy(update={"verdict": v, "verdict_reason": why})
+    decision = decide_verdict(evidence(done, settings))
+    return done.model_copy(update={"verdict": decision.verdict, "verdict_reason": decision.reason})

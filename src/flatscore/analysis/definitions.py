@@ -5,7 +5,15 @@ from __future__ import annotations
 
 
 def definitions(
-    count: str, default_k: int, margin: float, correction: str, n_boot: int, min_tasks: int = 30
+    count: str,
+    default_k: int,
+    margin: float,
+    correction: str,
+    n_boot: int,
+    min_tasks: int = 30,
+    *,
+    alpha: float = 0.05,
+    tight_k: int = 2,
 ) -> dict[str, str]:
     counted = (
         "agent and user failed calls (like τ²)" if count == "all" else "agent failed calls only"
@@ -51,7 +59,7 @@ def definitions(
         "paired tasks, with a 95% CI and a two-sided test on the log ratio of summed per-task "
         "failures over summed per-task calls (leave-one-task-out jackknife SE, Student t, "
         "n − 1 df). p_adjusted corrects p over the study's channel comparisons "
-        f"(channel_family, {corr}). Amplified = ratio > 1 and p_adjusted < 0.05. Null when "
+        f"(channel_family, {corr}). Amplified = ratio > 1 and p_adjusted < {alpha:g}. Null when "
         "the reference rate is 0. failed_calls: the same for all failed agent calls (is there "
         "more failure at all?), corrected over the study's comparisons.",
         "spearman_rho": "Spearman rank correlation of per-name hallucination counts "
@@ -76,26 +84,30 @@ def definitions(
         "there either, and nothing is called amplified.",
         "paired_test": "Two-sided paired test of the per-task success differences at default "
         "K (t-test, or McNemar's score test with < 6 discordant tasks): the statistic whose "
-        "inversion is the Gap interval, so p < 0.05 iff the CI excludes 0.",
+        f"inversion is the Gap interval, so p < {alpha:g} iff the {100 * (1 - alpha):g}% CI "
+        "excludes 0.",
         "correction": f"{corr} adjustment across all comparisons of the study "
         "(p_holm is always Holm; p_bh always BH; p_adjusted follows the chosen correction).",
         "tost": f"TOST equivalence within ±{margin:g} (fraction) at default K: two one-sided "
         "paired tests on the same statistic as the Gap interval; equivalent when both "
-        "reject at 5% (⇔ the 90% interval lies inside the margin).",
+        f"reject at {alpha:g} (⇔ the {100 * (1 - 2 * alpha):g}% interval lies inside the "
+        "margin). A drop beyond the margin is ruled out when the upper test alone rejects "
+        "(budget_tests: drop_bound, the interval's upper end, below the margin).",
         "risk_screen": "From the reference arm alone: at risk when some channel rate is ≥ the "
         "threshold (an established failure channel), low risk otherwise.",
-        "verdict": "visible damage: significant (adjusted p < 0.05) success drop at default K. "
-        "inconclusive: not significant, but the observed success drop at default K is larger "
-        "than the TOST margin (the study is too small to tell). "
-        "flat score, amplified failures: not significant and within the margin at default K, "
-        "but more failed calls overall or some channel amplified (corrected test) or the gap "
-        "grows at small K (gap_growth CI above 0); the reason says when failures moved "
-        "between channels without a rise in all failed calls. inconclusive also when not "
-        "significant and the Gap CI's upper end is beyond "
-        "the margin (the study cannot rule out a drop that size). no damage detected: none of "
-        "these. nothing to compare: a cell with one arm. A cell takes its worst comparison's "
-        "verdict (visible damage > flat score, amplified failures > inconclusive > no damage "
-        "detected).",
+        "verdict": "One rule for analyze, report and gate, read at the default K and the "
+        f"tight K = {tight_k} (budget_tests). visible damage: a significant (adjusted p < "
+        f"{alpha:g}) success drop at default K whose drop beyond the margin is not ruled out. "
+        "flat score, amplified failures: a drop beyond the margin ruled out at default K, and "
+        "more failed calls overall or some channel amplified (corrected test), a significant "
+        "drop beyond the margin at the tight K, or the gap growing at small K (gap_growth CI "
+        "above 0); the reason says when failures moved between channels without a rise in all "
+        "failed calls. inconclusive: a drop beyond the margin not ruled out at a tested K "
+        "(amplified failures beside it are named), a channel new in the arm with no test, or "
+        "too few paired tasks to test channels. no damage detected: none of these (a "
+        "significant drop inside the margin is named in the reason, not damage). nothing to "
+        "compare: a cell with one arm. A cell takes its worst comparison's verdict (visible "
+        "damage > flat score, amplified failures > inconclusive > no damage detected).",
         "reference": "Named with --reference, or decided from format words in the arm names "
         "(fp64 > fp32 > ref > bf16 > fp16 > fp8 > int8/Q8_0 > w8a8 > Q6_K > Q5_K > "
         "int4-awq/gptq > Q4_K_M > int4/Q4_0/nf4 > int3 > int2); a single arm without a format "

@@ -1,16 +1,12 @@
 """`flatscore gate`: may the candidate replace the reference? (docs/gate.md)
 
-The gate decides nothing on its own statistics. It runs the analysis (`analyze`) on the two
-runs and reads each cell's `Comparison`: the paired test and TOST at the default budget, the
-same at a tight budget (a second analysis whose recorded budget is the tight one, so the
-analysis' default-K statistics are taken there), and the amplified channels. Per cell:
-
-- **damage**: a significant success drop at either budget, or an amplified channel;
-- **pass**: equivalent within the margin (TOST) at both budgets, the channels tested (enough
-  paired tasks for their intervals), none amplified and none new (a channel the reference
-  never failed in has no ratio, so the analysis cannot call it amplified);
-- **inconclusive**: anything else; the power analysis (`analysis.power`) then says how many
-  tasks (or trials) would detect a drop as large as the margin.
+The gate decides nothing on its own statistics or rule. It runs the analysis (`analyze`) on
+the two runs, with the gate's tight budget as the analysis' `tight_budget`, and decides each
+cell with the analysis' own rule (`verdict_rule.decide` on the comparison's evidence,
+`--channels` restricting which channels count): `analyze` and `report` say the same on the
+same runs. `verdict_rule.GATE_OF` maps the analysis verdict to pass / damage / inconclusive;
+an inconclusive cell also gets the power analysis (`analysis.power`): how many tasks (or
+trials) would detect a drop as large as the margin.
 
 The gate's verdict is the worst cell's: damage > inconclusive > pass.
 """
@@ -18,23 +14,22 @@ The gate's verdict is the worst cell's: damage > inconclusive > pass.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any
 
 from pydantic import Field
 
 from flatscore import defaults
 from flatscore.analysis.analyze import analyze
 from flatscore.analysis.channels import CHANNELS
-from flatscore.analysis.outputs import AnalysisModel, CountMode
+from flatscore.analysis.comparison import evidence
+from flatscore.analysis.outputs import AnalysisModel
 from flatscore.analysis.power import power_analysis
-from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, Comparison, Verdict
+from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, Comparison
 from flatscore.analysis.settings import AnalysisSettings
-from flatscore.analysis.stats import p_is
-from flatscore.defaults import MAX_BOOTSTRAP, MIN_BOOTSTRAP
+from flatscore.analysis.verdict_rule import BudgetTest, GateVerdict, Verdict, decide
 from flatscore.episode import Episode, ErrorBudget
 from flatscore.errors import InputError
 
-GateVerdict = Literal["pass", "damage", "inconclusive"]
 EXIT_CODES: dict[GateVerdict, int] = {"pass": 0, "damage": 3, "inconclusive": 4}
 """Exit codes of `flatscore gate` (2 is bad input and 1 a file-system error, as everywhere)."""
 SEVERITY: tuple[GateVerdict, ...] = ("damage", "inconclusive", "pass")
@@ -43,32 +38,25 @@ TRIAL_COUNTS = (2, 3, 4, 6, 8, 12, 16)
 TARGET_POWER = 0.8
 
 
-class GateOptions(AnalysisModel):
-    """What the gate checks. `tost_margin` is a fraction (0.075 = 7.5 points); `default_k`
-    None takes the analysis' default (recorded max_errors − 1); `channels` None: every
-    channel."""
+class GateOptions(AnalysisSettings):
+    """What the gate checks: the analysis settings (one model: margin, tight budget, alpha,
+    bootstrap, seed, count) and the gate's own choices. `default_budget` None takes the
+    analysis' default (recorded max_errors − 1); `channels` None: every channel;
+    `simulations`: the power analysis of an inconclusive cell."""
 
-    tost_margin: float = Field(defaults.TOST_MARGIN, gt=0, lt=1)
-    tight_k: int = Field(defaults.TIGHT_K, ge=0)
-    default_k: int | None = Field(None, ge=0)
+    default_budget: int | None = Field(None, ge=0)
     channels: list[str] | None = None
-    bootstrap: int = Field(defaults.BOOTSTRAP, ge=MIN_BOOTSTRAP, le=MAX_BOOTSTRAP)
-    seed: int = defaults.ANALYSIS_SEED
-    count: CountMode = defaults.COUNT
     simulations: int = Field(defaults.GATE_SIMULATIONS, ge=50)
 
+    def analysis(self, reference: str, **changes: Any) -> AnalysisSettings:
+        """The analysis settings the gate runs with (its own fields left out)."""
+        mine = {"default_budget", "channels", "simulations"}
+        values = {k: getattr(self, k) for k in type(self).model_fields if k not in mine}
+        return AnalysisSettings.model_validate(values | {"reference": reference} | changes)
 
-class BudgetCheck(AnalysisModel):
-    """The comparison's success statistics at one budget K."""
 
-    K: int
-    gap: float | None
-    ci_low: float | None
-    ci_high: float | None
-    p_adjusted: float | None
-    significant: bool
-    tost_p: float | None
-    equivalent: bool
+BudgetCheck = BudgetTest
+"""The comparison's success statistics at one budget K (the analysis' own `BudgetTest`)."""
 
 
 class MoreData(AnalysisModel):
@@ -98,8 +86,9 @@ class GateCell(AnalysisModel):
     reason: str
     more_data: MoreData | None = None
     analysis_verdict: Verdict | None = None
-    """The analysis' own verdict on the comparison at the default budget ("visible damage",
-    "flat score, amplified failures", ...: docs/analysis.md), beside the gate's."""
+    """The analysis' verdict on the same comparison ("visible damage", "flat score,
+    amplified failures", ...: docs/analysis.md); `verdict_rule.GATE_OF` maps it to the
+    gate's."""
 
 
 class GateResult(AnalysisModel):
@@ -161,36 +150,16 @@ def _with_budget(episodes: list[Episode], k: int) -> list[Episode]:
             raise InputError(
                 f"budget K = {k} is not recomputable: episodes stopped at max_errors = "
                 f"{recorded} (use K ≤ {recorded - 1})",
-                field="--tight-budget/--default-budget",
+                field="--default-budget",
             )
         budget = ErrorBudget(max_errors=k + 1, counted=ep.error_budget.counted)
         out.append(ep.model_copy(update={"error_budget": budget}))
     return out
 
 
-def _analysis(
-    episodes: list[Episode], reference: str, k: int | None, o: GateOptions
-) -> AnalysisResult:
-    eps = _with_budget(episodes, k) if k is not None else episodes
-    options = AnalysisSettings(
-        reference=reference,
-        budgets=[k] if k is not None else None,
-        count=o.count,
-        tost_margin=o.tost_margin,
-        bootstrap=o.bootstrap,
-        seed=o.seed,
-    )
-    return analyze(eps, options)
-
-
-def _check(c: Comparison) -> BudgetCheck:
-    return BudgetCheck(
-        **c.gap_default.model_dump(include={"K", "gap", "ci_low", "ci_high"}),
-        p_adjusted=c.p_adjusted,
-        significant=c.significant,
-        tost_p=c.tost_p,
-        equivalent=c.tost_equivalent,
-    )
+def _analysis(episodes: list[Episode], reference: str, o: GateOptions) -> AnalysisResult:
+    k = o.default_budget
+    return analyze(_with_budget(episodes, k) if k is not None else episodes, o.analysis(reference))
 
 
 def _pts(x: float | None) -> str:
@@ -235,55 +204,6 @@ def _more_data(ref: ArmStats, paired: int, k: int, o: GateOptions) -> MoreData:
     return MoreData(K=k, tasks=tasks, trials=more_trials, note=note)
 
 
-def _decide(
-    checks: list[BudgetCheck],
-    amplified: list[str],
-    new: dict[str, int],
-    tested: bool,
-    paired: int,
-    minimum: int,
-) -> tuple[GateVerdict, str]:
-    # A significant drop the TOST still bounds inside the margin is the tolerance the user set:
-    # reported, not damage (the issue's pass rule: equivalent at both budgets, nothing amplified).
-    drops = [c for c in checks if c.significant and (c.gap or 0) > 0 and not c.equivalent]
-    small = [c for c in checks if c.significant and (c.gap or 0) > 0 and c.equivalent]
-    if drops or amplified:
-        parts = [
-            f"significant success drop at K = {c.K}: {100 * (c.gap or 0):.1f} points "
-            f"(unadjusted 95% CI {_pts(c.ci_low)} to {_pts(c.ci_high)}, "
-            f"{p_is(c.p_adjusted, 'adjusted p')})"
-            for c in drops
-        ]
-        if amplified:
-            parts.append("amplified channel(s): " + ", ".join(amplified))
-        return "damage", "; ".join(parts)
-    if all(c.equivalent for c in checks) and tested and not new:
-        ks = " and ".join(f"K = {c.K}" for c in checks)
-        inside = "".join(
-            f"; a significant drop inside the margin at K = {c.K}: {100 * (c.gap or 0):.1f} "
-            f"points (unadjusted 95% CI {_pts(c.ci_low)} to {_pts(c.ci_high)})"
-            for c in small
-        )
-        return "pass", (
-            f"equivalent within the margin (TOST) at {ks}; no channel amplified{inside}"
-        )
-    parts = [
-        f"equivalence not shown at K = {c.K} ({_pts(c.gap)} points, {p_is(c.tost_p, 'TOST p')})"
-        for c in checks
-        if not c.equivalent
-    ]
-    if new:
-        parts.append(
-            "channel(s) new in the candidate, with no test at this study size: "
-            + ", ".join(f"{ch} ({n} failed calls, none in the reference)" for ch, n in new.items())
-        )
-    if not tested:
-        parts.append(
-            f"channels not tested: {paired} paired task(s), their intervals need ≥ {minimum}"
-        )
-    return "inconclusive", "; ".join(parts)
-
-
 def gate(
     reference: Sequence[Episode],
     candidate: Sequence[Episode],
@@ -299,37 +219,30 @@ def gate(
             f"unknown channel(s) {unknown}; known: {list(CHANNELS)}", field="--channels"
         )
     episodes, ref_arm, cand_arm = prepare(reference, candidate, reference_arm, candidate_arm)
-    base = _analysis(episodes, ref_arm, o.default_k, o)
+    base = _analysis(episodes, ref_arm, o)
     k_default = base.settings.default_K
-    if o.tight_k >= k_default:
+    if o.tight_budget >= k_default:
         raise InputError(
-            f"the tight budget K = {o.tight_k} must be below the default K = {k_default}",
+            f"the tight budget K = {o.tight_budget} must be below the default K = {k_default}",
             field="--tight-budget",
         )
-    tight = _analysis(episodes, ref_arm, o.tight_k, o)
     minimum = base.settings.bootstrap_min_tasks
     cells: list[GateCell] = []
     for cell in base.cells:
         comp = candidate_comparison(cell, cand_arm, ref_arm)
-        key = (cell.model, cell.domain)
-        tight_cell = next(c for c in tight.cells if (c.model, c.domain) == key)
-        tight_comp = next(c for c in tight_cell.comparisons if c.arm == cand_arm)
-        checks = [_check(comp), _check(tight_comp)]
+        e = evidence(comp, base.settings, o.channels)
+        decision = decide(e)
+        verdict = decision.gate
+        checks = list(e.budgets)
         amplified = [ch for ch in comp.amplified_channels if o.channels is None or ch in o.channels]
-        new = {
-            ch: a.count_arm
-            for ch, a in comp.channel_amplification.items()
-            if a.count_ref == 0 < a.count_arm
-            and a.p_value is None  # new and untested
-            and (o.channels is None or ch in o.channels)
-        }
+        new = e.new_channels
         tested = comp.paired_tasks >= minimum
-        verdict, reason = _decide(checks, amplified, new, tested, comp.paired_tasks, minimum)
+        reason = decision.reason
         more = None
         if verdict == "inconclusive":
             ref_stats = next(a for a in cell.arms if a.arm == ref_arm)
-            undecided = [c.K for c in checks if not c.equivalent]
-            more = _more_data(ref_stats, comp.paired_tasks, min(undecided or [o.tight_k]), o)
+            undecided = [c.K for c in checks if not c.drop_ruled_out]
+            more = _more_data(ref_stats, comp.paired_tasks, min(undecided or [o.tight_budget]), o)
         cells.append(
             GateCell(
                 model=cell.model,
@@ -342,9 +255,9 @@ def gate(
                 new_channels=new,
                 channels_tested=tested,
                 verdict=verdict,
+                analysis_verdict=comp.verdict,  # its own: --channels restricts only the gate
                 reason=reason,
                 more_data=more,
-                analysis_verdict=comp.verdict,
             )
         )
     overall = min((c.verdict for c in cells), key=SEVERITY.index)

@@ -19,19 +19,21 @@ from flatscore.analysis.repair_effect import RepairEffectResult
 from flatscore.analysis.sequential_result import SequentialComparison, SequentialSummary
 from flatscore.analysis.settings import AnalysisSettings, Correction
 from flatscore.analysis.task_sign import METHOD as TASK_SIGN_METHOD
+from flatscore.analysis.verdict_rule import BudgetTest, Verdict
 
 ANALYSIS_SCHEMA_VERSION = 1
 
-__all__ = ["CHANNELS", "AnalysisResult", "Correction", "CountMode", "Interval"]
-
-
-Verdict = Literal[
-    "flat score, amplified failures",
-    "visible damage",
-    "inconclusive",
-    "no damage detected",
-    "nothing to compare",
+__all__ = [
+    "CHANNELS",
+    "AnalysisResult",
+    "BudgetTest",
+    "Correction",
+    "CountMode",
+    "Interval",
+    "Verdict",
 ]
+
+
 WEIGHTING = (
     "task-weighted: each task's episodes are averaged first, then tasks are averaged (rates: "
     "Σ per-task mean failures / Σ per-task mean calls), so every task counts once whatever its "
@@ -265,6 +267,9 @@ class Comparison(AnalysisModel):
     tost_equivalent: bool
     tost_p: float | None
     tost_margin: float
+    budget_tests: list[BudgetTest] = Field(default_factory=list)
+    """The success tests the verdict reads (`verdict_rule`): the default budget, then the
+    tight one (`settings.tight_budget`) when it is among the budgets and below the default."""
     trajectory_difference: dict[str, Interval]
     recovery_difference: Interval
     repeat_difference: Interval | None = None

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from flatscore.analysis.analyze import analyze
+from flatscore.analysis.comparison import default_test
 from flatscore.analysis.gate import (
     EXIT_CODES,
     HEADLINES,
@@ -23,22 +24,13 @@ from flatscore.analysis.gate import (
     GateCell,
     GateOptions,
     GateResult,
-    GateVerdict,
-    _check,
     candidate_comparison,
     prepare,
 )
 from flatscore.analysis.sequential_result import decided_text
-from flatscore.analysis.settings import AnalysisSettings
+from flatscore.analysis.verdict_rule import GATE_OF
 from flatscore.episode import Episode
 from flatscore.errors import InputError
-
-TO_GATE: dict[str, GateVerdict] = {
-    "visible damage": "damage",
-    "flat score, amplified failures": "damage",
-    "no damage detected": "pass",
-    "inconclusive": "inconclusive",
-}
 
 
 def sequential_gate(
@@ -51,15 +43,7 @@ def sequential_gate(
 ) -> GateResult:
     o = options or GateOptions()
     episodes, ref_arm, cand_arm = prepare(reference, candidate, reference_arm, candidate_arm)
-    settings = AnalysisSettings(
-        reference=ref_arm,
-        count=o.count,
-        tost_margin=o.tost_margin,
-        bootstrap=o.bootstrap,
-        seed=o.seed,
-        sequential=True,
-        sequential_max_tasks=max_tasks,
-    )
+    settings = o.analysis(ref_arm, sequential=True, sequential_max_tasks=max_tasks)
     result = analyze(episodes, settings)
     cells: list[GateCell] = []
     for cell in result.cells:
@@ -77,10 +61,10 @@ def sequential_gate(
                 reference=ref_arm,
                 candidate=cand_arm,
                 paired_tasks=comp.paired_tasks,
-                budgets=[_check(comp)],
+                budgets=[(comp.budget_tests or [default_test(comp)])[0]],
                 amplified_channels=[],
                 channels_tested=True,
-                verdict=TO_GATE[seq.verdict],
+                verdict=GATE_OF[seq.verdict],
                 reason="sequential: " + decided_text(seq),
             )
         )

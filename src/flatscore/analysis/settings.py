@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import (
     AliasChoices,
@@ -84,6 +84,12 @@ class AnalysisSettings(AnalysisModel):
     count: CountMode = defaults.COUNT
     tost_margin: float = Field(
         defaults.TOST_MARGIN, gt=0, lt=1, description="fraction, 0.075 = 7.5 points"
+    )
+    tight_budget: int = Field(
+        defaults.TIGHT_K,
+        ge=0,
+        le=MAX_BUDGET,
+        description="the tight error budget K the verdict also tests (below the default K)",
     )
     bootstrap: int = Field(defaults.BOOTSTRAP, ge=MIN_BOOTSTRAP, le=MAX_BOOTSTRAP)
     bootstrap_min_tasks: int = Field(defaults.BOOTSTRAP_MIN_TASKS, ge=2)
@@ -178,7 +184,7 @@ class AnalysisSettings(AnalysisModel):
         return None if value is None else value.source
 
     @classmethod
-    def from_flags(cls, **values: Any) -> AnalysisSettings:
+    def from_flags(cls, **values: Any) -> Self:
         """Settings from command-line flags (`tost_margin` in points; None: the default).
         A bad value is one InputError naming the flag."""
         with validating(field=lambda loc: "--" + str(loc[0]).replace("_", "-") if loc else None):

@@ -8,6 +8,7 @@ import signal
 import sys
 
 from flatscore.cli.app import app, err_console
+from flatscore.cli.legacy import rewrite
 from flatscore.console import styled
 from flatscore.errors import InputError, RunFailed
 
@@ -23,8 +24,11 @@ def main() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     # Likewise an inherited "ignore SIGINT" (Python keeps SIG_IGN when it starts with it).
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    argv, renamed = rewrite(sys.argv[1:])
+    for warning in renamed:
+        err_console.print(styled(("warning:", "yellow"), " ", warning))
     try:
-        app()
+        app(args=argv)
     except InputError as exc:
         err_console.print(styled(("error:", "bold red"), " ", exc.one_line()))
         sys.exit(2)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from flatscore import defaults
+from flatscore.cli import legacy
 from flatscore.cli import options as opt
 from flatscore.cli.app import app, console
 from flatscore.console import styled
@@ -32,6 +33,7 @@ def options_from_flags(
     balanced: bool = False,
     sequential: bool = False,
     trials: str | None = None,
+    tight_budget: int = defaults.TIGHT_K,
 ) -> AnalysisSettings:
     """The analysis flags shared by `analyze` and `report`, validated by the one settings
     model (bad values: one InputError naming the flag)."""
@@ -50,6 +52,7 @@ def options_from_flags(
         balanced=balanced,
         sequential=sequential,
         trials=trials,
+        tight_budget=tight_budget,
     )
 
 
@@ -65,17 +68,15 @@ def labelled_runs(paths: list[Path]) -> Iterator[tuple[str, Episode]]:
 @app.command()
 def analyze(
     runs: Annotated[
-        list[Path], typer.Argument(help="Canonical JSONL runs or τ² results files/dirs.")
+        list[Path],
+        typer.Argument(help="Run folders (their *.jsonl), JSONL runs, or τ² results files/dirs."),
     ],
     reference: opt.Reference = None,
-    json_out: Annotated[
-        Path | None, typer.Option("--json", help="Write analysis.json here.")
-    ] = None,
+    json_out: opt.JsonOut = None,
     budgets: opt.Budgets = None,
-    count: Annotated[
-        str, typer.Option(help="Errors counted for S(K): all (agent + user, like τ²) or agent.")
-    ] = defaults.COUNT,
+    count: opt.Count = defaults.COUNT,
     tost_margin: opt.TostMargin = defaults.TOST_MARGIN * 100,
+    tight_budget: opt.TightBudget = defaults.TIGHT_K,
     bootstrap: opt.Bootstrap = defaults.BOOTSTRAP,
     seed: opt.BootstrapSeed = defaults.ANALYSIS_SEED,
     correction: opt.Correction = defaults.CORRECTION,
@@ -84,7 +85,7 @@ def analyze(
     ] = None,
     margins: Annotated[
         Path | None,
-        typer.Option(help="Attach a `flatscore margins` result (margins.json) to the output."),
+        typer.Option(help="Attach a 'flatscore margins' result (margins.json) to the output."),
     ] = None,
     dedupe: opt.Dedupe = False,
     balanced: opt.Balanced = False,
@@ -93,8 +94,11 @@ def analyze(
 ) -> None:
     """Per-channel error rates, S(K), amplification, invariance, recovery and paired statistics."""
     from flatscore.analysis.analyze import analyze as run_analysis
+    from flatscore.analysis.comparable import check_comparable
     from flatscore.analysis.identity import unique_episodes
     from flatscore.analysis.margins_result import load_margins
+    from flatscore.cli import json_out as out
+    from flatscore.report.rebuild import expand_inputs
     from flatscore.report.terminal import render
 
     options = options_from_flags(
@@ -110,51 +114,102 @@ def analyze(
         balanced,  # applied and recorded by the analysis
         sequential,
         trials,  # likewise
+        tight_budget,
     )
+    paths = expand_inputs(runs)
+    out.check(json_out, paths)
+    attached = load_margins(margins) if margins is not None else None
     with console.status("reading episodes and bootstrapping…"):
-        episodes, dropped = unique_episodes(labelled_runs(runs), dedupe)
+        episodes, dropped = unique_episodes(labelled_runs(paths), dedupe)
+        check_comparable(episodes)
         result = run_analysis(episodes, options)
         result.warnings[:0] = dropped
-    if margins is not None:
-        result.margins = load_margins(margins)
+    if attached is not None:
+        result.margins = attached
+    if json_out == out.STDOUT:  # the JSON alone on stdout, for machines
+        out.write(result.model_dump_json(indent=2), json_out)
+        return
     render(result, console)
-    if json_out is not None:
-        try:
-            json_out.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"cannot write ({exc.strerror})", file=str(json_out)) from None
+    if json_out is not None and out.write(result.model_dump_json(indent=2), json_out):
         console.print(f"wrote {json_out}", style="dim")
 
 
 def _parse_rates(text: str) -> dict[str, float]:
+    """`channel=rate,…` → rates; a channel flatscore does not know, a rate outside [0, 1),
+    or no rate at all is one InputError naming --rates."""
+    from flatscore.analysis.channels import CHANNELS
+
     rates: dict[str, float] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         name, sep, value = part.partition("=")
+        name = name.strip()
         try:
-            rates[name.strip()] = float(value)
+            rate = float(value)
         except ValueError:
             sep = ""
-        if not sep or not name.strip():
+        if not sep or not name:
             raise InputError(f"expected channel=rate, got {part!r}", field="--rates")
+        if name not in CHANNELS:
+            raise InputError(
+                f"unknown channel {name!r}; known: {', '.join(CHANNELS)}", field="--rates"
+            )
+        if not 0 <= rate < 1:
+            raise InputError(
+                f"expected a per-call rate in [0, 1) for {name}, got {value.strip()}",
+                field="--rates",
+            )
+        rates[name] = rate
     if not rates:
         raise InputError("no rates given", field="--rates")
     return rates
 
 
+def _success_fraction(points: float) -> float:
+    """--success in points (60 = 60%); a value ≤ 1 is read as the fraction it used to be."""
+    if 0 < points <= 1:
+        from flatscore.cli.app import err_console
+
+        err_console.print(
+            f"warning: --success {points:g} read as a fraction ({100 * points:g} points); "
+            "--success is in points now (a fraction is accepted until the next release)",
+            style="yellow",
+        )
+        return points
+    if not 0 < points < 100:
+        raise InputError(
+            f"expected a success rate in (0, 100) points, got {points:g}", field="--success"
+        )
+    return points / 100
+
+
 @app.command()
 def power(
-    success: Annotated[float, typer.Option(help="Reference success rate (fraction).")],
-    rates: Annotated[
-        str, typer.Option(help="Per-call error rates, e.g. unknown_tool=0.1,bad_arguments=0.02.")
+    success: Annotated[
+        float, typer.Option(help="Reference success rate, in points (60 = 60% of tasks).")
     ],
-    tasks: Annotated[int, typer.Option(help="Tasks in the study.")],
-    trials: Annotated[int, typer.Option(help="Trials per task.")] = 1,
+    rates: Annotated[
+        str,
+        typer.Option(
+            help="Per-call error rates by channel, fractions of agent calls, e.g. "
+            "unknown_tool=0.1,bad_arguments=0.02."
+        ),
+    ],
+    tasks: Annotated[int, typer.Option(min=1, help="Tasks in the study.")],
+    trials: Annotated[int, typer.Option(min=1, help="Trials per task.")] = 1,
     k: Annotated[
-        int, typer.Option("--K", help="Error budget K at which to detect the gap.")
+        int,
+        typer.Option(
+            "--tight-budget",
+            "--K",
+            min=0,
+            help="The tight error budget K at which to detect the gap "
+            + legacy.deprecated("--K")
+            + ".",
+        ),
     ] = defaults.TIGHT_K,
-    calls: Annotated[int, typer.Option(help="Agent tool calls per episode.")] = 10,
+    calls: Annotated[int, typer.Option(min=1, help="Agent tool calls per episode.")] = 10,
     simulations: Annotated[
-        int, typer.Option(help="Simulated studies per amplification level.")
+        int, typer.Option(min=10, help="Simulated studies per amplification level.")
     ] = 500,
     seed: Annotated[int, typer.Option(help="Simulation seed.")] = defaults.ANALYSIS_SEED,
 ) -> None:
@@ -163,14 +218,14 @@ def power(
 
     from flatscore.analysis.power import power_analysis
 
+    fraction = _success_fraction(success)
     parsed = _parse_rates(rates)
-    try:
-        result = power_analysis(
-            success, parsed, tasks=tasks, trials=trials, k=k, calls=calls,
-            simulations=simulations, seed=seed,
-        )  # fmt: skip
-    except ValueError as exc:
-        raise InputError(str(exc), field="--success/--rates") from None
+    if not 0 < sum(parsed.values()) < 1:
+        raise InputError("the summed per-call error rates must be in (0, 1)", field="--rates")
+    result = power_analysis(
+        fraction, parsed, tasks=tasks, trials=trials, k=k, calls=calls,
+        simulations=simulations, seed=seed,
+    )  # fmt: skip
     table = Table(title=f"power at K={k}: {tasks} tasks × {trials} trial(s), {calls} calls/episode")
     for col in ("amplification", f"Gap({k}) (points)", "power"):
         table.add_column(col, justify="right")

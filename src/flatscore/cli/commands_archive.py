@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from flatscore.cli import legacy
 from flatscore.cli.app import app, console
 
 archive_app = typer.Typer(
@@ -20,11 +21,28 @@ Runs = Annotated[Path, typer.Argument(help="The run folder (the study's <output>
 Archive = Annotated[Path, typer.Argument(help="The folder of chunks (<run>.<NNN>.jsonl.xz).")]
 
 
+def _holds_runs(path: Path) -> bool:
+    """A run folder (its *.jsonl) rather than a folder of chunks (*.jsonl.xz)."""
+    return path.is_dir() and any(path.glob("*.jsonl")) and not any(path.glob("*.jsonl.xz"))
+
+
 @archive_app.command("pack")
-def pack_command(runs: Runs, archive: Archive) -> None:
-    """Write the episodes no chunk holds yet as new chunks; none is ever rewritten."""
+def pack_command(archive: Archive, runs: Runs) -> None:
+    """Write the episodes no chunk holds yet as new chunks; none is ever rewritten.
+
+    ARCHIVE comes first, as in unpack and status (the old order, RUNS ARCHIVE, is recognised
+    by what the folders hold and accepted until the next release, with a warning)."""
+    from flatscore.cli.app import err_console
     from flatscore.store.archive import pack
 
+    if _holds_runs(archive) and not _holds_runs(runs):
+        err_console.print(
+            "warning: archive pack RUNS ARCHIVE is now archive pack ARCHIVE RUNS "
+            f"({legacy.NOTE}); read as pack {runs} {archive}",
+            style="yellow",
+            highlight=False,
+        )
+        archive, runs = runs, archive
     packed = pack(runs, archive)
     console.print(f"packed {sum(packed.values())} new episodes into {archive}", highlight=False)
 

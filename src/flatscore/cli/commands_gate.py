@@ -11,9 +11,9 @@ from typing import Annotated
 import typer
 
 from flatscore import defaults
+from flatscore.cli import legacy
 from flatscore.cli import options as opt
 from flatscore.cli.app import app, console
-from flatscore.errors import InputError
 
 
 def _load(path: Path) -> list:  # list[Episode]; typed loosely to keep imports lazy
@@ -36,14 +36,19 @@ def gate(
         str | None, typer.Option(help="The candidate's arm, when its input holds several.")
     ] = None,
     margin: Annotated[
-        float, typer.Option(help="Equivalence margin (TOST), in points.")
+        float,
+        typer.Option(
+            "--tost-margin",
+            "--margin",
+            help="TOST equivalence margin, in points " + legacy.deprecated("--margin") + ".",
+        ),
     ] = defaults.TOST_MARGIN * 100,
-    tight_budget: Annotated[
-        int, typer.Option(help="The tight error budget K checked besides the default.")
-    ] = defaults.TIGHT_K,
+    tight_budget: opt.TightBudget = defaults.TIGHT_K,
     default_budget: Annotated[
         int | None,
-        typer.Option(help="The default budget K (default: recorded max_errors − 1, τ²'s 9)."),
+        typer.Option(
+            min=0, help="The default budget K (default: recorded max_errors − 1, τ²'s 9)."
+        ),
     ] = None,
     channels: Annotated[
         str | None,
@@ -56,8 +61,13 @@ def gate(
     bootstrap: opt.Bootstrap = defaults.BOOTSTRAP,
     seed: opt.BootstrapSeed = defaults.ANALYSIS_SEED,
     json_out: Annotated[
-        bool, typer.Option("--json", help="Print the verdict as JSON (for machines).")
-    ] = False,
+        Path | None,
+        typer.Option(
+            "--json",
+            help="Also write the verdict as JSON to this path ('-': stdout, instead of the "
+            "paragraph; a bare --json, the old flag, means '-' until the next release).",
+        ),
+    ] = None,
     sequential: opt.Sequential = False,
     max_tasks: Annotated[
         int | None,
@@ -69,23 +79,19 @@ def gate(
     """May the candidate replace the reference? Exit 0 pass, 3 damage, 4 inconclusive."""
     from flatscore.analysis.gate import GateOptions
     from flatscore.analysis.gate import gate as run_gate
-    from flatscore.errors import validating
+    from flatscore.cli import json_out as out
 
-    if not 0 < margin < 100:
-        raise InputError(f"expected a margin in (0, 100) points, got {margin}", field="--margin")
-    if count not in ("all", "agent"):
-        raise InputError(f"expected all or agent, got {count!r}", field="--count")
     chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
-    with validating(prefix="--"):
-        options = GateOptions(
-            tost_margin=margin / 100,
-            tight_k=tight_budget,
-            default_k=default_budget,
-            channels=chosen,
-            bootstrap=bootstrap,
-            seed=seed,
-            count=count,
-        )
+    options = GateOptions.from_flags(
+        tost_margin=margin,
+        tight_budget=tight_budget,
+        default_budget=default_budget,
+        channels=chosen,
+        bootstrap=bootstrap,
+        seed=seed,
+        count=count,
+    )
+    out.check(json_out, [reference, candidate])
     with console.status("reading both runs, analysing…"):
         runs = (_load(reference), _load(candidate), options, reference_arm, candidate_arm)
         if sequential:
@@ -94,9 +100,9 @@ def gate(
             result = sequential_gate(*runs, max_tasks=max_tasks)
         else:
             result = run_gate(*runs)
-    if json_out:
-        typer.echo(result.model_dump_json(indent=2))
-    else:
+    if json_out is not None:
+        out.write(result.model_dump_json(indent=2), json_out)
+    if json_out != out.STDOUT:
         console.print(result.summary)
         for w in result.warnings:
             console.print(f"warning: {w}", style="yellow")

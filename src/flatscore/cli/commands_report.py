@@ -33,6 +33,7 @@ def report(
     ] = None,
     count: opt.Count = defaults.COUNT,
     tost_margin: opt.TostMargin = defaults.TOST_MARGIN * 100,
+    tight_budget: opt.TightBudget = defaults.TIGHT_K,
     bootstrap: opt.Bootstrap = defaults.BOOTSTRAP,
     seed: opt.BootstrapSeed = defaults.ANALYSIS_SEED,
     correction: opt.Correction = defaults.CORRECTION,
@@ -41,14 +42,17 @@ def report(
     balanced: opt.Balanced = False,
     sequential: opt.Sequential = False,
     trials: opt.Trials = None,
-    title: Annotated[str, typer.Option(help="Report title.")] = "flatscore report",
+    title: Annotated[
+        str | None,
+        typer.Option(help="Report title (default: the study's name, from the episodes)."),
+    ] = None,
     generated_at: Annotated[
         str | None,
         typer.Option(help="A timestamp to print in the report (none by default: byte-stable)."),
     ] = None,
     margins: Annotated[
         Path | None,
-        typer.Option(help="Add a `flatscore margins` result (margins.json) to the report."),
+        typer.Option(help="Add a 'flatscore margins' result (margins.json) to the report."),
     ] = None,
 ) -> None:
     """Rebuild the report (report.html, summary.md, analysis.json, tables.md) from episode
@@ -61,7 +65,7 @@ def report(
         options = options_from_settings(settings_from_file(settings_from))
     else:
         flags = (reference, budgets, count, tost_margin, bootstrap, seed, correction)
-        options = options_from_flags(*flags, channel_rules, dedupe)
+        options = options_from_flags(*flags, channel_rules, dedupe, tight_budget=tight_budget)
     if balanced:  # also over --settings-from (whose analysis records it when it was on)
         options = options.model_copy(update={"balanced": True})
     if sequential:

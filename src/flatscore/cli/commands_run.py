@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from flatscore import defaults
+from flatscore.cli import legacy
 from flatscore.cli.app import app, console
 from flatscore.console import styled
 from flatscore.defaults import MAX_BUDGET
@@ -56,7 +57,7 @@ def _given(ctx: typer.Context, names: tuple[str, ...]) -> list[str]:
     for n in names:
         source = getattr(ctx.get_parameter_source(n), "name", "DEFAULT")
         if source in ("COMMANDLINE", "ENVIRONMENT", "PROMPT"):
-            given.append("--" + n.replace("_", "-"))
+            given.append("--count" if n == "counted" else "--" + n.replace("_", "-"))
     return given
 
 
@@ -123,7 +124,9 @@ def run_command(
     user: Annotated[str, _quick(help="User simulator (scripted).")] = "scripted",
     split: Annotated[str, _quick(help="train, test or all.")] = defaults.SPLIT,
     task: Annotated[list[str] | None, _quick(help="Only these task ids (repeatable).")] = None,
-    trials: Annotated[int, _quick(min=1)] = defaults.TRIALS,
+    trials: Annotated[int, _quick(min=1, help="Trials per task (trial t uses seed + t).")] = (
+        defaults.TRIALS
+    ),
     seed: Annotated[int, _quick(help="Base seed; trial t uses seed + t.")] = defaults.SEED,
     max_errors: Annotated[
         int,
@@ -133,8 +136,19 @@ def run_command(
             help="τ² error budget: the episode stops at this many counted failed calls.",
         ),
     ] = defaults.MAX_ERRORS,
-    counted: Annotated[str, _quick(help="Errors counted: all or agent.")] = defaults.COUNTED,
-    max_steps: Annotated[int, _quick(min=1)] = defaults.MAX_STEPS,
+    counted: Annotated[
+        str,
+        _quick(
+            "--count",
+            "--counted",
+            help="Errors counted against --max-errors: all (agent + user, like τ²) or agent "
+            + legacy.deprecated("--counted")
+            + ".",
+        ),
+    ] = defaults.COUNTED,
+    max_steps: Annotated[
+        int, _quick(min=1, help="Messages after the greeting before an episode ends max_steps.")
+    ] = defaults.MAX_STEPS,
     arm: Annotated[str | None, _quick(help="Arm label (default: the agent name).")] = None,
     study: Annotated[str, _quick(help="Study label.")] = defaults.QUICK_STUDY_NAME,
     repair: Annotated[
@@ -189,6 +203,8 @@ def run_command(
     from flatscore.agents.repair import parse_channels
     from flatscore.run.quick import QuickRun, run_quick
 
+    if counted not in ("all", "agent"):  # named as typed (the model's field is `counted`)
+        raise InputError(f"expected all or agent, got {counted!r}", field="--count")
     quick = QuickRun.parse(
         agent=agent,
         agent_options=_parse_options(agent_opt or []),

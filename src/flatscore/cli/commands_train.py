@@ -32,7 +32,9 @@ def train_embedded_command(
         False
     ),
     threads: opt.TorchThreads = 1,
-    checkpoint_minutes: Annotated[float, typer.Option(min=0.1)] = 4.0,
+    checkpoint_minutes: Annotated[
+        float, typer.Option(min=0.1, help="Minutes between checkpoints (resume from the last).")
+    ] = 4.0,
     install: Annotated[
         bool, typer.Option(help="Copy the finished adapter into the package (the default model).")
     ] = False,

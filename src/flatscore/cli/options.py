@@ -4,6 +4,7 @@ import this module as `opt` and annotate with `opt.Reference` and so on."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -12,8 +13,28 @@ Reference = Annotated[str | None, typer.Option(help="Reference arm (default: hig
 Budgets = Annotated[
     str | None, typer.Option(help="Error budgets K, e.g. 0-10 or 0,2,9 (default 0..default K).")
 ]
-Count = Annotated[str, typer.Option(help="Errors counted for S(K): all or agent.")]
-TostMargin = Annotated[float, typer.Option(help="TOST equivalence margin, in points.")]
+Count = Annotated[
+    str, typer.Option(help="Errors counted for S(K): all (agent + user, like τ²) or agent.")
+]
+TostMargin = Annotated[
+    float,
+    typer.Option(
+        "--tost-margin", help="TOST equivalence margin, in points (7.5 = ±7.5 points of success)."
+    ),
+]
+TightBudget = Annotated[
+    int,
+    typer.Option(
+        "--tight-budget",
+        min=0,
+        help="The tight error budget K the verdict tests besides the default (where a hidden "
+        "gap shows).",
+    ),
+]
+JsonOut = Annotated[
+    Path | None,
+    typer.Option("--json", help="Also write the result as JSON to this path ('-': stdout)."),
+]
 Bootstrap = Annotated[int, typer.Option(help="Bootstrap resamples.")]
 BootstrapSeed = Annotated[int, typer.Option(help="Bootstrap seed.")]
 Correction = Annotated[str, typer.Option(help="Multiple-testing correction: holm or bh.")]

@@ -1,14 +1,17 @@
 """Parquet export of episodes as flat tables, for large-scale analysis outside flatscore.
 
 Two tables: `episodes.parquet` (one row per episode) and `tool_calls.parquet` (one row per
-tool call, agent and user side, with its result). Rows are written in batches, so memory
-stays bounded however many episodes are exported.
+tool call, agent and user side, with its result and the analysis' per-call diagnostics: the
+failure channel, whether the next agent call recovered, the call's place in the error budget).
+Rows are written in batches, so memory stays bounded however many episodes are exported.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from functools import cache
+from itertools import pairwise
 from pathlib import Path
 from typing import TypedDict, get_args, get_type_hints
 
@@ -16,7 +19,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
+from flatscore.analysis.channels import (
+    UNKNOWN_TOOL_LEAVES,
+    ChannelRules,
+    episode_classifier,
+    load_rules,
+)
 from flatscore.episode import Episode
+from flatscore.errors import InputError
 
 EPISODES_FILE = "episodes.parquet"
 TOOL_CALLS_FILE = "tool_calls.parquet"
@@ -78,6 +88,10 @@ class ToolCallRow(TypedDict):
     has_result: bool
     error: bool | None  # null when the call got no answer
     error_text: str | None  # the result text of a failed call
+    channel: str | None  # failed agent call: its leaf channel (docs/analysis.md); else null
+    channel_family: str | None  # unknown_tool for its four parts, else the channel
+    recovered: bool | None  # failed agent call with a next agent call: did that one succeed?
+    failed_call_number: int | None  # a failed call (either side): 1, 2, … in the episode
 
 
 _ARROW_TYPES = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
@@ -102,13 +116,25 @@ class ExportCounts(BaseModel):
     tool_calls: int = 0
 
 
-def tool_call_rows(ep: Episode) -> list[ToolCallRow]:
-    """One row per tool call in the episode, joined to its result by call id."""
+def tool_call_rows(ep: Episode, rules: ChannelRules | None = None) -> list[ToolCallRow]:
+    """One row per tool call in the episode, joined to its result by call id, with the
+    analysis' channel of each failed agent call (`rules`: the bundled ones by default) and
+    its recovery (the next agent call in the episode succeeded), as `analysis.facts` counts
+    them."""
     results = ep.tool_results()
+    classify = episode_classifier(ep, rules or _bundled_rules())
     rows: list[ToolCallRow] = []
+    failures = 0
     for message_index, msg in enumerate(ep.messages):
         for call in msg.tool_calls:
             result = results.get(call.id)
+            failed = result is not None and result.error
+            failures += failed
+            channel = (
+                classify(call, result)
+                if result is not None and result.error and call.requestor != "user"
+                else None
+            )
             args = call.arguments
             rows.append(
                 {
@@ -130,9 +156,24 @@ def tool_call_rows(ep: Episode) -> list[ToolCallRow]:
                     "has_result": result is not None,
                     "error": result.error if result is not None else None,
                     "error_text": result.text if result is not None and result.error else None,
+                    "channel": channel,
+                    "channel_family": (
+                        "unknown_tool" if channel in UNKNOWN_TOOL_LEAVES else channel
+                    ),
+                    "recovered": None,
+                    "failed_call_number": failures if failed else None,
                 }
             )
+    agent = [r for r in rows if r["requestor"] != "user"]  # unanswered calls too, as facts
+    for row, after in pairwise(agent):
+        if row["error"]:
+            row["recovered"] = after["error"] is False
     return rows
+
+
+@cache
+def _bundled_rules() -> ChannelRules:
+    return load_rules()
 
 
 def episode_row(ep: Episode, calls: list[ToolCallRow]) -> EpisodeRow:
@@ -200,16 +241,21 @@ class _BatchWriter:
         self.writer.close()
 
 
-def export_parquet(episodes: Iterable[Episode], out_dir: str | Path) -> ExportCounts:
-    """Write `episodes.parquet` and `tool_calls.parquet` into `out_dir` (created if needed)."""
+def export_parquet(
+    episodes: Iterable[Episode], out_dir: str | Path, rules: ChannelRules | None = None
+) -> ExportCounts:
+    """Write `episodes.parquet` and `tool_calls.parquet` into `out_dir` (created if needed;
+    an existing file there is bad input, not a file-system error)."""
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out} is a file: expected a folder for the tables", field="--out")
     out.mkdir(parents=True, exist_ok=True)
     counts = ExportCounts()
     ep_writer = _BatchWriter(out / EPISODES_FILE, EPISODE_SCHEMA)
     call_writer = _BatchWriter(out / TOOL_CALLS_FILE, TOOL_CALL_SCHEMA)
     try:
         for ep in episodes:
-            calls = tool_call_rows(ep)
+            calls = tool_call_rows(ep, rules)
             ep_writer.add([episode_row(ep, calls)])
             call_writer.add(calls)
             counts.episodes += 1

@@ -209,6 +209,16 @@ def _read_info(meta: Path) -> dict[str, Any]:
             file=str(meta),
         )
     if first != b"{":
+        with meta.open("rb") as fh:
+            magic = fh.read(3)
+        if magic[:2] == b"\x1f\x8b" or magic == b"BZh" or magic[:2] == b"\xfd7":
+            kind = {b"\x1f\x8b": "gzip", b"BZ": "bzip2"}.get(magic[:2], "xz")
+            raise InputError(
+                f"a {kind}-compressed file: decompress it first (e.g. "
+                f"{'gunzip' if kind == 'gzip' else 'bunzip2' if kind == 'bzip2' else 'unxz'} -k "
+                f"{meta.name}); flatscore reads τ²-bench results as plain JSON",
+                file=str(meta),
+            )
         raise InputError("not a τ²-bench results file (expected a JSON object)", file=str(meta))
     with open_json(meta) as fh:
         try:

@@ -16,7 +16,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 from flatscore.analysis.markdown_table import table_lines
 from flatscore.analysis.result import AnalysisResult, ArmCost, Cell
 from flatscore.report.markdown import md_escape
-from flatscore.report.plots import PALETTE, _style, _to_svg
+from flatscore.report.plots import PALETTE, _style, _to_svg, drop_overlapping
 
 TIGHT_K = 2
 """The tight budget shown next to the default (the study's K = 2), or the smallest analysed."""
@@ -81,9 +81,13 @@ def cost_figure(plot_id: str, analysis: AnalysisResult) -> str:
     cells = list(dict.fromkeys((r.model, r.domain) for r in rows))
     k_def, k_tight = analysis.settings.default_K, tight_k(analysis)
     with _style(plot_id):
-        fig = Figure(figsize=(min(4.2 * max(1, len(cells)), 12.6), 3.4), layout="constrained")
+        n_arms = len({r.arm for r in rows})
+        height = 3.4 + 0.2 * math.ceil((n_arms + 2) / 5)
+        fig = Figure(figsize=(min(4.2 * max(1, len(cells)), 12.6), height), layout="constrained")
         axes = fig.subplots(1, max(1, len(cells)), squeeze=False)[0]
         units = ""
+        labels = []
+        arm_colours: dict[str, str] = {}
         for ax, (model, domain) in zip(axes, cells, strict=False):
             points = []
             for i, r in enumerate(x for x in rows if (x.model, x.domain) == (model, domain)):
@@ -93,6 +97,7 @@ def cost_figure(plot_id: str, analysis: AnalysisResult) -> str:
             xs = [x for _, _, x in points]
             for i, r, x in points:
                 color = PALETTE[i % len(PALETTE)]
+                arm_colours.setdefault(r.arm, color)
                 ys = [100 * v if v is not None else math.nan for v in (r.s_default, r.s_tight)]
                 ax.plot([x, x], ys, color=color, lw=1.2)
                 ax.plot([x], ys[:1], "o", color=color, ms=6)
@@ -104,11 +109,11 @@ def cost_figure(plot_id: str, analysis: AnalysisResult) -> str:
                 dy = (6, -4, -14)[i % 3]
                 if not ys[0] >= 15:  # near the floor (or missing): above the point
                     dy = abs(dy) + 6
-                ax.annotate(
+                labels.append(ax.annotate(
                     label, (x, ys[0]), xytext=(-6 if right else 6, dy),
                     textcoords="offset points", fontsize=7, color=color,
                     ha="right" if right else "left",
-                )  # fmt: skip
+                ))  # fmt: skip
             if xs and max(xs) > 20 * min(xs):
                 ax.set_xscale("log")
                 ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
@@ -118,7 +123,13 @@ def cost_figure(plot_id: str, analysis: AnalysisResult) -> str:
             ax.set_xlabel(f"cost per successful episode ({units or 'n/a'})")
         axes[0].plot([], [], "o", color="#555555", label=f"S(K={k_def})")
         axes[0].plot([], [], "o", mfc="white", color="#555555", label=f"S(K={k_tight})")
-        fig.legend(fontsize=7, loc="outside upper right", ncols=2)
+        for (
+            arm,
+            colour,
+        ) in arm_colours.items():  # a point whose label would overlap keeps its colour
+            axes[0].plot([], [], "s", color=colour, label=arm)
+        fig.legend(fontsize=7, loc="outside lower center", ncols=min(len(arm_colours) + 2, 5))
+        drop_overlapping(fig, labels)  # arms at one point: the first label, the rest by colour
         return _to_svg(fig, plot_id)
 
 

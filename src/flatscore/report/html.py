@@ -21,7 +21,7 @@ import base64
 import gzip
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -31,6 +31,7 @@ from flatscore.analysis.channels import ChannelRules
 from flatscore.analysis.result import CHANNELS, AnalysisResult, Cell, Comparison
 from flatscore.episode import Episode
 from flatscore.report import plots
+from flatscore.report.html_text import Footnotes, markdown_table, prose
 from flatscore.report.terminal import channel_change
 from flatscore.report.transcripts import browser_payload, cell_key
 from flatscore.report.verdicts import CHANNEL_WORDS, TONE, headlines, pct, pts, pval, ratio
@@ -142,6 +143,7 @@ def _environment() -> Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(pts=pts, pct=pct, ratio=ratio, p=pval, num=_num, ci=_ci, change=_change)
+    env.filters.update(prose=prose, mdtable=markdown_table)
     return env
 
 
@@ -252,35 +254,39 @@ def _cell_context(index: int, cell: Cell, analysis: AnalysisResult) -> dict[str,
             for a in arms
         },
     )
-    intervals = [
-        plots.Interval(
-            label=f"{ch} ({c.arm})" if len(cell.comparisons) > 1 else ch,
-            value=amp.ratio,
-            low=amp.ci_low,
-            high=amp.ci_high,
-            note=channel_change(amp) or "no failures in either arm",
-        )
-        for c in cell.comparisons
-        for ch in shown_channels
-        if (amp := c.channel_amplification.get(ch)) is not None
-    ] + [  # is there more failure at all? (the all-channel ratio, after the channels)
-        plots.Interval(
-            label=f"all failed calls ({c.arm})"
-            if len(cell.comparisons) > 1
-            else "all failed calls",
-            value=c.failed_calls.ratio,
-            low=c.failed_calls.ci_low,
-            high=c.failed_calls.ci_high,
-            note=channel_change(c.failed_calls) or "no failed calls in either arm",
-        )
-        for c in cell.comparisons
-        if c.failed_calls is not None
-    ]
+    intervals: dict[str, Sequence[plots.Interval]] = {}
+    for c in cell.comparisons:
+        rows = [
+            plots.Interval(
+                label=ch,
+                value=amp.ratio,
+                low=amp.ci_low,
+                high=amp.ci_high,
+                note=channel_change(amp) or "no failures in either arm",
+            )
+            for ch in shown_channels
+            if (amp := c.channel_amplification.get(ch)) is not None
+        ]
+        total = c.failed_calls
+        if total is not None:  # is there more failure at all? (after the channels)
+            rows.append(
+                plots.Interval(
+                    label="all failed calls",
+                    value=total.ratio,
+                    low=total.ci_low,
+                    high=total.ci_high,
+                    note=channel_change(total) or "no failed calls in either arm",
+                )
+            )
+        intervals[c.arm] = rows
     channels_svg = plots.channel_figure(f"channels-{index}", rates, intervals)
     ref_arm = next((a for a in arms if a.arm == cell.reference), arms[0] if arms else None)
-    rank_svgs = []
+    rank_svgs: list[str | None] = []
     for j, c in enumerate(cell.comparisons):
         arm = next((a for a in arms if a.arm == c.arm), None)
+        if not (ref_arm and ref_arm.hallucinated_names) and not (arm and arm.hallucinated_names):
+            rank_svgs.append(None)  # one line in the page instead of an empty plot
+            continue
         rank_svgs.append(
             plots.rank_figure(
                 f"rank-{index}-{j}",
@@ -307,17 +313,18 @@ def _cell_context(index: int, cell: Cell, analysis: AnalysisResult) -> dict[str,
         "cell": cell,
         "arms": arms,
         "tone": TONE.get(cell.verdict, "warn"),
-        "headlines": headlines(cell, settings.default_K),
+        "headlines": headlines(cell, settings),
         "budget_svg": Markup(budget_svg),
         "budgets": budgets,
         "s_of": s_of,
         "gap_of": gap_of,
         "channels": shown_channels,
         "channels_svg": Markup(channels_svg),
-        "rank_svgs": [Markup(s) for s in rank_svgs],
+        "rank_svgs": [Markup(s) if s else None for s in rank_svgs],
         "passk_svg": Markup(passk_svg),
         "floor_svg": Markup(floor_svg) if floor_svg else None,
         "max_k": max((len(a.pass_k) for a in arms), default=0),
+        "footnotes": Footnotes(),
     }
 
 

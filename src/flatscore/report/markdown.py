@@ -111,7 +111,7 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
             md_escape(cell.verdict_reason),
             "",
         ]
-        for h in headlines(cell, s.default_K):
+        for h in headlines(cell, s):
             label = f" ({md_escape(h.label)})" if h.label else ""
             lines.append(
                 f"- **{md_escape(h.arm)} vs {md_escape(h.reference)}: {h.verdict}.**{label}"

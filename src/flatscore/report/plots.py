@@ -22,7 +22,9 @@ from dataclasses import dataclass, field, replace
 
 import matplotlib
 from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 # Colour-blind-safe palette (Okabe-Ito); the reference arm always takes the first colour.
@@ -97,6 +99,34 @@ def _to_svg(fig: Figure, plot_id: str) -> str:
     return _TAG.sub(lambda m: _ID_REF.sub(lambda r: r.group(1) + prefix, m.group(0)), text)
 
 
+def drop_overlapping(fig: Figure, candidates: Sequence[Text]) -> None:
+    """Remove each of `candidates` (in priority order) whose box overlaps another text of the
+    figure (ticks, titles, legends, the labels kept before it): a label that cannot be read
+    is left out rather than printed over another."""
+    if not candidates:
+        return
+    FigureCanvasAgg(fig)
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    fig.draw_without_rendering()
+    pending = set(map(id, candidates))
+    fixed = [
+        t.get_window_extent(renderer).expanded(1.04, 1.1)
+        for t in fig.findobj(Text)
+        if id(t) not in pending and t.get_visible() and t.get_text().strip()
+    ]
+    for t in candidates:
+        box = t.get_window_extent(renderer).expanded(1.04, 1.1)
+        if any(box.overlaps(other) for other in fixed):
+            t.remove()
+        else:
+            fixed.append(box)
+
+
+def _offsets(n: int, step: float) -> list[float]:
+    """Small x offsets that keep n coinciding series apart (centred on 0)."""
+    return [step * (i - (n - 1) / 2) for i in range(n)]
+
+
 def _pts(values: Sequence[float | None]) -> list[float]:
     return [math.nan if v is None else 100.0 * v for v in values]
 
@@ -111,12 +141,17 @@ DASHES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1)), (0, (1, 2)), (0, (6, 2)), (0,
 later one is dashed over the earlier and each has its own marker."""
 
 
-def _draw_bands(ax: Axes, bands: Sequence[Band], colour_offset: int = 0) -> None:
+def _draw_bands(
+    ax: Axes, bands: Sequence[Band], colour_offset: int = 0, spread: float = 0.0
+) -> None:
+    """Lines with their bands; `spread` shifts each series sideways by a fraction of an x
+    step, so arms whose values coincide stay visible side by side."""
+    shifts = _offsets(len(bands), spread)
     for i, band in enumerate(bands):
         colour = _colour(i + colour_offset)
         j = (i + colour_offset) % len(MARKERS)
         ax.plot(
-            band.x,
+            [x + shifts[i] for x in band.x],
             _pts(band.y),
             marker=MARKERS[j],
             ms=4 if j else 5,
@@ -137,18 +172,22 @@ def budget_figure(
     default_k: int | None,
     small_k: int | None,
 ) -> str:
-    """S(K) per arm (left) and Gap(K) per arm vs the reference (right), with CI bands.
+    """S(K) per arm (left) and Gap(K) per arm vs the reference (right), with CI bands; one
+    legend for both, below the plots (never over the lines); coinciding arms are shifted a
+    little sideways.
 
     The picture of the study: curves that meet at the default K and part at small K.
     """
+    n = max(len(success), 1)
     with _style(plot_id):
-        fig = Figure(figsize=(9.0, 3.4), layout="constrained")
+        fig = Figure(figsize=(9.0, 3.4 + 0.22 * math.ceil(n / 4)), layout="constrained")
         left, right = fig.subplots(1, 2)
-        _draw_bands(left, success)
+        spread = 0.05 if n > 1 else 0.0
+        _draw_bands(left, success, spread=spread)
         left.set(xlabel="error budget K (failed calls allowed)", ylabel="success S(K), %")
         left.set_title("Success under each error budget", loc="left")
         left.set_ylim(-2, 102)
-        _draw_bands(right, gaps, colour_offset=1)
+        _draw_bands(right, gaps, colour_offset=1, spread=spread)
         right.axhline(0.0, color="#555555", lw=0.8)
         right.set(xlabel="error budget K", ylabel="Gap(K) = S_ref − S_arm, points")
         right.set_title("Gap to the reference", loc="left")
@@ -168,20 +207,39 @@ def budget_figure(
                         ha="right",
                         va="top",
                     )
-            if ax.get_legend_handles_labels()[0]:
-                ax.legend(fontsize=8, loc="best")
+        handles, labels = left.get_legend_handles_labels()
+        if handles:
+            fig.legend(handles, labels, fontsize=8, loc="outside lower center", ncols=min(n, 4))
         return _to_svg(fig, plot_id)
 
 
-def channel_figure(plot_id: str, rates: GroupedBars, amplification: Sequence[Interval]) -> str:
-    """Channel rates per arm (left, % of agent tool calls) and amplification vs the
-    reference with CIs (right, log scale: 1 = unchanged)."""
+ROW_IN = 0.24
+"""Inches per row of a horizontal plot (a channel, an arm): figures grow with their rows."""
+FACET_COLUMNS = 3
+"""Amplification panels per row of the figure (one panel per compared arm)."""
+
+
+def channel_figure(
+    plot_id: str, rates: GroupedBars, amplification: dict[str, Sequence[Interval]]
+) -> str:
+    """Channel rates per arm (top: % of agent tool calls, one bar per arm in each channel's
+    row) and amplification against the reference with CIs (below: one panel per compared arm,
+    log scale, 1 = unchanged). Every row has its own height, so the figure grows with the
+    number of arms and channels; the legend sits above the bars."""
+    arms = list(amplification)
+    cols = min(FACET_COLUMNS, max(len(arms), 1))
+    grid = math.ceil(len(arms) / cols) if arms else 0
+    n_series = max(len(rates.series), 1)
+    bar_rows = len(rates.categories) * max(1.0, 0.4 * n_series)
+    facet_rows = max((len(v) for v in amplification.values()), default=0)
+    top_h = ROW_IN * max(bar_rows, 3) + 0.9 + 0.2 * math.ceil(n_series / 4)
+    facet_h = ROW_IN * max(facet_rows, 3) + 0.9
     with _style(plot_id):
-        fig = Figure(
-            figsize=(9.0, 0.45 * max(len(rates.categories), 3) + 1.2), layout="constrained"
+        fig = Figure(figsize=(9.0, top_h + grid * facet_h), layout="constrained")
+        top, bottom = fig.subfigures(  # type: ignore[misc]  # an array of two subfigures
+            2, 1, height_ratios=[top_h, max(grid * facet_h, 0.01)]
         )
-        left, right = fig.subplots(1, 2)
-        n_series = max(len(rates.series), 1)
+        left = top.subplots()
         height = 0.8 / n_series
         ys = range(len(rates.categories))
         for i, (name, values) in enumerate(rates.series.items()):
@@ -192,15 +250,24 @@ def channel_figure(plot_id: str, rates: GroupedBars, amplification: Sequence[Int
         left.set_xlabel("% of agent tool calls")
         left.set_title("Failed calls by channel", loc="left")
         if rates.series:
-            left.legend(fontsize=8, loc="lower right")
-        _draw_intervals(right, amplification)
-        # Short: a left-aligned title starts at the axes, right of long channel labels, and a
-        # longer one ran off the figure; the ratio's definition is on the x axis.
-        right.set_title("Amplification", loc="left")
+            top.legend(fontsize=8, loc="outside upper right", ncols=min(n_series, 4))
+        if arms:
+            axes = bottom.subplots(grid, cols, squeeze=False, sharey=True)
+            for k, ax in enumerate(axes.flat):
+                if k >= len(arms):
+                    ax.set_axis_off()
+                    continue
+                _draw_intervals(ax, amplification[arms[k]], labels=k % cols == 0)
+                ax.set_title(_short(arms[k], 30), loc="left", fontsize=8)
+                if k < len(arms) - cols:
+                    ax.set_xlabel("")
+            bottom.suptitle("Amplification (arm rate ÷ reference rate)", x=0.01, ha="left")
         return _to_svg(fig, plot_id)
 
 
-def _draw_intervals(ax: Axes, items: Sequence[Interval]) -> None:
+def _draw_intervals(ax: Axes, items: Sequence[Interval], labels: bool = True) -> None:
+    """One row per item: the ratio and its CI on a log axis (decades only, so the ticks
+    never run together); an interval with no upper bound ends in an arrowhead at the edge."""
     shown = [
         it for it in items if it.value is not None and it.value > 0 and math.isfinite(it.value)
     ]
@@ -210,29 +277,37 @@ def _draw_intervals(ax: Axes, items: Sequence[Interval]) -> None:
         ax.set_axis_off()
         return
     ax.set_yticks(ys, [it.label for it in items])
+    ax.tick_params(axis="y", labelleft=labels)  # facets share rows: named on the left only
     ax.set_ylim(len(items) - 0.5, -0.5)
     ax.axvline(1.0, color="#555555", lw=0.8)
+    values = [v for it in shown for v in (it.value, it.low, it.high) if v and math.isfinite(v)]
+    top = max(values, default=2.0) * 1.6
     for y, it in zip(ys, items, strict=True):
         if it not in shown:
             ax.annotate(
-                it.note, (0.02, y), xycoords=("axes fraction", "data"), va="center", fontsize=7
+                _short(it.note, 26),
+                (0.02, y),
+                xycoords=("axes fraction", "data"),
+                va="center",
+                fontsize=6.5,
+                color="#666666",
             )
             continue
         assert it.value is not None
         lo = it.low if it.low is not None and it.low > 0 else it.value
-        hi = it.high if it.high is not None and math.isfinite(it.high) else it.value
+        unbounded = it.low is not None and (it.high is None or not math.isfinite(it.high))
+        hi = top if unbounded else (it.high if it.high is not None else it.value)
         ax.plot([lo, hi], [y, y], color="#333333", lw=1.4)
         ax.plot([it.value], [y], "o", color=PALETTE[4], ms=5)
-        if it.high is None or not math.isfinite(it.high):
-            # The bootstrap's upper bound is unbounded (reference count near zero).
-            ax.annotate("→ ∞", (hi, y), textcoords="offset points", xytext=(6, -3), fontsize=7)
+        if unbounded:  # no upper bound (reference count near zero): an arrowhead, no text
+            ax.plot([hi], [y], marker=">", color="#333333", ms=5)
     if shown:
         ax.set_xscale("log")
         # Plain tick text: mathtext is off (model text must never be parsed as markup).
-        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0,)))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"×{v:g}"))
         ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("arm rate ÷ reference rate (log scale), 95% CI")
+    ax.set_xlabel("ratio (log), 95% CI")
 
 
 def rank_figure(
@@ -254,7 +329,10 @@ def rank_figure(
     ref_rank = _ranks({n: ref_counts.get(n, 0) for n in names})
     arm_rank = _ranks({n: arm_counts.get(n, 0) for n in names})
     with _style(plot_id):
-        fig = Figure(figsize=(4.6, 4.2), layout="constrained")
+        # Fixed margins, no layout engine: one draw fewer per plot (a report draws one of
+        # these per arm); the labels are short (`_short`) and the legend sits under the axes.
+        fig = Figure(figsize=(4.6, 4.2))
+        fig.subplots_adjust(left=0.14, right=0.97, top=0.92, bottom=0.2)
         ax = fig.subplots()
         if names:
             top = len(names) + 1
@@ -280,7 +358,7 @@ def rank_figure(
             by_volume = sorted(
                 names, key=lambda n: (-(arm_counts.get(n, 0) + ref_counts.get(n, 0)), n)
             )
-            for n in by_volume[:label_top]:
+            labels = [
                 ax.annotate(
                     _short(n),
                     (ref_rank[n], arm_rank[n]),
@@ -288,12 +366,15 @@ def rank_figure(
                     xytext=(4, 3),
                     fontsize=7,
                 )
+                for n in by_volume[:label_top]
+            ]
             ax.set_xlim(0.5, top)
             ax.set_ylim(0.5, top)
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.legend(fontsize=7, loc="lower right")
+            fig.legend(fontsize=7, loc="lower center", ncols=2)
         else:
+            labels = []
             ax.annotate(
                 "no hallucinated tool names", (0.5, 0.5), xycoords="axes fraction", ha="center"
             )
@@ -302,21 +383,29 @@ def rank_figure(
         rho_text = "n/a" if rho is None else f"{rho:.2f}"
         novel_text = "n/a" if novel_fraction is None else f"{100 * novel_fraction:.1f}%"
         ax.set_title(f"ρ = {rho_text}, novel = {novel_text}", loc="left")
+        drop_overlapping(fig, labels)
         return _to_svg(fig, plot_id)
 
 
 def passk_figure(plot_id: str, curves: Sequence[Band]) -> str:
     """pass^k per arm: the chance that all k trials of a task succeed."""
+    rows = math.ceil(len(curves) / 3)
+    height = 3.0 + 0.2 * rows
     with _style(plot_id):
-        fig = Figure(figsize=(4.6, 3.0), layout="constrained")
+        # Fixed margins (inches: axis labels, then the legend's rows under them), no layout
+        # engine: one draw fewer per plot.
+        fig = Figure(figsize=(4.6, height))
+        fig.subplots_adjust(
+            left=0.6 / 4.6, right=0.97, top=1 - 0.15 / height, bottom=(0.6 + 0.2 * rows) / height
+        )
         ax = fig.subplots()
-        _draw_bands(ax, curves)
+        _draw_bands(ax, curves, spread=0.04 if len(curves) > 1 else 0.0)
         ax.set(xlabel="k (trials that must all succeed)", ylabel="pass^k, %")
         ax.set_ylim(-2, 102)
         if curves and curves[0].x:
             ax.set_xticks(list(curves[0].x))
         if curves:
-            ax.legend(fontsize=8)
+            fig.legend(fontsize=8, loc="lower center", ncols=min(len(curves), 3))
         return _to_svg(fig, plot_id)
 
 
@@ -353,38 +442,47 @@ class FloorPanel:
 
 
 def floor_figure(plot_id: str, panels: Sequence[FloorPanel]) -> str:
-    """Each arm's diagnostics (points) against the reference compared with itself (grey
-    line or band): inside the grey, chance alone could have produced it."""
+    """Each arm's diagnostics (points, one row per arm) against the reference compared with
+    itself (grey line or band): inside the grey, chance alone could have produced it. Arms
+    are rows (named once, on the left), so the figure grows with them and no name is slanted
+    over its neighbour."""
+    n_arms = max((len(p.arms) for p in panels), default=1)
     with _style(plot_id):
-        fig = Figure(figsize=(2.4 * max(len(panels), 1) + 0.4, 2.9), layout="constrained")
-        axes = fig.subplots(1, max(len(panels), 1), squeeze=False)[0]
-        for ax, p in zip(axes, [q.clipped() for q in panels], strict=False):
-            xs = list(range(len(p.arms)))
+        fig = Figure(figsize=(9.0, ROW_IN * max(n_arms, 3) + 1.1), layout="constrained")
+        axes = fig.subplots(1, max(len(panels), 1), squeeze=False, sharey=True)[0]
+        for i, (ax, p) in enumerate(zip(axes, [q.clipped() for q in panels], strict=False)):
+            ys = list(range(len(p.arms)))
             if p.band is not None:
-                ax.axhspan(*p.band, color="#bbbbbb", alpha=0.45, lw=0, label="floor")
+                ax.axvspan(*p.band, color="#bbbbbb", alpha=0.45, lw=0, label="floor")
             if p.floor is not None:
-                ax.axhline(p.floor, color="#555555", lw=1.0, ls="--", label="floor")
-            for x, v in zip(xs, p.values, strict=True):
+                ax.axvline(p.floor, color="#555555", lw=1.0, ls="--", label="floor")
+            for y, v in zip(ys, p.values, strict=True):
                 if v is None or not math.isfinite(v):
-                    ax.annotate("n/a", (x, 0.5), xycoords=("data", "axes fraction"), ha="center")
+                    ax.annotate(
+                        "n/a", (0.5, y), xycoords=("axes fraction", "data"), ha="center",
+                        va="center", fontsize=7, color="#666666",
+                    )  # fmt: skip
             if p.low is not None and p.high is not None:
-                for x, lo, hi in zip(xs, p.low, p.high, strict=True):
+                for y, lo, hi in zip(ys, p.low, p.high, strict=True):
                     if lo is not None and hi is not None:
-                        ax.plot([x, x], [lo, hi], color="#333333", lw=1.4)
-            ys = [math.nan if v is None else v for v in p.values]
+                        ax.plot([lo, hi], [y, y], color="#333333", lw=1.4)
+            xs = [math.nan if v is None else v for v in p.values]
             ax.plot(xs, ys, "o", color=PALETTE[4], ms=5, ls="none")
-            ax.set_xticks(xs, [_short(a, 12) for a in p.arms], rotation=30, ha="right")
-            ax.set_xlim(-0.6, len(xs) - 0.4)
-            finite = [v for v in ys if math.isfinite(v)]
+            ax.set_yticks(ys, [_short(a, 18) for a in p.arms])
+            ax.tick_params(axis="y", labelleft=i == 0)
+            ax.set_ylim(len(ys) - 0.5, -0.5)
+            finite = [v for v in xs if math.isfinite(v)]
             if p.log and finite and all(v > 0 for v in finite):
-                ax.set_yscale("log")
-                ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-                ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"×{v:g}"))
-                ax.yaxis.set_minor_formatter(NullFormatter())
+                ax.set_xscale("log")
+                ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=4))
+                ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"×{v:g}"))
+                ax.xaxis.set_minor_formatter(NullFormatter())
+            else:
+                ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
             if p.limits is not None:
                 pad = 0.04 * (p.limits[1] - p.limits[0])
-                bottom, top = ax.get_ylim()
-                ax.set_ylim(max(bottom, p.limits[0] - pad), min(top, p.limits[1] + pad))
+                left, right = ax.get_xlim()
+                ax.set_xlim(max(left, p.limits[0] - pad), min(right, p.limits[1] + pad))
             ax.set_title(p.title, loc="left", fontsize=8)
         if not panels:
             axes[0].annotate("no noise floor", (0.5, 0.5), xycoords="axes fraction", ha="center")

@@ -11,9 +11,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from flatscore.analysis.analyze import analyze
+from flatscore.analysis.comparable import check_comparable
 from flatscore.analysis.identity import unique_episodes
 from flatscore.analysis.result import AnalysisResult, Settings
 from flatscore.analysis.settings import AnalysisSettings
+from flatscore.episode import Episode
 from flatscore.errors import InputError, validating
 from flatscore.formats import load_runs
 from flatscore.report import ReportPaths, write_report
@@ -25,10 +27,16 @@ def expand_inputs(paths: Sequence[Path]) -> list[Path]:
     out: list[Path] = []
     for path in paths:
         if not path.exists():
-            raise InputError("no such file or folder", file=str(path))
+            raise InputError("file not found", file=str(path))
         runs = sorted(path.rglob("*.jsonl")) if path.is_dir() else []
         out.extend(runs or [path])
     return out
+
+
+def default_title(episodes: Sequence[Episode]) -> str:
+    """The report's title when none is given: the study's name (one study), else generic."""
+    studies = sorted({ep.study for ep in episodes})
+    return f"flatscore · {studies[0]}" if len(studies) == 1 else "flatscore report"
 
 
 def options_from_settings(settings: Settings) -> AnalysisSettings:
@@ -59,7 +67,7 @@ def rebuild(
     out_dir: Path,
     options: AnalysisSettings,
     *,
-    title: str = "flatscore report",
+    title: str | None = None,
     generated_at: str | None = None,
     margins: Path | None = None,
 ) -> tuple[AnalysisResult, ReportPaths]:
@@ -73,6 +81,7 @@ def rebuild(
 
     labelled = ((str(p), ep) for p in expand_inputs(inputs) for ep in load_runs([p]))
     episodes, dropped = unique_episodes(labelled, options.dedupe)  # duplicates name files
+    check_comparable(episodes)
     result = analyze(episodes, options)
     result.warnings[:0] = dropped
     if margins is not None:
@@ -81,6 +90,11 @@ def rebuild(
     if options.balanced:
         episodes = balanced(episodes)
     paths = write_report(
-        result, episodes, out_dir, rules=options.rules, title=title, generated_at=generated_at
+        result,
+        episodes,
+        out_dir,
+        rules=options.rules,
+        title=title or default_title(episodes),
+        generated_at=generated_at,
     )
     return result, paths

@@ -13,6 +13,7 @@ from rich.text import Text
 from flatscore.analysis.channels import LEAF_CHANNELS
 from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, ChannelAmplification
 from flatscore.analysis.sequential_result import decided_text, study_text
+from flatscore.report.terminal_fit import fit
 
 VERDICT_STYLE = {
     "visible damage": "bold red",
@@ -117,14 +118,14 @@ def arms_table(cell: Cell, k_small: int, k_default: int) -> Table:
     return table
 
 
-def channels_table(cell: Cell) -> Table:
+def channels_table(cell: Cell, alpha: float) -> Table:
     """Rows = channels; per arm the rate (count) and, vs the reference, the amplification."""
     table = Table(
         title=Text(f"{cell.model} / {cell.domain}: failure channels"),
         caption="rate % (count) = failed agent calls in the channel / agent tool calls, "
         "task-weighted; ×ratio [95% CI] = rate_arm / rate_ref on the paired tasks, * = "
-        "amplified (ratio > 1, p corrected over the study's channel comparisons < 0.05; no CI "
-        "or test with fewer paired tasks than the minimum); new = a channel the reference "
+        f"amplified (ratio > 1, p corrected over the study's channel comparisons < {alpha:g}; "
+        "no CI or test with fewer paired tasks than the minimum); new = a channel the reference "
         "never failed in; all failed = every failed agent call.",
         caption_justify="left",
     )
@@ -206,10 +207,10 @@ def render(result: AnalysisResult, console: Console) -> None:
     k_small = min(s.budgets)
     for cell in result.cells:
         console.print()
-        console.print(arms_table(cell, k_small, s.default_K))
-        console.print(channels_table(cell))
+        console.print(fit(arms_table(cell, k_small, s.default_K), console))
+        console.print(fit(channels_table(cell, s.alpha), console))
         if cell.comparisons:
-            console.print(comparisons_table(cell, k_small, s.default_K))
+            console.print(fit(comparisons_table(cell, k_small, s.default_K), console))
         console.print(Text(f"risk screen: {cell.risk_screen.reason}", style="dim"))
         for w in cell.warnings:
             console.print(Text.assemble(("warning:", "yellow"), f" {w}"), highlight=False)

@@ -10,11 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flatscore.analysis.comparison import channel_shift
-from flatscore.analysis.result import ArmStats, Cell, ChannelAmplification, Comparison, GapPoint
+from flatscore.analysis.result import (
+    ArmStats,
+    Cell,
+    ChannelAmplification,
+    Comparison,
+    GapPoint,
+    Settings,
+)
 from flatscore.analysis.stats import format_p, p_is
-
-ALPHA = 0.05
-"""The analysis's default alpha: which channel changes the shift sentence calls significant."""
 
 CHANNEL_WORDS: dict[str, str] = {
     "unknown_tool": "calling tools that do not exist",
@@ -51,8 +55,9 @@ ADVICE: dict[str, str] = {
         "deciding."
     ),
     "no damage detected": (
-        "No damage is visible, and the interval rules out a drop beyond the equivalence "
-        "margin; `flatscore power` says how small a gap this study could have detected."
+        "No damage is visible, and the one-sided test rules out a drop beyond the equivalence "
+        "margin at every budget tested; `flatscore power` says how small a gap this study "
+        "could have detected."
     ),
     "nothing to compare": "Only one arm was run: there is nothing to compare it with.",
 }
@@ -60,7 +65,19 @@ DAMAGE_WITHIN_MARGIN = (
     "The final score drops significantly, but by less than the equivalence margin (TOST): "
     "decide whether a drop of this size matters for your deployment before shipping."
 )
-"""The "visible damage" advice when the drop is significant yet inside the margin."""
+"""The "no damage detected" advice when the drop is significant yet bounded inside the margin."""
+AMPLIFIED_NOT_FLAT = (
+    "Failed tool calls are amplified, but this study cannot yet show the final score flat "
+    "(a drop beyond the equivalence margin is not ruled out): treat the arm as damaged until "
+    "more tasks or trials decide (`flatscore power` sizes the study)."
+)
+"""The "inconclusive" advice when failures are amplified beside a score not shown flat."""
+CHANNELS_UNDECIDED = (
+    "The score cannot be told apart yet on the failure channels: a channel is new in the arm "
+    "with no test, or there are too few tasks to test channels. Add tasks or trials "
+    "(`flatscore power` sizes the study) before deciding."
+)
+"""The "inconclusive" advice when the success gap is bounded but the channels are not."""
 AMPLIFIED_FLAT_BUDGET = (
     "The headline score hides extra failed tool calls (each costs turns, tokens and tool "
     "traffic), though success at small budgets is not significantly lower in this study."
@@ -70,16 +87,35 @@ small-budget sentence needs Gap(K_small) − Gap(K_default) significantly above 
 
 
 def gap_grows(c: Comparison) -> bool:
-    """Gap(K_small) exceeds Gap(K_default) by a significant margin (the growth interval)."""
-    return c.gap_growth.ci_low is not None and c.gap_growth.ci_low > 0
+    """Success is lower at a small budget: Gap(K_small) exceeds Gap(K_default) by a
+    significant margin (the growth interval), or the tight budget's drop is significant and
+    not bounded by the margin (the verdict rule's two small-budget findings)."""
+    if c.gap_growth.ci_low is not None and c.gap_growth.ci_low > 0:
+        return True
+    return any(
+        t.significant and (t.gap or 0) > 0 and not t.drop_ruled_out for t in c.budget_tests[1:]
+    )
+
+
+def drop_ruled_out(c: Comparison) -> bool:
+    """A drop beyond the margin is ruled out at every budget the verdict tested."""
+    tests = c.budget_tests
+    return all(t.drop_ruled_out for t in tests) if tests else c.tost_equivalent
 
 
 def advice(c: Comparison) -> str:
-    """The deployment advice for the verdict; the small-budget claim only where it holds."""
+    """The deployment advice for the verdict; each claim only where it holds."""
     if c.verdict == "flat score, amplified failures" and not gap_grows(c):
         return AMPLIFIED_FLAT_BUDGET
-    if c.verdict == "visible damage" and c.tost_equivalent:
+    if c.verdict == "no damage detected" and c.significant and (c.gap_default.gap or 0) > 0:
         return DAMAGE_WITHIN_MARGIN
+    amplified = bool(c.amplified_channels) or (
+        c.failed_calls is not None and c.failed_calls.amplified
+    )
+    if c.verdict == "inconclusive" and (amplified or gap_grows(c)):
+        return AMPLIFIED_NOT_FLAT
+    if c.verdict == "inconclusive" and drop_ruled_out(c):
+        return CHANNELS_UNDECIDED
     return ADVICE.get(c.verdict or "", "")
 
 
@@ -142,7 +178,7 @@ def _failure_rate(arm: ArmStats | None) -> float | None:
     return arm.failed_agent_calls / arm.agent_tool_calls
 
 
-def _score_sentence(c: Comparison, k_default: int) -> str:
+def _score_sentence(c: Comparison, k_default: int, alpha: float) -> str:
     g = c.gap_default
     base = (
         f"At the default budget (K = {k_default} failed calls), {c.arm} succeeds on "
@@ -150,22 +186,32 @@ def _score_sentence(c: Comparison, k_default: int) -> str:
         f"{c.paired_tasks} paired tasks; gap {pts(g.gap)} points, {ci_pts(g.ci_low, g.ci_high)})"
     )
     margin = f"±{c.tost_margin * 100:.1f}" if c.tost_margin <= 1 else f"±{c.tost_margin:.1f}"
+    bound = c.budget_tests[0].drop_bound if c.budget_tests else None
+    one_sided = (
+        "TOST's upper test"
+        if bound is None
+        else f"the {100 * (1 - 2 * alpha):g}% interval's upper end {pts(bound)} points"
+    )
     if c.significant:
-        tail = f"; the difference is significant after correction (adjusted {p_is(c.p_adjusted)})."
+        tail = f"; the difference is significant after correction (adjusted {p_is(c.p_adjusted)})"
+        if (g.gap or 0) > 0 and c.budget_tests and c.budget_tests[0].drop_ruled_out:
+            tail += f", and a drop beyond {margin} points is ruled out ({one_sided})"
+        tail += "."
     elif c.tost_equivalent:
         tail = f"; the scores are equivalent within {margin} points (TOST)."
     else:
         test = (
             "" if c.p_adjusted is None else f"not significant (adjusted {p_is(c.p_adjusted)}) and "
         )
-        tail = (
-            f"; {test}equivalence within {margin} points could not be shown "
-            "(too few tasks or a real gap)."
-        )
+        tail = f"; {test}equivalence within {margin} points could not be shown"
+        if c.budget_tests and c.budget_tests[0].drop_ruled_out:
+            tail += f", though a drop beyond {margin} points is ruled out ({one_sided})."
+        else:
+            tail += " (too few tasks or a real gap)."
     return base + tail
 
 
-def _failure_sentence(cell: Cell, c: Comparison) -> str:
+def _failure_sentence(cell: Cell, c: Comparison, alpha: float) -> str:
     ref, arm = arm_stats(cell, c.reference), arm_stats(cell, c.arm)
     rate_ref, rate_arm = _failure_rate(ref), _failure_rate(arm)
     n_arm = arm.failed_agent_calls if arm else 0
@@ -204,7 +250,7 @@ def _failure_sentence(cell: Cell, c: Comparison) -> str:
                 f"{pct(amp.rate_arm)} of calls vs {pct(amp.rate_ref)} ({how}, "
                 f"adjusted {p_is(amp.p_adjusted)})."
             )
-        shift = channel_shift(c, ALPHA)
+        shift = channel_shift(c, alpha)
         if shift:
             text += f" {shift[0].upper()}{shift[1:]}."
     elif c.paired_tasks and all(
@@ -213,7 +259,7 @@ def _failure_sentence(cell: Cell, c: Comparison) -> str:
         text += " Too few tasks to test channel amplification."
     else:
         text += " No channel is significantly amplified."
-        shift = channel_shift(c, ALPHA)
+        shift = channel_shift(c, alpha)
         if shift:
             text += f" {shift[0].upper()}{shift[1:]}."
     new = [
@@ -350,11 +396,15 @@ def pval(value: float | None) -> str:
     return format_p(value)
 
 
-def headlines(cell: Cell, k_default: int) -> list[Headline]:
-    """One headline per arm compared with the cell's reference."""
+def headlines(cell: Cell, settings: Settings) -> list[Headline]:
+    """One headline per arm compared with the cell's reference (the analysis' settings:
+    its default K, and its alpha for the significance the sentences name)."""
     out = []
     for c in cell.comparisons:
-        sentences = [_score_sentence(c, k_default), _failure_sentence(cell, c)]
+        sentences = [
+            _score_sentence(c, settings.default_K, settings.alpha),
+            _failure_sentence(cell, c, settings.alpha),
+        ]
         loop = _loop_sentence(cell, c)
         if loop:
             sentences.append(loop)

@@ -359,7 +359,7 @@ def print_verdicts(
             styled((f"{cell.model} · {cell.domain}", "bold"), f": {cell.verdict}"),
             highlight=False,
         )
-        for h in headlines(cell, analysis.settings.default_K):
+        for h in headlines(cell, analysis.settings):
             label = f" ({h.label})" if h.label else ""
             console.print(
                 styled(f"  {h.arm} vs {h.reference}: {h.verdict}{label}"), highlight=False

@@ -1,0 +1,43 @@
+"""Old spellings of options, accepted for one more release with a warning on stderr.
+
+Each command declares the old name beside the new one (so it parses) and says so in its help;
+`warn` names every old spelling a command line used. `gate --json` was a flag (JSON on
+stdout) and is now a path like every command's `--json`: a bare `--json` (last, or before
+another option) is read as `--json -`, stdout."""
+
+from __future__ import annotations
+
+RENAMED: dict[str, dict[str, str]] = {
+    "gate": {"--margin": "--tost-margin"},
+    "run": {"--counted": "--count"},
+    "power": {"--K": "--tight-budget"},
+}
+"""command → old option → its name now."""
+
+NOTE = "deprecated spelling, accepted until the next release"
+
+
+def deprecated(old: str) -> str:
+    """The help's words for an old spelling (`(--margin: deprecated spelling, …)`)."""
+    return f"({old}: {NOTE})"
+
+
+def _command(argv: list[str]) -> str | None:
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def rewrite(argv: list[str]) -> tuple[list[str], list[str]]:
+    """The arguments as today's spellings parse them, and one warning per old spelling."""
+    command = _command(argv)
+    warnings = []
+    out = list(argv)
+    for old, new in RENAMED.get(command or "", {}).items():
+        if any(a == old or a.startswith(old + "=") for a in out):
+            warnings.append(f"{old} is now {new} ({NOTE})")
+    if command == "gate":
+        for i, a in enumerate(out):
+            if a == "--json" and (i + 1 == len(out) or out[i + 1].startswith("--")):
+                out.insert(i + 1, "-")
+                warnings.append(f"a bare --json is now --json - (JSON on stdout; {NOTE})")
+                break
+    return out, warnings
