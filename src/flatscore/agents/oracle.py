@@ -16,12 +16,14 @@ in an evaluation run: failures at test time must be the model's own.
 
 from __future__ import annotations
 
+import json
 import random
+from collections.abc import Sequence
 
 from flatscore.agents.base import Agent, ToolSchema
 from flatscore.agents.mistakes import MISTAKE_CHANNELS, Mistake, mistake_options, pick
 from flatscore.domains import get_domain
-from flatscore.domains.framework import Task
+from flatscore.domains.framework import Environment, Task
 from flatscore.episode import Message, ToolCall
 
 ASK_PHRASES = {
@@ -117,3 +119,96 @@ class OracleAgent(Agent):
             self._next += 1
             return self._plan[self._next - 1].model_copy(deep=True)
         return Message(role="assistant", content=CLOSING)
+
+
+# --------------------------------------------------------------------------- from a state
+
+
+def _signature(env: Environment) -> str:
+    """What the world looks like to the task's evaluation: the database and the device."""
+    device = json.dumps(env.device_state(), sort_keys=True, default=str)
+    return f"{env.db_hash()}|{device}"
+
+
+def gold_progress(task: Task, env: Environment) -> int | None:
+    """The fewest gold actions whose replay on a fresh world gives `env`'s world (database
+    and device state): the gold actions before it are done. None when no prefix of the gold
+    solution gives it (the episode made a write the solution does not make, or made its
+    writes in another order)."""
+    gold = get_domain(task.domain).new_environment(task)
+    target = _signature(env)
+    if _signature(gold) == target:
+        return 0
+    for done, action in enumerate(task.actions, 1):
+        gold.apply(action)
+        if _signature(gold) == target:
+            return done
+    return None
+
+
+def _call_key(name: str, arguments: object) -> str:
+    return f"{name}\x00{json.dumps(arguments, sort_keys=True, default=str)}"
+
+
+def oracle_next_turn(task: Task, messages: Sequence[Message], env: Environment) -> Message | None:
+    """The oracle's next turn from any state of an episode: `messages` the transcript so
+    far (both sides), `env` the world after it. None when the world is on no gold prefix
+    (`gold_progress`): no turn leads to the task's solution from there.
+
+    The next gold action is the first one after the done prefix that is not a read the
+    conversation already made successfully (the same call from the agent, or the user's
+    device check). Before it, the oracle asks for what the task says it must ask for
+    (`task.asks`) if the user has not said those values yet — after a record that was not
+    found, with `NOT_FOUND` first. A gold agent call is made with the gold arguments, a
+    user action asked of the user (`UserToolkit.instruction`); with nothing left, the
+    final message (once), then the closing line."""
+    domain = get_domain(task.domain)
+    done = gold_progress(task, env)
+    if done is None:
+        return None
+    answers = {
+        (m.tool_result.requestor, m.tool_result.call_id): m.tool_result
+        for m in messages
+        if m.tool_result is not None
+    }
+    made: set[str] = set()
+    user_made: set[str] = set()
+    for m in messages:
+        for call in m.tool_calls:
+            result = answers.get((call.requestor, call.id))
+            if result is None or result.error:
+                continue
+            if call.requestor == "user":
+                user_made.add(call.name)
+            else:
+                made.add(_call_key(call.name, call.arguments))
+    step = done
+    while step < len(task.actions):
+        action = task.actions[step]
+        if domain.tool_kind(action) != "read":
+            break
+        if action.requestor == "user" and action.name not in user_made:
+            break
+        if action.requestor == "agent" and _call_key(action.name, action.arguments) not in made:
+            break
+        step += 1
+    heard = " ".join((m.content or "").lower() for m in messages if m.role == "user")
+    known = task.scenario.known_info
+    for ask in task.asks:
+        missing = [k for k in ask.keys if k in known and known[k].lower() not in heard]
+        if ask.before <= step and missing:
+            last = next((m.tool_result for m in reversed(messages) if m.role == "tool"), None)
+            lost = last is not None and last.error_kind == "entity_not_found"
+            text = ask_text(ask.keys)
+            return Message(role="assistant", content=f"{NOT_FOUND} {text}" if lost else text)
+    if step < len(task.actions):
+        action = task.actions[step]
+        if action.requestor == "user":
+            assert domain.user_toolkit is not None
+            return Message(role="assistant", content=domain.user_toolkit.instruction(action))
+        call = ToolCall(id=f"call_{step}", name=action.name, arguments=dict(action.arguments))
+        return Message(role="assistant", tool_calls=[call])
+    said = {m.content for m in messages if m.role == "assistant" and m.content}
+    if task.final_message and task.final_message not in said:
+        return Message(role="assistant", content=task.final_message)
+    return Message(role="assistant", content=CLOSING)

@@ -28,6 +28,15 @@ def train_embedded_command(
         Path | None,
         typer.Option(help="The adapter directory a recovery-stage recipe starts from."),
     ] = None,
+    source: Annotated[
+        Path | None,
+        typer.Option(
+            help="On-policy recipe: the adapter that plays the rollouts (default: --init)."
+        ),
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option(min=1, max=1000, help="On-policy recipe: rollout episodes in flight.")
+    ] = 16,
     resume: Annotated[bool, typer.Option(help="Continue from the last checkpoint in --out.")] = (
         False
     ),
@@ -48,7 +57,12 @@ def train_embedded_command(
     if steps is not None:
         config = config.model_copy(update={"steps": steps})
     options = RunOptions(
-        init=init, threads=threads, checkpoint_minutes=checkpoint_minutes, progress=progress
+        init=init,
+        source=source,
+        concurrency=concurrency,
+        threads=threads,
+        checkpoint_minutes=checkpoint_minutes,
+        progress=progress,
     )
     adapter = train(config, target, resume=resume, options=options)
     if adapter is None:
