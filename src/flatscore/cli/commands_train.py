@@ -218,3 +218,18 @@ def embedded_card_command(
         eval_study=eval_study,
     )
     console.print(f"wrote {path}")
+
+
+@app.command("embedded-round")
+def embedded_round_command(
+    runs: Annotated[
+        list[Path], typer.Argument(help="Run files or folders of them (a study's runs/).")
+    ],
+    arm: Annotated[str, typer.Option(help="The reference arm.")] = "ref",
+    trials: opt.Trials = None,
+) -> None:
+    """An on-policy round's numbers for the reference on the test set, against the targets."""
+    from flatscore.train.rounds import round_rows, round_table
+
+    lines = round_table(round_rows(runs, arm, trials))
+    console.print("\n".join(lines), highlight=False, soft_wrap=True)
