@@ -338,3 +338,20 @@ def test_the_oracle_from_every_state_of_every_train_task(domain: str) -> None:
                 prefix = episode.messages[:i]
                 label = oracle_next_turn(task, prefix, replay(task, prefix))
                 assert label is not None and _turn(label) == _turn(m), (episode.task_id, i)
+
+
+def test_the_round_evaluation_is_stage2s_with_the_rounds_adapter() -> None:
+    """Round and stage 2 are paired: the same tasks, seeds, sampling and budget."""
+    from flatscore.run.study import load_study
+
+    here = ROOT / "studies/embedded-train-gemma"
+    stage2 = load_study(ROOT / "examples/embedded-gemma.yaml")
+    round1 = load_study(here / "round1-eval.yaml")
+    keep = {"name", "title", "output", "models", "base_dir"}
+    assert round1.model_dump(exclude=keep) == stage2.model_dump(exclude=keep)
+    [model], [base] = round1.models, stage2.models
+    assert model.adapter == str((here / "round1").resolve())
+    assert list(model.arms) == ["ref"]
+    assert model.model_dump(exclude={"adapter", "arms"}) == base.model_dump(
+        exclude={"adapter", "arms"}
+    )
