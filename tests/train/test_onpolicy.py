@@ -355,3 +355,33 @@ def test_the_round_evaluation_is_stage2s_with_the_rounds_adapter() -> None:
     assert model.model_dump(exclude={"adapter", "arms"}) == base.model_dump(
         exclude={"adapter", "arms"}
     )
+
+
+def test_an_on_policy_stage_trains_from_its_rollouts(tmp_path: Path, tokenizer: Any) -> None:
+    """`train` with an on-policy recipe: the rollouts (here already played, by the failing
+    oracle under the plan the stage makes, so the source's weights are only hashed) become
+    `dataset.json` and `onpolicy.json`, and the stage trains on them."""
+    from flatscore.models.adapter import ADAPTER_FILE
+    from flatscore.models.embedded import LoadedModel
+    from flatscore.train.train import train
+    from tiny_llama_model import tiny_llama
+
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / ADAPTER_FILE).write_bytes(b"weights")
+    sha = hashlib.sha256(b"weights").hexdigest()
+    policy = OnPolicy(source_adapter_sha256=sha, trials=1, tasks_per_domain=2, earlier_share=0)
+    config = TrainConfig(
+        domains=("telecom",), steps=2, warmup=1, first_layer=1, rank=4, alpha=8, on_policy=policy
+    )
+    out = tmp_path / "stage"
+    run_rollouts(rollout_study(config, source, out, model=AGENT), progress=False)
+    model = tiny_llama(vocab=len(tokenizer), hidden=32, heads=2, positions=4096)
+    loaded = LoadedModel(model=model, tokenizer=tokenizer, name="tiny", description="tiny")
+    options = RunOptions(progress=False, source=source)
+    assert train(config, out, options=options, loaded=loaded) == out / "adapter"
+    summary = json.loads((out / "onpolicy.json").read_text())
+    data = json.loads((out / "dataset.json").read_text())
+    assert summary["episodes"] == 2 and summary["onpolicy_records"] == len(data) >= 6
+    assert all(sum(r["mask"]) > 0 and r["onpolicy"]["label"] for r in data)
+    assert len((out / "loss.jsonl").read_text().splitlines()) == 2

@@ -102,8 +102,12 @@ def rollout_study(
 
 
 def run_rollouts(study: Study, *, progress: bool = True) -> Path:
-    """Run (or finish: resumable) the rollouts; their run files' folder."""
+    """Run (or finish: resumable) the rollouts; their run files' folder. The reference's
+    backend is released afterwards (training loads its own copy of the weights)."""
+    from flatscore.models.shared import clear_backends
+
     run_study(study, resume=True, progress=progress, report=False)
+    clear_backends()
     return study.output_dir / RUNS_DIR
 
 
