@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from flatscore.agents.base import Agent, ToolSchema
 from flatscore.agents.mistakes import MISTAKE_CHANNELS, Mistake, mistake_options, pick
 from flatscore.domains import get_domain
-from flatscore.domains.framework import Environment, Task
-from flatscore.episode import Message, ToolCall
+from flatscore.domains.framework import Action, Environment, Task
+from flatscore.episode import Message, ToolCall, ToolResult
 
 ASK_PHRASES = {
     "email": "your email address",
@@ -150,27 +150,34 @@ def _call_key(name: str, arguments: object) -> str:
     return f"{name}\x00{json.dumps(arguments, sort_keys=True, default=str)}"
 
 
-def oracle_next_turn(task: Task, messages: Sequence[Message], env: Environment) -> Message | None:
-    """The oracle's next turn from any state of an episode: `messages` the transcript so
-    far (both sides), `env` the world after it. None when the world is on no gold prefix
-    (`gold_progress`): no turn leads to the task's solution from there.
+def replay_world(task: Task, messages: Sequence[Message]) -> Environment:
+    """The world after `messages`: every answered call (the agent's and the user's)
+    executed again, in order, on a fresh environment. Each must fail or succeed as it did
+    in the episode (the domains are deterministic); otherwise the transcript is not of
+    this task (ValueError)."""
+    env = get_domain(task.domain).new_environment(task)
+    answers = _answers(messages)
+    for m in messages:
+        for call in m.tool_calls:
+            recorded = answers.get((call.requestor, call.id))
+            if recorded is None:
+                continue
+            if env.execute(call).error != recorded.error:
+                raise ValueError(f"replaying {call.name} in {task.id} does not give its result")
+    return env
 
-    The next gold action is the first one after the done prefix that is not a read the
-    conversation already made successfully (the same call from the agent, or the user's
-    device check). Before it, the oracle asks for what the task says it must ask for
-    (`task.asks`) if the user has not said those values yet — after a record that was not
-    found, with `NOT_FOUND` first. A gold agent call is made with the gold arguments, a
-    user action asked of the user (`UserToolkit.instruction`); with nothing left, the
-    final message (once), then the closing line."""
-    domain = get_domain(task.domain)
-    done = gold_progress(task, env)
-    if done is None:
-        return None
-    answers = {
+
+def _answers(messages: Sequence[Message]) -> dict[tuple[str, str], ToolResult]:
+    return {
         (m.tool_result.requestor, m.tool_result.call_id): m.tool_result
         for m in messages
         if m.tool_result is not None
     }
+
+
+def _made(messages: Sequence[Message]) -> tuple[set[str], set[str]]:
+    """The agent calls (name and arguments) and the user actions (names) that succeeded."""
+    answers = _answers(messages)
     made: set[str] = set()
     user_made: set[str] = set()
     for m in messages:
@@ -182,16 +189,63 @@ def oracle_next_turn(task: Task, messages: Sequence[Message], env: Environment) 
                 user_made.add(call.name)
             else:
                 made.add(_call_key(call.name, call.arguments))
+    return made, user_made
+
+
+def next_gold_step(task: Task, messages: Sequence[Message], *, off_path: bool = True) -> int | None:
+    """The index of the gold action the oracle does next from the state after `messages`
+    (`len(task.actions)`: none left), or None when there is none it can do.
+
+    On the gold path (`gold_progress` of the replayed world): the first action after the
+    done prefix that is not a read the conversation already made successfully (the same
+    call from the agent, or the user's device action). Off it (a write the solution does
+    not make, or writes in another order), with `off_path`: the first action the
+    conversation has not made successfully, if it still succeeds on the world as it is
+    (tried on a copy); the oracle knows no other way."""
+    domain = get_domain(task.domain)
+    made, user_made = _made(messages)
+
+    def was_made(action: Action) -> bool:
+        if action.requestor == "user":
+            return action.name in user_made
+        return _call_key(action.name, action.arguments) in made
+
+    done = gold_progress(task, replay_world(task, messages))
+    if done is None:
+        if not off_path:
+            return None
+        step = next((i for i, a in enumerate(task.actions) if not was_made(a)), None)
+        if step is None:
+            return len(task.actions)
+        action = task.actions[step]
+        trial = ToolCall(
+            id="try", name=action.name, arguments=action.arguments, requestor=action.requestor
+        )
+        return None if replay_world(task, messages).execute(trial).error else step
     step = done
     while step < len(task.actions):
         action = task.actions[step]
-        if domain.tool_kind(action) != "read":
-            break
-        if action.requestor == "user" and action.name not in user_made:
-            break
-        if action.requestor == "agent" and _call_key(action.name, action.arguments) not in made:
+        if domain.tool_kind(action) != "read" or not was_made(action):
             break
         step += 1
+    return step
+
+
+def oracle_next_turn(
+    task: Task, messages: Sequence[Message], *, off_path: bool = True
+) -> Message | None:
+    """The oracle's next turn from any state of an episode (`messages`: the transcript so
+    far, both sides); None when there is no gold action it can do (`next_gold_step`).
+
+    Before the next gold action, the oracle asks for what the task says it must ask for
+    (`task.asks`) if the user has not said those values yet — after a record that was not
+    found, with `NOT_FOUND` first. A gold agent call is made with the gold arguments, a
+    user action asked of the user (`UserToolkit.instruction`); with nothing left, the
+    final message (once), then the closing line."""
+    domain = get_domain(task.domain)
+    step = next_gold_step(task, messages, off_path=off_path)
+    if step is None:
+        return None
     heard = " ".join((m.content or "").lower() for m in messages if m.role == "user")
     known = task.scenario.known_info
     for ask in task.asks:

@@ -9,10 +9,12 @@ train split, each followed by what the oracle would do from there.
    previous failed call) and re-issues (a call that had already succeeded) are states like
    any other; they are flagged as the analysis flags them (`flatscore.analysis.facts.loops`).
 3. **Labels**: the world at the state is rebuilt by replaying the transcript's calls on a
-   fresh environment (`replay`), and the oracle's next turn from there
+   fresh environment (`flatscore.agents.oracle.replay_world`), and the oracle's next turn from there
    (`flatscore.agents.oracle.oracle_next_turn`) is the label: the corrected call, the
-   read or question that must come first, the user's action, or the final message. A state
-   whose world is on no prefix of the gold solution has no label and is counted, not kept.
+   read or question that must come first, the user's action, or the final message. Off
+   the gold path (a wrong write succeeded) the oracle goes on with the first gold action
+   not yet made, if it still succeeds there (`off_path: continue`); a state where none
+   does has no label and is counted, not kept.
 4. **Examples**: the agent's view of the state + the label, with loss on the label only:
    the agent's own turns (its failed calls above all) stay in the context without loss.
    Mixed with a seeded sample of the recipe's planted data (`earlier_share`), in a fixed
@@ -29,10 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flatscore.agents.oracle import oracle_next_turn
+from flatscore.agents.oracle import gold_progress, oracle_next_turn, replay_world
 from flatscore.analysis.facts import call_key
 from flatscore.domains import get_domain
-from flatscore.domains.framework import Environment, Task
+from flatscore.domains.framework import Task
 from flatscore.episode import Episode, Message
 from flatscore.errors import InputError
 from flatscore.run.driver import RUNS_DIR, run_study
@@ -172,26 +174,6 @@ def failed_states(messages: Sequence[Message]) -> list[FailedState]:
     return states
 
 
-def replay(task: Task, messages: Sequence[Message]) -> Environment:
-    """The world after `messages`: every answered call (agent's and user's) executed again,
-    in order, on a fresh environment. Each must fail or succeed as it did in the episode
-    (the domains are deterministic); otherwise the transcript is not of this task."""
-    env = get_domain(task.domain).new_environment(task)
-    answers = {
-        (m.tool_result.requestor, m.tool_result.call_id): m.tool_result
-        for m in messages
-        if m.tool_result is not None
-    }
-    for m in messages:
-        for call in m.tool_calls:
-            recorded = answers.get((call.requestor, call.id))
-            if recorded is None:
-                continue
-            if env.execute(call).error != recorded.error:
-                raise ValueError(f"replaying {call.name} in {task.id} does not give its result")
-    return env
-
-
 # --------------------------------------------------------------------------- examples
 
 
@@ -229,7 +211,9 @@ class Tally:
     repeats: int = 0
     reissues: int = 0
     off_path: int = 0
-    """States whose world is on no prefix of the gold solution: no label."""
+    """States whose world is on no prefix of the gold solution (a wrong write succeeded)."""
+    unlabelled: int = 0
+    """States with no gold action the oracle can do (dropped)."""
     labels: Counter[str] = field(default_factory=Counter)
 
     def as_dict(self) -> dict[str, Any]:
@@ -240,12 +224,16 @@ class Tally:
             "repeat_states": self.repeats,
             "reissue_states": self.reissues,
             "off_path": self.off_path,
+            "unlabelled": self.unlabelled,
             "labels": dict(sorted(self.labels.items())),
         }
 
 
-def episode_examples(episode: Episode, tally: Tally | None = None) -> list[StateExample]:
-    """The labelled failed states of one episode, in order."""
+def episode_examples(
+    episode: Episode, tally: Tally | None = None, *, off_path: bool = True
+) -> list[StateExample]:
+    """The labelled failed states of one episode, in order (`off_path`: label the states
+    off the gold path too, `flatscore.agents.oracle.next_gold_step`)."""
     tally = tally if tally is not None else Tally()
     domain = get_domain(episode.domain)
     task = domain.task(episode.task_id)
@@ -258,9 +246,10 @@ def episode_examples(episode: Episode, tally: Tally | None = None) -> list[State
         tally.repeats += state.repeat
         tally.reissues += state.reissue
         prefix = episode.messages[: state.end]
-        label = oracle_next_turn(task, prefix, replay(task, prefix))
+        tally.off_path += gold_progress(task, replay_world(task, prefix)) is None
+        label = oracle_next_turn(task, prefix, off_path=off_path)
         if label is None:
-            tally.off_path += 1
+            tally.unlabelled += 1
             continue
         kind = label_kind(label, task)
         tally.labels[kind] += 1
@@ -351,7 +340,7 @@ def onpolicy_records(
     records = []
     too_long = 0
     for episode in rollout_episodes(runs):
-        for item in episode_examples(episode, tally):
+        for item in episode_examples(episode, tally, off_path=policy.off_path == "continue"):
             state = item.state
             rec = record(
                 item.example,

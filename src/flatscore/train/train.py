@@ -56,6 +56,9 @@ class OnPolicy(BaseModel):
     max_steps: int = Field(40, ge=1)
     max_errors: int = Field(10, ge=0)
     earlier_share: float = Field(0.5, ge=0.0, lt=1.0)
+    # a state off the gold path (a wrong write succeeded): the first gold action not yet
+    # made, if it still succeeds there ("continue"), or no example ("drop")
+    off_path: Literal["continue", "drop"] = "continue"
 
 
 class TrainConfig(BaseModel):
