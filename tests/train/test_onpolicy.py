@@ -424,3 +424,18 @@ def test_an_on_policy_stage_trains_from_its_rollouts(tmp_path: Path, tokenizer: 
     assert summary["episodes"] == 2 and summary["onpolicy_records"] == len(data) >= 6
     assert all(sum(r["mask"]) > 0 and r["onpolicy"]["label"] for r in data)
     assert len((out / "loss.jsonl").read_text().splitlines()) == 2
+
+
+def test_planted_conversations_join_the_states_at_their_share(runs: Path, tokenizer: Any) -> None:
+    from flatscore.train.data import make_example
+
+    tasks = get_domain("retail").tasks("train")[:2]
+    planted = [make_example(example_job(t, 3, with_mistake=True)) for t in tasks]
+    assert all(p is not None for p in planted)
+    policy = CONFIG.on_policy.model_copy(update={"earlier_share": 0.5})  # type: ignore[union-attr]
+    config = CONFIG.model_copy(update={"on_policy": policy})
+    data, summary = onpolicy_records(config, runs, tokenizer, earlier=planted)  # type: ignore[arg-type]
+    assert (summary["earlier_available"], summary["earlier_records"]) == (2, 2)
+    assert len(data) == summary["onpolicy_records"] + 2
+    assert [r["mistake"] is not None for r in data[-2:]] == [True, True]
+    assert all("onpolicy" in r for r in data[:-2]) and not any("onpolicy" in r for r in data[-2:])
