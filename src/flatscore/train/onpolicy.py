@@ -134,7 +134,8 @@ class FailedState:
     """A failed call of the turn repeats the previous answered agent call, which failed
     with the same name and arguments (the analysis' repeat)."""
     reissue: bool
-    """A call of the turn has the name and arguments of an earlier call that succeeded."""
+    """A failed call of the turn has the name and arguments of an earlier call that
+    succeeded (the analysis' re-issue, of those that failed)."""
     error_kinds: tuple[str, ...]
 
 
@@ -163,9 +164,9 @@ def failed_states(messages: Sequence[Message]) -> list[FailedState]:
             key = call_key(call.name, call.arguments)
             if result.error:
                 kinds.append(result.error_kind or "other")
-                repeat |= previous is not None and previous == (key, True)
-            reissue |= key in succeeded
-            if not result.error:
+                repeat |= previous == (key, True)
+                reissue |= key in succeeded
+            else:
                 succeeded.add(key)
             previous = (key, result.error)
             answered += 1
