@@ -37,4 +37,4 @@ def test_an_on_policy_recipe_without_its_source_adapter_is_one_line(tmp_path: Pa
 
 def test_embedded_round_without_runs_is_one_line(tmp_path: Path) -> None:
     proc = flatscore("embedded-round", tmp_path)
-    assert proc.returncode == 2 and "no run files" in proc.stderr, proc.stderr
+    assert proc.returncode == 2 and "no run archive" in proc.stderr, proc.stderr

@@ -41,6 +41,13 @@ def test_study_v2s_first_trial_of_ref(v2_ref: Path) -> None:
     assert verdict(both).startswith("not judged")
 
 
+def test_a_run_archive_reads_as_its_run_files(v2_ref: Path, tmp_path: Path) -> None:
+    from flatscore.store.archive import pack
+
+    pack(v2_ref.parent, tmp_path / "archive")
+    assert round_rows([tmp_path / "archive"], "ref", "1") == round_rows([v2_ref], "ref", "1")
+
+
 def _row(domain: str, **values: float) -> RoundRow:
     base = {"success": 0.7, "recovery": 0.4, "repeat_share": 0.2, "s0": 0.6, "s9": 0.7}
     return RoundRow(
@@ -66,5 +73,5 @@ def test_the_verdict_needs_every_target_and_masking_in_one_domain() -> None:
 
 
 def test_no_run_files_is_one_line(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="no run files"):
+    with pytest.raises(InputError, match=r"no run files .* no run archive"):
         round_rows([tmp_path])

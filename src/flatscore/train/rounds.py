@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from flatscore.analysis.markdown_table import table_lines
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.domains import domain_names, get_domain
+from flatscore.episode import Episode
 from flatscore.errors import InputError
 
 RECOVERY_TARGET = 0.35
@@ -52,18 +53,24 @@ class RoundRow(BaseModel):
 
 def round_rows(runs: Sequence[Path], arm: str = "ref", trials: str | None = None) -> list[RoundRow]:
     """The numbers of `arm` in each (model, domain) cell of the episodes in `runs` (run
-    files or folders of them); `trials` as `flatscore analyze --trials` (`1`: the first)."""
+    files, folders of them, or run archives: `flatscore archive pack`'s folders);
+    `trials` as `flatscore analyze --trials` (`1`: the first)."""
     from flatscore.analysis.analyze import analyze
     from flatscore.formats import load_runs
+    from flatscore.store.archive import archived, chunks
 
-    files: list[Path] = []
+    episodes: list[Episode] = []
     for path in runs:
-        found = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
-        if not found:
-            raise InputError("holds no run files (*.jsonl)", file=str(path))
-        files += found
+        if not path.is_dir():
+            episodes += load_runs([path])
+            continue
+        files = sorted(path.glob("*.jsonl"))
+        packed = [] if files else [p for paths in chunks(path).values() for p in paths]
+        if not files and not packed:
+            raise InputError("holds no run files (*.jsonl) and no run archive", file=str(path))
+        episodes += load_runs(files) if files else [e for e, _ in archived(packed)]
     settings = AnalysisSettings.model_validate({"budgets": BUDGETS, "trials": trials})
-    result = analyze(load_runs(files), settings)
+    result = analyze(episodes, settings)
     rows = []
     for cell in result.cells:
         stats = next((a for a in cell.arms if a.arm == arm), None)
