@@ -25,3 +25,16 @@ def test_train_refuses_a_different_recipe(tmp_path: Path) -> None:
 def test_card_needs_a_training_directory(tmp_path: Path) -> None:
     proc = flatscore("embedded-card", "--train", tmp_path / "nope")
     assert proc.returncode == 2 and "not a training directory" in proc.stderr, proc.stderr
+
+
+def test_an_on_policy_recipe_without_its_source_adapter_is_one_line(tmp_path: Path) -> None:
+    recipe = tmp_path / "r.json"
+    recipe.write_text('{"on_policy": {"source_adapter_sha256": "ab"}}')
+    proc = flatscore("train-embedded", "--recipe", recipe, "--out", tmp_path / "o", "--no-progress")
+    assert proc.returncode == 2 and "--source" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_embedded_round_without_runs_is_one_line(tmp_path: Path) -> None:
+    proc = flatscore("embedded-round", tmp_path)
+    assert proc.returncode == 2 and "no run archive" in proc.stderr, proc.stderr

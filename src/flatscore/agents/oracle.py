@@ -16,13 +16,15 @@ in an evaluation run: failures at test time must be the model's own.
 
 from __future__ import annotations
 
+import json
 import random
+from collections.abc import Sequence
 
 from flatscore.agents.base import Agent, ToolSchema
 from flatscore.agents.mistakes import MISTAKE_CHANNELS, Mistake, mistake_options, pick
 from flatscore.domains import get_domain
-from flatscore.domains.framework import Task
-from flatscore.episode import Message, ToolCall
+from flatscore.domains.framework import Action, Environment, Task
+from flatscore.episode import Message, ToolCall, ToolResult
 
 ASK_PHRASES = {
     "email": "your email address",
@@ -117,3 +119,150 @@ class OracleAgent(Agent):
             self._next += 1
             return self._plan[self._next - 1].model_copy(deep=True)
         return Message(role="assistant", content=CLOSING)
+
+
+# --------------------------------------------------------------------------- from a state
+
+
+def _signature(env: Environment) -> str:
+    """What the world looks like to the task's evaluation: the database and the device."""
+    device = json.dumps(env.device_state(), sort_keys=True, default=str)
+    return f"{env.db_hash()}|{device}"
+
+
+def gold_progress(task: Task, env: Environment) -> int | None:
+    """The fewest gold actions whose replay on a fresh world gives `env`'s world (database
+    and device state): the gold actions before it are done. None when no prefix of the gold
+    solution gives it (the episode made a write the solution does not make, or made its
+    writes in another order)."""
+    gold = get_domain(task.domain).new_environment(task)
+    target = _signature(env)
+    if _signature(gold) == target:
+        return 0
+    for done, action in enumerate(task.actions, 1):
+        gold.apply(action)
+        if _signature(gold) == target:
+            return done
+    return None
+
+
+def _call_key(name: str, arguments: object) -> str:
+    return f"{name}\x00{json.dumps(arguments, sort_keys=True, default=str)}"
+
+
+def replay_world(task: Task, messages: Sequence[Message]) -> Environment:
+    """The world after `messages`: every answered call (the agent's and the user's)
+    executed again, in order, on a fresh environment. Each must fail or succeed as it did
+    in the episode (the domains are deterministic); otherwise the transcript is not of
+    this task (ValueError)."""
+    env = get_domain(task.domain).new_environment(task)
+    answers = _answers(messages)
+    for m in messages:
+        for call in m.tool_calls:
+            recorded = answers.get((call.requestor, call.id))
+            if recorded is None:
+                continue
+            if env.execute(call).error != recorded.error:
+                raise ValueError(f"replaying {call.name} in {task.id} does not give its result")
+    return env
+
+
+def _answers(messages: Sequence[Message]) -> dict[tuple[str, str], ToolResult]:
+    return {
+        (m.tool_result.requestor, m.tool_result.call_id): m.tool_result
+        for m in messages
+        if m.tool_result is not None
+    }
+
+
+def _made(messages: Sequence[Message]) -> tuple[set[str], set[str]]:
+    """The agent calls (name and arguments) and the user actions (names) that succeeded."""
+    answers = _answers(messages)
+    made: set[str] = set()
+    user_made: set[str] = set()
+    for m in messages:
+        for call in m.tool_calls:
+            result = answers.get((call.requestor, call.id))
+            if result is None or result.error:
+                continue
+            if call.requestor == "user":
+                user_made.add(call.name)
+            else:
+                made.add(_call_key(call.name, call.arguments))
+    return made, user_made
+
+
+def next_gold_step(task: Task, messages: Sequence[Message], *, off_path: bool = True) -> int | None:
+    """The index of the gold action the oracle does next from the state after `messages`
+    (`len(task.actions)`: none left), or None when there is none it can do.
+
+    On the gold path (`gold_progress` of the replayed world): the first action after the
+    done prefix that is not a read the conversation already made successfully (the same
+    call from the agent, or the user's device action). Off it (a write the solution does
+    not make, or writes in another order), with `off_path`: the first action the
+    conversation has not made successfully, if it still succeeds on the world as it is
+    (tried on a copy); the oracle knows no other way."""
+    domain = get_domain(task.domain)
+    made, user_made = _made(messages)
+
+    def was_made(action: Action) -> bool:
+        if action.requestor == "user":
+            return action.name in user_made
+        return _call_key(action.name, action.arguments) in made
+
+    done = gold_progress(task, replay_world(task, messages))
+    if done is None:
+        if not off_path:
+            return None
+        step = next((i for i, a in enumerate(task.actions) if not was_made(a)), None)
+        if step is None:
+            return len(task.actions)
+        action = task.actions[step]
+        trial = ToolCall(
+            id="try", name=action.name, arguments=action.arguments, requestor=action.requestor
+        )
+        return None if replay_world(task, messages).execute(trial).error else step
+    step = done
+    while step < len(task.actions):
+        action = task.actions[step]
+        if domain.tool_kind(action) != "read" or not was_made(action):
+            break
+        step += 1
+    return step
+
+
+def oracle_next_turn(
+    task: Task, messages: Sequence[Message], *, off_path: bool = True
+) -> Message | None:
+    """The oracle's next turn from any state of an episode (`messages`: the transcript so
+    far, both sides); None when there is no gold action it can do (`next_gold_step`).
+
+    Before the next gold action, the oracle asks for what the task says it must ask for
+    (`task.asks`) if the user has not said those values yet — after a record that was not
+    found, with `NOT_FOUND` first. A gold agent call is made with the gold arguments, a
+    user action asked of the user (`UserToolkit.instruction`); with nothing left, the
+    final message (once), then the closing line."""
+    domain = get_domain(task.domain)
+    step = next_gold_step(task, messages, off_path=off_path)
+    if step is None:
+        return None
+    heard = " ".join((m.content or "").lower() for m in messages if m.role == "user")
+    known = task.scenario.known_info
+    for ask in task.asks:
+        missing = [k for k in ask.keys if k in known and known[k].lower() not in heard]
+        if ask.before <= step and missing:
+            last = next((m.tool_result for m in reversed(messages) if m.role == "tool"), None)
+            lost = last is not None and last.error_kind == "entity_not_found"
+            text = ask_text(ask.keys)
+            return Message(role="assistant", content=f"{NOT_FOUND} {text}" if lost else text)
+    if step < len(task.actions):
+        action = task.actions[step]
+        if action.requestor == "user":
+            assert domain.user_toolkit is not None
+            return Message(role="assistant", content=domain.user_toolkit.instruction(action))
+        call = ToolCall(id=f"call_{step}", name=action.name, arguments=dict(action.arguments))
+        return Message(role="assistant", tool_calls=[call])
+    said = {m.content for m in messages if m.role == "assistant" and m.content}
+    if task.final_message and task.final_message not in said:
+        return Message(role="assistant", content=task.final_message)
+    return Message(role="assistant", content=CLOSING)

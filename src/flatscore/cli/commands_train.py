@@ -28,6 +28,15 @@ def train_embedded_command(
         Path | None,
         typer.Option(help="The adapter directory a recovery-stage recipe starts from."),
     ] = None,
+    source: Annotated[
+        Path | None,
+        typer.Option(
+            help="On-policy recipe: the adapter that plays the rollouts (default: --init)."
+        ),
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option(min=1, max=1000, help="On-policy recipe: rollout episodes in flight.")
+    ] = 16,
     resume: Annotated[bool, typer.Option(help="Continue from the last checkpoint in --out.")] = (
         False
     ),
@@ -50,7 +59,12 @@ def train_embedded_command(
     if steps is not None:
         config = config.model_copy(update={"steps": steps})
     options = RunOptions(
-        init=init, threads=threads, checkpoint_minutes=checkpoint_minutes, progress=progress
+        init=init,
+        source=source,
+        concurrency=concurrency,
+        threads=threads,
+        checkpoint_minutes=checkpoint_minutes,
+        progress=progress,
     )
     adapter = train(config, target, resume=resume, options=options)
     if adapter is None:
@@ -206,3 +220,18 @@ def embedded_card_command(
         eval_study=eval_study,
     )
     console.print(f"wrote {path}")
+
+
+@app.command("embedded-round")
+def embedded_round_command(
+    runs: Annotated[
+        list[Path], typer.Argument(help="Run files or folders of them (a study's runs/).")
+    ],
+    arm: Annotated[str, typer.Option(help="The reference arm.")] = "ref",
+    trials: opt.Trials = None,
+) -> None:
+    """An on-policy round's numbers for the reference on the test set, against the targets."""
+    from flatscore.train.rounds import round_rows, round_table
+
+    lines = round_table(round_rows(runs, arm, trials))
+    console.print("\n".join(lines), highlight=False, soft_wrap=True)

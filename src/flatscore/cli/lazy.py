@@ -70,6 +70,10 @@ COMMANDS: dict[str, Lazy] = {
         "commands_train",
         "Write the embedded adapter's model card from the training and evaluation files.",
     ),
+    "embedded-round": Lazy(
+        "commands_train",
+        "An on-policy round's numbers for the reference on the test set, against the targets.",
+    ),
     "margins": Lazy(
         "commands_margins",
         "Flip rate by reference logit margin, margins at tool-name tokens, winning alternatives.",

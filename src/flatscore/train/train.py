@@ -26,7 +26,7 @@ import random
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,6 +35,30 @@ from flatscore.errors import InputError, validating
 from flatscore.models.adapter import ADAPTER_FILE, adapter_sha256
 
 TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+class OnPolicy(BaseModel):
+    """An on-policy recovery stage's data (`flatscore.train.onpolicy`): the reference (the
+    base + the adapter whose weights hash to `source_adapter_sha256`) runs the split at this
+    sampling; each of its failed states, labelled with the oracle's next turn, is one
+    conversation, mixed with the recipe's planted data (`earlier_share` of the whole)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source_adapter_sha256: str
+    split: Literal["train"] = "train"  # the test split is what the rounds are judged on
+    trials: int = Field(4, ge=1)  # episodes per task; trial t runs with seed `seed + t`
+    tasks_per_domain: int | None = Field(None, ge=1)  # the first N tasks (None: all)
+    seed: int = 1000
+    temperature: float = Field(0.5, ge=0.0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    max_tokens: int = Field(256, ge=1)
+    max_steps: int = Field(40, ge=1)
+    max_errors: int = Field(10, ge=0)
+    earlier_share: float = Field(0.5, ge=0.0, lt=1.0)
+    # a state off the gold path (a wrong write succeeded): the first gold action not yet
+    # made, if it still succeeds there ("continue"), or no example ("drop")
+    off_path: Literal["continue", "drop"] = "continue"
 
 
 class TrainConfig(BaseModel):
@@ -67,6 +91,9 @@ class TrainConfig(BaseModel):
     repeat_share: float = Field(0.0, ge=0.0, le=1.0)
     natural_mistakes: bool = False
     init_adapter_sha256: str | None = None
+    # An on-policy recovery stage (docs/embedded.md, "On-policy rounds"): its data are the
+    # reference's own failed states (None: the planted data above only).
+    on_policy: OnPolicy | None = None
 
 
 def load_recipe(path: Path | None) -> TrainConfig:
@@ -85,6 +112,8 @@ class RunOptions(BaseModel):
     """How this invocation runs (not part of the recipe)."""
 
     init: Path | None = None  # the adapter directory the recipe's init_adapter_sha256 names
+    source: Path | None = None  # on-policy: the adapter that plays the rollouts (default: init)
+    concurrency: int = Field(16, ge=1)  # on-policy: rollout episodes in flight
     threads: int = Field(1, ge=1)
     checkpoint_minutes: float = Field(4.0, gt=0)
     progress: bool = True
@@ -99,6 +128,14 @@ def load_dataset(config: TrainConfig, out: Path, tokenizer: Any) -> list[dict[st
     path = out / "dataset.json"
     if path.is_file():
         data: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))
+        return data
+    if config.on_policy is not None:
+        from flatscore.run.driver import RUNS_DIR
+        from flatscore.train.onpolicy import ROLLOUTS, onpolicy_records, write_summary
+
+        data, summary = onpolicy_records(config, out / ROLLOUTS / RUNS_DIR, tokenizer)
+        write_summary(out, summary)
+        _atomic_write(path, json.dumps(data))
         return data
     from flatscore.train.data import build_examples, tokenize
 
@@ -180,16 +217,35 @@ def init_weights(config: TrainConfig, init: Path | None) -> Path | None:
             "the recipe starts from an adapter (init_adapter_sha256); pass --init DIR",
             field="init_adapter_sha256",
         )
-    if not (init / ADAPTER_FILE).is_file():
-        raise InputError(f"no {ADAPTER_FILE} here", file=str(init))
-    found = adapter_sha256(init)
-    if found != config.init_adapter_sha256:
+    return pinned_adapter(init, config.init_adapter_sha256)
+
+
+def pinned_adapter(folder: Path, sha256: str) -> Path:
+    """`folder`, checked to hold adapter weights that hash to `sha256`."""
+    if not (folder / ADAPTER_FILE).is_file():
+        raise InputError(f"no {ADAPTER_FILE} here", file=str(folder))
+    found = adapter_sha256(folder)
+    if found != sha256:
         raise InputError(
-            f"adapter weights hash {found[:16]}…, the recipe pins "
-            f"{config.init_adapter_sha256[:16]}…",
-            file=str(init / ADAPTER_FILE),
+            f"adapter weights hash {found[:16]}…, the recipe pins {sha256[:16]}…",
+            file=str(folder / ADAPTER_FILE),
         )
-    return init
+    return folder
+
+
+def rollout_source(config: TrainConfig, options: RunOptions) -> Path | None:
+    """An on-policy stage's rollout adapter (`--source`, else `--init`), checked against
+    `on_policy.source_adapter_sha256`; None for other stages."""
+    if config.on_policy is None:
+        return None
+    folder = options.source or options.init
+    if folder is None:
+        raise InputError(
+            "the recipe's on-policy data are played by an adapter "
+            "(on_policy.source_adapter_sha256); pass --source DIR (or --init DIR)",
+            field="on_policy.source_adapter_sha256",
+        )
+    return pinned_adapter(folder, config.on_policy.source_adapter_sha256)
 
 
 def save_checkpoint(model: Any, optimizer: Any, scheduler: Any, step: int, out: Path) -> None:
@@ -290,11 +346,20 @@ def train(
     out = Path(out)
     torch.set_num_threads(options.threads)
     _check_config(out, config, resume)
+    init = init_weights(config, options.init)
+    source = rollout_source(config, options)
+    if source is not None and not (out / "dataset.json").is_file():
+        # before the weights to train are loaded: the rollouts load their own
+        from flatscore.train.onpolicy import rollout_study, run_rollouts
+
+        study = rollout_study(
+            config, source, out, threads=options.threads, concurrency=options.concurrency
+        )
+        run_rollouts(study, progress=options.progress)
     if loaded is None:
         from flatscore.models.embedded import load_model
 
         loaded = load_model(config.base)
-    init = init_weights(config, options.init)
     data = load_dataset(config, out, loaded.tokenizer)
     if not data:
         raise InputError("no training examples were produced", file=str(out))
