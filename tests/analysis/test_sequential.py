@@ -25,7 +25,7 @@ from flatscore.analysis.sequential import (
     look_counts,
     look_stats,
 )
-from sequential_model import COUPLINGS, simulate
+from sequential_model import COUPLINGS, PLANTED, simulate
 
 DESIGN = SequentialDesign()
 STUDIES = 2000
@@ -183,10 +183,16 @@ Row = dict[str, float | str]
 
 
 def condition(
-    rng: np.random.Generator, gap: float, s: float, pairing: str, ratio: float = 1.0
+    rng: np.random.Generator,
+    gap: float,
+    s: float,
+    pairing: str,
+    ratio: float = 1.0,
+    planted: bool = False,
 ) -> Row:
-    c = simulate(rng, STUDIES, gap, s, COUPLINGS[pairing], ratio)
-    stats = look_stats(*c.arrays(), DESIGN)
+    channel_ratios = PLANTED if planted else None
+    c = simulate(rng, STUDIES, gap, s, COUPLINGS[pairing], ratio, channel_ratios=channel_ratios)
+    stats = look_stats(*c.arrays(), DESIGN, channels=c.channels())
     dec = decide([stats], DESIGN)
     verdict = dec.verdict[:, 0]
     tasks = dec.tasks([stats.counts])[:, 0]
@@ -194,17 +200,28 @@ def condition(
     fixed_eq = paired_tost(c.differences, DESIGN.margin, DESIGN.alpha)[1]
     fixed_ratio = rate_ratio_test(c.failed_arm, c.calls_arm, c.failed_ref, c.calls_ref)
     fixed_amp = (fixed_ratio.p_value < DESIGN.alpha) & (fixed_ratio.ratio > 1)
+    ch = c.channels()
+    per_channel = rate_ratio_test(ch.failed_arm, ch.den_arm, ch.failed_ref, ch.den_ref)
+    # the fixed design: Holm over the channels at α (two-sided p), amplified = an increase
+    p_ch = np.nan_to_num(per_channel.p_value, nan=1.0)
+    order = np.argsort(p_ch, axis=-1)
+    steps = np.take_along_axis(p_ch, order, -1) <= DESIGN.alpha / np.arange(p_ch.shape[-1], 0, -1)
+    up = np.take_along_axis(np.nan_to_num(per_channel.ratio, nan=0.0), order, -1) > 1
+    fixed_channel = (np.cumprod(steps, axis=-1).astype(bool) & up).any(axis=-1)
     return {
         "gap": gap,
         "success": s,
         "pairing": pairing,
         "ratio": ratio,
+        "channels": "planted" if planted else "uniform",
         **{VERDICTS[i]: float(np.mean(verdict == i)) for i in range(len(VERDICTS))},
         "median_tasks": float(np.median(tasks)) / TASKS,
         "damage": float(dec.damage[:, 0].mean()),
         "equivalent": float(dec.equivalent[:, 0].mean()),
         "amplified": float(dec.amplified[:, 0].mean()),
         "bounded": float(dec.bounded[:, 0].mean()),
+        "channel": float(dec.channel_amplified[:, 0].mean()),
+        "fixed_channel": float(fixed_channel.mean()),
         "fixed_damage": float(fixed_damage.mean()),
         "fixed_equivalent": float(fixed_eq.mean()),
         "fixed_amplified": float(np.nan_to_num(fixed_amp).mean()),
@@ -212,11 +229,11 @@ def condition(
 
 
 CONDITIONS = [
-    (gap, s, pairing, ratio)
+    (gap, s, pairing, ratio, False)
     for gap, ratio in ((0.0, 1.0), (0.075, 1.0), (0.2, 1.0), (0.0, 2.0), (0.1, 1.0))
     for pairing in COUPLINGS
     for s in PROFILES
-]
+] + [(0.0, s, pairing, 1.0, True) for pairing in COUPLINGS for s in PROFILES]
 
 
 @functools.cache
@@ -236,6 +253,26 @@ def test_no_gap_damage_claimed_at_most_5_percent() -> None:
         assert r["damage"] <= 0.05, r
 
 
+def test_null_channels_flagged_at_most_5_percent() -> None:
+    """No channel changed (every condition but the planted one and ×2): a channel is
+    decided amplified in ≤ 5% of studies."""
+    for r in _rows(ratio=1.0, channels="uniform"):
+        assert r["channel"] <= 0.05, r
+
+
+def test_planted_single_channel_amplification_is_decided() -> None:
+    """×3 on the 5% channel (×1.10 on all failed calls, inside the ×1.25 bound), no gap:
+    "flat score, amplified failures" in ≥ 80% with coupled trials, and wherever equivalence
+    is shown about as often (within 5 points); "no damage detected" (the control missed)
+    in ≤ 5%."""
+    for r in _rows(channels="planted", pairing="coupled"):
+        assert r["flat score, amplified failures"] >= 0.80, r
+    for r in _rows(channels="planted"):
+        assert r["no damage detected"] <= 0.05, r
+        flat = float(r["flat score, amplified failures"])
+        assert flat >= float(r["fixed_equivalent"]) - 0.05, r
+
+
 def test_gap_at_the_margin_equivalence_claimed_at_most_5_percent() -> None:
     for r in _rows(gap=0.075):
         assert r["equivalent"] <= 0.05, r
@@ -253,7 +290,7 @@ def test_a_20_point_gap_is_decided_early() -> None:
 
 
 def test_coupled_no_gap_is_no_damage_detected_early() -> None:
-    for r in _rows(gap=0.0, ratio=1.0, pairing="coupled"):
+    for r in _rows(gap=0.0, ratio=1.0, pairing="coupled", channels="uniform"):
         assert r["no damage detected"] >= 0.80, r
         assert r["median_tasks"] <= 0.60, r
 
@@ -261,7 +298,7 @@ def test_coupled_no_gap_is_no_damage_detected_early() -> None:
 def test_power_at_the_maximum_within_5_points_of_the_fixed_design() -> None:
     """Damage at gaps 7.5 and 10, equivalence with no gap, amplification at ×2: the
     sequential test's rate of ever deciding is within 5 points of the fixed design's."""
-    for r in _rows(ratio=1.0):
+    for r in _rows(ratio=1.0, channels="uniform"):
         if float(r["gap"]) in (0.075, 0.1):
             assert float(r["damage"]) >= float(r["fixed_damage"]) - 0.05, r
         if r["gap"] == 0.0:
@@ -275,19 +312,22 @@ def test_family_wise_error_over_four_null_comparisons() -> None:
     four comparisons decided together with Holm): damage or amplification claimed for any of
     them in ≤ 5% of studies."""
     rng = np.random.default_rng(470)
-    stats = [look_stats(*simulate(rng, STUDIES, 0.0, 0.9, 0.0).arrays(), DESIGN) for _ in range(4)]
+    sims = [simulate(rng, STUDIES, 0.0, 0.9, 0.0) for _ in range(4)]
+    stats = [look_stats(*c.arrays(), DESIGN, channels=c.channels()) for c in sims]
     dec = decide(stats, DESIGN)
     assert dec.damage.any(axis=-1).mean() <= 0.05
     assert dec.amplified.any(axis=-1).mean() <= 0.05
+    assert dec.channel_owner.size == 4 * 5
+    assert dec.channels.any(axis=-1).mean() <= 0.05
 
 
 def markdown(rows: list[Row]) -> str:
     head = (
         "| trials | s | true gap | failure ratio | visible damage | flat score, amplified "
         "| no damage | inconclusive | median tasks | damage: seq. / fixed "
-        "| equivalent: seq. / fixed | amplified: seq. / fixed |"
+        "| equivalent: seq. / fixed | amplified: seq. / fixed | a channel amplified: seq. / fixed |"
     )
-    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
 
     def pct(x: float | str) -> str:
         return f"{100 * float(x):.1f}%"
@@ -295,11 +335,13 @@ def markdown(rows: list[Row]) -> str:
     for r in rows:
         lines.append(
             f"| {r['pairing']} | {r['success']} | {100 * float(r['gap']):g} | ×{r['ratio']:g} "
+            f"{' (×3 on one channel)' if r['channels'] == 'planted' else ''} "
             f"| {pct(r['visible damage'])} | {pct(r['flat score, amplified failures'])} "
             f"| {pct(r['no damage detected'])} | {pct(r['inconclusive'])} "
             f"| {pct(r['median_tasks'])} | {pct(r['damage'])} / {pct(r['fixed_damage'])} "
             f"| {pct(r['equivalent'])} / {pct(r['fixed_equivalent'])} "
-            f"| {pct(r['amplified'])} / {pct(r['fixed_amplified'])} |"
+            f"| {pct(r['amplified'])} / {pct(r['fixed_amplified'])} "
+            f"| {pct(r['channel'])} / {pct(r['fixed_channel'])} |"
         )
     return "\n".join(lines)
 
