@@ -56,6 +56,9 @@ class Comparisons:
     channel_ref: np.ndarray
     """(studies × channels × tasks) per-task mean failed calls per channel."""
     channel_arm: np.ndarray
+    channel_failures_ref: np.ndarray
+    """(studies × channels × tasks × trials) failed calls per episode and channel."""
+    channel_failures_arm: np.ndarray
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         return (self.differences, self.failed_arm, self.calls_arm, self.failed_ref, self.calls_ref)
@@ -117,4 +120,6 @@ def simulate(
         calls=calls,
         channel_ref=ch_ref.mean(-1),
         channel_arm=ch_arm.mean(-1),
+        channel_failures_ref=ch_ref,
+        channel_failures_arm=ch_arm,
     )
