@@ -1,7 +1,7 @@
 """When a sequential test decides damage: flatscore's sequential verdicts beside evalsig 0.1.2's
 `sequential_gate` on the same per-task differences (docs/analysis.md, "Sequential verdicts").
 
-    python benchmarks/peers/sequential_stops.py [--studies 1000] [--look-every 8]
+    python benchmarks/peers/sequential_stops.py [--studies 1000] [--look-every 6]
         [--first-look N] [--gamma-damage G] [--peers-python /tmp/peers/bin/python]
 
 Simulates studies of 114 tasks × 4 trials with the model of tests/sequential_model.py, decides
@@ -99,7 +99,7 @@ def main() -> None:
     parser.add_argument("--evalsig", help="the peers' side: differences (.npy) to stop on")
     parser.add_argument("--studies", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=47)
-    parser.add_argument("--look-every", type=int, default=8)
+    parser.add_argument("--look-every", type=int, default=6)
     parser.add_argument("--first-look", type=int, default=None)
     parser.add_argument("--gamma-damage", type=float, default=-2.0)
     parser.add_argument("--peers-python", default="/tmp/peers/bin/python")

@@ -28,6 +28,8 @@ from flatscore.analysis.sequential import (
 from sequential_model import COUPLINGS, PLANTED, simulate
 
 DESIGN = SequentialDesign()
+RULES = SequentialDesign(look_every=8, first_look=8)
+"""The decision-rule tests' looks: every 8 tasks from 8 (the rules do not depend on them)."""
 STUDIES = 2000
 TASKS = 114
 PROFILES = (0.6, 0.9)
@@ -41,6 +43,16 @@ def test_look_counts() -> None:
     assert look_counts(16, 8) == [8, 16]
     assert look_counts(5, 8) == [5]
     assert look_counts(0, 8) == []
+    assert look_counts(114, 6, 30) == [*range(30, 113, 6), 114]
+
+
+def test_the_designs_looks() -> None:
+    """Every 6 tasks from the first multiple of 6 at or above a quarter of the maximum."""
+    assert DESIGN.looks(114) == [30, 36, 42, 48, 54, 60, 66, 72, 78, 84, 90, 96, 102, 108, 114]
+    assert DESIGN.looks(40) == [12, 18, 24, 30, 36, 40]
+    assert DESIGN.looks(16) == [6, 12, 16]
+    assert DESIGN.looks(5) == [5]
+    assert RULES.looks(32) == [8, 16, 24, 32]
 
 
 def test_one_sided_p_values_are_the_fixed_designs_halves() -> None:
@@ -82,7 +94,7 @@ def test_look_stats_at_the_last_look_are_the_fixed_designs() -> None:
     lr, se = log_ratio_jackknife(c.failed_arm, c.calls_arm, c.failed_ref, c.calls_ref)
     amp = norm.isf(student_t.sf(lr / se, TASKS - 1))
     assert stats.z["amplified"][:, -1] == pytest.approx(amp)
-    assert stats.counts == look_counts(TASKS, 8)
+    assert stats.counts == DESIGN.looks(TASKS)
 
 
 # --- the decision rules, on chosen statistics -------------------------------------------
@@ -91,7 +103,7 @@ def test_look_stats_at_the_last_look_are_the_fixed_designs() -> None:
 def _stats(tasks: int = 32, **crossing: int) -> LookStats:
     """One comparison whose test `name` crosses its boundary from look `crossing[name]` on
     (and never before); tests not named never cross."""
-    counts = look_counts(tasks, DESIGN.look_every)
+    counts = RULES.looks(tasks)
     z = {}
     for name in TESTS:
         at = crossing.get(name.removesuffix("_low").removesuffix("_high"))
@@ -103,7 +115,7 @@ def _stats(tasks: int = 32, **crossing: int) -> LookStats:
 
 
 def _verdict(stats: list[LookStats]) -> list[tuple[str, bool, int]]:
-    d = decide(stats, DESIGN)
+    d = decide(stats, RULES)
     tasks = d.tasks([s.counts for s in stats])[0]
     return [
         (VERDICTS[int(v)], bool(x), int(n))
@@ -159,10 +171,10 @@ def _holm_pair(first: float, second: float) -> list[tuple[str, bool, int]]:
 def test_holm_passes_a_rejections_share_on() -> None:
     """At level α/2 (one-sided damage) split over two comparisons, a statistic between the
     α/4 and the α/2 boundary is rejected only when the other comparison is rejected first."""
-    level = DESIGN.levels()["damage"]
+    level = RULES.levels()["damage"]
     strict, loose = (
-        boundaries(16, DESIGN, "damage", level / 2)[1],
-        boundaries(16, DESIGN, "damage", level)[1],
+        boundaries(16, RULES, "damage", level / 2)[1],
+        boundaries(16, RULES, "damage", level)[1],
     )
     between = (strict + loose) / 2
     assert _holm_pair(50.0, between)[1][0] == "visible damage"
@@ -351,20 +363,20 @@ if __name__ == "__main__":
 
 
 def test_a_run_short_of_its_maximum_is_open() -> None:
-    """40 tasks of a 114-task design: only the looks at 8…40, with the 114-task boundaries
+    """48 tasks of a 114-task design: only the looks at 30…48, with the 114-task boundaries
     (stricter than a 40-task design's last look); undecided means open, not inconclusive at
     a final look."""
     rng = np.random.default_rng(9)
     c = simulate(rng, 200, gap=0.0, s=0.9, coupling=0.75)
-    head = [a[:, :44] for a in c.arrays()]
+    head = [a[:, :50] for a in c.arrays()]
     short = look_stats(*head, DESIGN, maximum=TASKS)
-    assert short.counts == [8, 16, 24, 32, 40] and short.maximum == TASKS
-    whole = look_stats(*(a[:, :40] for a in c.arrays()), DESIGN)
-    assert whole.maximum == 40
-    strict = boundaries(TASKS, DESIGN, "damage", 0.025)[:5]
-    assert np.all(strict > boundaries(40, DESIGN, "damage", 0.025)[-1])
+    assert short.counts == [30, 36, 42, 48] and short.maximum == TASKS
+    whole = look_stats(*(a[:, :48] for a in c.arrays()), DESIGN)
+    assert whole.maximum == 48
+    strict = boundaries(TASKS, DESIGN, "damage", 0.025)[:4]
+    assert np.all(strict > boundaries(48, DESIGN, "damage", 0.025)[-1])
     dec = decide([short], DESIGN)
-    assert dec.tasks([short.counts]).max() <= 40
+    assert dec.tasks([short.counts]).max() <= 48
     none = look_stats(*(a[:, :5] for a in c.arrays()), DESIGN, maximum=TASKS)
     assert none.counts == []
     assert not decide([none], DESIGN).decided.any()

@@ -19,7 +19,6 @@ from flatscore.analysis.sequential import (
     SequentialDesign,
     boundaries,
     decide,
-    look_counts,
     look_stats,
 )
 from flatscore.analysis.sequential_channels import (
@@ -32,6 +31,7 @@ from flatscore.analysis.task_sign import task_sign_test
 from sequential_model import PLANTED, simulate
 
 DESIGN = SequentialDesign()
+RULES = SequentialDesign(look_every=8, first_look=8)
 
 
 def test_sign_test_known_answer() -> None:
@@ -103,7 +103,7 @@ def test_channel_z_at_the_last_look() -> None:
 
 
 def _stats(tasks: int = 32, channels: tuple[list[float], ...] = (), **crossing: int) -> LookStats:
-    counts = look_counts(tasks, DESIGN.look_every)
+    counts = RULES.looks(tasks)
     z = {}
     for name in TESTS:
         at = crossing.get(name.removesuffix("_low").removesuffix("_high"))
@@ -117,7 +117,7 @@ def _stats(tasks: int = 32, channels: tuple[list[float], ...] = (), **crossing: 
 
 
 def _verdict(stats: list[LookStats]) -> list[tuple[str, bool, int]]:
-    d = decide(stats, DESIGN)
+    d = decide(stats, RULES)
     tasks = d.tasks([s.counts for s in stats])[0]
     return [
         (VERDICTS[int(v)], bool(x), int(n))
@@ -132,7 +132,7 @@ def test_an_amplified_channel_makes_a_flat_score_amplified_failures() -> None:
     assert _verdict([_stats(equivalent=0, bounded=0)]) == [("no damage detected", True, 8)]
     level = DESIGN.levels()["channel"] / 2  # two channels: Holm's first level
     lean = norm.isf(level) + 0.1  # above the one-look value, below the boundary
-    assert lean < boundaries(32, DESIGN, "channel", level)[0]
+    assert lean < boundaries(32, RULES, "channel", level)[0]
     channel = [lean, lean, 50.0, 50.0]
     assert _verdict([_stats(equivalent=0, bounded=0, channels=(channel, [-1.0] * 4))]) == [
         ("flat score, amplified failures", True, 24)
@@ -166,7 +166,7 @@ def test_channel_family_is_holm_over_all_comparisons_channels() -> None:
     and α/6 boundaries at the last look is decided only once another channel's rejection
     has passed its share on."""
     level = DESIGN.levels()["channel"]
-    b4, b3 = (boundaries(16, DESIGN, "channel", level / h)[1] for h in (4, 3))
+    b4, b3 = (boundaries(16, RULES, "channel", level / h)[1] for h in (4, 3))
     between = (b4 + b3) / 2
 
     def run(other: float) -> tuple[bool, ...]:
@@ -174,7 +174,7 @@ def test_channel_family_is_holm_over_all_comparisons_channels() -> None:
             _stats(16, channels=([-1.0, other], [-1.0, -1.0])),
             _stats(16, channels=([-1.0, between], [-1.0, -1.0])),
         ]
-        return tuple(bool(x) for x in decide(stats, DESIGN).channels[0])
+        return tuple(bool(x) for x in decide(stats, RULES).channels[0])
 
     assert run(50.0) == (True, False, True, False)
     assert run(-1.0) == (False, False, False, False)

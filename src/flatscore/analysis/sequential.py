@@ -2,8 +2,9 @@
 with every error rate controlled over all looks (docs/analysis.md, "Sequential verdicts").
 
 A comparison (an arm against its cell's reference) is read task by task, in a fixed order;
-looks come every `look_every` paired tasks and at the maximum (the tasks the fixed design
-has). At each look four one-sided hypotheses are tested on the tasks read so far, with the
+looks come every `look_every` paired tasks from about a quarter of the maximum on, and at the
+maximum (the tasks the fixed design has; `SequentialDesign.looks`). At each look five
+one-sided hypotheses are tested on the tasks read so far, with the
 per-task statistics of the fixed design:
 - **damage**: the success gap at the default budget above 0 (`paired_score.
   paired_one_sided`, the statistic of the fixed design's paired test; α/2, as the fixed
@@ -39,6 +40,7 @@ decides thousands of studies at once.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -72,7 +74,9 @@ class SequentialDesign(AnalysisModel):
 
     look_every: int = Field(defaults.SEQUENTIAL_LOOK_EVERY, ge=1)
     first_look: int | None = Field(None, ge=1)
-    """Paired tasks at the first look (None: `look_every`); later looks every `look_every`."""
+    """Paired tasks at the first look (None: the first multiple of `look_every` at or above
+    `first_look_share` of the maximum); later looks every `look_every`, and the maximum."""
+    first_look_share: float = Field(defaults.SEQUENTIAL_FIRST_LOOK, ge=0, lt=1)
     margin: float = Field(defaults.TOST_MARGIN, gt=0, lt=1)
     ratio_margin: float = Field(defaults.SEQUENTIAL_RATIO_MARGIN, gt=1)
     alpha: float = Field(defaults.ALPHA, gt=0, lt=1)
@@ -87,7 +91,11 @@ class SequentialDesign(AnalysisModel):
 
     def looks(self, tasks: int) -> list[int]:
         """Paired tasks read at each look of a comparison with `tasks` at its maximum."""
-        return look_counts(tasks, self.look_every, self.first_look)
+        every = self.look_every
+        first = self.first_look or max(
+            every, math.ceil(self.first_look_share * tasks / every) * every
+        )
+        return look_counts(tasks, every, first)
 
     def gamma(self, test: str) -> float:
         harm = ("damage", "amplified", "channel")

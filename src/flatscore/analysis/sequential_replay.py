@@ -48,7 +48,8 @@ def design_for(options: AnalysisSettings) -> SequentialDesign:
 def describe(design: SequentialDesign) -> str:
     levels = design.levels()
     return (
-        f"looks every {design.look_every} paired tasks and at the maximum; damage (gap > 0, "
+        f"looks every {design.look_every} paired tasks from {design.first_look_share:.0%} of "
+        "the maximum on, and at the maximum; damage (gap > 0, "
         f"one-sided α = {levels['damage']:g}) and amplification (all-channel failed-call "
         f"ratio > 1, α = {levels['amplified']:g}) with Holm across the study's comparisons "
         "(group-sequential form); equivalence (TOST ±"
@@ -235,6 +236,7 @@ def replay(
                     tasks_available=st.maximum if designed else len(order),
                     episodes=arm_n + ref_n,
                     more_tasks=st.maximum - int(n) if not decided and n < st.maximum else None,
+                    first_look=design.looks(st.maximum)[0] if not st.counts else None,
                     amplified_channels=channels,
                 )
             }
