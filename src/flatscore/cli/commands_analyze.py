@@ -182,8 +182,10 @@ def power(
         int, typer.Option(help="The sequential design's maximum: tasks of the fixed design.")
     ] = 114,
 ) -> None:
-    """The smallest Gap(K) a study of this size detects with 80% power (simulation); with
-    --sequential, the tasks a sequential study needs to decide, from a pilot's run files."""
+    """The smallest Gap(K) a study of this size detects with 80% power (simulation).
+
+    With --sequential: the tasks a sequential study needs to decide, from a pilot's run
+    files."""
     from rich.table import Table
 
     if sequential:
