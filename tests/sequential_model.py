@@ -10,16 +10,29 @@ probability is r = min(0.5, base·G), G ~ Gamma(2, 1/2) (mean 1: tasks differ), 
 is ratio·r (≤ 1 for ratios up to 2, so the true ratio is exactly `ratio`); the arm's call
 outcomes are coupled to the reference's in the same way as its trials. The reference's
 failure rate per call is then ≈ 0.3, the study v1 reference's 0.33–0.41.
+Channels: a failed call falls in channel j with the reference's shares `SHARES` (its place
+in the call's uniform decides which, so the channels cost no extra draws and leave the
+all-channel numbers as they were); the arm's per-call failure probability in channel j is
+r·share_j·multiplier_j (every multiplier = `ratio` unless `channel_ratios` says otherwise),
+so a planted single-channel amplification (×3 on the 5% channel) raises all failed calls by
+×1.10 — study v2's planted control in telecom: ×3.03 on bad arguments, ×1.10 overall.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
+from flatscore.analysis.sequential_channels import ChannelCounts
+
 CONCENTRATION = 4.0
 COUPLINGS = {"independent": 0.0, "coupled": 0.75}
+SHARES = (0.05, 0.10, 0.20, 0.25, 0.40)
+CHANNEL_NAMES = ("c5", "c10", "c20", "c25", "c40")
+PLANTED = (3.0, 1.0, 1.0, 1.0, 1.0)
+"""×3 on the 5% channel only: ×1.10 on all failed calls."""
 
 
 @dataclass(frozen=True)
@@ -40,9 +53,19 @@ class Comparisons:
     """(studies × tasks × trials) failed calls per episode."""
     failures_arm: np.ndarray
     calls: int
+    channel_ref: np.ndarray
+    """(studies × channels × tasks) per-task mean failed calls per channel."""
+    channel_arm: np.ndarray
+    channel_failures_ref: np.ndarray
+    """(studies × channels × tasks × trials) failed calls per episode and channel."""
+    channel_failures_arm: np.ndarray
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         return (self.differences, self.failed_arm, self.calls_arm, self.failed_ref, self.calls_ref)
+
+    def channels(self) -> ChannelCounts:
+        den = np.broadcast_to(self.calls_arm[:, None, :], self.channel_arm.shape)
+        return ChannelCounts(CHANNEL_NAMES, self.channel_arm, den, self.channel_ref, den)
 
 
 def simulate(
@@ -56,6 +79,7 @@ def simulate(
     trials: int = 4,
     base: float = 0.3,
     calls: int = 6,
+    channel_ratios: tuple[float, ...] | None = None,
 ) -> Comparisons:
     q = rng.beta(CONCENTRATION * s, CONCENTRATION * (1 - s), (studies, tasks, 1))
     u = rng.random((studies, tasks, trials))
@@ -64,7 +88,22 @@ def simulate(
     r = np.minimum(0.5, base * rng.gamma(2.0, 0.5, (studies, tasks, 1, 1)))
     u = rng.random((studies, tasks, trials, calls))
     v = np.where(rng.random(u.shape) < coupling, u, rng.random(u.shape))
-    f_ref, f_arm = (u < r).sum(-1), (v < np.minimum(1.0, ratio * r)).sum(-1)
+    shares = np.array(SHARES)
+    mult = np.array(channel_ratios if channel_ratios is not None else (ratio,) * len(SHARES))
+    arm_r = ratio * r if channel_ratios is None else r * float(shares @ mult)
+    f_ref, f_arm = (u < r).sum(-1), (v < np.minimum(1.0, arm_r)).sum(-1)
+    edges_ref = np.concatenate([[0.0], np.cumsum(shares[:-1]), [1.0]])
+    edges_arm = np.concatenate([[0.0], np.cumsum(shares * mult)[:-1] / float(shares @ mult), [1.0]])
+    # which channel a failed call falls in: its uniform's place below the failure threshold
+    pos_ref, pos_arm = u / r, v / np.minimum(1.0, arm_r)
+    ch_ref = np.stack(
+        [((pos_ref >= lo) & (pos_ref < hi)).sum(-1) for lo, hi in itertools.pairwise(edges_ref)],
+        axis=1,
+    )
+    ch_arm = np.stack(
+        [((pos_arm >= lo) & (pos_arm < hi)).sum(-1) for lo, hi in itertools.pairwise(edges_arm)],
+        axis=1,
+    )
     per_call = np.full((studies, tasks), float(calls))
     return Comparisons(
         differences=ok_ref.mean(-1) - ok_arm.mean(-1),
@@ -79,4 +118,8 @@ def simulate(
         failures_ref=f_ref,
         failures_arm=f_arm,
         calls=calls,
+        channel_ref=ch_ref.mean(-1),
+        channel_arm=ch_arm.mean(-1),
+        channel_failures_ref=ch_ref,
+        channel_failures_arm=ch_arm,
     )

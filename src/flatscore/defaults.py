@@ -134,8 +134,14 @@ MAX_BOOTSTRAP: Final = 100_000
 
 # --- sequential verdicts (`analyze --sequential`, `gate --sequential`) --------------------
 
-SEQUENTIAL_LOOK_EVERY: Final = 8
+SEQUENTIAL_LOOK_EVERY: Final = 6
 """Paired tasks between two looks of a sequential comparison (and a look at the maximum)."""
+
+SEQUENTIAL_FIRST_LOOK: Final = 0.25
+"""The first look comes at the first multiple of the look interval at or above this share
+of the maximum (30 of 114 tasks): before it a boundary is too strict to stop on anything but
+a gross effect, and looks spent there raise every later boundary (chosen by simulation:
+docs/analysis.md, "Sequential verdicts")."""
 
 SEQUENTIAL_RATIO_MARGIN: Final = 1.25
 """The all-channel failed-call ratio below which failures count as bounded (chosen by

@@ -25,9 +25,11 @@ from flatscore.analysis.sequential import (
     look_counts,
     look_stats,
 )
-from sequential_model import COUPLINGS, simulate
+from sequential_model import COUPLINGS, PLANTED, simulate
 
 DESIGN = SequentialDesign()
+RULES = SequentialDesign(look_every=8, first_look=8)
+"""The decision-rule tests' looks: every 8 tasks from 8 (the rules do not depend on them)."""
 STUDIES = 2000
 TASKS = 114
 PROFILES = (0.6, 0.9)
@@ -41,6 +43,16 @@ def test_look_counts() -> None:
     assert look_counts(16, 8) == [8, 16]
     assert look_counts(5, 8) == [5]
     assert look_counts(0, 8) == []
+    assert look_counts(114, 6, 30) == [*range(30, 113, 6), 114]
+
+
+def test_the_designs_looks() -> None:
+    """Every 6 tasks from the first multiple of 6 at or above a quarter of the maximum."""
+    assert DESIGN.looks(114) == [30, 36, 42, 48, 54, 60, 66, 72, 78, 84, 90, 96, 102, 108, 114]
+    assert DESIGN.looks(40) == [12, 18, 24, 30, 36, 40]
+    assert DESIGN.looks(16) == [6, 12, 16]
+    assert DESIGN.looks(5) == [5]
+    assert RULES.looks(32) == [8, 16, 24, 32]
 
 
 def test_one_sided_p_values_are_the_fixed_designs_halves() -> None:
@@ -82,7 +94,7 @@ def test_look_stats_at_the_last_look_are_the_fixed_designs() -> None:
     lr, se = log_ratio_jackknife(c.failed_arm, c.calls_arm, c.failed_ref, c.calls_ref)
     amp = norm.isf(student_t.sf(lr / se, TASKS - 1))
     assert stats.z["amplified"][:, -1] == pytest.approx(amp)
-    assert stats.counts == look_counts(TASKS, 8)
+    assert stats.counts == DESIGN.looks(TASKS)
 
 
 # --- the decision rules, on chosen statistics -------------------------------------------
@@ -91,7 +103,7 @@ def test_look_stats_at_the_last_look_are_the_fixed_designs() -> None:
 def _stats(tasks: int = 32, **crossing: int) -> LookStats:
     """One comparison whose test `name` crosses its boundary from look `crossing[name]` on
     (and never before); tests not named never cross."""
-    counts = look_counts(tasks, DESIGN.look_every)
+    counts = RULES.looks(tasks)
     z = {}
     for name in TESTS:
         at = crossing.get(name.removesuffix("_low").removesuffix("_high"))
@@ -103,7 +115,7 @@ def _stats(tasks: int = 32, **crossing: int) -> LookStats:
 
 
 def _verdict(stats: list[LookStats]) -> list[tuple[str, bool, int]]:
-    d = decide(stats, DESIGN)
+    d = decide(stats, RULES)
     tasks = d.tasks([s.counts for s in stats])[0]
     return [
         (VERDICTS[int(v)], bool(x), int(n))
@@ -159,10 +171,10 @@ def _holm_pair(first: float, second: float) -> list[tuple[str, bool, int]]:
 def test_holm_passes_a_rejections_share_on() -> None:
     """At level α/2 (one-sided damage) split over two comparisons, a statistic between the
     α/4 and the α/2 boundary is rejected only when the other comparison is rejected first."""
-    level = DESIGN.levels()["damage"]
+    level = RULES.levels()["damage"]
     strict, loose = (
-        boundaries(16, DESIGN, "damage", level / 2)[1],
-        boundaries(16, DESIGN, "damage", level)[1],
+        boundaries(16, RULES, "damage", level / 2)[1],
+        boundaries(16, RULES, "damage", level)[1],
     )
     between = (strict + loose) / 2
     assert _holm_pair(50.0, between)[1][0] == "visible damage"
@@ -183,10 +195,16 @@ Row = dict[str, float | str]
 
 
 def condition(
-    rng: np.random.Generator, gap: float, s: float, pairing: str, ratio: float = 1.0
+    rng: np.random.Generator,
+    gap: float,
+    s: float,
+    pairing: str,
+    ratio: float = 1.0,
+    planted: bool = False,
 ) -> Row:
-    c = simulate(rng, STUDIES, gap, s, COUPLINGS[pairing], ratio)
-    stats = look_stats(*c.arrays(), DESIGN)
+    channel_ratios = PLANTED if planted else None
+    c = simulate(rng, STUDIES, gap, s, COUPLINGS[pairing], ratio, channel_ratios=channel_ratios)
+    stats = look_stats(*c.arrays(), DESIGN, channels=c.channels())
     dec = decide([stats], DESIGN)
     verdict = dec.verdict[:, 0]
     tasks = dec.tasks([stats.counts])[:, 0]
@@ -194,17 +212,28 @@ def condition(
     fixed_eq = paired_tost(c.differences, DESIGN.margin, DESIGN.alpha)[1]
     fixed_ratio = rate_ratio_test(c.failed_arm, c.calls_arm, c.failed_ref, c.calls_ref)
     fixed_amp = (fixed_ratio.p_value < DESIGN.alpha) & (fixed_ratio.ratio > 1)
+    ch = c.channels()
+    per_channel = rate_ratio_test(ch.failed_arm, ch.den_arm, ch.failed_ref, ch.den_ref)
+    # the fixed design: Holm over the channels at α (two-sided p), amplified = an increase
+    p_ch = np.nan_to_num(per_channel.p_value, nan=1.0)
+    order = np.argsort(p_ch, axis=-1)
+    steps = np.take_along_axis(p_ch, order, -1) <= DESIGN.alpha / np.arange(p_ch.shape[-1], 0, -1)
+    up = np.take_along_axis(np.nan_to_num(per_channel.ratio, nan=0.0), order, -1) > 1
+    fixed_channel = (np.cumprod(steps, axis=-1).astype(bool) & up).any(axis=-1)
     return {
         "gap": gap,
         "success": s,
         "pairing": pairing,
         "ratio": ratio,
+        "channels": "planted" if planted else "uniform",
         **{VERDICTS[i]: float(np.mean(verdict == i)) for i in range(len(VERDICTS))},
         "median_tasks": float(np.median(tasks)) / TASKS,
         "damage": float(dec.damage[:, 0].mean()),
         "equivalent": float(dec.equivalent[:, 0].mean()),
         "amplified": float(dec.amplified[:, 0].mean()),
         "bounded": float(dec.bounded[:, 0].mean()),
+        "channel": float(dec.channel_amplified[:, 0].mean()),
+        "fixed_channel": float(fixed_channel.mean()),
         "fixed_damage": float(fixed_damage.mean()),
         "fixed_equivalent": float(fixed_eq.mean()),
         "fixed_amplified": float(np.nan_to_num(fixed_amp).mean()),
@@ -212,11 +241,11 @@ def condition(
 
 
 CONDITIONS = [
-    (gap, s, pairing, ratio)
+    (gap, s, pairing, ratio, False)
     for gap, ratio in ((0.0, 1.0), (0.075, 1.0), (0.2, 1.0), (0.0, 2.0), (0.1, 1.0))
     for pairing in COUPLINGS
     for s in PROFILES
-]
+] + [(0.0, s, pairing, 1.0, True) for pairing in COUPLINGS for s in PROFILES]
 
 
 @functools.cache
@@ -236,6 +265,26 @@ def test_no_gap_damage_claimed_at_most_5_percent() -> None:
         assert r["damage"] <= 0.05, r
 
 
+def test_null_channels_flagged_at_most_5_percent() -> None:
+    """No channel changed (every condition but the planted one and ×2): a channel is
+    decided amplified in ≤ 5% of studies."""
+    for r in _rows(ratio=1.0, channels="uniform"):
+        assert r["channel"] <= 0.05, r
+
+
+def test_planted_single_channel_amplification_is_decided() -> None:
+    """×3 on the 5% channel (×1.10 on all failed calls, inside the ×1.25 bound), no gap:
+    "flat score, amplified failures" in ≥ 80% with coupled trials, and wherever equivalence
+    is shown about as often (within 5 points); "no damage detected" (the control missed)
+    in ≤ 5%."""
+    for r in _rows(channels="planted", pairing="coupled"):
+        assert r["flat score, amplified failures"] >= 0.80, r
+    for r in _rows(channels="planted"):
+        assert r["no damage detected"] <= 0.05, r
+        flat = float(r["flat score, amplified failures"])
+        assert flat >= float(r["fixed_equivalent"]) - 0.05, r
+
+
 def test_gap_at_the_margin_equivalence_claimed_at_most_5_percent() -> None:
     for r in _rows(gap=0.075):
         assert r["equivalent"] <= 0.05, r
@@ -253,7 +302,7 @@ def test_a_20_point_gap_is_decided_early() -> None:
 
 
 def test_coupled_no_gap_is_no_damage_detected_early() -> None:
-    for r in _rows(gap=0.0, ratio=1.0, pairing="coupled"):
+    for r in _rows(gap=0.0, ratio=1.0, pairing="coupled", channels="uniform"):
         assert r["no damage detected"] >= 0.80, r
         assert r["median_tasks"] <= 0.60, r
 
@@ -261,7 +310,7 @@ def test_coupled_no_gap_is_no_damage_detected_early() -> None:
 def test_power_at_the_maximum_within_5_points_of_the_fixed_design() -> None:
     """Damage at gaps 7.5 and 10, equivalence with no gap, amplification at ×2: the
     sequential test's rate of ever deciding is within 5 points of the fixed design's."""
-    for r in _rows(ratio=1.0):
+    for r in _rows(ratio=1.0, channels="uniform"):
         if float(r["gap"]) in (0.075, 0.1):
             assert float(r["damage"]) >= float(r["fixed_damage"]) - 0.05, r
         if r["gap"] == 0.0:
@@ -275,19 +324,22 @@ def test_family_wise_error_over_four_null_comparisons() -> None:
     four comparisons decided together with Holm): damage or amplification claimed for any of
     them in ≤ 5% of studies."""
     rng = np.random.default_rng(470)
-    stats = [look_stats(*simulate(rng, STUDIES, 0.0, 0.9, 0.0).arrays(), DESIGN) for _ in range(4)]
+    sims = [simulate(rng, STUDIES, 0.0, 0.9, 0.0) for _ in range(4)]
+    stats = [look_stats(*c.arrays(), DESIGN, channels=c.channels()) for c in sims]
     dec = decide(stats, DESIGN)
     assert dec.damage.any(axis=-1).mean() <= 0.05
     assert dec.amplified.any(axis=-1).mean() <= 0.05
+    assert dec.channel_owner.size == 4 * 5
+    assert dec.channels.any(axis=-1).mean() <= 0.05
 
 
 def markdown(rows: list[Row]) -> str:
     head = (
         "| trials | s | true gap | failure ratio | visible damage | flat score, amplified "
         "| no damage | inconclusive | median tasks | damage: seq. / fixed "
-        "| equivalent: seq. / fixed | amplified: seq. / fixed |"
+        "| equivalent: seq. / fixed | amplified: seq. / fixed | a channel amplified: seq. / fixed |"
     )
-    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
 
     def pct(x: float | str) -> str:
         return f"{100 * float(x):.1f}%"
@@ -295,11 +347,13 @@ def markdown(rows: list[Row]) -> str:
     for r in rows:
         lines.append(
             f"| {r['pairing']} | {r['success']} | {100 * float(r['gap']):g} | ×{r['ratio']:g} "
+            f"{' (×3 on one channel)' if r['channels'] == 'planted' else ''} "
             f"| {pct(r['visible damage'])} | {pct(r['flat score, amplified failures'])} "
             f"| {pct(r['no damage detected'])} | {pct(r['inconclusive'])} "
             f"| {pct(r['median_tasks'])} | {pct(r['damage'])} / {pct(r['fixed_damage'])} "
             f"| {pct(r['equivalent'])} / {pct(r['fixed_equivalent'])} "
-            f"| {pct(r['amplified'])} / {pct(r['fixed_amplified'])} |"
+            f"| {pct(r['amplified'])} / {pct(r['fixed_amplified'])} "
+            f"| {pct(r['channel'])} / {pct(r['fixed_channel'])} |"
         )
     return "\n".join(lines)
 
@@ -309,20 +363,20 @@ if __name__ == "__main__":
 
 
 def test_a_run_short_of_its_maximum_is_open() -> None:
-    """40 tasks of a 114-task design: only the looks at 8…40, with the 114-task boundaries
+    """48 tasks of a 114-task design: only the looks at 30…48, with the 114-task boundaries
     (stricter than a 40-task design's last look); undecided means open, not inconclusive at
     a final look."""
     rng = np.random.default_rng(9)
     c = simulate(rng, 200, gap=0.0, s=0.9, coupling=0.75)
-    head = [a[:, :44] for a in c.arrays()]
+    head = [a[:, :50] for a in c.arrays()]
     short = look_stats(*head, DESIGN, maximum=TASKS)
-    assert short.counts == [8, 16, 24, 32, 40] and short.maximum == TASKS
-    whole = look_stats(*(a[:, :40] for a in c.arrays()), DESIGN)
-    assert whole.maximum == 40
-    strict = boundaries(TASKS, DESIGN, "damage", 0.025)[:5]
-    assert np.all(strict > boundaries(40, DESIGN, "damage", 0.025)[-1])
+    assert short.counts == [30, 36, 42, 48] and short.maximum == TASKS
+    whole = look_stats(*(a[:, :48] for a in c.arrays()), DESIGN)
+    assert whole.maximum == 48
+    strict = boundaries(TASKS, DESIGN, "damage", 0.025)[:4]
+    assert np.all(strict > boundaries(48, DESIGN, "damage", 0.025)[-1])
     dec = decide([short], DESIGN)
-    assert dec.tasks([short.counts]).max() <= 40
+    assert dec.tasks([short.counts]).max() <= 48
     none = look_stats(*(a[:, :5] for a in c.arrays()), DESIGN, maximum=TASKS)
     assert none.counts == []
     assert not decide([none], DESIGN).decided.any()

@@ -43,10 +43,12 @@ def test_damage_and_pass_are_decided_before_the_maximum() -> None:
 
 
 def test_a_run_short_of_its_maximum_is_open() -> None:
-    ref, cand = _runs(0.0, 3, tasks=20, trials=1)
+    ref, cand = _runs(0.0, 3, tasks=34, trials=1)
     result = sequential_gate(ref, cand, max_tasks=114)
     assert result.verdict == "inconclusive" and result.exit_code == 4
-    assert "open after 16 tasks: the planned looks allow 98 more" in result.summary
+    assert "open after 30 tasks: the planned looks allow 84 more" in result.summary
+    early = sequential_gate(*_runs(0.0, 3, tasks=20, trials=1), max_tasks=114)
+    assert "open: no planned look yet (the first at 30 tasks)" in early.summary
 
 
 def test_the_cli_exit_code(tmp_path: Path) -> None:

@@ -170,3 +170,33 @@ def test_without_the_flag_nothing_sequential_is_written() -> None:
     eps, _ = _episodes(sequential=True)
     text = analyze(eps, AnalysisSettings(bootstrap=100)).model_dump_json()
     assert "sequential" not in text
+
+
+def _stopped_run(sequential: bool) -> list[Episode]:
+    """A run where arm `early` stopped after 16 of 48 tasks and arm `late` ran all 48 (as
+    a sequential run leaves them); `late` drops in every task, `early` never."""
+    out = []
+    for t in range(48):
+        for trial in range(2):
+            for arm, ok in (("ref", True), ("late", trial == 0), ("early", True)):
+                if arm == "early" and t >= 16:
+                    continue
+                ep = episode(arm, f"t{t:03d}", trial, [("get_user", "ok")], success=ok)
+                if sequential:
+                    ep = ep.model_copy(update={"metadata": {"stopping": "sequential"}})
+                out.append(ep)
+    return out
+
+
+def test_a_sequential_run_pairs_each_comparison_on_its_own_tasks() -> None:
+    """The fixed-design part of a sequential run's report: each arm against the reference on
+    the tasks both ran, not on the tasks every arm ran (the earliest stop would set them)."""
+    options = AnalysisSettings(reference="ref", bootstrap=200)
+    seq = analyze(_stopped_run(True), options)
+    by_arm = {c.arm: c for c in seq.cells[0].comparisons}
+    assert by_arm["late"].paired_tasks == 48 and by_arm["early"].paired_tasks == 16
+    assert by_arm["late"].gap_default.gap == pytest.approx(0.5)
+    assert any("each comparison is paired on the tasks" in w for w in seq.cells[0].warnings)
+    fixed = analyze(_stopped_run(False), options)  # not sequential: the common tasks, as before
+    assert {c.paired_tasks for c in fixed.cells[0].comparisons} == {16}
+    assert any("not run by every arm" in w for w in fixed.cells[0].warnings)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from flatscore.analysis.sequential import SequentialDesign
 from flatscore.run.driver import plan_study
 from flatscore.run.sequential import SequentialPlan
 from flatscore.run.study import load_study
@@ -86,7 +87,7 @@ def test_a_decided_arm_stops_and_the_others_run_to_the_maximum(uninterrupted: Pa
     ids = _ids(uninterrupted)
     per_task = 2  # trials
     assert len(ids["oracle__ref.jsonl"]) == len(ids["oracle__same.jsonl"]) == 24 * per_task
-    assert len(ids["oracle__slips.jsonl"]) in (8 * per_task, 16 * per_task)
+    assert len(ids["oracle__slips.jsonl"]) in (6 * per_task, 12 * per_task, 18 * per_task)
     sequential = dict(_sequential(uninterrupted))
     assert sequential["slips"]["verdict"] == "visible damage" and sequential["slips"]["decided"]
     assert sequential["slips"]["tasks"] * per_task == len(ids["oracle__slips.jsonl"])
@@ -102,7 +103,7 @@ def test_every_episode_records_its_place_in_the_design(uninterrupted: Path) -> N
             assert ep.metadata["stopping"] == "sequential"
             assert ep.metadata["sequential_max_tasks"] == 24
             ranks[ep.task_id] = ep.metadata["task_rank"]
-    seq = SequentialPlan(plan_study(study).jobs, study.seed, look_every=8)
+    seq = SequentialPlan(plan_study(study).jobs, study.seed, SequentialDesign().looks)
     order = seq.cells[("oracle", "retail")].order
     assert ranks == {task: i for i, task in enumerate(order)}
     assert order != sorted(order)  # a seeded shuffle, not the split's order
@@ -110,9 +111,14 @@ def test_every_episode_records_its_place_in_the_design(uninterrupted: Path) -> N
 
 def test_the_plan_batches_tasks_up_to_each_look(tmp_path: Path) -> None:
     plan = plan_study(load_study(_study(tmp_path)))
-    seq = SequentialPlan(plan.jobs, seed=300, look_every=8)
+    seq = SequentialPlan(
+        plan.jobs, seed=300, looks=SequentialDesign(first_look=8, look_every=8).looks
+    )
     state = seq.cells[("oracle", "retail")]
     assert state.looks == [8, 16, 24]
+    assert SequentialPlan(plan.jobs, 300, SequentialDesign().looks).cells[
+        ("oracle", "retail")
+    ].looks == [6, 12, 18, 24]  # the default design: every 6 from a quarter of 24
     first = seq.batch(0)
     assert {seq.rank(j) for j in first} == set(range(8))
     assert len(first) == 8 * 2 * 3  # tasks x trials x arms

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
+import numpy as np
+
 import flatscore
 from flatscore.analysis.arm_stats import arm_stats
 from flatscore.analysis.balanced import balanced, left_out
@@ -28,7 +30,7 @@ from flatscore.analysis.risk import risk_screen, with_outcome
 from flatscore.analysis.sequential_replay import replay
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.stats import adjust_pvalues, resample_counts, stable_rng
-from flatscore.analysis.task_matrix import task_matrix
+from flatscore.analysis.task_matrix import TaskMatrix, task_matrix
 from flatscore.analysis.trials import left_out as trials_left_out
 from flatscore.analysis.trials import pick_trials, trials_text
 from flatscore.episode import Episode
@@ -148,9 +150,20 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
         )
 
     drafts: list[tuple[dict[str, object], list[Comparison]]] = []
+    sequential_runs = {
+        (ep.model, ep.domain) for ep in unique if ep.metadata.get("stopping") == "sequential"
+    }
     for model, domain in sorted(grouped):
         cell, comparisons = _cell(
-            model, domain, grouped[(model, domain)], infra, budgets, default_k, options, controls
+            model,
+            domain,
+            grouped[(model, domain)],
+            infra,
+            budgets,
+            default_k,
+            options,
+            controls,
+            (model, domain) in sequential_runs,
         )
         drafts.append((cell, comparisons))
 
@@ -246,9 +259,11 @@ def _cell(
     default_k: int,
     options: AnalysisSettings,
     controls: dict[tuple[str, str], str],
+    per_pair: bool = False,
 ) -> tuple[dict[str, object], list[Comparison]]:
     """One cell's arms and (not yet corrected) comparisons. A negative control is never
-    chosen as the reference."""
+    chosen as the reference. `per_pair` (a sequential run's cell): each comparison on the
+    tasks its arm and the reference both ran."""
     cell_warnings: list[str] = []
     named = options.reference
     if named is not None and named not in arms:
@@ -271,7 +286,20 @@ def _cell(
     task_sets = [{f.task_id for f in arms[a]} for a in order if arms[a]]
     common = sorted(set.intersection(*task_sets)) if task_sets else []
     every = set().union(*task_sets) if task_sets else set()
-    if len(common) < len(every):
+    ref_tasks = {f.task_id for f in arms[reference]}
+    # Each arm's paired tasks: those every arm ran, or in a sequential run (arms stop at
+    # different looks) those the arm and the reference both ran.
+    pairs = {
+        a: sorted(ref_tasks & {f.task_id for f in arms[a]}) if per_pair else common
+        for a in order
+        if a != reference and arms[a]
+    }
+    if per_pair and len(common) < len(every):
+        cell_warnings.append(
+            "a sequential run: each comparison is paired on the tasks its arm and the "
+            "reference both ran (arms stopped at different looks)"
+        )
+    elif len(common) < len(every):
         cell_warnings.append(
             f"{len(every) - len(common)} task(s) not run by every arm are left out of the "
             "paired comparisons (arm tables use all of an arm's tasks)"
@@ -279,25 +307,31 @@ def _cell(
     comparisons: list[Comparison] = []
     if not arms[reference]:
         cell_warnings.append(f"reference {reference!r} has no usable episodes: no comparison")
-    elif len(order) > 1 and common:
+    elif len(order) > 1 and (any(pairs.values()) if per_pair else common):
         names = sorted({n for a in order for f in arms[a] for n in f.hallucinated})
-        matrices = {a: task_matrix(arms[a], common, budgets, options.count, names) for a in order}
-        weights = (
-            resample_counts(len(common), options.bootstrap, stable_rng(options.seed, model, domain))
-            if len(common) >= options.bootstrap_min_tasks
-            else None
-        )
-        floor = CellFloor(arms[reference], common, budgets, options.count, names, weights)
         gap_ks = sorted({min(budgets), default_k})
+        shared: dict[tuple[str, ...], tuple[TaskMatrix, np.ndarray | None, CellFloor]] = {}
         for a in order:
-            if a == reference or not arms[a]:
+            if a == reference or not pairs.get(a):
                 continue
-            c = compare(
-                a, reference, matrices[reference], matrices[a], budgets, default_k, options, weights
-            )
-            beside = noise_floor(
-                floor, matrices[reference], matrices[a], arms[a], gap_ks, options.confidence
-            )
+            tasks = tuple(pairs[a])
+            if tasks not in shared:  # one reference matrix, resampling and floor per task set
+                weights = (
+                    resample_counts(
+                        len(tasks), options.bootstrap, stable_rng(options.seed, model, domain)
+                    )
+                    if len(tasks) >= options.bootstrap_min_tasks
+                    else None
+                )
+                ref_m = task_matrix(arms[reference], list(tasks), budgets, options.count, names)
+                floor = CellFloor(
+                    arms[reference], list(tasks), budgets, options.count, names, weights
+                )
+                shared[tasks] = (ref_m, weights, floor)
+            ref_m, weights, floor = shared[tasks]
+            alt_m = task_matrix(arms[a], list(tasks), budgets, options.count, names)
+            c = compare(a, reference, ref_m, alt_m, budgets, default_k, options, weights)
+            beside = noise_floor(floor, ref_m, alt_m, arms[a], gap_ks, options.confidence)
             control = controls.get((model, a))
             comparisons.append(c.model_copy(update={"noise_floor": beside, "control_of": control}))
     elif len(order) > 1:

@@ -10,15 +10,18 @@ seeded random permutation of the cell's paired tasks (the analysis seed and the 
 name, stated in the output). Each comparison's per-task success differences at the default
 budget and per-task failed-call and call counts (`task_matrix`, the fixed design's own
 numbers) are read in that order and decided by `sequential.decide`, every comparison of the
-study together (Holm across them).
+study together (Holm across them). The channels tested per comparison are those the fixed
+design tested (the members of its channel family), with the same denominators.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from flatscore.analysis.facts import EpisodeFacts
-from flatscore.analysis.result import AnalysisResult, Cell
+from flatscore.analysis.result import AnalysisResult, Cell, Comparison
 from flatscore.analysis.sequential import (
     VERDICTS,
     LookStats,
@@ -26,10 +29,11 @@ from flatscore.analysis.sequential import (
     decide,
     look_stats,
 )
+from flatscore.analysis.sequential_channels import ChannelCounts
 from flatscore.analysis.sequential_result import SequentialComparison, SequentialSummary
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.stats import stable_rng
-from flatscore.analysis.task_matrix import task_matrix
+from flatscore.analysis.task_matrix import MALFORMED, TaskMatrix, task_matrix
 from flatscore.episode import Episode
 
 Arms = Mapping[str, Sequence[EpisodeFacts]]
@@ -44,7 +48,8 @@ def design_for(options: AnalysisSettings) -> SequentialDesign:
 def describe(design: SequentialDesign) -> str:
     levels = design.levels()
     return (
-        f"looks every {design.look_every} paired tasks and at the maximum; damage (gap > 0, "
+        f"looks every {design.look_every} paired tasks from {design.first_look_share:.0%} of "
+        "the maximum on, and at the maximum; damage (gap > 0, "
         f"one-sided α = {levels['damage']:g}) and amplification (all-channel failed-call "
         f"ratio > 1, α = {levels['amplified']:g}) with Holm across the study's comparisons "
         "(group-sequential form); equivalence (TOST ±"
@@ -118,6 +123,21 @@ def planned_maximum(episodes: Sequence[Episode]) -> dict[tuple[str, str], int]:
     return out
 
 
+def channel_counts(comp: Comparison, ref: TaskMatrix, alt: TaskMatrix) -> ChannelCounts:
+    """The channels the fixed design tested for this comparison, per task in `ref`'s order."""
+    names = tuple(ch for ch, a in comp.channel_amplification.items() if a.p_value is not None)
+
+    def stack(m: TaskMatrix, which: str) -> np.ndarray:
+        cols = [
+            ch if which == "num" else "attempts" if ch == MALFORMED else "calls" for ch in names
+        ]
+        return np.stack([m.column(c) for c in cols]) if cols else np.zeros((0, len(m.tasks)))
+
+    return ChannelCounts(
+        names, stack(alt, "num"), stack(alt, "den"), stack(ref, "num"), stack(ref, "den")
+    )
+
+
 def _scaled(episodes: int, tasks: int, maximum: int) -> int:
     """Episodes a comparison would have read at its design's maximum (its episodes per task
     read, times the maximum)."""
@@ -168,18 +188,30 @@ def replay(
                     ref.column("calls"),
                     design,
                     maximum,
+                    channel_counts(comp, ref, alt),
                 )
             )
             plans.append((ci, j, order))
     if not stats:
         return result
     decisions = decide(stats, design)
+    amplified_channels: list[list[str]] = [[] for _ in stats]
+    for h, owner in enumerate(decisions.channel_owner):
+        if decisions.channels[h]:
+            offset = h - int(np.searchsorted(decisions.channel_owner, owner))
+            amplified_channels[owner].append(stats[owner].channel_names[offset])
     tasks_read = decisions.tasks([s.counts for s in stats])
     cells = [c.model_copy(deep=True) for c in result.cells]
     ref_read: dict[int, set[str]] = {}
     used = available = 0
-    for (ci, j, order), st, v, decided, n in zip(
-        plans, stats, decisions.verdict, decisions.decided, tasks_read, strict=True
+    for (ci, j, order), st, v, decided, n, channels in zip(
+        plans,
+        stats,
+        decisions.verdict,
+        decisions.decided,
+        tasks_read,
+        amplified_channels,
+        strict=True,
     ):
         cell = cells[ci]
         arms = grouped[(cell.model, cell.domain)]
@@ -204,6 +236,8 @@ def replay(
                     tasks_available=st.maximum if designed else len(order),
                     episodes=arm_n + ref_n,
                     more_tasks=st.maximum - int(n) if not decided and n < st.maximum else None,
+                    first_look=design.looks(st.maximum)[0] if not st.counts else None,
+                    amplified_channels=channels,
                 )
             }
         )

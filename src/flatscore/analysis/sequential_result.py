@@ -30,6 +30,10 @@ class SequentialComparison(AnalysisModel):
     more_tasks: int | None = Field(None, exclude_if=lambda v: v is None)
     """Undecided before the design's maximum (a run still going): the paired tasks the
     planned looks still allow (absent otherwise)."""
+    first_look: int | None = Field(None, exclude_if=lambda v: v is None)
+    """Open with no planned look reached yet: the paired tasks of the first look."""
+    amplified_channels: list[str] = Field(default_factory=list, exclude_if=lambda v: not v)
+    """Channels decided amplified by the look the comparison stopped at (absent when none)."""
 
 
 class SequentialSummary(AnalysisModel):
@@ -53,7 +57,11 @@ class SequentialSummary(AnalysisModel):
 def decided_text(c: SequentialComparison) -> str:
     """'visible damage, decided after 16 of 114 tasks' (or 'inconclusive after all 114')."""
     if c.decided:
-        return f"{c.verdict}, decided after {c.tasks} of {c.tasks_available} tasks"
+        which = f" ({', '.join(c.amplified_channels)})" if c.amplified_channels else ""
+        return f"{c.verdict}{which}, decided after {c.tasks} of {c.tasks_available} tasks"
+    if c.more_tasks and c.tasks == 0:
+        first = f" (the first at {c.first_look} tasks)" if c.first_look else ""
+        return f"open: no planned look yet{first}; the planned looks allow {c.more_tasks} more"
     if c.more_tasks:
         return f"open after {c.tasks} tasks: the planned looks allow {c.more_tasks} more"
     return f"{c.verdict}: undecided after all {c.tasks_available} tasks"

@@ -185,16 +185,17 @@ def _success_fraction(points: float) -> float:
 @app.command()
 def power(
     success: Annotated[
-        float, typer.Option(help="Reference success rate, in points (60 = 60% of tasks).")
-    ],
+        float | None,
+        typer.Option(help="Reference success rate, in points (60 = 60% of tasks)."),
+    ] = None,
     rates: Annotated[
-        str,
+        str | None,
         typer.Option(
             help="Per-call error rates by channel, fractions of agent calls, e.g. "
             "unknown_tool=0.1,bad_arguments=0.02."
         ),
-    ],
-    tasks: Annotated[int, typer.Option(min=1, help="Tasks in the study.")],
+    ] = None,
+    tasks: Annotated[int | None, typer.Option(min=1, help="Tasks in the study.")] = None,
     trials: Annotated[int, typer.Option(min=1, help="Trials per task.")] = 1,
     k: Annotated[
         int,
@@ -209,12 +210,44 @@ def power(
     ] = defaults.TIGHT_K,
     calls: Annotated[int, typer.Option(min=1, help="Agent tool calls per episode.")] = 10,
     simulations: Annotated[
-        int, typer.Option(min=10, help="Simulated studies per amplification level.")
+        int, typer.Option(min=10, help="Simulated studies per amplification level (per gap).")
     ] = 500,
     seed: Annotated[int, typer.Option(help="Simulation seed.")] = defaults.ANALYSIS_SEED,
+    sequential: Annotated[
+        bool,
+        typer.Option(
+            "--sequential",
+            help="Size a sequential study from a pilot (--pilot): tasks to a decision per gap.",
+        ),
+    ] = False,
+    pilot: Annotated[
+        list[Path] | None, typer.Option(help="A pilot's run files (repeat the flag).")
+    ] = None,
+    reference: Annotated[str | None, typer.Option(help="The pilot's reference arm.")] = None,
+    arm: Annotated[
+        str | None, typer.Option(help="The pilot arm whose pairing sets the coupling.")
+    ] = None,
+    domain: Annotated[str | None, typer.Option(help="The pilot's domain (cell).")] = None,
+    gaps: Annotated[
+        str, typer.Option(help="Success gaps to size for, in points (comma-separated).")
+    ] = "0,5,10,20",
+    max_tasks: Annotated[
+        int, typer.Option(help="The sequential design's maximum: tasks of the fixed design.")
+    ] = 114,
 ) -> None:
-    """The smallest Gap(K) a study of this size detects with 80% power (simulation)."""
+    """The smallest Gap(K) a study of this size detects with 80% power (simulation).
+
+    With --sequential: the tasks a sequential study needs to decide, from a pilot's run
+    files."""
     from rich.table import Table
+
+    if sequential:
+        _sequential_power(
+            pilot or [], reference, arm, domain, gaps, max_tasks, trials, simulations, seed
+        )
+        return
+    if success is None or rates is None or tasks is None:
+        raise InputError("needs --success, --rates and --tasks (or --sequential --pilot FILE)")
 
     from flatscore.analysis.power import power_analysis
 
@@ -242,3 +275,68 @@ def power(
                 f" (error rates ×{result.detectable_multiplier:.2f})",
             )
         )
+
+
+def _sequential_power(
+    pilot: list[Path],
+    reference: str | None,
+    arm: str | None,
+    domain: str | None,
+    gaps: str,
+    max_tasks: int,
+    trials: int,
+    simulations: int,
+    seed: int,
+) -> None:
+    from rich.table import Table
+
+    from flatscore.analysis.sequential_power import pilot_from_episodes, sequential_power
+
+    if not pilot:
+        raise InputError("--sequential needs the pilot's run files", field="--pilot")
+    try:
+        points = [float(g) for g in gaps.split(",") if g.strip()]
+    except ValueError:
+        raise InputError(
+            f"expected gaps in points, e.g. 0,5,10, got {gaps!r}", field="--gaps"
+        ) from None
+    if not points or any(not 0 <= g < 100 for g in points):
+        raise InputError(f"gaps must lie in [0, 100) points, got {gaps!r}", field="--gaps")
+    if max_tasks < 1 or simulations < 1:
+        raise InputError("--max-tasks and --simulations must be positive")
+    episodes = [ep for _, ep in labelled_runs(pilot)]
+    found = pilot_from_episodes(episodes, reference, arm, domain)
+    result = sequential_power(
+        found,
+        [g / 100 for g in points],
+        max_tasks=max_tasks,
+        trials=trials if trials > 1 else found.trials,
+        simulations=simulations,
+        seed=seed,
+    )
+    table = Table(
+        title=(
+            f"sequential study: up to {result.max_tasks} tasks × {result.trials} trial(s); "
+            f"pilot {result.pilot_tasks} tasks, coupling {result.coupling:.2f}"
+        )
+    )
+    for col in ("gap (points)", "decided", "visible damage", "flat score, amplified",
+                "no damage", "median tasks", "expected tasks", "expected episodes"):  # fmt: skip
+        table.add_column(col, justify="right")
+    for row in result.rows:
+        v = row.verdicts
+        table.add_row(
+            f"{100 * row.gap:g}",
+            f"{row.decided:.0%}",
+            f"{v['visible damage']:.0%}",
+            f"{v['flat score, amplified failures']:.0%}",
+            f"{v['no damage detected']:.0%}",
+            f"{row.median_tasks:g}",
+            f"{row.mean_tasks:.1f}",
+            f"{row.mean_episodes:.0f}",
+        )
+    console.print(table)
+    console.print(
+        f"coupling: {result.coupling_source}; {result.simulations} simulated studies per gap, "
+        f"seed {result.seed}; expected = mean over studies, undecided ones at the maximum"
+    )

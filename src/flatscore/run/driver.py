@@ -51,7 +51,7 @@ from flatscore.report.rebuild import rebuild
 from flatscore.report.verdicts import headlines
 from flatscore.run.executors import make_executor
 from flatscore.run.executors.base import EpisodeJob, Executor
-from flatscore.run.sequential import SequentialPlan, look_every, printer, report_state
+from flatscore.run.sequential import SequentialPlan, planned_looks, printer, report_state
 from flatscore.run.sources import SOURCES, ArmRun, EpisodeSource, Prepare, source_of
 from flatscore.run.study import Study, study_json
 from flatscore.store.jsonl import EpisodeWriter, RunCounts, finished_episode_ids
@@ -289,7 +289,7 @@ def run_sequential(
     decide which arms go on. Counts add up over the batches; `planned` is the fixed
     design's."""
     options = analysis_options(study)
-    seq = SequentialPlan(plan.jobs, study.seed, look_every(options))
+    seq = SequentialPlan(plan.jobs, study.seed, planned_looks(options))
     files = list(dict.fromkeys(run.path for run in plan.runs))
     say_line = printer(say)
     total: RunCounts | None = None

@@ -2,8 +2,9 @@
 
 The unit is the task. Each cell (model × domain) draws its tasks in a seeded random order
 (`task_order`: the study's seed and the cell's model and domain) and runs them in batches
-up to the planned looks (every `look_every` paired tasks and at the maximum, the tasks the
-fixed design would run: `flatscore.analysis.sequential`). A batch holds every trial of its
+up to the planned looks (`SequentialDesign.looks`: every 6 paired tasks from about a quarter
+of the maximum, and at the maximum, the tasks the fixed design would run:
+`flatscore.analysis.sequential`). A batch holds every trial of its
 tasks for every arm still open in the cell and for the reference while any arm is open
 (paired, with the fixed design's seeds). After each batch the episodes of the tasks up to
 that look are analysed exactly as `flatscore analyze --sequential` replays them
@@ -28,7 +29,6 @@ from rich.console import Console
 
 from flatscore import defaults
 from flatscore.analysis.analyze import analyze
-from flatscore.analysis.sequential import look_counts
 from flatscore.analysis.sequential_replay import design_for
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.stats import stable_rng
@@ -80,16 +80,16 @@ class CellState:
 class SequentialPlan:
     """The plan's jobs in looks: `batch(k)` is what runs before look k."""
 
-    def __init__(self, jobs: list[EpisodeJob], seed: int, look_every: int) -> None:
+    def __init__(
+        self, jobs: list[EpisodeJob], seed: int, looks: Callable[[int], list[int]]
+    ) -> None:
         tasks: dict[Cell, list[str]] = defaultdict(list)
         for job in jobs:
             if job.task_id not in tasks[cell_of(job)]:
                 tasks[cell_of(job)].append(job.task_id)
         self.jobs = jobs
         self.cells = {
-            cell: CellState(
-                order=task_order(seed, cell, ids), looks=look_counts(len(ids), look_every)
-            )
+            cell: CellState(order=task_order(seed, cell, ids), looks=looks(len(ids)))
             for cell, ids in tasks.items()
         }
         self._ranks = {
@@ -180,8 +180,9 @@ def sequential_options(options: AnalysisSettings) -> AnalysisSettings:
     return options.model_copy(update={"sequential": True, "bootstrap": defaults.MIN_BOOTSTRAP})
 
 
-def look_every(options: AnalysisSettings) -> int:
-    return design_for(options).look_every
+def planned_looks(options: AnalysisSettings) -> Callable[[int], list[int]]:
+    """The design's looks for a cell of n tasks (`SequentialDesign.looks`)."""
+    return design_for(options).looks
 
 
 def report_state(plan: SequentialPlan, say: Callable[[str], None]) -> None:
