@@ -79,3 +79,14 @@ def test_description_names_the_adapter_that_was_merged(
     )
     monkeypatch.setenv(ADAPTER_ENV, "none")
     assert apply_shipped_adapter(tiny_llama(), "tiny", "a Q4_1 base")[1:] == ("tiny", "a Q4_1 base")
+
+
+def test_the_shipped_adapter_is_found_and_is_study_v2s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the override the embedded model merges the adapter shipped in the package
+    (the one study v2 was played with): a wrong folder would silently run the base model."""
+    from flatscore.run.reproduce import V2_ADAPTER_SHA256
+
+    monkeypatch.delenv(ADAPTER_ENV, raising=False)
+    found = shipped_adapter()
+    assert found is not None and (found / "adapter_config.json").is_file()
+    assert adapter_sha256(found) == V2_ADAPTER_SHA256

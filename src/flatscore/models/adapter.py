@@ -15,7 +15,7 @@ from typing import Any
 
 from flatscore.errors import InputError
 
-ADAPTER_DIR = Path(__file__).parent / "adapter"
+ADAPTER_DIR = Path(__file__).parent / "embedded_adapter"
 ADAPTER_FILE = "adapter_model.safetensors"
 ADAPTER_ENV = "FLATSCORE_EMBEDDED_ADAPTER"
 
