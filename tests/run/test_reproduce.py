@@ -49,7 +49,7 @@ def test_the_slice_is_study_v2s_file_narrowed(tmp_path: Path) -> None:
     assert all(model.arms[a] == original.arms[a] for a in SLICE_ARMS)
     assert model.compute == "fp32" and study.trials == 1
     ids = slice_task_ids()
-    assert study.task_ids == ids and len(ids) == 9 + 8
+    assert study.task_ids == ids and len(ids) == 9 + 6
     assert ids[:2] == ["cancel_00", "address_00"] and ids[9] == "airplane_05"
     with pytest.raises(InputError, match="base arm ref"):
         slice_study(tmp_path / "d", ROOT, arms=("ref-planted",))

@@ -77,7 +77,7 @@ def demo(
     progress: opt.ProgressBars = True,
 ) -> None:
     """Run a slice of study v2 live (the reference, the planted control and int4-awq on
-    every retail template and 8 of telecom's), compare every episode with the archived one,
+    every retail template and 6 of telecom's), compare every episode with the archived one,
     then write the whole study's report with the reproduced count on top."""
     arm_list = tuple(a.strip() for a in arms.split(",") if a.strip()) if arms else None
     if arms is not None and not arm_list:
