@@ -16,6 +16,7 @@ from flatscore.errors import InputError
 from flatscore.run.reproduce import (
     SLICE_ARMS,
     V2_ADAPTER_SHA256,
+    V2_ARCHIVE,
     V2_STUDY_FILE,
     check_adapter,
     make_banner,
@@ -120,3 +121,19 @@ def test_no_verify_says_nothing_was_compared() -> None:
     assert banner.exact is None and banner.details == []
     assert banner.headline == "not compared on this machine (--no-verify)"
     assert "3,192 archived episodes" in banner.about and "No episode was run" in banner.about
+
+
+@pytest.mark.slow
+def test_one_archived_episode_replays_exactly_on_this_machine(tmp_path: Path) -> None:
+    """The real thing, one episode: study v2's reference on retail's shortest template,
+    played live by the embedded model with the demo's engine settings, equals the archived
+    episode message for message."""
+    pytest.importorskip("torch")
+    from flatscore.run.driver import run_study
+    from flatscore.run.reproduce import live_episodes
+    from flatscore.store.compare import reproduce
+
+    study = slice_study(tmp_path / "d", ROOT, arms=("ref",), task_ids=["status_00"])
+    run_study(study, report=False, progress=False)
+    result = reproduce(live_episodes(study.output_dir / "runs"), ROOT / V2_ARCHIVE)
+    assert result.headline() == "1 of 1 episodes reproduced exactly on this machine"
