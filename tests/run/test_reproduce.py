@@ -124,6 +124,7 @@ def test_no_verify_says_nothing_was_compared() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # one short episode: about a minute idle, many on a loaded machine
 def test_one_archived_episode_replays_exactly_on_this_machine(tmp_path: Path) -> None:
     """The real thing, one episode: study v2's reference on retail's shortest template,
     played live by the embedded model with the demo's engine settings, equals the archived
