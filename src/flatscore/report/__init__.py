@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from flatscore.analysis.channels import BUILTIN_RULES, ChannelRules, load_rules
 from flatscore.analysis.result import AnalysisResult
 from flatscore.episode import Episode
+
+if TYPE_CHECKING:
+    from flatscore.report.reproduction import Banner
 
 __all__ = ["ReportPaths", "rules_for", "write_report"]
 
@@ -51,9 +55,11 @@ def write_report(
     rules: ChannelRules | None = None,
     title: str = "flatscore report",
     generated_at: str | None = None,
+    banner: Banner | None = None,
 ) -> ReportPaths:
     """Write report.html, summary.md, analysis.json and tables.md into `out_dir` (created if
-    needed)."""
+    needed); `banner` (a reproduction's count and verdict lines) tops report.html and
+    summary.md."""
     from flatscore.report.html import render_html
     from flatscore.report.markdown import render_summary
     from flatscore.report.tables import render as render_tables
@@ -67,12 +73,22 @@ def write_report(
         tables=out / "tables.md",
     )
     html = render_html(
-        analysis, episodes, rules or rules_for(analysis), title=title, generated_at=generated_at
+        analysis,
+        episodes,
+        rules or rules_for(analysis),
+        title=title,
+        generated_at=generated_at,
+        banner=banner,
     )
+    summary = render_summary(analysis, generated_at=generated_at)
+    if banner is not None:
+        from flatscore.report.reproduction import banner_markdown
+
+        summary = banner_markdown(banner, analysis) + "\n" + summary
     # errors="replace": a lone surrogate in model text must not stop the report.
     for path, text in (
         (paths.html, html),
-        (paths.summary, render_summary(analysis, generated_at=generated_at)),
+        (paths.summary, summary),
         (paths.analysis, analysis_json(analysis)),
         (paths.tables, render_tables(analysis)),
     ):

@@ -32,6 +32,7 @@ from flatscore.analysis.result import CHANNELS, AnalysisResult, Cell, Comparison
 from flatscore.episode import Episode
 from flatscore.report import plots
 from flatscore.report.html_text import Footnotes, markdown_table, prose
+from flatscore.report.reproduction import Banner, cell_lines
 from flatscore.report.terminal import channel_change
 from flatscore.report.transcripts import browser_payload, cell_key
 from flatscore.report.verdicts import CHANNEL_WORDS, TONE, headlines, pct, pts, pval, ratio
@@ -346,8 +347,9 @@ def render_html(
     *,
     title: str = "flatscore report",
     generated_at: str | None = None,
+    banner: Banner | None = None,
 ) -> str:
-    """The whole report page as one string."""
+    """The whole report page as one string (`banner`: a reproduction's first screen)."""
     env = _environment()
     script = env.get_template("_script.html.j2").render()
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
@@ -378,4 +380,6 @@ def render_html(
         data_text=data_text,
         script=Markup(script),
         csp=csp,
+        banner=banner,
+        banner_cells=cell_lines(analysis) if banner is not None else [],
     )

@@ -1,4 +1,7 @@
-"""`flatscore demo`: the whole pipeline on the embedded model, on a laptop CPU.
+"""`flatscore demo --fresh`: the whole pipeline on the embedded model, on a laptop CPU.
+
+(`flatscore demo` without `--fresh` reproduces a slice of study v2 instead:
+`flatscore.run.reproduce`.)
 
 The embedded agent (SmolLM2-135M-Instruct + the shipped flatscore LoRA adapter) in three
 precision arms — ref, int8 and int4-awq (a flat arm and a damaged one beside the
@@ -134,7 +137,7 @@ def _check_same_compute(study: Study) -> None:
         raise InputError(
             f"this demo was run with compute {_compute_of(before)}, "
             f"not {_compute_of(study)}: pass --compute {_compute_of(before)} to resume it, "
-            "or --fresh to start over",
+            f"or delete {study.output_dir / 'runs'} to start over",
             file=str(recorded),
             field="compute",
         )
@@ -151,7 +154,7 @@ def run_demo(
     resume = runs.exists() and any(runs.glob("*.jsonl"))
     if resume:
         _check_same_compute(study)
-        console.print(f"resuming the demo in {study.output_dir} (--fresh starts over)")
+        console.print(f"resuming the demo in {study.output_dir} (delete {runs} to start over)")
     try:
         outcome = run_study(study, resume=resume, progress=progress, console=console)
     except KeyboardInterrupt:  # finished episodes are on disk (each fsynced as it ends)

@@ -1,0 +1,88 @@
+"""The demo's report in headless Chromium: the whole study v2 from its committed archive, with
+a slice of live episodes run on this machine (tests/fixtures/v2_slice: run files `flatscore
+demo` wrote) compared with it. The first screen says how many episodes reproduced and each
+arm's verdict — visible damage, no damage detected, and the planted control's flat score
+over amplified failures, whose S(K) is level at K = 9 and apart at K = 0. No model runs."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from chromium import chromium, require_chromium
+from flatscore.run.reproduce import DemoResult, report_study, slice_study
+
+pytestmark = pytest.mark.browser
+
+require_chromium()
+
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+ARCHIVE = ROOT / "studies" / "embedded-study-v2" / "runs"
+LIVE = ROOT / "tests" / "fixtures" / "v2_slice"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoResult:
+    out = tmp_path_factory.mktemp("demo")
+    study = slice_study(out, ROOT)
+    return report_study(
+        ARCHIVE, out, study, live_runs=LIVE, console=Console(file=io.StringIO(), width=200)
+    )
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
+    with chromium(tmp_path_factory.mktemp("chromium-profile")) as browser:
+        yield browser
+
+
+def test_the_first_screen_says_what_reproduced_and_every_verdict(
+    demo: DemoResult, driver: WebDriver
+) -> None:
+    rep = demo.reproduction
+    live = len(list(LIVE.glob("*.jsonl")))
+    assert rep is not None and rep.checked >= live and rep.exact  # this machine made them
+    count = f"{rep.checked} of {rep.checked} episodes reproduced exactly on this machine"
+    driver.get(demo.report.html.resolve().as_uri())
+    WebDriverWait(driver, 60).until(lambda d: d.find_elements(By.ID, "reproduced"))
+    headline = driver.find_element(By.CSS_SELECTOR, "#reproduced h2")
+    assert headline.text == count and headline.is_displayed()
+    top = driver.execute_script("return arguments[0].getBoundingClientRect().top", headline)
+    assert 0 <= top < 400  # on the first screen, under the sticky header
+    banner = driver.find_element(By.ID, "reproduced").text
+    for verdict in ("visible damage", "no damage detected", "flat score, amplified failures"):
+        assert verdict in banner, verdict
+    lines = {
+        el.get_attribute("data-cell"): el.text
+        for el in driver.find_elements(By.CSS_SELECTOR, "#reproduced .verdict-lines")
+    }
+    assert set(lines) == {"smollm2-135m · retail", "smollm2-135m · telecom"}
+    retail, telecom = lines["smollm2-135m · retail"], lines["smollm2-135m · telecom"]
+    assert "int4-awq vs ref: visible damage" in retail and "int8 vs ref: no damage detected" in (
+        telecom
+    )
+    assert "fp8-w8a8 vs ref: visible damage" in retail
+    for text in (retail, telecom):
+        assert "ref-planted vs ref: flat score, amplified failures" in text
+        assert "decided after" in text  # the sequential replay
+        masked = next(line for line in text.splitlines() if line.startswith("ref-planted: S(K)"))
+        assert "level with ref's at K = 9" in masked and "apart at K = 0" in masked
+    # the study's own numbers (docs/embedded-study-v2.md): planted retail Gap(0) +16.2
+    assert "(gap 16.2 [11.8, 22.1] points)" in retail
+
+
+def test_the_banner_is_in_summary_md(demo: DemoResult) -> None:
+    summary = demo.report.summary.read_text("utf-8")
+    assert summary.startswith("**")
+    assert "episodes reproduced exactly on this machine**" in summary.splitlines()[0]
+    assert "- int4-awq vs ref: visible damage · sequential: visible damage, decided after" in (
+        summary
+    )
