@@ -55,8 +55,9 @@ COMMANDS: dict[str, Lazy] = {
     ),
     "demo": Lazy(
         "commands_demo",
-        "Run the embedded agent in ref / int8 / int4-awq on both built-in domains (test "
-        "split, scripted user), write the report and print the headline verdicts.",
+        "Run a slice of study v2 live (the reference, the planted control and int4-awq on "
+        "every retail template and 6 of telecom's), compare every episode with the archived "
+        "one, then write the whole study's report with the reproduced count on top.",
     ),
     "train-embedded": Lazy(
         "commands_train",
