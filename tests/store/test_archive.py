@@ -189,6 +189,16 @@ def test_study_v2s_committed_analysis_rebuilds_from_its_archive(tmp_path: Path) 
     assert result["episodes_read"] == 3192 and result["settings"]["trials"] == [1, 2]
 
 
+# 456 episodes, 5,000 resamples: a few seconds
+def test_gemmas_committed_analysis_rebuilds_from_its_archive(tmp_path: Path) -> None:
+    """studies/embedded-gemma/runs (Gemma 3 270M's ref and int4-awq, every test task of both
+    domains, trial 1) rebuilds studies/embedded-gemma's analysis.json and summary.md."""
+    docs = ROOT / "studies" / "embedded-gemma"
+    _rebuilds_byte_for_byte(docs / "runs", docs, tmp_path)
+    result = json.loads((docs / "analysis.json").read_text("utf-8"))
+    assert result["episodes_read"] == 456 and result["settings"]["trials"] == [1]
+
+
 def test_the_repair_pass_report_rebuilds_from_its_archive(tmp_path: Path) -> None:
     """studies/embedded-study/repair/runs (570 episodes, trial 0) rebuilds the pass's own
     analysis.json and summary.md (compared with `ref+repair`)."""
