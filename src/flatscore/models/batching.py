@@ -551,6 +551,7 @@ class BatchEngine(RequestQueue[Request, list[Request]]):
         self.store = KVStore(layers, min(store_tokens, kv_budget or store_tokens))
         self._layers = layers
         self.peak_kv_tokens = 0  # KV positions held at once: in flight + prefix cache
+        self.sequence_passes = 0  # sequences over all passes (/ `steps`: sequences a pass)
         self.trims = 0  # `release_freed_memory` calls: idle, or running (`_trim_if_due`)
         self.trim_every_s = TRIM_EVERY_S  # None: only when idle
         self._freed = False  # a sequence finished since the last trim
@@ -722,6 +723,7 @@ class BatchEngine(RequestQueue[Request, list[Request]]):
             stop=lambda: self._closed,
         )
         self.steps += 1
+        self.sequence_passes += len(active)
         self.peak_kv_tokens = max(self.peak_kv_tokens, self.active_tokens + self.store.tokens)
         still: list[Request] = []
         for i, (request, fed) in enumerate(zip(active, feeds, strict=True)):
