@@ -237,8 +237,7 @@ def run(args: argparse.Namespace) -> list[Table]:
     bound_cpu = statistics.median(r.per_cpu_hour for r in results[BOUNDED])
     free_cpu = statistics.median(r.per_cpu_hour for r in results[FREE])
     pairs = [
-        ratio(b.per_hour, f.per_hour)
-        for b, f in zip(results[BOUNDED], results[FREE], strict=True)
+        ratio(b.per_hour, f.per_hour) for b, f in zip(results[BOUNDED], results[FREE], strict=True)
     ]
     n_tasks = len(study.task_ids or [])
     title = (
