@@ -189,6 +189,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, default=2, help="rounds of each setting")
     parser.add_argument("--concurrency", type=int, default=SLICE_CONCURRENCY)
     parser.add_argument("--kv-memory-mb", type=float, default=SLICE_KV_MEMORY_MB)
+    parser.add_argument(
+        "--shared-engine",
+        action="store_true",
+        help="arms that share weights (ref, ref-planted) share one engine and its KV budget "
+        "(their sum) instead of one engine each",
+    )
 
 
 def summary_rows(results: dict[str, list[Round]]) -> list[list[object]]:
@@ -225,6 +231,9 @@ def run(args: argparse.Namespace) -> list[Table]:
         concurrency=args.concurrency,
         kv_memory_mb=args.kv_memory_mb,
     )
+    if args.shared_engine:
+        model = study.models[0].model_copy(update={"engine_per_arm": False})
+        study = study.model_copy(update={"models": [model]})
     load_models(study)
     counter = [0]
     settings: dict[str, Callable[[], Round]] = {
@@ -240,8 +249,10 @@ def run(args: argparse.Namespace) -> list[Table]:
         ratio(b.per_hour, f.per_hour) for b, f in zip(results[BOUNDED], results[FREE], strict=True)
     ]
     n_tasks = len(study.task_ids or [])
+    layout = "arms sharing weights share an engine" if args.shared_engine else "an engine an arm"
     title = (
-        f"{n_tasks} tasks × {len(study.models[0].arms)} arms, {args.concurrency} in flight, "
+        f"{n_tasks} tasks × {len(study.models[0].arms)} arms ({layout}), "
+        f"{args.concurrency} in flight, "
         f"{args.kv_memory_mb:g} MiB of KV per arm against no bound, {args.rounds} "
         "alternating rounds each"
     )
