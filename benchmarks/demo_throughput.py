@@ -11,8 +11,10 @@ Per round: wall seconds and the process's CPU seconds (on a shared host, CPU is 
 clock), episodes per hour of each, and where the time goes in the engines: forward passes,
 sequences a pass (every pass is padded to 16 rows, so a pass with 4 sequences costs about
 what one with 16 does) and prompt tokens encoded (a conversation whose cached turn was
-evicted is encoded again). Every round's episodes are compared with study v2's archive:
-the bound may change speed only, never a token.
+evicted is encoded again); and the process's peak resident memory after the round (the
+bound's first round runs first, so its figure is the models' and the bounded run's).
+Every round's episodes are compared with study v2's archive: the bound may change speed
+only, never a token.
 
 `--tasks N` runs a stratified part of the slice (retail and telecom alternately): the
 whole slice is 45 episodes at about 30 CPU-s each.
@@ -103,6 +105,7 @@ class Round:
     peak_active: int
     identical: int
     checked: int
+    peak_rss_mib: float
 
     @property
     def per_hour(self) -> float:
@@ -151,6 +154,7 @@ def play(args: argparse.Namespace, study: Any, setting: str, counter: list[int])
         peak_active=max((e.peak_active for e in loaded), default=0),
         identical=check.identical,
         checked=check.checked,
+        peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     )
     print(
         f"{setting}: {result.episodes} episodes, {wall:.0f} s wall, {cpu:.0f} CPU-s, "
@@ -215,6 +219,7 @@ def summary_rows(results: dict[str, list[Round]]) -> list[list[object]]:
                     r.peak_active,
                     f"{r.encoded:,}",
                     f"{r.identical} of {r.checked}",
+                    f"{r.peak_rss_mib:,.0f}",
                 ]
             )
     return rows
@@ -269,9 +274,10 @@ def run(args: argparse.Namespace) -> list[Table]:
         "peak in flight (an engine)",
         "prompt tokens encoded",
         "identical to the archive",
+        "process peak RSS so far, MiB",
     ]
     notes = [
         f"Bound / no bound, episodes per hour: {ratio(bound, free)} (medians; per round "
         f"pair {', '.join(pairs)}); per CPU-hour: {ratio(bound_cpu, free_cpu)}."
     ]
-    return [Table(header, summary_rows(results), "lrrrrrrrrrrr", title=title, notes=notes)]
+    return [Table(header, summary_rows(results), "lrrrrrrrrrrrr", title=title, notes=notes)]
