@@ -55,6 +55,10 @@ BENCHMARKS: dict[str, str] = {
     "load-memory": "Resident memory of loading the demo's arms.",
     "demo-memory": "Where the demo's memory goes.",
     "demo-timing": "Time `flatscore demo` and break the time down per arm and domain.",
+    "demo-throughput": "Episodes per hour of the demo's slice at its KV memory bound against "
+    "no bound, in one process.",
+    "engine-admission": "The batch engine's admission under a KV budget, replayed from the demo "
+    "slice's token counts.",
     "embedded-study-timing": "Episodes per hour of the embedded study's arms and the "
     "study's projected duration.",
     "base-models": "The two shipped base models side by side: cost to train and to run.",

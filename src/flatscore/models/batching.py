@@ -54,6 +54,10 @@ from flatscore.models.request_queue import QueuedRequest, RequestQueue
 MIN_ROWS = 16  # pad every forward to at least this many rows (batch invariance, above)
 IDLE_TRIM_S = 1.0  # an engine idle this long gives its freed heap back (`release_freed_memory`)
 TRIM_EVERY_S = 2.0  # while running: at most this often, after a sequence freed its KV
+GRACE_S = 1.0
+"""Under a KV budget, a finished turn's cache counts as its conversation's for this long
+before the next turn claims it (an episode submits its next turn milliseconds after the
+reply). Unclaimed after that, its episode has ended."""
 ATTENTION = "flatscore_ragged"
 PACK_GQA = "flatscore_pack_gqa"  # model attribute: decode with `gqa_decode_attention`
 
@@ -203,6 +207,7 @@ class _Entry:
     shared: bool  # a shared prefix: always copied, never taken
     prompt_len: int  # where the entry's prompt ends (its generated tokens follow)
     used: float = field(default_factory=time.monotonic)
+    born: int = 0  # the conversation's age rank (`BatchEngine`'s budget: older ones stay)
 
 
 class KVStore:
@@ -254,6 +259,27 @@ class KVStore:
             return SeqKV.on(best.kv), keep
         return best.kv.copy_prefix(keep), keep  # copy-on-write (outside the lock)
 
+    def match(self, ids: list[int]) -> _Entry | None:
+        """The entry `lookup(ids)` would take over now (an earlier turn of the same
+        conversation), without taking it; None when it would copy a shared prefix or find
+        nothing."""
+        with self._lock:
+            best, keep = None, 0
+            for entry in self._entries:
+                n = min(common_prefix(entry.ids, ids), len(ids) - 1)
+                usable = n == len(entry.ids) if entry.shared else n >= entry.prompt_len
+                if usable and n > keep:
+                    best, keep = entry, n
+            return best if best is not None and not best.shared else None
+
+    def holds(self, entry: _Entry) -> bool:
+        with self._lock:
+            return any(e is entry for e in self._entries)
+
+    def entries(self) -> list[_Entry]:
+        with self._lock:
+            return list(self._entries)
+
     def has_prefix(self, ids: list[int]) -> bool:
         """Whether `ids` is stored as a shared prefix (what `lookup` reads in place; another
         conversation's turn that starts with it is not used, so it does not count)."""
@@ -271,22 +297,45 @@ class KVStore:
             self._entries.remove(entry)
             total -= entry.kv.capacity
 
-    def fit(self, limit: int) -> None:
-        """Evict least recently used entries until the store holds at most `limit`
-        positions (room for the sequences in flight: `BatchEngine`'s `kv_budget`)."""
+    def fit(self, limit: int, order: Callable[[_Entry], Any] | None = None) -> None:
+        """Evict entries until the store holds at most `limit` positions (room for the
+        sequences in flight: `BatchEngine`'s `kv_budget`): least recently used first, or
+        in `order` (a sort key: lowest first; None: never evicted)."""
         with self._lock:
-            self._evict(limit)
+            if order is None:
+                self._evict(limit)
+                return
+            total = sum(e.kv.capacity for e in self._entries)
+            ranked = [(order(e), i, e) for i, e in enumerate(self._entries)]
+            for *_, entry in sorted((r for r in ranked if r[0] is not None), key=_first2):
+                if total <= limit:
+                    break
+                self._entries.remove(entry)
+                total -= entry.kv.capacity
 
-    def put(self, ids: list[int], kv: SeqKV, *, prompt_len: int = 0, shared: bool = False) -> None:
+    def put(
+        self,
+        ids: list[int],
+        kv: SeqKV,
+        *,
+        prompt_len: int = 0,
+        shared: bool = False,
+        born: int = 0,
+    ) -> None:
         """Keep `kv` (holding `ids`), evicting least recently used entries over budget."""
         if not ids or kv.length < len(ids) or kv.capacity > self.max_tokens:
             return
         if shared:
             kv = kv.flat()  # others will read it as their base
+        entry = _Entry(list(ids), kv, shared, prompt_len or len(ids), born=born)
         with self._lock:
             self._entries = [e for e in self._entries if e.ids != ids]
-            self._entries.append(_Entry(list(ids), kv, shared, prompt_len or len(ids)))
+            self._entries.append(entry)
             self._evict(self.max_tokens)
+
+
+def _first2(ranked: tuple[Any, int, _Entry]) -> tuple[Any, int]:
+    return ranked[0], ranked[1]
 
 
 # ---------------------------------------------------------------------- attention
@@ -497,6 +546,8 @@ class Request(QueuedRequest[torch.Tensor]):
     prefix_len: int = 0
     # engine state
     kv: SeqKV | None = None  # holds `held`
+    born: int = -1  # its conversation's age rank (under a KV budget: older ones go first)
+    claim: _Entry | None = None  # the store entry it will take over (its previous turn)
 
 
 class BatchEngine(RequestQueue[Request, list[Request]]):
@@ -551,9 +602,11 @@ class BatchEngine(RequestQueue[Request, list[Request]]):
         self.store = KVStore(layers, min(store_tokens, kv_budget or store_tokens))
         self._layers = layers
         self.peak_kv_tokens = 0  # KV positions held at once: in flight + prefix cache
+        self.sequence_passes = 0  # sequences over all passes (/ `steps`: sequences a pass)
         self.trims = 0  # `release_freed_memory` calls: idle, or running (`_trim_if_due`)
         self.trim_every_s = TRIM_EVERY_S  # None: only when idle
         self._freed = False  # a sequence finished since the last trim
+        self._births = 0  # conversations seen (their age ranks, `_conversation`)
         self._last_trim = time.monotonic()
 
     def clear(self) -> None:
@@ -622,6 +675,8 @@ class BatchEngine(RequestQueue[Request, list[Request]]):
         the KV budget; in order, so a long request is not overtaken forever). A request
         whose shared prefix another sequence is computing right now waits for it, so that a
         wave of new episodes encodes their common system turn once, not once each."""
+        if self.kv_budget is not None:
+            return self._joining_bounded(self.kv_budget)
         room = self.max_batch - len(self._active)
         reserved = sum(self._need(r) for r in self._active)
         computing = {
@@ -650,6 +705,128 @@ class BatchEngine(RequestQueue[Request, list[Request]]):
         self._waiting = waiting
         return joining
 
+    def _conversation(self, request: Request) -> _Entry | None:
+        """The store entry `request` will take over (its conversation's previous turn), if
+        the store still holds it; found once, when the request is first seen, which also
+        gives it its conversation's age rank (the entry's, else the next new one)."""
+        if request.born < 0:
+            entry = self.store.match(request.ids) if self.reuse else None
+            request.claim = entry
+            if entry is not None and entry.born > 0:
+                request.born = entry.born
+            else:
+                self._births += 1
+                request.born = self._births
+        claim = request.claim
+        return claim if claim is not None and self.store.holds(claim) else None
+
+    def _eviction_order(self) -> Callable[[_Entry], Any]:
+        """Under a KV budget, which store entries go first (a sort key; None: kept): turns
+        of ended episodes (unclaimed past `GRACE_S`) least recently used first, then
+        shared prefixes no sequence reads, then live conversations, the youngest first (an
+        evicted conversation is encoded again at its next turn: the youngest is the
+        shortest, and the oldest finish and free their memory). A shared prefix that
+        a sequence in flight or a stored turn reads in place is kept: evicting it would
+        free nothing."""
+        in_use = {id(r.kv.base) for r in list(self._active) if r.kv is not None}
+        in_use |= {id(e.kv.base) for e in self.store.entries()}
+        claimed = {id(r.claim) for r in list(self._waiting) if r.claim is not None}
+        now = time.monotonic()
+
+        def key(entry: _Entry) -> tuple[int, float] | None:
+            if entry.shared:
+                return None if id(entry.kv) in in_use else (1, entry.used)
+            if id(entry) not in claimed and now - entry.used > GRACE_S:
+                return (0, entry.used)
+            return (2, -entry.born)
+
+        return key
+
+    def _joining_bounded(self, budget: int) -> list[Request]:
+        """`_joining` under a KV budget: the sequences in flight and the prefix store share
+        `budget`. Waiting requests join oldest conversation first; one joins when its cache
+        fits after taking over its previous turn's entry and evicting only what ranks below
+        its conversation (`_eviction_order`: ended episodes and younger conversations; not
+        a shared prefix, which a joining sequence may read in place). So a conversation is
+        not evicted to make room for a younger one, which would then be evicted in turn:
+        each eviction is a whole conversation encoded again. A conversation that must be
+        encoded (new, or evicted) also leaves each older stored one room for its next
+        turn's `max_new` tokens."""
+        room = self.max_batch - len(self._active)
+        claims = {id(r): self._conversation(r) for r in self._waiting}
+        entries = self.store.entries()
+        key = self._eviction_order()
+        pool = sum(self._need(r) for r in self._active) + sum(e.kv.capacity for e in entries)
+        gone: set[int] = set()  # entries taken over by joining requests, or to be evicted
+        computing = {
+            tuple(r.ids[: r.prefix_len])
+            for r in self._active
+            if r.prefix_len and len(r.held) < r.prefix_len
+        }
+        joining: list[Request] = []
+        waiting: list[Request] = []
+        full = False
+        for request in sorted(self._waiting, key=lambda r: r.born):
+            prefix = tuple(request.ids[: request.prefix_len]) if request.prefix_len else ()
+            if full or len(joining) >= room or (self.reuse and prefix and prefix in computing):
+                waiting.append(request)
+                continue
+            claim = claims[id(request)]
+            if claim is not None and id(claim) in gone:  # already counted as evicted
+                claim = None
+            after = pool + self._need(request) - (claim.kv.capacity if claim else 0)
+            limit = budget
+            if claim is None:  # to be encoded: leave the older conversations room to go on
+                older = sum(
+                    1
+                    for e in entries
+                    if id(e) not in gone
+                    and (k := key(e)) is not None
+                    and k[0] == 2
+                    and e.born < request.born
+                )
+                limit -= older * request.max_new
+            if after > limit and (self._active or joining):
+                below = sorted(
+                    (
+                        (k, e)
+                        for e in entries
+                        if id(e) not in gone
+                        and e is not claim
+                        and (k := key(e)) is not None
+                        and (k[0] == 0 or (k[0] == 2 and e.born > request.born))
+                    ),
+                    key=lambda ke: ke[0],
+                )
+                evict: list[_Entry] = []
+                for _, entry in below:
+                    if after <= limit:
+                        break
+                    evict.append(entry)
+                    after -= entry.kv.capacity
+                if after > limit:
+                    full = True
+                    waiting.append(request)
+                    continue
+                gone.update(id(e) for e in evict)
+            if claim is not None:
+                gone.add(id(claim))
+            pool = after
+            joining.append(request)
+            if prefix and self.reuse and not self.store.has_prefix(list(prefix)):
+                computing.add(prefix)
+        self._waiting = waiting
+        return joining
+
+    def _fit_store(self, leaving: Request | None = None) -> None:
+        """Under a KV budget: the store gets what the sequences in flight leave (`leaving`
+        is finishing)."""
+        if self.kv_budget is None:
+            return
+        # Requests finished earlier in this step are still listed, without a cache.
+        reserved = sum(self._need(r) for r in self._active if r is not leaving and r.kv is not None)
+        self.store.fit(max(0, self.kv_budget - reserved), order=self._eviction_order())
+
     def _admit(self, request: Request) -> None:
         ids = request.ids
         if self.reuse:
@@ -677,10 +854,19 @@ class BatchEngine(RequestQueue[Request, list[Request]]):
 
     def _finish(self, request: Request, error: BaseException | None = None) -> None:
         if error is None and self.reuse and request.kv is not None and request.held:
-            self.store.put(request.held, request.kv, prompt_len=len(request.ids))
-            if self.kv_budget is not None:  # the store gets what those in flight leave
-                reserved = sum(self._need(r) for r in self._active if r is not request)
-                self.store.fit(max(0, self.kv_budget - reserved))
+            kv = request.kv
+            if self.kv_budget is not None and kv.capacity > kv.length - kv.offset:
+                # Its buffers were allocated for `max_new` tokens; a turn writes few of
+                # them. Stored at its length, the rest of the budget holds other caches.
+                kv = kv.copy_prefix(kv.length)
+            self.store.put(
+                request.held,
+                kv,
+                prompt_len=len(request.ids),
+                born=max(request.born, 0),
+            )
+            request.kv = None
+            self._fit_store(leaving=request)
         request.kv = None
         self._freed = True
         super()._finish(request, error)
@@ -694,9 +880,8 @@ class BatchEngine(RequestQueue[Request, list[Request]]):
                 self._admit(request)
                 self.encoded_tokens += request.encoded
             self._active.extend(joining)
-            if joining and self.kv_budget is not None:  # room for those in flight
-                reserved = sum(self._need(r) for r in self._active)
-                self.store.fit(max(0, self.kv_budget - reserved))
+            if joining:  # room for those in flight
+                self._fit_store()
             self.peak_active = max(self.peak_active, len(self._active))
             self._step()
         self._trim_if_due()
@@ -722,6 +907,7 @@ class BatchEngine(RequestQueue[Request, list[Request]]):
             stop=lambda: self._closed,
         )
         self.steps += 1
+        self.sequence_passes += len(active)
         self.peak_kv_tokens = max(self.peak_kv_tokens, self.active_tokens + self.store.tokens)
         still: list[Request] = []
         for i, (request, fed) in enumerate(zip(active, feeds, strict=True)):
