@@ -1,5 +1,6 @@
 """The simulation model of the sequential-verdict tests (tests/analysis/test_sequential.py,
-the CLI replay test): synthetic comparisons, task by task.
+the CLI replay test): synthetic comparisons, task by task; and chosen statistics for the
+decision rules (`crossing_stats`, `rule_verdicts`).
 
 Success at the default budget: the model of tests/analysis/test_coverage.py — task solve
 probabilities q ~ Beta(4·s, 4·(1 − s)); the arm solves with q·(1 − gap/s); trials
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from flatscore.analysis.sequential import TESTS, VERDICTS, LookStats, SequentialDesign, decide
 from flatscore.analysis.sequential_channels import ChannelCounts
 
 CONCENTRATION = 4.0
@@ -123,3 +125,38 @@ def simulate(
         channel_failures_ref=ch_ref,
         channel_failures_arm=ch_arm,
     )
+
+
+# --- chosen statistics, for the decision rules -------------------------------------------
+
+RULES = SequentialDesign(look_every=8, first_look=8)
+"""The decision-rule tests' looks: every 8 tasks from 8 (the rules do not depend on them)."""
+
+
+def crossing_stats(
+    tasks: int = 32, channels: tuple[list[float], ...] = (), **crossing: int
+) -> LookStats:
+    """One comparison under `RULES` whose test `name` crosses its boundary from look
+    `crossing[name]` on (and never before); tests not named never cross. `channels`: each
+    channel's Z per look (none: no channel tested)."""
+    counts = RULES.looks(tasks)
+    z = {}
+    for name in TESTS:
+        at = crossing.get(name.removesuffix("_low").removesuffix("_high"))
+        row = np.full(len(counts), -1.0)
+        if at is not None:
+            row[at:] = 50.0
+        z[name] = row[None, :]
+    ch = np.array(channels, float)[None] if channels else None
+    names = tuple(f"c{i}" for i in range(len(channels)))
+    return LookStats(z=z, counts=counts, maximum=tasks, channels=ch, channel_names=names)
+
+
+def rule_verdicts(stats: list[LookStats]) -> list[tuple[str, bool, int]]:
+    """`decide` under `RULES`: each comparison's (verdict, decided, tasks read)."""
+    d = decide(stats, RULES)
+    tasks = d.tasks([s.counts for s in stats])[0]
+    return [
+        (VERDICTS[int(v)], bool(x), int(n))
+        for v, x, n in zip(d.verdict[0], d.decided[0], tasks, strict=True)
+    ]

@@ -16,7 +16,6 @@ from scipy.stats import t as student_t
 from flatscore.analysis.paired_score import paired_one_sided, paired_test, paired_tost
 from flatscore.analysis.rate_ratio import log_ratio_jackknife, rate_ratio_test
 from flatscore.analysis.sequential import (
-    TESTS,
     VERDICTS,
     LookStats,
     SequentialDesign,
@@ -25,11 +24,11 @@ from flatscore.analysis.sequential import (
     look_counts,
     look_stats,
 )
-from sequential_model import COUPLINGS, PLANTED, simulate
+from sequential_model import COUPLINGS, PLANTED, RULES, simulate
+from sequential_model import crossing_stats as _stats
+from sequential_model import rule_verdicts as _verdict
 
 DESIGN = SequentialDesign()
-RULES = SequentialDesign(look_every=8, first_look=8)
-"""The decision-rule tests' looks: every 8 tasks from 8 (the rules do not depend on them)."""
 STUDIES = 2000
 TASKS = 114
 PROFILES = (0.6, 0.9)
@@ -98,29 +97,6 @@ def test_look_stats_at_the_last_look_are_the_fixed_designs() -> None:
 
 
 # --- the decision rules, on chosen statistics -------------------------------------------
-
-
-def _stats(tasks: int = 32, **crossing: int) -> LookStats:
-    """One comparison whose test `name` crosses its boundary from look `crossing[name]` on
-    (and never before); tests not named never cross."""
-    counts = RULES.looks(tasks)
-    z = {}
-    for name in TESTS:
-        at = crossing.get(name.removesuffix("_low").removesuffix("_high"))
-        row = np.full(len(counts), -1.0)
-        if at is not None:
-            row[at:] = 50.0
-        z[name] = row[None, :]
-    return LookStats(z=z, counts=counts, maximum=tasks)
-
-
-def _verdict(stats: list[LookStats]) -> list[tuple[str, bool, int]]:
-    d = decide(stats, RULES)
-    tasks = d.tasks([s.counts for s in stats])[0]
-    return [
-        (VERDICTS[int(v)], bool(x), int(n))
-        for v, x, n in zip(d.verdict[0], d.decided[0], tasks, strict=True)
-    ]
 
 
 def test_damage_stops_at_its_look() -> None:

@@ -13,9 +13,6 @@ from scipy.stats import t as student_t
 
 from flatscore.analysis.rate_ratio import rate_ratio_test
 from flatscore.analysis.sequential import (
-    TESTS,
-    VERDICTS,
-    LookStats,
     SequentialDesign,
     boundaries,
     decide,
@@ -28,10 +25,11 @@ from flatscore.analysis.sequential_channels import (
     sign_test_greater,
 )
 from flatscore.analysis.task_sign import task_sign_test
-from sequential_model import PLANTED, simulate
+from sequential_model import PLANTED, RULES, simulate
+from sequential_model import crossing_stats as _stats
+from sequential_model import rule_verdicts as _verdict
 
 DESIGN = SequentialDesign()
-RULES = SequentialDesign(look_every=8, first_look=8)
 
 
 def test_sign_test_known_answer() -> None:
@@ -100,29 +98,6 @@ def test_channel_z_at_the_last_look() -> None:
     sign_p = sign_test_greater(ch.failed_arm, ch.failed_ref)
     expected = norm.isf(np.maximum(student_t.sf(t_stat, 113), sign_p))
     assert stats.channels[..., -1] == pytest.approx(expected, rel=1e-6, abs=1e-6)
-
-
-def _stats(tasks: int = 32, channels: tuple[list[float], ...] = (), **crossing: int) -> LookStats:
-    counts = RULES.looks(tasks)
-    z = {}
-    for name in TESTS:
-        at = crossing.get(name.removesuffix("_low").removesuffix("_high"))
-        row = np.full(len(counts), -1.0)
-        if at is not None:
-            row[at:] = 50.0
-        z[name] = row[None, :]
-    ch = np.array(channels, float)[None] if channels else None
-    names = tuple(f"c{i}" for i in range(len(channels)))
-    return LookStats(z=z, counts=counts, maximum=tasks, channels=ch, channel_names=names)
-
-
-def _verdict(stats: list[LookStats]) -> list[tuple[str, bool, int]]:
-    d = decide(stats, RULES)
-    tasks = d.tasks([s.counts for s in stats])[0]
-    return [
-        (VERDICTS[int(v)], bool(x), int(n))
-        for v, x, n in zip(d.verdict[0], d.decided[0], tasks, strict=True)
-    ]
 
 
 def test_an_amplified_channel_makes_a_flat_score_amplified_failures() -> None:

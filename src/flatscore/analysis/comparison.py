@@ -522,12 +522,8 @@ def evidence(
 def default_test(c: Comparison) -> BudgetTest:
     """The default budget's test from the comparison's own fields (an analysis.json written
     before `budget_tests` existed: TOST stands in for the one-sided bound)."""
-    g = c.gap_default
-    return BudgetTest(
-        K=g.K,
-        gap=g.gap,
-        ci_low=g.ci_low,
-        ci_high=g.ci_high,
+    return tests_at(
+        c.gap_default,
         p_value=c.p_value,
         p_adjusted=c.p_adjusted,
         significant=c.significant,
@@ -537,15 +533,17 @@ def default_test(c: Comparison) -> BudgetTest:
     )
 
 
+def tests_at(gap: GapPoint, **tests: Any) -> BudgetTest:
+    """The budget's `tests` beside Gap(K) and its interval, as the gap point has them."""
+    return BudgetTest(K=gap.K, gap=gap.gap, ci_low=gap.ci_low, ci_high=gap.ci_high, **tests)
+
+
 def budget_test(d: np.ndarray, gap: GapPoint, settings: AnalysisSettings) -> BudgetTest:
     """Gap(K)'s tests on the per-task differences `d` (uncorrected; `finalize` corrects)."""
     tost_p, equivalent = paired_tost(d, settings.tost_margin, settings.alpha)
     _, bound = paired_difference_interval(d, 1 - 2 * settings.alpha)
-    return BudgetTest(
-        K=gap.K,
-        gap=gap.gap,
-        ci_low=gap.ci_low,
-        ci_high=gap.ci_high,
+    return tests_at(
+        gap,
         p_value=float(paired_test(d)),
         tost_p=float(tost_p),
         equivalent=bool(equivalent),

@@ -13,7 +13,7 @@ The gate's verdict is the worst cell's: damage > inconclusive > pass.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import Field
@@ -90,6 +90,19 @@ class GateCell(AnalysisModel):
     amplified failures", ...: docs/analysis.md); `verdict_rule.GATE_OF` maps it to the
     gate's."""
 
+    @classmethod
+    def for_comparison(cls, cell: Cell, comp: Comparison, reference: str, **rest: Any) -> GateCell:
+        """The gate's cell for `comp` (the candidate against `reference` in `cell`); `rest`:
+        the decision's fields."""
+        return cls(
+            model=cell.model,
+            domain=cell.domain,
+            reference=reference,
+            candidate=comp.arm,
+            paired_tasks=comp.paired_tasks,
+            **rest,
+        )
+
 
 class GateResult(AnalysisModel):
     verdict: GateVerdict
@@ -98,6 +111,26 @@ class GateResult(AnalysisModel):
     cells: list[GateCell]
     options: GateOptions
     warnings: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def of(
+        cls,
+        cells: list[GateCell],
+        options: GateOptions,
+        analysis: AnalysisResult,
+        summary: Callable[[GateResult], str],
+    ) -> GateResult:
+        """The verdict of the worst cell, the analysis' warnings, and `summary`'s paragraph."""
+        overall = min((c.verdict for c in cells), key=SEVERITY.index)
+        result = cls(
+            verdict=overall,
+            exit_code=EXIT_CODES[overall],
+            summary="",
+            cells=cells,
+            options=options,
+            warnings=[*analysis.warnings, *(w for c in analysis.cells for w in c.warnings)],
+        )
+        return result.model_copy(update={"summary": summary(result)})
 
 
 def _one_arm(episodes: Sequence[Episode], arm: str | None, role: str) -> str:
@@ -244,12 +277,10 @@ def gate(
             undecided = [c.K for c in checks if not c.drop_ruled_out]
             more = _more_data(ref_stats, comp.paired_tasks, min(undecided or [o.tight_budget]), o)
         cells.append(
-            GateCell(
-                model=cell.model,
-                domain=cell.domain,
-                reference=ref_arm,
-                candidate=cand_arm,
-                paired_tasks=comp.paired_tasks,
+            GateCell.for_comparison(
+                cell,
+                comp,
+                ref_arm,
                 budgets=checks,
                 amplified_channels=amplified,
                 new_channels=new,
@@ -260,16 +291,7 @@ def gate(
                 more_data=more,
             )
         )
-    overall = min((c.verdict for c in cells), key=SEVERITY.index)
-    result = GateResult(
-        verdict=overall,
-        exit_code=EXIT_CODES[overall],
-        summary="",
-        cells=cells,
-        options=o,
-        warnings=[*base.warnings, *(w for c in base.cells for w in c.warnings)],
-    )
-    return result.model_copy(update={"summary": paragraph(result)})
+    return GateResult.of(cells, o, base, paragraph)
 
 
 HEADLINES: dict[GateVerdict, str] = {

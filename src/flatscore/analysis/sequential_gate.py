@@ -18,9 +18,7 @@ from collections.abc import Sequence
 from flatscore.analysis.analyze import analyze
 from flatscore.analysis.comparison import default_test
 from flatscore.analysis.gate import (
-    EXIT_CODES,
     HEADLINES,
-    SEVERITY,
     GateCell,
     GateOptions,
     GateResult,
@@ -55,12 +53,10 @@ def sequential_gate(
                 field="candidate",
             )
         cells.append(
-            GateCell(
-                model=cell.model,
-                domain=cell.domain,
-                reference=ref_arm,
-                candidate=cand_arm,
-                paired_tasks=comp.paired_tasks,
+            GateCell.for_comparison(
+                cell,
+                comp,
+                ref_arm,
                 budgets=[(comp.budget_tests or [default_test(comp)])[0]],
                 amplified_channels=[],
                 channels_tested=True,
@@ -68,20 +64,15 @@ def sequential_gate(
                 reason="sequential: " + decided_text(seq),
             )
         )
-    overall = min((c.verdict for c in cells), key=SEVERITY.index)
-    text = " ".join(
-        [
-            HEADLINES[overall],
-            f"(sequential, margin ±{100 * o.tost_margin:.1f} points at K = "
-            f"{result.settings.default_K})",
-            *(f"{c.domain}: {c.candidate} vs {c.reference} — {c.reason}." for c in cells),
-        ]
-    )
-    return GateResult(
-        verdict=overall,
-        exit_code=EXIT_CODES[overall],
-        summary=text,
-        cells=cells,
-        options=o,
-        warnings=[*result.warnings, *(w for c in result.cells for w in c.warnings)],
-    )
+
+    def summary(gate: GateResult) -> str:
+        return " ".join(
+            [
+                HEADLINES[gate.verdict],
+                f"(sequential, margin ±{100 * o.tost_margin:.1f} points at K = "
+                f"{result.settings.default_K})",
+                *(f"{c.domain}: {c.candidate} vs {c.reference} — {c.reason}." for c in cells),
+            ]
+        )
+
+    return GateResult.of(cells, o, result, summary)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -16,44 +16,7 @@ from flatscore.console import styled
 from flatscore.errors import InputError
 
 if TYPE_CHECKING:
-    from flatscore.analysis.settings import AnalysisSettings
     from flatscore.episode import Episode
-
-
-def options_from_flags(
-    reference: str | None,
-    budgets: str | None,
-    count: str,
-    tost_margin: float,
-    bootstrap: int,
-    seed: int,
-    correction: str,
-    channel_rules: Path | None,
-    dedupe: bool = False,
-    balanced: bool = False,
-    sequential: bool = False,
-    trials: str | None = None,
-    tight_budget: int = defaults.TIGHT_K,
-) -> AnalysisSettings:
-    """The analysis flags shared by `analyze` and `report`, validated by the one settings
-    model (bad values: one InputError naming the flag)."""
-    from flatscore.analysis.settings import AnalysisSettings
-
-    return AnalysisSettings.from_flags(
-        reference=reference,
-        budgets=budgets,
-        count=count,
-        tost_margin=tost_margin,
-        bootstrap=bootstrap,
-        seed=seed,
-        correction=correction,
-        channel_rules=channel_rules,
-        dedupe=dedupe,
-        balanced=balanced,
-        sequential=sequential,
-        trials=trials,
-        tight_budget=tight_budget,
-    )
 
 
 def labelled_runs(paths: list[Path]) -> Iterator[tuple[str, Episode]]:
@@ -66,20 +29,13 @@ def labelled_runs(paths: list[Path]) -> Iterator[tuple[str, Episode]]:
 
 
 @app.command()
+@opt.settings_flags()
 def analyze(
-    runs: Annotated[
-        list[Path],
-        typer.Argument(help="Run folders (their *.jsonl), JSONL runs, or τ² results files/dirs."),
-    ],
+    runs: opt.Runs,
     reference: opt.Reference = None,
     json_out: opt.JsonOut = None,
     budgets: opt.Budgets = None,
-    count: opt.Count = defaults.COUNT,
-    tost_margin: opt.TostMargin = defaults.TOST_MARGIN * 100,
-    tight_budget: opt.TightBudget = defaults.TIGHT_K,
-    bootstrap: opt.Bootstrap = defaults.BOOTSTRAP,
-    seed: opt.BootstrapSeed = defaults.ANALYSIS_SEED,
-    correction: opt.Correction = defaults.CORRECTION,
+    flags: dict[str, Any] | None = None,
     channel_rules: Annotated[
         Path | None, typer.Option(help="YAML error-text rules (replaces the bundled ones).")
     ] = None,
@@ -97,24 +53,20 @@ def analyze(
     from flatscore.analysis.comparable import check_comparable
     from flatscore.analysis.identity import unique_episodes
     from flatscore.analysis.margins_result import load_margins
+    from flatscore.analysis.settings import AnalysisSettings
     from flatscore.cli import json_out as out
     from flatscore.report.rebuild import expand_inputs
     from flatscore.report.terminal import render
 
-    options = options_from_flags(
-        reference,
-        budgets,
-        count,
-        tost_margin,
-        bootstrap,
-        seed,
-        correction,
-        channel_rules,
-        dedupe,
-        balanced,  # applied and recorded by the analysis
-        sequential,
-        trials,  # likewise
-        tight_budget,
+    options = AnalysisSettings.from_flags(
+        reference=reference,
+        budgets=budgets,
+        channel_rules=channel_rules,
+        dedupe=dedupe,
+        balanced=balanced,  # applied and recorded by the analysis
+        sequential=sequential,
+        trials=trials,  # likewise
+        **(flags or {}),
     )
     paths = expand_inputs(runs)
     out.check(json_out, paths)

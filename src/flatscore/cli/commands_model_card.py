@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -15,11 +15,9 @@ from flatscore.cli.commands_import import export_app
 
 
 @export_app.command("model-card")
+@opt.settings_flags("tight_budget")
 def export_model_card_command(
-    runs: Annotated[
-        list[Path],
-        typer.Argument(help="Run folders (their *.jsonl), JSONL runs, or τ² results files/dirs."),
-    ],
+    runs: opt.Runs,
     out: Annotated[Path, typer.Option(help="Directory for <model>__<arm>/README.md cards.")],
     settings_from: Annotated[
         Path | None,
@@ -33,11 +31,7 @@ def export_model_card_command(
         int, typer.Option(help="The tight error budget K reported besides the default.")
     ] = defaults.TIGHT_K,
     budgets: opt.Budgets = None,
-    count: opt.Count = defaults.COUNT,
-    tost_margin: opt.TostMargin = defaults.TOST_MARGIN * 100,
-    bootstrap: opt.Bootstrap = defaults.BOOTSTRAP,
-    seed: opt.BootstrapSeed = defaults.ANALYSIS_SEED,
-    correction: opt.Correction = defaults.CORRECTION,
+    flags: dict[str, Any] | None = None,
     balanced: opt.Balanced = False,
     name: Annotated[
         str, typer.Option(help="The model-index name of each card ({model}, {arm}).")
@@ -47,15 +41,15 @@ def export_model_card_command(
     default and tight budgets with intervals, failed-call ratio, verdict) and a table."""
     from flatscore.analysis.analyze import analyze
     from flatscore.analysis.identity import unique_episodes
-    from flatscore.cli.commands_analyze import labelled_runs, options_from_flags
+    from flatscore.analysis.settings import AnalysisSettings
+    from flatscore.cli.commands_analyze import labelled_runs
     from flatscore.formats.model_card import RESULTS_FILE, write_model_cards
     from flatscore.report.rebuild import expand_inputs, options_from_settings, settings_from_file
 
     if settings_from is not None:
         options = options_from_settings(settings_from_file(settings_from))
     else:
-        flags = (reference, budgets, count, tost_margin, bootstrap, seed, correction)
-        options = options_from_flags(*flags, None)
+        options = AnalysisSettings.from_flags(reference=reference, budgets=budgets, **(flags or {}))
     if balanced:
         options = options.model_copy(update={"balanced": True})
     with console.status("reading episodes and analysing…"):

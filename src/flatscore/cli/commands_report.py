@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from flatscore import defaults
 from flatscore.cli import options as opt
 from flatscore.cli.app import app, console
 
 
 @app.command()
+@opt.settings_flags()
 def report(
-    runs: Annotated[
-        list[Path],
-        typer.Argument(help="Run folders (their *.jsonl), JSONL runs, or τ² results files/dirs."),
-    ],
+    runs: opt.Runs,
     out: Annotated[
         Path, typer.Option("--out", help="Folder for report.html, summary.md, analysis.json.")
     ],
@@ -31,12 +28,7 @@ def report(
     budgets: Annotated[
         str | None, typer.Option(help="Error budgets K, e.g. 0-10 or 0,2,9.")
     ] = None,
-    count: opt.Count = defaults.COUNT,
-    tost_margin: opt.TostMargin = defaults.TOST_MARGIN * 100,
-    tight_budget: opt.TightBudget = defaults.TIGHT_K,
-    bootstrap: opt.Bootstrap = defaults.BOOTSTRAP,
-    seed: opt.BootstrapSeed = defaults.ANALYSIS_SEED,
-    correction: opt.Correction = defaults.CORRECTION,
+    flags: dict[str, Any] | None = None,
     channel_rules: Annotated[Path | None, typer.Option(help="YAML error-text rules.")] = None,
     dedupe: opt.Dedupe = False,
     balanced: opt.Balanced = False,
@@ -57,22 +49,25 @@ def report(
 ) -> None:
     """Rebuild the report (report.html, summary.md, analysis.json, tables.md) from episode
     logs: the same logs and settings give the same bytes."""
-    from flatscore.cli.commands_analyze import options_from_flags
+    from flatscore.analysis.settings import AnalysisSettings
     from flatscore.report.rebuild import options_from_settings, rebuild, settings_from_file
     from flatscore.run.driver import print_verdicts
 
     if settings_from is not None:
         options = options_from_settings(settings_from_file(settings_from))
     else:
-        flags = (reference, budgets, count, tost_margin, bootstrap, seed, correction)
-        options = options_from_flags(*flags, channel_rules, dedupe, tight_budget=tight_budget)
+        options = AnalysisSettings.from_flags(
+            reference=reference,
+            budgets=budgets,
+            channel_rules=channel_rules,
+            dedupe=dedupe,
+            **(flags or {}),
+        )
     if balanced:  # also over --settings-from (whose analysis records it when it was on)
         options = options.model_copy(update={"balanced": True})
     if sequential:
         options = options.model_copy(update={"sequential": True})
     if trials is not None:  # likewise
-        from flatscore.analysis.settings import AnalysisSettings
-
         picked = AnalysisSettings.from_flags(trials=trials).trials
         options = options.model_copy(update={"trials": picked})
     with console.status("reading episodes, analysing, drawing the report…"):

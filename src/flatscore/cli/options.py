@@ -1,13 +1,26 @@
 """Flags that several commands share (the analysis settings, the reference arm, the error
 budgets), written once so that every command says and defaults them the same. Command modules
-import this module as `opt` and annotate with `opt.Reference` and so on."""
+import this module as `opt` and annotate with `opt.Reference` and so on; the analysis
+commands take the settings flags they share as one parameter (`settings_flags`)."""
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypeVar, get_type_hints
 
 import typer
+
+from flatscore import defaults
+
+Command = TypeVar("Command", bound=Callable[..., Any])
+
+Runs = Annotated[
+    list[Path],
+    typer.Argument(help="Run folders (their *.jsonl), JSONL runs, or τ² results files/dirs."),
+]
 
 Reference = Annotated[str | None, typer.Option(help="Reference arm (default: highest precision).")]
 Budgets = Annotated[
@@ -60,3 +73,45 @@ Trials = Annotated[
 ProgressBar = Annotated[bool, typer.Option(help="Show a progress bar.")]
 ProgressBars = Annotated[bool, typer.Option(help="Show progress bars.")]
 TorchThreads = Annotated[int, typer.Option(min=1, help="torch threads.")]
+
+SETTINGS_FLAGS: dict[str, tuple[Any, Any]] = {
+    "count": (Count, defaults.COUNT),
+    "tost_margin": (TostMargin, defaults.TOST_MARGIN * 100),
+    "tight_budget": (TightBudget, defaults.TIGHT_K),
+    "bootstrap": (Bootstrap, defaults.BOOTSTRAP),
+    "seed": (BootstrapSeed, defaults.ANALYSIS_SEED),
+    "correction": (Correction, defaults.CORRECTION),
+}
+"""The analysis settings' flags that `analyze`, `report` and `export model-card` take alike:
+annotation and default, in the order --help lists them."""
+
+
+def settings_flags(*leave_out: str) -> Callable[[Command], Command]:
+    """The command takes `SETTINGS_FLAGS` (less `leave_out`) where its parameter
+    `flags: dict[str, Any]` stands (so --help lists them there), and receives their values
+    as that dict, keyed by `AnalysisSettings.from_flags`'s names."""
+    names = [name for name in SETTINGS_FLAGS if name not in leave_out]
+
+    def decorate(func: Command) -> Command:
+        hints = get_type_hints(func, include_extras=True)
+        params: list[inspect.Parameter] = []
+        for p in inspect.signature(func).parameters.values():
+            if p.name != "flags":
+                params.append(p.replace(annotation=hints[p.name]))
+                continue
+            for name in names:
+                annotation, default = SETTINGS_FLAGS[name]
+                params.append(
+                    inspect.Parameter(name, p.kind, default=default, annotation=annotation)
+                )
+
+        @functools.wraps(func)
+        def command(**values: Any) -> Any:
+            flags = {name: values.pop(name) for name in names}
+            return func(**values, flags=flags)
+
+        command.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        return command  # type: ignore[return-value]
+
+    return decorate

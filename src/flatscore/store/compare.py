@@ -37,14 +37,24 @@ VOLATILE_METADATA = frozenset({"played_by"})
 Key = tuple[str, str, str, str, int]
 
 
-class Divergence(BaseModel):
-    """Where a live episode first differs from its archived one."""
+class EpisodeRef(BaseModel):
+    """Which episode a finding is about."""
 
     episode_id: str
     arm: str
     domain: str
     task_id: str
     trial: int
+
+    @classmethod
+    def fields_of(cls, ep: Episode) -> dict[str, Any]:
+        """The episode's values of these fields (to build a finding about it)."""
+        return {name: getattr(ep, name) for name in EpisodeRef.model_fields}
+
+
+class Divergence(EpisodeRef):
+    """Where a live episode first differs from its archived one."""
+
     turn: int | None
     """The message's index in the episode (0: the greeting); None: an episode-level field."""
     field: str
@@ -66,14 +76,9 @@ class Divergence(BaseModel):
         )
 
 
-class EpisodeCheck(BaseModel):
+class EpisodeCheck(EpisodeRef):
     """One live episode against the archive."""
 
-    episode_id: str
-    arm: str
-    domain: str
-    task_id: str
-    trial: int
     identical: bool
     divergence: Divergence | None = None
 
@@ -163,11 +168,7 @@ def compare(archived_ep: Episode, live: Episode) -> Divergence | None:
 
     def diverged(turn: int | None, field: str, pos: int | None, a: str, b: str) -> Divergence:
         return Divergence(
-            episode_id=live.episode_id,
-            arm=live.arm,
-            domain=live.domain,
-            task_id=live.task_id,
-            trial=live.trial,
+            **EpisodeRef.fields_of(live),
             turn=turn,
             field=field,
             position=pos,
@@ -230,11 +231,7 @@ def reproduce(live: Iterable[Episode], archive: Path) -> Reproduction:
             first = first or div
         checks.append(
             EpisodeCheck(
-                episode_id=ep.episode_id,
-                arm=ep.arm,
-                domain=ep.domain,
-                task_id=ep.task_id,
-                trial=ep.trial,
+                **EpisodeRef.fields_of(ep),
                 identical=old is not None and div is None,
                 divergence=div,
             )
