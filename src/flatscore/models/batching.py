@@ -678,32 +678,28 @@ class BatchEngine(RequestQueue[Request, list[Request]]):
         if self.kv_budget is not None:
             return self._joining_bounded(self.kv_budget)
         room = self.max_batch - len(self._active)
-        reserved = sum(self._need(r) for r in self._active)
-        computing = {
-            tuple(r.ids[: r.prefix_len])
-            for r in self._active
-            if r.prefix_len and len(r.held) < r.prefix_len
-        }
+        computing = self._prefixes_computing()
         joining: list[Request] = []
         waiting: list[Request] = []
-        full = False
         for request in self._waiting:
             prefix = tuple(request.ids[: request.prefix_len]) if request.prefix_len else ()
-            if (
-                self.kv_budget is not None
-                and (self._active or joining)
-                and reserved + self._need(request) > self.kv_budget
-            ):
-                full = True
-            if full or len(joining) >= room or (self.reuse and prefix and prefix in computing):
+            if len(joining) >= room or (self.reuse and prefix and prefix in computing):
                 waiting.append(request)
                 continue
-            reserved += self._need(request)
             joining.append(request)
             if prefix and self.reuse and not self.store.has_prefix(list(prefix)):
                 computing.add(prefix)
         self._waiting = waiting
         return joining
+
+    def _prefixes_computing(self) -> set[tuple[int, ...]]:
+        """Shared prefixes a sequence in flight is encoding right now (a request that
+        starts with one waits for it rather than encoding it again)."""
+        return {
+            tuple(r.ids[: r.prefix_len])
+            for r in self._active
+            if r.prefix_len and len(r.held) < r.prefix_len
+        }
 
     def _conversation(self, request: Request) -> _Entry | None:
         """The store entry `request` will take over (its conversation's previous turn), if
@@ -758,11 +754,7 @@ class BatchEngine(RequestQueue[Request, list[Request]]):
         key = self._eviction_order()
         pool = sum(self._need(r) for r in self._active) + sum(e.kv.capacity for e in entries)
         gone: set[int] = set()  # entries taken over by joining requests, or to be evicted
-        computing = {
-            tuple(r.ids[: r.prefix_len])
-            for r in self._active
-            if r.prefix_len and len(r.held) < r.prefix_len
-        }
+        computing = self._prefixes_computing()
         joining: list[Request] = []
         waiting: list[Request] = []
         full = False
@@ -865,7 +857,7 @@ class BatchEngine(RequestQueue[Request, list[Request]]):
                 prompt_len=len(request.ids),
                 born=max(request.born, 0),
             )
-            request.kv = None
+            request.kv = None  # its cache is the store's now: not read in place by it
             self._fit_store(leaving=request)
         request.kv = None
         self._freed = True
