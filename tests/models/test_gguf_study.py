@@ -110,7 +110,7 @@ def test_four_gguf_arms_on_builtin_and_tau2_domains_cut_and_resumed(
             "tau2": {
                 "num_tasks": 1,
                 "max_steps": 6,
-                "user": {"url": user.url, "model": "live-user"},
+                "user": {"url": user.url, "served_model": "live-user"},
                 "serve_start_timeout_s": 300,
             },
         }

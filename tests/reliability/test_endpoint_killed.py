@@ -75,7 +75,7 @@ def _study(url: str, out: Path) -> Any:
                 "max_steps": 30,
                 "max_retries": 0,
                 "request_timeout_s": 10,
-                "user": {"url": url, "model": "live-user"},
+                "user": {"url": url, "served_model": "live-user"},
             },
         }
     )

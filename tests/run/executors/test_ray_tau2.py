@@ -43,7 +43,7 @@ def _study(url: str, out: Path) -> Any:
             "trials": TRIALS,
             "order": "trial",  # every task's trial 0, then trial 1
             "concurrency": 1,
-            "tau2": {"num_tasks": TASKS, "user": {"url": url, "model": "live-user"}},
+            "tau2": {"num_tasks": TASKS, "user": {"url": url, "served_model": "live-user"}},
         }
     )
 

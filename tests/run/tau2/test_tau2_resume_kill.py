@@ -50,7 +50,7 @@ def test_killed_at_random_points_and_resumed_loses_and_duplicates_nothing(
             domains=["tau2:retail"],
             trials=TRIALS,
             concurrency=2,
-            tau2={"num_tasks": TASKS, "user": {"url": server.url, "model": "live-user"}},
+            tau2={"num_tasks": TASKS, "user": {"url": server.url, "served_model": "live-user"}},
         )
         runs = tmp_path / "out" / "runs"
         cmd = [sys.executable, "-c", "from flatscore.cli import main; main()", "run", str(path)]

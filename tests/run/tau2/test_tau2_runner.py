@@ -57,7 +57,7 @@ def _study(url: str, out: Path, domains: list[str], num_tasks: int) -> Any:
             "tau2": {
                 "num_tasks": num_tasks,
                 "max_steps": MAX_STEPS,
-                "user": {"url": url, "model": "live-user"},
+                "user": {"url": url, "served_model": "live-user"},
             },
         }
     )
@@ -177,7 +177,7 @@ def test_endpoint_down_is_an_infrastructure_error(tmp_path: Path) -> None:
                 "tau2": {
                     "num_tasks": 1,
                     "max_retries": 0,
-                    "user": {"url": user.url, "model": "live-user"},
+                    "user": {"url": user.url, "served_model": "live-user"},
                 },
             }
         )
@@ -204,7 +204,7 @@ def test_a_crash_on_the_users_turn_is_the_users_and_marked_crashed(
                 }
             ],
             "domains": ["tau2:retail"],
-            "tau2": {"num_tasks": 1, "user": {"url": server.url, "model": "garbled-user"}},
+            "tau2": {"num_tasks": 1, "user": {"url": server.url, "served_model": "garbled-user"}},
         }
     )
     outcome = run_study(study, progress=False, report=False)

@@ -35,7 +35,7 @@ def test_tau2_domains_next_to_builtin_ones() -> None:
         (
             {"domains": ["tau2:retail"], "tau2": {"user": {"kind": "openai"}}},
             "tau2.user",
-            "needs url and model",
+            "needs url and served_model",
         ),
         (
             {"domains": ["tau2:retail"], "tau2": {**USER, "max_step": 5}},
@@ -65,11 +65,14 @@ def test_user_kinds_come_from_the_backend_registry() -> None:
     )
     register_backend("remote", lambda spec: None, needs=["url", "served_model"])  # type: ignore[arg-type,return-value]
     try:
-        with pytest.raises(InputError, match="a user of kind 'remote' needs url and model"):
+        with pytest.raises(InputError, match="a user of kind 'remote' needs url and served_model"):
             _parse(domains=["tau2:retail"], tau2={"user": {"kind": "remote"}})
-        user = {"kind": "remote", "url": "http://x", "model": "m"}
+        user = {"kind": "remote", "url": "http://x", "served_model": "m"}
         assert _parse(domains=["tau2:retail"], tau2={"user": user}).tau2.user.kind == "remote"
-        with pytest.raises(InputError, match="url/model apply to kind openai/remote only"):
+        # a study file of before the rename still reads: `model` is served_model's old name
+        older = {"kind": "remote", "url": "http://x", "model": "m"}
+        assert _parse(domains=["tau2:retail"], tau2={"user": older}).tau2.user.served_model == "m"
+        with pytest.raises(InputError, match="url/served_model apply to kind openai/remote only"):
             _parse(domains=["tau2:retail"], tau2={"user": {"kind": "embedded", "url": "u"}})
     finally:
         BACKENDS.unregister("remote")

@@ -99,8 +99,8 @@ def _agent_endpoint(model: ModelSpec, arm: str, limits: dict[str, Any]) -> Tau2E
 
 def _user_endpoint(user: Tau2UserSpec, limits: dict[str, Any]) -> Tau2Endpoint:
     if kind_takes(user.kind, "url"):
-        assert user.url is not None and user.model is not None
-        return Tau2Endpoint.openai(user.url, user.model, user.api_key_env, **limits)
+        assert user.url is not None and user.served_model is not None
+        return Tau2Endpoint.openai(user.url, user.served_model, user.api_key_env, **limits)
     return Tau2Endpoint.serve(
         user.path or "embedded", user.quant, gguf=kind_takes(user.kind, "file"), **limits
     )

