@@ -1,11 +1,12 @@
 """Episodes per hour of the demo's slice at its KV memory bound against no bound, in one process.
 
 The demo (`flatscore demo`, `flatscore.run.reproduce`) plays study v2's slice with each
-arm's KV held to `kv_memory_mb` (256 MiB: the sequences in flight and the prefix store
-together). This runs that slice — the demo's own study, its arms, tasks and engines — with
-the bound and with the same engines unbounded (`kv_budget` None: 16 sequences an engine,
-the prefix store at its own 32,768 positions), in alternating rounds in one process, so a
-change of load hits both. Each round starts with empty prefix stores.
+arm's KV held to `kv_memory_mb` (427 MiB: the sequences in flight and the prefix store
+together; ref and ref-planted share one engine and their two budgets, `--engine-per-arm`
+gives every arm its own). This runs that slice — the demo's own study, its arms, tasks and
+engines — with the bound and with the same engines unbounded (`kv_budget` None: 16
+sequences an arm, the prefix store at its own 32,768 positions), in alternating rounds in
+one process, so a change of load hits both. Each round starts with empty prefix stores.
 
 Per round: wall seconds and the process's CPU seconds (on a shared host, CPU is the fairer
 clock), episodes per hour of each, and where the time goes in the engines: forward passes,
@@ -194,10 +195,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, default=SLICE_CONCURRENCY)
     parser.add_argument("--kv-memory-mb", type=float, default=SLICE_KV_MEMORY_MB)
     parser.add_argument(
-        "--shared-engine",
+        "--engine-per-arm",
         action="store_true",
-        help="arms that share weights (ref, ref-planted) share one engine and its KV budget "
-        "(their sum) instead of one engine each",
+        help="an engine and a copy of the weights for every arm, instead of the demo's one "
+        "engine for the arms that share weights (ref, ref-planted) with their budgets' sum",
     )
 
 
@@ -235,10 +236,8 @@ def run(args: argparse.Namespace) -> list[Table]:
         task_ids=part_of_slice(args.tasks),
         concurrency=args.concurrency,
         kv_memory_mb=args.kv_memory_mb,
+        engine_per_arm=args.engine_per_arm,
     )
-    if args.shared_engine:
-        model = study.models[0].model_copy(update={"engine_per_arm": False})
-        study = study.model_copy(update={"models": [model]})
     load_models(study)
     counter = [0]
     settings: dict[str, Callable[[], Round]] = {
@@ -254,7 +253,7 @@ def run(args: argparse.Namespace) -> list[Table]:
         ratio(b.per_hour, f.per_hour) for b, f in zip(results[BOUNDED], results[FREE], strict=True)
     ]
     n_tasks = len(study.task_ids or [])
-    layout = "arms sharing weights share an engine" if args.shared_engine else "an engine an arm"
+    layout = "an engine an arm" if args.engine_per_arm else "arms sharing weights share an engine"
     title = (
         f"{n_tasks} tasks × {len(study.models[0].arms)} arms ({layout}), "
         f"{args.concurrency} in flight, "

@@ -15,6 +15,7 @@ from rich.console import Console
 from flatscore.errors import InputError
 from flatscore.run.reproduce import (
     SLICE_ARMS,
+    SLICE_KV_MEMORY_MB,
     V2_ADAPTER_SHA256,
     V2_ARCHIVE,
     V2_STUDY_FILE,
@@ -56,6 +57,26 @@ def test_the_slice_is_study_v2s_file_narrowed(tmp_path: Path) -> None:
         slice_study(tmp_path / "d", ROOT, arms=("ref-planted",))
     with pytest.raises(InputError, match="no arm int3"):
         slice_study(tmp_path / "d", ROOT, arms=("ref", "int3"))
+
+
+def test_the_slices_engines_and_their_memory_floor(tmp_path: Path) -> None:
+    """ref and ref-planted play the same weights: one engine (one backend spec) with both
+    budgets; int4-awq has its own. Known answers (docs/benchmarks.md, "Memory"): the runtime
+    (369 MiB), 513.25 MiB of fp32 parameters a copy and the KV budgets come to the floor that
+    three engines at 256 MiB had, within a MiB; `engine_per_arm` gives every arm its own."""
+    model = slice_study(tmp_path / "d", ROOT).models[0]
+    specs = {arm: model.backend(arm) for arm in SLICE_ARMS}
+    assert specs["ref"] == specs["ref-planted"] != specs["int4-awq"]
+    assert specs["ref"].kv_memory_mb == 2 * SLICE_KV_MEMORY_MB
+    assert specs["int4-awq"].kv_memory_mb == SLICE_KV_MEMORY_MB
+    runtime, weights = 369, 2_053 / 4  # benchmarks load-memory: 2,053 MiB for four copies
+    copies = len({spec.model_dump_json() for spec in specs.values()})
+    floor = runtime + copies * weights + len(SLICE_ARMS) * SLICE_KV_MEMORY_MB
+    assert copies == 2 and round(floor) == 2_676
+    assert abs(floor - (runtime + 3 * (weights + 256))) < 1
+    apart = slice_study(tmp_path / "e", ROOT, engine_per_arm=True).models[0]
+    assert apart.backend("ref") != apart.backend("ref-planted")
+    assert apart.backend("ref").kv_memory_mb == SLICE_KV_MEMORY_MB
 
 
 def test_the_shipped_adapter_is_checked_by_sha256(monkeypatch: pytest.MonkeyPatch) -> None:

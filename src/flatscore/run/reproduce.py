@@ -44,8 +44,11 @@ SLICE_TELECOM_TEMPLATES = 6
 """Telecom tasks in the slice (the first task of its first 6 of 11 templates): with every
 retail template, 45 episodes, which fit 20 minutes on 2 cores with the install."""
 SLICE_CONCURRENCY = 48
-SLICE_KV_MEMORY_MB = 256.0
-"""Per arm: three one-thread engines, their weights and KV budgets within 4 GB resident."""
+SLICE_KV_MEMORY_MB = 427.0
+"""Per arm. ref and ref-planted play the same weights and share one engine with their two
+budgets; int4-awq has its own; one thread each. Two copies of the weights and three budgets
+(2 x 513 + 3 x 427 MiB) hold what three engines at 256 MiB did (3 x 513 + 3 x 256 MiB),
+within 4 GB resident, and the shared engine packs both arms' sequences into its passes."""
 REPORT_TRIALS = "1-2"
 """The study's committed read (docs/embedded-study-v2.md): trials 1 and 2 of every arm."""
 
@@ -86,9 +89,11 @@ def slice_study(
     task_ids: list[str] | None = None,
     concurrency: int = SLICE_CONCURRENCY,
     kv_memory_mb: float = SLICE_KV_MEMORY_MB,
+    engine_per_arm: bool = False,
 ) -> Study:
     """Study v2's own file, narrowed to the slice: `arms`, `task_ids`, the first trial, and
-    the engine's memory settings; the name stays the study's, so every episode id is the
+    the engine's memory settings (`engine_per_arm`: a copy of the weights and an engine for
+    every arm, as the study ran); the name stays the study's, so every episode id is the
     archived one's."""
     study = load_study(root / V2_STUDY_FILE)
     model = study.models[0]
@@ -109,7 +114,7 @@ def slice_study(
             "compute": "fp32",
             "kv_memory_mb": kv_memory_mb,
             "private_prefix": False,
-            "engine_per_arm": True,
+            "engine_per_arm": engine_per_arm,
             "threads": 1,
         }
     )
