@@ -131,6 +131,7 @@ def test_a_planted_token_is_the_first_divergence_and_the_report_is_written(
     assert summary.startswith("**3 of 4 episodes reproduced exactly on this machine**")
     printed = text.getvalue()
     assert f"turn {turn}" in printed and "report: " in printed
+    assert printed.count("3 of 4 episodes reproduced exactly") == 1  # once, on top of the verdicts
     saved = json.loads((tmp_path / "out" / "reproduction.json").read_text("utf-8"))
     assert saved["first_divergence"]["turn"] == turn
     # the report is the archive's study: both trials, the archived (planted) episode kept

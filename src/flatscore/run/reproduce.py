@@ -243,8 +243,8 @@ def report_study(
     console = console or make_console()
     live = live_episodes(live_runs) if live_runs is not None else []
     reproduction = reproduce(live, archive) if live_runs is not None else None
-    if reproduction is not None:
-        console.print(Text(reproduction.headline(), "bold"), soft_wrap=True)
+    # The count itself heads the lines printed at the end (`print_lines`).
+    console.print(Text("reading the whole study's archive for its report …"), soft_wrap=True)
     options = study_options(study)
     episodes = pick_trials(archive_episodes(archive), options.trials)
     result = analyze(episodes, options)
