@@ -242,12 +242,7 @@ class KVStore:
         re-rendered reply differs from the generated tokens). A partial match with another
         conversation (say, the system turn plus a few tokens) is not used."""
         with self._lock:
-            best, keep = None, 0
-            for entry in self._entries:
-                n = min(common_prefix(entry.ids, ids), len(ids) - 1)
-                usable = n == len(entry.ids) if entry.shared else n >= entry.prompt_len
-                if usable and n > keep:
-                    best, keep = entry, n
+            best, keep = self._best(ids)
             if best is None:
                 return SeqKV(self.layers), 0
             best.used = time.monotonic()
@@ -264,13 +259,20 @@ class KVStore:
         conversation), without taking it; None when it would copy a shared prefix or find
         nothing."""
         with self._lock:
-            best, keep = None, 0
-            for entry in self._entries:
-                n = min(common_prefix(entry.ids, ids), len(ids) - 1)
-                usable = n == len(entry.ids) if entry.shared else n >= entry.prompt_len
-                if usable and n > keep:
-                    best, keep = entry, n
+            best, _ = self._best(ids)
             return best if best is not None and not best.shared else None
+
+    def _best(self, ids: list[int]) -> tuple[_Entry | None, int]:
+        """The entry `lookup` uses for `ids` and its valid positions (the caller holds the
+        lock): a shared prefix `ids` starts with, or an earlier turn whose whole prompt `ids`
+        extends; the longest such match."""
+        best, keep = None, 0
+        for entry in self._entries:
+            n = min(common_prefix(entry.ids, ids), len(ids) - 1)
+            usable = n == len(entry.ids) if entry.shared else n >= entry.prompt_len
+            if usable and n > keep:
+                best, keep = entry, n
+        return best, keep
 
     def holds(self, entry: _Entry) -> bool:
         with self._lock:
