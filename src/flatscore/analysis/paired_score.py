@@ -45,6 +45,8 @@ import numpy as np
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
+from flatscore.defaults import ALPHA
+
 _BISECTIONS = 45  # the bracket [−1, 1] shrinks to < 1e-13
 _MAX_NEWTON = 100  # safeguarded Newton steps (a handful suffice; bisection bounds the rest)
 _TOL = 1e-12
@@ -142,7 +144,7 @@ def score_test(differences: np.ndarray) -> np.ndarray:
 
 
 def score_tost(
-    differences: np.ndarray, margin: float, alpha: float = 0.05
+    differences: np.ndarray, margin: float, alpha: float = ALPHA
 ) -> tuple[np.ndarray, np.ndarray]:
     """TOST within ±margin on the same statistic: p = the larger one-sided p-value, equivalent
     when p < alpha (⇔ the 1 − 2·alpha score interval lies inside ±margin)."""
@@ -330,7 +332,7 @@ def paired_test(differences: np.ndarray) -> np.ndarray:
 
 
 def paired_tost(
-    differences: np.ndarray, margin: float, alpha: float = 0.05
+    differences: np.ndarray, margin: float, alpha: float = ALPHA
 ) -> tuple[np.ndarray, np.ndarray]:
     """TOST within ±margin on the same statistic: p = the larger one-sided p-value, equivalent
     when p < alpha (⇔ the 1 − 2·alpha `paired_interval` lies inside ±margin)."""
