@@ -54,18 +54,11 @@ def train_embedded_command(
     from flatscore.models.embedded import cache_dir
     from flatscore.train.train import RunOptions, load_recipe, train
 
+    options = opt.model_from(RunOptions, locals())  # the flags named as its fields
     target = out or cache_dir() / "train" / "embedded"
     config = load_recipe(recipe)
     if steps is not None:
         config = config.model_copy(update={"steps": steps})
-    options = RunOptions(
-        init=init,
-        source=source,
-        concurrency=concurrency,
-        threads=threads,
-        checkpoint_minutes=checkpoint_minutes,
-        progress=progress,
-    )
     adapter = train(config, target, resume=resume, options=options)
     if adapter is None:
         console.print(f"stopped early; continue with --resume --out {target}")

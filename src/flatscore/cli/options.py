@@ -7,15 +7,19 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, TypeVar, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_type_hints
 
 import typer
 
 from flatscore import defaults
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
 Command = TypeVar("Command", bound=Callable[..., Any])
+Model = TypeVar("Model", bound="BaseModel")
 
 Runs = Annotated[
     list[Path],
@@ -115,3 +119,12 @@ def settings_flags(*leave_out: str) -> Callable[[Command], Command]:
         return command  # type: ignore[return-value]
 
     return decorate
+
+
+def model_from(model: type[Model], values: Mapping[str, Any]) -> Model:
+    """`model` built from the command's parameters that are named as its fields (pass
+    `locals()`): options a command only passes through are said once, in its signature.
+    Fields the command does not take keep the model's defaults."""
+    return model.model_validate(
+        {name: values[name] for name in model.model_fields if name in values}
+    )

@@ -1,0 +1,44 @@
+"""`opt.model_from`: a command's pass-through options become the model by name, so a renamed
+field or flag would silently fall back to a default; these tests catch that."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+from pydantic import BaseModel, Field, ValidationError
+
+from flatscore.cli import options as opt
+
+
+class _Settings(BaseModel):
+    threads: int = Field(1, ge=1)
+    progress: bool = True
+    log_every: int = 10
+
+
+def test_model_from_takes_the_fields_by_name_and_leaves_the_rest() -> None:
+    values = {"threads": 4, "progress": False, "out": "elsewhere", "steps": 3}
+    assert opt.model_from(_Settings, values) == _Settings(threads=4, progress=False)
+    assert opt.model_from(_Settings, {}) == _Settings()
+
+
+def test_model_from_validates() -> None:
+    with pytest.raises(ValidationError, match="threads"):
+        opt.model_from(_Settings, {"threads": 0})
+
+
+def test_train_embedded_passes_every_run_option_it_declares() -> None:
+    """The flags of `train-embedded` that reach RunOptions: every field but log_every."""
+    from flatscore.cli.commands_train import train_embedded_command
+    from flatscore.train.train import RunOptions
+
+    params = set(inspect.signature(train_embedded_command).parameters)
+    assert params & set(RunOptions.model_fields) == {
+        "init",
+        "source",
+        "concurrency",
+        "threads",
+        "checkpoint_minutes",
+        "progress",
+    }
