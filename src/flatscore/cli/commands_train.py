@@ -49,7 +49,8 @@ def train_embedded_command(
     ] = False,
     progress: opt.ProgressBar = True,
 ) -> None:
-    """Fine-tune SmolLM2-135M-Instruct (LoRA, CPU) on oracle episodes of the train split."""
+    """Fine-tune the recipe's base (SmolLM2-135M-Instruct or Gemma 3 270M; LoRA, CPU) on oracle
+    episodes of the train split, or on the agent's own failed states (an on-policy recipe)."""
     from flatscore.models.adapter import ADAPTER_DIR
     from flatscore.models.embedded import cache_dir
     from flatscore.train.train import RunOptions, load_recipe, train

@@ -61,7 +61,9 @@ COMMANDS: dict[str, Lazy] = {
     ),
     "train-embedded": Lazy(
         "commands_train",
-        "Fine-tune SmolLM2-135M-Instruct (LoRA, CPU) on oracle episodes of the train split.",
+        "Fine-tune the recipe's base (SmolLM2-135M-Instruct or Gemma 3 270M; LoRA, CPU) on "
+        "oracle episodes of the train split, or on the agent's own failed states (an "
+        "on-policy recipe).",
     ),
     "eval-embedded": Lazy(
         "commands_train",
