@@ -341,16 +341,21 @@ def test_the_mix_adds_earlier_conversations_to_make_their_share() -> None:
 # --------------------------------------------------------------------------- the recipe
 
 
-def test_the_round_recipe_pins_the_committed_stage2_and_is_valid() -> None:
+@pytest.mark.parametrize(("recipe", "start"), [("round1", "stage2"), ("round2", "round1")])
+def test_each_round_recipe_pins_the_committed_adapter_it_starts_from(
+    recipe: str, start: str
+) -> None:
+    """A round starts from, and rolls out with, the previous stage's committed adapter."""
     from flatscore.models.adapter import adapter_sha256
 
-    config = load_recipe(ROOT / "studies/embedded-train-gemma/round1-recipe.json")
-    stage2 = ROOT / "studies/embedded-train-gemma/stage2"
+    here = ROOT / "studies/embedded-train-gemma"
+    config = load_recipe(here / f"{recipe}-recipe.json")
+    previous = here / start
     assert config.on_policy is not None
-    assert config.on_policy.source_adapter_sha256 == adapter_sha256(stage2)
-    assert config.init_adapter_sha256 == adapter_sha256(stage2)
+    assert config.on_policy.source_adapter_sha256 == adapter_sha256(previous)
+    assert config.init_adapter_sha256 == adapter_sha256(previous)
     assert config.on_policy.split == "train"
-    assert rollout_source(config, RunOptions(init=stage2)) == stage2
+    assert rollout_source(config, RunOptions(init=previous)) == previous
 
 
 def test_an_on_policy_recipe_needs_its_pinned_source(tmp_path: Path) -> None:
@@ -379,17 +384,18 @@ def test_the_oracle_from_every_state_of_every_train_task(domain: str) -> None:
                 assert label is not None and _turn(label) == _turn(m), (episode.task_id, i)
 
 
-def test_the_round_evaluation_is_stage2s_with_the_rounds_adapter() -> None:
-    """Round and stage 2 are paired: the same tasks, seeds, sampling and budget."""
+@pytest.mark.parametrize("name", ["round1", "round2"])
+def test_the_round_evaluation_is_stage2s_with_the_rounds_adapter(name: str) -> None:
+    """Each round and stage 2 are paired: the same tasks, seeds, sampling and budget."""
     from flatscore.run.study import load_study
 
     here = ROOT / "studies/embedded-train-gemma"
     stage2 = load_study(ROOT / "examples/embedded-gemma.yaml")
-    round1 = load_study(here / "round1-eval.yaml")
+    evaluation = load_study(here / f"{name}-eval.yaml")
     keep = {"name", "title", "output", "models", "base_dir"}
-    assert round1.model_dump(exclude=keep) == stage2.model_dump(exclude=keep)
-    [model], [base] = round1.models, stage2.models
-    assert model.adapter == str((here / "round1").resolve())
+    assert evaluation.model_dump(exclude=keep) == stage2.model_dump(exclude=keep)
+    [model], [base] = evaluation.models, stage2.models
+    assert model.adapter == str((here / name).resolve())
     assert list(model.arms) == ["ref"]
     assert model.model_dump(exclude={"adapter", "arms"}) == base.model_dump(
         exclude={"adapter", "arms"}
