@@ -3,6 +3,8 @@ analysis.json and shown next to the numbers, so output says which definition it 
 
 from __future__ import annotations
 
+from flatscore.defaults import ALPHA, BOOTSTRAP_MIN_TASKS, TIGHT_K
+
 
 def definitions(
     count: str,
@@ -10,10 +12,10 @@ def definitions(
     margin: float,
     correction: str,
     n_boot: int,
-    min_tasks: int = 30,
+    min_tasks: int = BOOTSTRAP_MIN_TASKS,
     *,
-    alpha: float = 0.05,
-    tight_k: int = 2,
+    alpha: float = ALPHA,
+    tight_k: int = TIGHT_K,
 ) -> dict[str, str]:
     counted = (
         "agent and user failed calls (like τ²)" if count == "all" else "agent failed calls only"
