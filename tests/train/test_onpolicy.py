@@ -33,6 +33,7 @@ from flatscore.store.jsonl import read_episodes
 from flatscore.train.data import example_job, run_jobs, tokenize
 from flatscore.train.onpolicy import (
     ROLLOUTS,
+    Tally,
     episode_examples,
     failed_states,
     mix,
@@ -341,7 +342,9 @@ def test_the_mix_adds_earlier_conversations_to_make_their_share() -> None:
 # --------------------------------------------------------------------------- the recipe
 
 
-@pytest.mark.parametrize(("recipe", "start"), [("round1", "stage2"), ("round2", "round1")])
+@pytest.mark.parametrize(
+    ("recipe", "start"), [("round1", "stage2"), ("round2", "round1"), ("round3", "round2")]
+)
 def test_each_round_recipe_pins_the_committed_adapter_it_starts_from(
     recipe: str, start: str
 ) -> None:
@@ -445,3 +448,53 @@ def test_planted_conversations_join_the_states_at_their_share(runs: Path, tokeni
     assert len(data) == summary["onpolicy_records"] + 2
     assert [r["mistake"] is not None for r in data[-2:]] == [True, True]
     assert all("onpolicy" in r for r in data[:-2]) and not any("onpolicy" in r for r in data[-2:])
+
+
+def test_planted_rollouts_label_the_planted_call_and_what_the_agent_did_next(
+    tmp_path: Path,
+) -> None:
+    """`inject`: the rollouts add the arm `ref-planted` (the same agent, a required argument
+    dropped from every call here). Known answer with the plain oracle playing: `ref`'s
+    episodes fail nowhere; every failed turn of `ref-planted` is one the arm's metadata
+    says it damaged and is flagged planted; the first one's label is the call as the agent
+    made it (the dropped argument back), and no state is labelled past a call that never
+    succeeded (the gold action the oracle goes on with is still the first one)."""
+    from flatscore.agents.inject import InjectRates
+
+    policy = OnPolicy(
+        source_adapter_sha256=SOURCE_SHA,
+        trials=1,
+        earlier_share=0.0,
+        inject=InjectRates(drop_argument=1.0),
+    )
+    config = CONFIG.model_copy(update={"on_policy": policy})
+    study = rollout_study(config, tmp_path, tmp_path, model={"kind": "agent", "agent": "oracle"})
+    [model] = study.models
+    assert list(model.arms) == ["ref", "ref-planted"]
+    inject = model.arms["ref-planted"].inject
+    assert inject is not None and (inject.base, inject.drop_argument) == ("ref", 1.0)
+    task_ids = sorted(TEMPLATES.values())[:4]
+    runs = run_rollouts(study.model_copy(update={"task_ids": task_ids}), progress=False)
+    episodes = rollout_episodes(runs)
+    pairs = [(e.task_id, e.arm) for e in episodes]
+    assert sorted(pairs) == sorted((t, a) for t in task_ids for a in ("ref", "ref-planted"))
+    assert [a for _, a in pairs] == ["ref", "ref-planted"] * len(task_ids)  # arm last
+    tally = Tally()
+    for episode in episodes:
+        items = episode_examples(episode, tally)
+        if episode.arm == "ref":
+            assert items == []
+            continue
+        changes = {c["call_id"]: c for c in episode.metadata["injected"]["changes"]}
+        labels = []
+        for item in items:
+            [failed] = episode.messages[item.state.end - 2].tool_calls
+            assert item.state.planted and failed.id in changes
+            [label] = item.example.messages[-1].tool_calls
+            labels.append(label)
+        first = changes[episode.messages[items[0].state.end - 2].tool_calls[0].id]
+        assert labels[0].name == first["name"] and first["argument"] in labels[0].arguments
+        assert all(label == labels[0] for label in labels)
+    assert tally.planted == tally.states >= len(task_ids)
+    assert tally.as_dict()["planted_states"] == tally.planted
+    assert "planted_states" not in Tally().as_dict()  # the summaries of earlier rounds

@@ -31,12 +31,17 @@ from flatscore.strict import StrictModel
 INJECT_KINDS = ("role_confusion", "drop_argument")
 
 
-class InjectSpec(StrictModel):
+class InjectRates(StrictModel):
+    """How often each kind of damage is planted in an agent tool call."""
+
+    role_confusion: float = Field(0.0, ge=0.0, le=1.0)
+    drop_argument: float = Field(0.0, ge=0.0, le=1.0)
+
+
+class InjectSpec(InjectRates):
     """A planted-damage arm: `base` (another arm of the same model) perturbed at run time."""
 
     base: str = Field(min_length=1)
-    role_confusion: float = Field(0.0, ge=0.0, le=1.0)
-    drop_argument: float = Field(0.0, ge=0.0, le=1.0)
 
 
 def _words(name: str) -> set[str]:

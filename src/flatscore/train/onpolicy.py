@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,8 @@ from flatscore.train.train import OnPolicy, TrainConfig
 ROLLOUTS = "rollouts"
 STUDY_NAME = "onpolicy"
 MODEL_LABEL = "reference"
+REFERENCE_ARM = "ref"
+PLANTED_ARM = "ref-planted"
 SUMMARY = "onpolicy.json"
 
 
@@ -66,9 +68,14 @@ def rollout_study(
     """The rollouts as a study: the base + `source` (the adapter the recipe pins) as one
     `ref` arm on the recipe's split and domains, `trials` episodes per task with seeds
     `seed + trial` (the studies' scheme), the recipe's sampling, the scripted user, the
-    recipe's step limit and error budget; output `<out>/rollouts`. `model` replaces the
-    study's model entry (another agent playing the reference, e.g. a scripted one)."""
+    recipe's step limit and error budget; output `<out>/rollouts`. With `inject`, a second
+    arm `ref-planted` plays the same weights with that damage planted in its calls. `model`
+    replaces the study's model entry, but not its arms (another agent playing the
+    reference, e.g. a scripted one)."""
     policy = on_policy(config)
+    arms: dict[str, Any] = {REFERENCE_ARM: {}}
+    if policy.inject is not None:
+        arms[PLANTED_ARM] = {"inject": {"base": REFERENCE_ARM, **policy.inject.model_dump()}}
     reference = model or {
         "kind": "local",
         "path": config.base,
@@ -81,13 +88,12 @@ def rollout_study(
             "top_p": policy.top_p,
             "max_tokens": policy.max_tokens,
         },
-        "arms": ["ref"],
     }
     return parse_study(
         {
             "name": STUDY_NAME,
             "output": str((out / ROLLOUTS).resolve()),
-            "models": [{"name": MODEL_LABEL, **reference}],
+            "models": [{"name": MODEL_LABEL, **reference, "arms": arms}],
             "domains": list(config.domains),
             "split": policy.split,
             "tasks_per_domain": policy.tasks_per_domain,
@@ -137,11 +143,16 @@ class FailedState:
     """A failed call of the turn has the name and arguments of an earlier call that
     succeeded (the analysis' re-issue, of those that failed)."""
     error_kinds: tuple[str, ...]
+    planted: bool = False
+    """A failed call of the turn had damage planted in it (an inject arm's rollouts)."""
 
 
-def failed_states(messages: Sequence[Message]) -> list[FailedState]:
+def failed_states(
+    messages: Sequence[Message], planted_ids: Collection[str] = ()
+) -> list[FailedState]:
     """Every agent turn with a failed call, in order (see `FailedState`); unanswered calls
-    (an episode cut mid-turn) count for nothing, as in the analysis."""
+    (an episode cut mid-turn) count for nothing, as in the analysis. `planted_ids`: the
+    calls with damage planted in them (`planted_calls`)."""
     results = {
         (m.tool_result.requestor, m.tool_result.call_id): (i, m.tool_result)
         for i, m in enumerate(messages)
@@ -155,6 +166,7 @@ def failed_states(messages: Sequence[Message]) -> list[FailedState]:
         if m.role != "assistant" or not m.tool_calls:
             continue
         end, repeat, reissue, kinds, first = i + 1, False, False, [], answered
+        planted = False
         for call in m.tool_calls:
             found = results.get((call.requestor, call.id))
             if found is None:
@@ -166,13 +178,20 @@ def failed_states(messages: Sequence[Message]) -> list[FailedState]:
                 kinds.append(result.error_kind or "other")
                 repeat |= previous == (key, True)
                 reissue |= key in succeeded
+                planted |= call.id in planted_ids
             else:
                 succeeded.add(key)
             previous = (key, result.error)
             answered += 1
         if kinds:
-            states.append(FailedState(end, first, repeat, reissue, tuple(kinds)))
+            states.append(FailedState(end, first, repeat, reissue, tuple(kinds), planted))
     return states
+
+
+def planted_calls(episode: Episode) -> set[str]:
+    """The ids of the calls an inject arm planted damage in (`metadata["injected"]`)."""
+    injected = episode.metadata.get("injected") or {}
+    return {change["call_id"] for change in injected.get("changes", [])}
 
 
 # --------------------------------------------------------------------------- examples
@@ -215,6 +234,8 @@ class Tally:
     """States whose world is on no prefix of the gold solution (a wrong write succeeded)."""
     unlabelled: int = 0
     """States with no gold action the oracle can do (dropped)."""
+    planted: int = 0
+    """States whose failed calls include a planted one (an inject arm's rollouts)."""
     labels: Counter[str] = field(default_factory=Counter)
 
     def as_dict(self) -> dict[str, Any]:
@@ -226,6 +247,7 @@ class Tally:
             "reissue_states": self.reissues,
             "off_path": self.off_path,
             "unlabelled": self.unlabelled,
+            **({"planted_states": self.planted} if self.planted else {}),
             "labels": dict(sorted(self.labels.items())),
         }
 
@@ -238,7 +260,7 @@ def episode_examples(
     tally = tally if tally is not None else Tally()
     domain = get_domain(episode.domain)
     task = domain.task(episode.task_id)
-    states = failed_states(episode.messages)
+    states = failed_states(episode.messages, planted_calls(episode))
     tally.episodes += 1
     tally.episodes_with_failure += bool(states)
     out = []
@@ -246,6 +268,7 @@ def episode_examples(
         tally.states += 1
         tally.repeats += state.repeat
         tally.reissues += state.reissue
+        tally.planted += state.planted
         prefix = episode.messages[: state.end]
         tally.off_path += gold_progress(task, replay_world(task, prefix)) is None
         label = oracle_next_turn(task, prefix, off_path=off_path)
@@ -272,7 +295,7 @@ def episode_examples(
 def rollout_episodes(runs: Path) -> list[Episode]:
     """The finished episodes of the rollouts' run files, one per episode id (the last
     attempt), infrastructure errors left out, in a fixed order: domain, the task's place in
-    its split, trial — not the order they finished in."""
+    its split, trial, arm — not the order they finished in."""
     files = sorted(runs.glob("*.jsonl"))
     if not files:
         raise InputError("holds no run files (*.jsonl)", file=str(runs))
@@ -284,7 +307,7 @@ def rollout_episodes(runs: Path) -> list[Episode]:
     place = {
         (d, t.id): i for d in {e.domain for e in kept} for i, t in enumerate(get_domain(d).tasks())
     }
-    return sorted(kept, key=lambda e: (e.domain, place[(e.domain, e.task_id)], e.trial))
+    return sorted(kept, key=lambda e: (e.domain, place[(e.domain, e.task_id)], e.trial, e.arm))
 
 
 def mix(
@@ -356,6 +379,7 @@ def onpolicy_records(
                         "reissue": state.reissue,
                         "errors": list(state.error_kinds),
                         "label": item.label,
+                        **({"planted": True} if state.planted else {}),
                     }
                 },
             )

@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from flatscore.agents.inject import InjectRates
 from flatscore.console import make_console, progress
 from flatscore.errors import InputError, validating
 from flatscore.models.adapter import ADAPTER_FILE, adapter_sha256
@@ -59,6 +60,10 @@ class OnPolicy(BaseModel):
     # a state off the gold path (a wrong write succeeded): the first gold action not yet
     # made, if it still succeeds there ("continue"), or no example ("drop")
     off_path: Literal["continue", "drop"] = "continue"
+    # damage planted in the rollouts' calls (`flatscore.agents.inject`) by a second arm,
+    # `ref-planted`, beside `ref`: after a planted failure, what the agent does is its own
+    # (a loop above all), and each of its failed states is labelled as any other
+    inject: InjectRates | None = None
 
 
 class TrainConfig(BaseModel):
