@@ -498,3 +498,23 @@ def test_planted_rollouts_label_the_planted_call_and_what_the_agent_did_next(
     assert tally.planted == tally.states >= len(task_ids)
     assert tally.as_dict()["planted_states"] == tally.planted
     assert "planted_states" not in Tally().as_dict()  # the summaries of earlier rounds
+
+
+def test_an_inject_arms_states_start_at_its_first_planted_call(runs: Path) -> None:
+    """Known answer: a failing-oracle episode (three wrong calls, then a write re-issued)
+    read as an inject arm's, with the re-issue as its planted call, keeps the re-issue's
+    state only; the loop states before it are the reference's own, counted as left out."""
+    [episode] = [
+        e
+        for e in rollout_episodes(runs)
+        if any(c.id == "call_again_bad" for m in e.messages for c in m.tool_calls)
+    ][:1]
+    own = episode_examples(episode)
+    assert [s.state.repeat for s in own][:3] == [False, True, True]
+    injected = {"changes": [{"call_id": "call_again_bad", "kind": "drop_argument"}]}
+    planted = episode.model_copy(update={"metadata": {**episode.metadata, "injected": injected}})
+    tally = Tally()
+    kept = episode_examples(planted, tally)
+    assert [(s.state.end, s.state.planted) for s in kept] == [(own[-1].state.end, True)]
+    assert tally.before_plant == len(own) - 1 and tally.planted == 1
+    assert tally.as_dict()["before_plant_left_out"] == len(own) - 1

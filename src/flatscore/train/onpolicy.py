@@ -236,6 +236,8 @@ class Tally:
     """States with no gold action the oracle can do (dropped)."""
     planted: int = 0
     """States whose failed calls include a planted one (an inject arm's rollouts)."""
+    before_plant: int = 0
+    """An inject arm's states before its first planted call (left out: the reference's)."""
     labels: Counter[str] = field(default_factory=Counter)
 
     def as_dict(self) -> dict[str, Any]:
@@ -248,6 +250,7 @@ class Tally:
             "off_path": self.off_path,
             "unlabelled": self.unlabelled,
             **({"planted_states": self.planted} if self.planted else {}),
+            **({"before_plant_left_out": self.before_plant} if self.before_plant else {}),
             "labels": dict(sorted(self.labels.items())),
         }
 
@@ -256,11 +259,22 @@ def episode_examples(
     episode: Episode, tally: Tally | None = None, *, off_path: bool = True
 ) -> list[StateExample]:
     """The labelled failed states of one episode, in order (`off_path`: label the states
-    off the gold path too, `flatscore.agents.oracle.next_gold_step`)."""
+    off the gold path too, `flatscore.agents.oracle.next_gold_step`). In an inject arm's
+    episode, only the states from its first planted call on: before it, the episode is the
+    reference's own with the same seed, whose states the `ref` arm's episode already holds."""
     tally = tally if tally is not None else Tally()
     domain = get_domain(episode.domain)
     task = domain.task(episode.task_id)
-    states = failed_states(episode.messages, planted_calls(episode))
+    planted = planted_calls(episode)
+    states = failed_states(episode.messages, planted)
+    if "injected" in episode.metadata:
+        first = next(
+            (i for i, m in enumerate(episode.messages) if {c.id for c in m.tool_calls} & planted),
+            len(episode.messages),
+        )
+        kept = [s for s in states if s.end > first]
+        tally.before_plant += len(states) - len(kept)
+        states = kept
     tally.episodes += 1
     tally.episodes_with_failure += bool(states)
     out = []
