@@ -387,7 +387,7 @@ def test_the_oracle_from_every_state_of_every_train_task(domain: str) -> None:
                 assert label is not None and _turn(label) == _turn(m), (episode.task_id, i)
 
 
-@pytest.mark.parametrize("name", ["round1", "round2"])
+@pytest.mark.parametrize("name", ["round1", "round2", "round3"])
 def test_the_round_evaluation_is_stage2s_with_the_rounds_adapter(name: str) -> None:
     """Each round and stage 2 are paired: the same tasks, seeds, sampling and budget."""
     from flatscore.run.study import load_study
