@@ -122,3 +122,78 @@ def test_the_analysis_gets_the_planted_rates_back(tmp_path: Path) -> None:
 def test_inject_spec_rates_are_probabilities() -> None:
     with pytest.raises(ValueError):
         InjectSpec(base="ref", role_confusion=-0.1)
+
+
+def test_same_kind_ids_known_answers() -> None:
+    from flatscore.agents.inject import same_kind_ids
+    from flatscore.episode import Message, ToolResult
+
+    conversation = [
+        Message(role="user", content="My orders are W1002 and W1001; item I0007."),
+        Message(
+            role="tool", tool_result=ToolResult(call_id="c", text='{"orders": ["W1003", "W1001"]}')
+        ),
+    ]
+    assert same_kind_ids("W1001", conversation) == ["W1002", "W1003"]  # first seen first
+    assert same_kind_ids("I0007", conversation) == []  # no other item in view
+    assert same_kind_ids("jo@example.com", conversation) == []  # not an id
+    assert same_kind_ids("L1001", conversation) == []  # no line in view
+
+
+def test_a_wrong_value_arm_swaps_an_id_for_another_in_view(tmp_path: Path) -> None:
+    """`wrong_value` = 1: every agent call with an id argument that has another id of its
+    kind in view gets it, recorded; the other calls are left alone; the failures land in the
+    channels a wrong entity fails in; and the other kinds' draws are those of an arm without
+    it (their stream is unchanged)."""
+    from flatscore.agents.inject import ID
+
+    arms = {
+        "ref": {},
+        "wrong": {"inject": {"base": "ref", "wrong_value": 1.0}},
+        "drop": {"inject": {"base": "ref", "drop_argument": 0.3}},
+        "drop+wrong": {"inject": {"base": "ref", "drop_argument": 0.3, "wrong_value": 0.5}},
+    }
+    study = load_study(study_file(tmp_path, arms, ["retail"], tasks=12))
+    run_study(study, progress=False, report=False)
+    runs = study.output_dir / "runs"
+    wrong = list(read_episodes(runs / "oracle__wrong.jsonl"))
+    swapped = 0
+    for episode in wrong:
+        record = episode.metadata["injected"]
+        assert record["wrong_value"] == 1.0
+        changes = {c["call_id"]: c for c in record["changes"]}
+        for i, m in enumerate(episode.messages):
+            for call in m.tool_calls:
+                change = changes.get(call.id)
+                if change is None:
+                    continue
+                swapped += 1
+                assert change["kind"] == "wrong_value" and change["from"] != change["to"]
+                value = call.arguments[change["argument"]]
+                assert change["to"] in (value if isinstance(value, list) else [value])
+                kind = ID.fullmatch(change["from"])
+                assert kind is not None and change["to"].startswith(kind.group(1))
+                shown = " ".join(
+                    (x.tool_result.text if x.tool_result else x.content or "")
+                    for x in episode.messages[:i]
+                )
+                assert change["to"] in shown
+    assert swapped >= 12
+    result = analyze(wrong + list(read_episodes(runs / "oracle__ref.jsonl")))
+    arm = next(a for a in result.cells[0].arms if a.arm == "wrong")
+    failed = arm.channels["precondition"].count + arm.channels["entity_not_found"].count
+    assert 0 < failed <= swapped
+    # drop_argument's draws do not see wrong_value's: the same calls lose an argument
+    drops = {
+        e.task_id: [c for c in e.metadata["injected"]["changes"] if c["kind"] == "drop_argument"]
+        for e in read_episodes(runs / "oracle__drop.jsonl")
+    }
+    both = list(read_episodes(runs / "oracle__drop+wrong.jsonl"))
+    assert any(c["kind"] == "wrong_value" for e in both for c in e.metadata["injected"]["changes"])
+    for e in both:
+        assert [
+            c for c in e.metadata["injected"]["changes"] if c["kind"] == "drop_argument"
+        ] == drops[e.task_id]
+    # an arm without it records what it recorded before the kind existed
+    drop_arm = next(iter(read_episodes(runs / "oracle__drop.jsonl")))
+    assert "wrong_value" not in drop_arm.metadata["injected"]
