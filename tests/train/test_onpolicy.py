@@ -361,6 +361,18 @@ def test_each_round_recipe_pins_the_committed_adapter_it_starts_from(
     assert rollout_source(config, RunOptions(init=previous)) == previous
 
 
+@pytest.mark.parametrize("name", ["round1", "round2", "round3"])
+def test_each_committed_round_was_trained_by_its_recipe(name: str) -> None:
+    """A round's committed `config.json` (what training recorded) is its recipe, and its
+    `onpolicy.json` holds the states its records came from."""
+    here = ROOT / "studies/embedded-train-gemma"
+    assert load_recipe(here / name / "config.json") == load_recipe(here / f"{name}-recipe.json")
+    summary = json.loads((here / name / "onpolicy.json").read_text())
+    labelled = summary["states"] - summary["unlabelled"]
+    assert summary["onpolicy_records"] == labelled - summary["cut_at_max_tokens"]
+    assert sum(summary["labels"].values()) == labelled
+
+
 def test_an_on_policy_recipe_needs_its_pinned_source(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="--source"):
         rollout_source(CONFIG, RunOptions())
