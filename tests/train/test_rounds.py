@@ -33,7 +33,13 @@ def test_study_v2s_first_trial_of_ref(v2_ref: Path) -> None:
     assert round(retail.masking, 1) == 3.5  # type: ignore[arg-type]
     assert round(100 * telecom.recovery, 1) == 8.7  # type: ignore[operator]
     assert round(100 * telecom.repeat_share) == 71  # type: ignore[operator]
+    # the counts beside them (docs/embedded.md: 335 / 816 and 241 / 596)
+    assert (retail.failed_calls, retail.agent_calls) == (335, 816)
+    assert (telecom.failed_calls, telecom.agent_calls) == (241, 596)
+    assert (retail.reissued_calls, telecom.reissued_calls) == (125, 203)
+    assert (retail.step_cap, telecom.step_cap) == (8, 17)
     lines = round_table(list(rows.values()))
+    assert "| smollm2-135m | telecom | 241 / 596 | 203 | 17 |" in lines
     assert lines[-1].startswith("targets not met: retail recovery, retail repeats")
     # both trials: not one trial per task, so not judged
     both = round_rows([v2_ref])

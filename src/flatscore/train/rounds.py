@@ -2,7 +2,8 @@
 the round targets (docs/embedded.md, "On-policy rounds"), from the analysis' own
 definitions (`flatscore.analysis.analyze`, task-weighted): success, recovery from its own
 failed calls, the share of failed calls that repeat the call that had just failed, and
-S(9) − S(0)."""
+S(9) − S(0); beside them the counts that say how the agent fails (calls, failed calls, calls
+re-issuing one that had succeeded, episodes ended at the step cap)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,12 @@ class RoundRow(BaseModel):
     repeat_share: float | None
     s0: float | None
     s9: float | None
+    agent_calls: int = 0
+    failed_calls: int = 0
+    reissued_calls: int = 0
+    """Agent calls repeating a call that had succeeded earlier in the episode."""
+    step_cap: int = 0
+    """Episodes ended at the study's step limit (`max_steps`)."""
 
     @property
     def masking(self) -> float | None:
@@ -91,6 +98,10 @@ def round_rows(runs: Sequence[Path], arm: str = "ref", trials: str | None = None
                 repeat_share=stats.repeat_share,
                 s0=curve.get(0),
                 s9=curve.get(9),
+                agent_calls=stats.agent_tool_calls,
+                failed_calls=stats.failed_agent_calls,
+                reissued_calls=stats.reissued_calls,
+                step_cap=stats.termination_reasons.get("max_steps", 0),
             )
         )
     if not rows:
@@ -137,7 +148,30 @@ def round_table(rows: Sequence[RoundRow]) -> list[str]:
         "S(9)",
         f"S(9) − S(0) (≥ {MASKING_TARGET:g} in one domain)",
     ]
-    return [*table_lines(head, table, "lll"), "", verdict(rows)]
+    counts = [
+        [
+            r.model,
+            r.domain,
+            f"{r.failed_calls} / {r.agent_calls}",
+            str(r.reissued_calls),
+            str(r.step_cap),
+        ]
+        for r in rows
+    ]
+    counts_head = [
+        "model",
+        "domain",
+        "failed / agent calls",
+        "calls re-issuing a call that had succeeded",
+        "episodes ended at the step cap",
+    ]
+    return [
+        *table_lines(head, table, "lll"),
+        "",
+        *table_lines(counts_head, counts, "llr"),
+        "",
+        verdict(rows),
+    ]
 
 
 def verdict(rows: Sequence[RoundRow]) -> str:
