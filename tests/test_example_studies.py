@@ -26,3 +26,24 @@ def test_study_v2_has_both_controls() -> None:
     assert arms["ref-control"].control_of == "ref"
     assert arms["ref-planted"].inject is not None and arms["ref-planted"].inject.base == "ref"
     assert study.trials == 4 and study.split == "test"
+
+
+def test_study_v3_is_sequential_with_both_controls() -> None:
+    study = load_study(EXAMPLES[0].parent / "embedded-study-v3.yaml")
+    (model,) = study.models
+    assert set(model.arms) == {
+        "ref",
+        "int8",
+        "fp8-w8a8",
+        "int4",
+        "int4-awq",
+        "ref-planted",
+        "ref-control",
+    }
+    assert model.arms["ref-control"].control_of == "ref"
+    planted = model.arms["ref-planted"].inject
+    assert planted is not None and planted.base == "ref"
+    assert study.stopping == "sequential" and study.trials == 2 and study.split == "test"
+    assert (
+        model.adapter is not None and (Path(model.adapter) / "adapter_model.safetensors").is_file()
+    )
