@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from flatscore.analysis.markdown_table import table_lines
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.domains import domain_names, get_domain
-from flatscore.episode import Episode
+from flatscore.episode import Episode, TerminationReason
 from flatscore.errors import InputError
 
 RECOVERY_TARGET = 0.35
@@ -101,7 +101,7 @@ def round_rows(runs: Sequence[Path], arm: str = "ref", trials: str | None = None
                 agent_calls=stats.agent_tool_calls,
                 failed_calls=stats.failed_agent_calls,
                 reissued_calls=stats.reissued_calls,
-                step_cap=stats.termination_reasons.get("max_steps", 0),
+                step_cap=stats.termination_reasons.get(TerminationReason.MAX_STEPS, 0),
             )
         )
     if not rows:
