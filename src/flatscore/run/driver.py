@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,18 +43,18 @@ from rich.console import Console
 from flatscore.analysis.result import AnalysisResult
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.console import make_console, styled
-from flatscore.console import progress as make_progress
-from flatscore.episode import Episode, TerminationReason
-from flatscore.errors import InputError, RunFailed
+from flatscore.errors import InputError
 from flatscore.report import ReportPaths
 from flatscore.report.rebuild import rebuild
 from flatscore.report.verdicts import headlines
 from flatscore.run.executors import make_executor
 from flatscore.run.executors.base import EpisodeJob, Executor
+from flatscore.run.look_ahead import run_looks
+from flatscore.run.recorder import Recorder
 from flatscore.run.sequential import SequentialPlan, planned_looks, printer, report_state
 from flatscore.run.sources import SOURCES, ArmRun, EpisodeSource, Prepare, source_of
 from flatscore.run.study import Study, study_json
-from flatscore.store.jsonl import EpisodeWriter, RunCounts, finished_episode_ids
+from flatscore.store.jsonl import RunCounts, finished_episode_ids
 
 RUNS_DIR = "runs"
 
@@ -139,85 +139,40 @@ async def execute_plan(
     progress: bool = True,
     console: Console | None = None,
     prepare: Callable[[list[EpisodeJob]], list[EpisodeJob]] | None = None,
-    annotate: Callable[[EpisodeJob, Episode], Episode] | None = None,
-    close: bool = True,
 ) -> RunCounts:
     """Run the plan's unfinished jobs: with `resume`, every job without a result in its run
     file (never run, or its last attempt an infrastructure error). `prepare` sees the jobs
-    about to run before the executor does (τ²: start the servers they need); `annotate`
-    sees each episode before it is written (a sequential run's place in its design);
-    `close`: release the executor at the end (not between the batches of one run)."""
-    started = time.perf_counter()
-    files = list(dict.fromkeys(run.path for run in plan.runs))  # the quick form: one file
+    about to run before the executor does (τ²: start the servers they need)."""
+    done = finished_in(plan, resume)
+    todo = [j for j in plan.jobs if j.episode_id not in done[j.run]]
+    if prepare is not None and todo:
+        todo = prepare(todo)
+    files = list(dict.fromkeys(run.path for run in plan.runs))
+    console = console or make_console(stderr=True)
+    recorder = Recorder(files, plan.cell_of, console, progress=progress)
+    try:
+        with recorder:
+            skipped = Counter(plan.cell_of(j) for j in plan.jobs if j.episode_id in done[j.run])
+            recorder.plan(plan.jobs, done=skipped)
+            rerun = sum(1 for j in todo if recorder.attempted(j))
+            by_id = {j.episode_id: j for j in todo}
+            async for episode in executor.map(todo):
+                recorder.write(by_id[episode.episode_id], episode)
+    finally:
+        executor.close()
+    return recorder.counts(len(plan.jobs), len(plan.jobs) - len(todo), rerun)
+
+
+def finished_in(plan: StudyPlan, resume: bool) -> dict[str, set[str]]:
+    """Each run file's episode ids with a result (empty without `resume`); a run file with
+    episodes and no `resume` is refused."""
     done: dict[str, set[str]] = {}
-    for path in files:
+    for path in dict.fromkeys(run.path for run in plan.runs):  # the quick form: one file
         exists = path.exists() and path.stat().st_size > 0
         if exists and not resume:
             raise InputError("already has episodes; pass --resume to continue it", file=str(path))
         done[str(path)] = finished_episode_ids(path) if resume else set()
-    todo = [j for j in plan.jobs if j.episode_id not in done[j.run]]
-    if prepare is not None and todo:
-        todo = prepare(todo)
-    per_cell_total: Counter[str] = Counter(plan.cell_of(j) for j in plan.jobs)
-    per_cell_todo: Counter[str] = Counter(plan.cell_of(j) for j in todo)
-    terminations: Counter[str] = Counter()
-    first_error: str | None = None
-    succeeded = 0
-    ok: dict[str, int] = defaultdict(int)
-    writers = {str(path): EpisodeWriter(path, reruns=True) for path in files}
-    rerun = sum(1 for j in todo if j.episode_id in writers[j.run].attempted)
-    bar = make_progress(
-        console or make_console(stderr=True), "ok {task.fields[ok]}", enabled=progress
-    )
-    try:
-        with bar:
-            overall = bar.add_task("all cells", total=len(plan.jobs), ok=0)
-            bar.update(overall, completed=len(plan.jobs) - len(todo))
-            ids = {}
-            for cell, total in per_cell_total.items():
-                ids[cell] = bar.add_task(cell, total=total, ok=0)
-                bar.update(ids[cell], completed=total - per_cell_todo[cell])
-            by_id = {j.episode_id: j for j in todo}
-            async for episode in executor.map(todo):
-                job = by_id[episode.episode_id]
-                if annotate is not None:
-                    episode = annotate(job, episode)
-                writers[job.run].write(episode)
-                terminations[episode.termination_reason.value] += 1
-                if first_error is None and episode.is_infrastructure_error:
-                    first_error = _error_of(episode.metadata)
-                cell = plan.cell_of(job)
-                if episode.succeeded:
-                    succeeded += 1
-                    ok[cell] += 1
-                bar.update(ids[cell], advance=1, ok=ok[cell])
-                bar.update(overall, advance=1, ok=succeeded)
-    finally:
-        for writer in writers.values():
-            writer.close()
-        if close:
-            executor.close()
-    infra = terminations[TerminationReason.INFRASTRUCTURE_ERROR.value]
-    if todo and infra == len(todo):
-        raise RunFailed(
-            f"all {infra} episodes run ended in an infrastructure error (kept in the run "
-            f"files; fix the endpoint, then --resume); the first: {first_error}"
-        )
-    return RunCounts(
-        planned=len(plan.jobs),
-        skipped=len(plan.jobs) - len(todo),
-        written=len(todo),
-        succeeded=succeeded,
-        seconds=time.perf_counter() - started,
-        terminations=dict(terminations),
-        rerun=rerun,
-    )
-
-
-def _error_of(metadata: dict[str, object]) -> str:
-    """An infrastructure error's message, as the episode loop or τ²'s runner recorded it."""
-    text = metadata.get("error") or metadata.get("tau2_error") or "no message recorded"
-    return " ".join(str(text).split())[:500]
+    return done
 
 
 def run_study(
@@ -285,54 +240,31 @@ def run_sequential(
     say: Console,
     prepare: Prepare | None,
 ) -> RunCounts:
-    """The plan look by look (`flatscore.run.sequential`): each batch runs, then the looks
-    decide which arms go on. Counts add up over the batches; `planned` is the fixed
-    design's."""
+    """The plan look by look, one look ahead (`flatscore.run.look_ahead`); `planned` is the
+    fixed design's."""
     options = analysis_options(study)
     seq = SequentialPlan(plan.jobs, study.seed, planned_looks(options))
     files = list(dict.fromkeys(run.path for run in plan.runs))
     say_line = printer(say)
-    total: RunCounts | None = None
+    done = finished_in(plan, resume)
+    recorder = Recorder(files, plan.cell_of, say, progress=progress)
     try:
-        for k in range(seq.looks):
-            batch = seq.batch(k)
-            if not batch:
-                break
+        with recorder:
             counts = asyncio.run(
-                execute_plan(
-                    StudyPlan(runs=plan.runs, jobs=batch),
+                run_looks(
+                    seq,
                     executor,
-                    resume=resume or k > 0,
-                    progress=progress,
-                    console=say,
+                    recorder,
+                    finished={i for ids in done.values() for i in ids},
+                    read_look=lambda k: seq.look(k, files, options),
                     prepare=prepare,
-                    annotate=seq.annotate,
-                    close=False,
+                    say=say_line,
                 )
             )
-            total = counts if total is None else _added(total, counts)
-            for line in seq.look(k, files, options):
-                say_line(line)
-            if all(state.finished for state in seq.cells.values()):
-                break
     finally:
         executor.close()
     report_state(seq, say_line)
-    assert total is not None
-    return total.model_copy(update={"planned": len(plan.jobs)})
-
-
-def _added(a: RunCounts, b: RunCounts) -> RunCounts:
-    terminations = Counter(a.terminations) + Counter(b.terminations)
-    return RunCounts(
-        planned=a.planned + b.planned,
-        skipped=a.skipped + b.skipped,
-        written=a.written + b.written,
-        succeeded=a.succeeded + b.succeeded,
-        seconds=a.seconds + b.seconds,
-        terminations=dict(terminations),
-        rerun=a.rerun + b.rerun,
-    )
+    return counts.model_copy(update={"planned": len(plan.jobs)})
 
 
 def _chained(prepares: list[Prepare]) -> Prepare | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from dataclasses import fields
 from typing import Any
 
@@ -85,14 +85,45 @@ class EpisodeJob(BaseModel):
         return make_episode_id(self.study, arm, self.domain, self.task_id, self.trial)
 
 
+class JobFeed:
+    """The jobs a `map` runs, which its caller may extend or withdraw from while it handles
+    an episode: a sequential run adds the next look's jobs before the look is read and
+    withdraws a decided arm's (`flatscore.run.look_ahead`). Jobs start in the order they
+    were added (within an executor's own rules); the map ends when no job is pending or in
+    flight, so whatever the caller adds while it handles the last episode still runs."""
+
+    def __init__(self, jobs: Iterable[EpisodeJob] = ()) -> None:
+        self.pending: list[EpisodeJob] = list(jobs)
+
+    def __bool__(self) -> bool:
+        return bool(self.pending)
+
+    def add(self, jobs: Iterable[EpisodeJob]) -> None:
+        self.pending.extend(jobs)
+
+    def drop(self, withdrawn: Callable[[EpisodeJob], bool]) -> list[EpisodeJob]:
+        """Withdraw the pending jobs `withdrawn` names (jobs already started run on)."""
+        gone = [job for job in self.pending if withdrawn(job)]
+        self.pending = [job for job in self.pending if not withdrawn(job)]
+        return gone
+
+    def pop(self, index: int = 0) -> EpisodeJob:
+        return self.pending.pop(index)
+
+
+def as_feed(jobs: Sequence[EpisodeJob] | JobFeed) -> JobFeed:
+    return jobs if isinstance(jobs, JobFeed) else JobFeed(jobs)
+
+
 class Executor(ABC):
     """Runs episode jobs; yields each finished episode once, in completion order."""
 
     name: str = "executor"
 
     @abstractmethod
-    def map(self, jobs: Sequence[EpisodeJob]) -> AsyncIterator[Episode]:
-        """An async iterator over the finished episodes of `jobs` (any order)."""
+    def map(self, jobs: Sequence[EpisodeJob] | JobFeed) -> AsyncGenerator[Episode, None]:
+        """An async iterator over the finished episodes of `jobs` (any order); with a
+        `JobFeed`, also of the jobs added to it before the iterator ends."""
 
     def close(self) -> None:  # noqa: B027  optional hook
         """Release workers or connections."""

@@ -22,29 +22,27 @@ in the run files does, which already depended on timing.
 from __future__ import annotations
 
 import asyncio
-from collections import Counter, deque
-from collections.abc import AsyncIterator, Sequence
+from collections import Counter
+from collections.abc import AsyncGenerator, Sequence
 
 from flatscore.episode import Episode
-from flatscore.run.executors.base import EpisodeJob, Executor, run_job
+from flatscore.run.executors.base import EpisodeJob, Executor, JobFeed, as_feed, run_job
 
 
 class FairShare:
-    """The order jobs start in: the study's order, each run capped at its share of slots."""
+    """The order jobs start in: the feed's order, each run capped at its share of slots."""
 
-    def __init__(self, jobs: Sequence[EpisodeJob], concurrency: int) -> None:
+    def __init__(self, jobs: Sequence[EpisodeJob] | JobFeed, concurrency: int) -> None:
         self.concurrency = concurrency
-        self.pending: dict[str, deque[tuple[int, EpisodeJob]]] = {}
-        for index, job in enumerate(jobs):
-            self.pending.setdefault(job.run, deque()).append((index, job))
+        self.feed = as_feed(jobs)
         self.in_flight: Counter[str] = Counter()
 
     def __bool__(self) -> bool:
-        return any(self.pending.values())
+        return bool(self.feed)
 
     def share(self) -> int:
         """The most episodes one run may hold now: the slots over the runs still active."""
-        active = {run for run, queue in self.pending.items() if queue}
+        active = {job.run for job in self.feed.pending}
         active |= {run for run, n in self.in_flight.items() if n}
         return -(-self.concurrency // max(len(active), 1))
 
@@ -53,13 +51,12 @@ class FairShare:
         if sum(self.in_flight.values()) >= self.concurrency:
             return None
         cap = self.share()
-        heads = [q[0] for run, q in self.pending.items() if q and self.in_flight[run] < cap]
-        if not heads:
-            return None
-        _, job = min(heads, key=lambda head: head[0])
-        self.pending[job.run].popleft()
-        self.in_flight[job.run] += 1
-        return job
+        for index, job in enumerate(self.feed.pending):
+            if self.in_flight[job.run] < cap:
+                self.feed.pop(index)
+                self.in_flight[job.run] += 1
+                return job
+        return None
 
     def done(self, job: EpisodeJob) -> None:
         self.in_flight[job.run] -= 1
@@ -73,9 +70,9 @@ class LocalExecutor(Executor):
             raise ValueError("concurrency must be ≥ 1")
         self.concurrency = concurrency
 
-    async def map(self, jobs: Sequence[EpisodeJob]) -> AsyncIterator[Episode]:
+    async def map(self, jobs: Sequence[EpisodeJob] | JobFeed) -> AsyncGenerator[Episode, None]:
         """Start up to `concurrency` jobs (a fair share per run); yield each episode as soon
-        as it finishes."""
+        as it finishes. Jobs added to a feed while an episode is handled start at once."""
         schedule = FairShare(jobs, self.concurrency)
         running: dict[asyncio.Task[Episode], EpisodeJob] = {}
         try:

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 from flatscore.episode import Episode
 from flatscore.errors import InputError
-from flatscore.run.executors.base import EpisodeJob, Executor, run_job_sync
+from flatscore.run.executors.base import EpisodeJob, Executor, JobFeed, as_feed, run_job_sync
 
 
 def _run_remote(job_json: str) -> str:
@@ -90,18 +90,18 @@ class RayExecutor(Executor):
         cpus = float(ray.cluster_resources().get("CPU", 1.0))
         return max(1, int(2 * cpus / self.cpus_per_episode))
 
-    async def map(self, jobs: Sequence[EpisodeJob]) -> AsyncIterator[Episode]:
+    async def map(self, jobs: Sequence[EpisodeJob] | JobFeed) -> AsyncGenerator[Episode, None]:
         import ray
 
         self._init()  # in the main thread: Ray installs signal handlers there
         remote = ray.remote(num_cpus=self.cpus_per_episode, max_retries=0)(_run_remote)
-        queue = [job.model_dump_json() for job in jobs][::-1]
+        feed = as_feed(jobs)
         window = self._window()
         pending: list[Any] = []
         try:
-            while queue or pending:
-                while queue and len(pending) < window:
-                    pending.append(remote.remote(queue.pop()))
+            while feed or pending:
+                while feed and len(pending) < window:
+                    pending.append(remote.remote(feed.pop().model_dump_json()))
                 ready, pending = await asyncio.to_thread(ray.wait, pending, num_returns=1)
                 for ref in ready:
                     text = await asyncio.to_thread(ray.get, ref)

@@ -1,0 +1,144 @@
+"""A sequential run one look ahead: engines done with a look go on with the next one's jobs,
+whose episodes are written once the look is read if their arm still runs and discarded if
+it was decided — so the run files hold what the run look by look writes."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from flatscore.analysis.sequential import SequentialDesign
+from flatscore.episode import Episode
+from flatscore.run.driver import plan_study, run_study
+from flatscore.run.executors import LocalExecutor
+from flatscore.run.executors.base import EpisodeJob, run_job
+from flatscore.run.look_ahead import LookAhead
+from flatscore.run.sequential import SequentialPlan
+from flatscore.run.study import load_study
+from flatscore.store.jsonl import read_episodes
+
+# test_sequential_run.py's study: `slips` fails most calls and is decided before the
+# maximum; `same` cannot be told from `ref` in 24 tasks and runs to it.
+STUDY = """\
+name: seq
+output: out
+models:
+  - name: oracle
+    kind: agent
+    agent: oracle
+    arms:
+      ref: {options: {slip_rate: 0.2}}
+      same: {options: {slip_rate: 0.2}}
+      slips: {options: {slip_rate: 0.9}}
+domains: [retail]
+split: test
+tasks_per_domain: 24
+trials: 2
+stopping: sequential
+user: {kind: scripted}
+error_budget: {max_errors: 3}
+concurrency: 4
+analysis: {reference: ref, bootstrap: 100}
+"""
+
+
+def _study_file(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "seq.yaml"
+    path.write_text(STUDY, encoding="utf-8")
+    return path
+
+
+def _episode(job: EpisodeJob) -> Episode:
+    return asyncio.run(run_job(job))
+
+
+def test_look_ahead_holds_the_next_looks_episodes_until_the_look(tmp_path: Path) -> None:
+    plan = plan_study(load_study(_study_file(tmp_path)))
+    seq = SequentialPlan(plan.jobs, 300, SequentialDesign(first_look=8, look_every=8).looks)
+    ahead = LookAhead(seq, finished=set())
+    queued = ahead.start()
+    first, second = seq.batch(0), seq.batch(1)
+    assert queued == [*first, *second]  # look 0's jobs first: within an arm they start first
+
+    early = second[0]  # an engine done with look 0 finishes a job of look 1
+    assert ahead.receive(_episode(early)) is None and not ahead.look_due
+    for job in first[:-1]:
+        assert ahead.receive(_episode(job)) == job
+    assert not ahead.look_due
+    assert ahead.receive(_episode(first[-1])) == first[-1]
+    assert ahead.look_due
+
+    state = seq.cells[("oracle", "retail")]
+    slips = next(j for j in second[1:] if j.arm == "slips")
+    assert ahead.receive(_episode(slips)) is None  # held too
+    state.open_arms, state.reference = {"same"}, "ref"  # look 0 decides `slips`
+    write, queue = ahead.advance()
+    assert [job for job, _ in write] == ([early] if early.arm != "slips" else [])
+    assert ahead.discarded == 1 + (early.arm == "slips")
+    assert not ahead.wanted(slips) and all(not ahead.wanted(j) for j in second if j.arm == "slips")
+    assert set(ahead.current) == {j.episode_id for j in second if j.arm != "slips"} - {
+        early.episode_id
+    }
+    assert queue == [j for j in seq.batch(2)]  # nothing of look 1 to add; look 2 ahead
+    assert {j.arm for j in queue} == {"ref", "same"}
+
+
+def test_a_resumed_run_reads_the_looks_it_already_has_at_once(tmp_path: Path) -> None:
+    plan = plan_study(load_study(_study_file(tmp_path)))
+    seq = SequentialPlan(plan.jobs, 300, SequentialDesign(first_look=8, look_every=8).looks)
+    ahead = LookAhead(seq, finished={j.episode_id for j in seq.batch(0)})
+    assert ahead.start() == seq.batch(1) and ahead.look_due
+
+
+@pytest.fixture(scope="module")
+def slow_same(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The study run in this process with `same`'s episodes slowed down, so `ref` and
+    `slips` finish each look first and run ahead."""
+    folder = tmp_path_factory.mktemp("ahead")
+    study = load_study(_study_file(folder))
+    import flatscore.run.executors.local as local
+
+    async def slowed(job: EpisodeJob) -> Episode:
+        await asyncio.sleep(0.3 if job.arm == "same" else 0.0)
+        return await run_job(job)
+
+    out = io.StringIO()
+    patch = pytest.MonkeyPatch()
+    patch.setattr(local, "run_job", slowed)
+    try:
+        outcome = run_study(
+            study,
+            executor=LocalExecutor(4),
+            progress=False,
+            console=Console(file=out, width=200),
+        )
+    finally:
+        patch.undo()
+    assert outcome.analysis is not None
+    return folder, out.getvalue()
+
+
+def test_the_run_files_hold_what_the_run_look_by_look_writes(slow_same: tuple[Path, str]) -> None:
+    folder, printed = slow_same
+    runs = folder / "out" / "runs"
+    episodes = {p.stem.split("__")[1]: read_episodes(p) for p in runs.glob("*.jsonl")}
+    analysis = json.loads((folder / "out" / "analysis.json").read_text("utf-8"))
+    sequential = {c["arm"]: c["sequential"] for c in analysis["cells"][0]["comparisons"]}
+    assert sequential["slips"]["decided"] and sequential["slips"]["tasks"] < 24
+    for arm, read in (("slips", sequential["slips"]["tasks"]), ("same", 24), ("ref", 24)):
+        ranks = sorted(ep.metadata["task_rank"] for ep in episodes[arm])
+        assert ranks == sorted(list(range(read)) * 2), arm  # every trial of every task read
+    found = re.search(
+        r"ran ahead of their look: (\d+) episodes written .*, (\d+) discarded", printed
+    )
+    assert found is not None, printed
+    written, discarded = int(found[1]), int(found[2])
+    assert written > 0  # engines went on while `same` finished each look
+    assert discarded > 0  # `slips` ran ahead into the look it was decided before
