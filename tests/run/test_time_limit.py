@@ -4,16 +4,23 @@ from there without a duplicate; a run that finishes in time writes its report.""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
 
 from cli_runner import flatscore
+from flatscore.episode import ErrorBudget
 from flatscore.errors import InputError
 from flatscore.run.driver import plan_study
+from flatscore.run.executors import LocalExecutor
+from flatscore.run.executors.base import AgentRecipe, EpisodeJob
 from flatscore.run.quick import QuickRun
-from flatscore.run.time_limit import parse_duration
+from flatscore.run.study import UserSpec
+from flatscore.run.time_limit import RunStopped, TimeLimit, draining, parse_duration
 from flatscore.store.jsonl import read_episodes
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -92,3 +99,72 @@ def test_a_run_stops_even_if_started_with_sigint_blocked(tmp_path: Path) -> None
     )
     assert done.returncode == 0, done.stderr
     assert "time limit 5s reached" in done.stdout
+
+
+def test_a_drained_run_finishes_what_is_in_flight_then_stops(tmp_path: Path) -> None:
+    out = tmp_path / "run.jsonl"
+    started = time.monotonic()
+    done = flatscore(*ARGS, "--out", out, "--time-limit", "6s", "--drain", "2m")
+    assert done.returncode == 0, done.stderr
+    assert "stopped once the episodes in flight had finished" in done.stdout
+    assert time.monotonic() - started < 60  # oracle episodes finish long before the drain
+    first = [e.episode_id for e in read_episodes(out)]
+    assert first and len(first) == len(set(first))
+    resumed = flatscore(*ARGS, "--out", out, "--time-limit", "6s", "--drain", "2m", "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert [e.episode_id for e in read_episodes(out)][: len(first)] == first
+
+
+def test_a_drain_needs_a_time_limit(tmp_path: Path) -> None:
+    done = flatscore(*ARGS, "--out", tmp_path / "run.jsonl", "--drain", "5m")
+    assert done.returncode != 0
+    assert "--drain needs --time-limit" in done.stderr + done.stdout
+
+
+def test_while_draining_the_executor_starts_nothing_and_finishes_every_started_job(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import flatscore.run.executors.local as local
+
+    started: list[str] = []
+
+    async def slow(job: EpisodeJob) -> SimpleNamespace:
+        """Stands in for an episode of a second: the schedule, not the episode, is tested."""
+        started.append(job.episode_id)
+        await asyncio.sleep(1.0)
+        return SimpleNamespace(episode_id=job.episode_id)
+
+    monkeypatch.setattr(local, "run_job", slow)
+    finished: list[str] = []
+
+    async def run() -> None:
+        async for episode in LocalExecutor(3).map(_jobs(12)):
+            finished.append(episode.episode_id)
+
+    with TimeLimit(1.5, drain_s=30), pytest.raises(RunStopped):
+        asyncio.run(run())
+    assert not draining()  # the limit's block is over
+    assert len(started) == 6  # two rounds of 3 began before the limit at 1.5 s
+    assert sorted(finished) == sorted(started)  # and every one of them finished
+
+
+def _jobs(n: int) -> list[EpisodeJob]:
+    from flatscore.domains import get_domain
+
+    tasks = [t.id for t in get_domain("retail").tasks("test")[:n]]
+    return [
+        EpisodeJob(
+            run="m__ref",
+            study="s",
+            arm="ref",
+            domain="retail",
+            task_id=task,
+            trial=0,
+            seed=300,
+            max_steps=40,
+            error_budget=ErrorBudget(max_errors=10),
+            agent=AgentRecipe(label="oracle", agent="oracle"),
+            user=UserSpec(),
+        )
+        for task in tasks
+    ]

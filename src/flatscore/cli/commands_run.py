@@ -112,6 +112,13 @@ def run_command(
             "--resume continues; no report until it is complete."
         ),
     ] = None,
+    drain: Annotated[
+        str | None,
+        _both(
+            help="With --time-limit: when the time is up, start no new episode and let those "
+            "in flight finish for up to this long (15m), then stop; nothing half run is lost."
+        ),
+    ] = None,
     domain: Annotated[str, _quick(help="retail, telecom or all.")] = "all",
     agent: Annotated[str, _quick(help="Agent by registered name (oracle, noop, ...).")] = "oracle",
     agent_opt: Annotated[
@@ -190,7 +197,7 @@ def run_command(
             ray_address=ray_address,
             ray_cpus=ray_cpus,
         )
-        with _time_limit(time_limit):
+        with _time_limit(time_limit, drain):
             _run_study(study_file, overrides, resume=resume, progress=progress, report=report)
         return
     bad = _given(ctx, STUDY_ONLY)
@@ -227,7 +234,7 @@ def run_command(
         },
     )
     outcome = None
-    with _time_limit(time_limit):
+    with _time_limit(time_limit, drain):
         outcome = run_quick(quick, out, resume=resume, progress=progress)
     if outcome is None:  # stopped at the time limit
         return
@@ -242,23 +249,32 @@ def run_command(
 
 
 @contextmanager
-def _time_limit(text: str | None) -> Iterator[None]:
+def _time_limit(text: str | None, drain: str | None = None) -> Iterator[None]:
     """Run the block under `--time-limit` (nothing without one): when the time is up, the
-    run stops as on Ctrl-C and the command ends with a line, exit code 0."""
+    run stops as on Ctrl-C — with `--drain`, once the episodes in flight have finished —
+    and the command ends with a line, exit code 0."""
     if text is None:
+        if drain is not None:
+            raise InputError("--drain needs --time-limit", field="--drain")
         yield
         return
-    from flatscore.run.time_limit import TimeLimit, parse_duration
+    from flatscore.run.time_limit import RunStopped, TimeLimit, parse_duration
 
-    limit = TimeLimit(parse_duration(text))
+    drain_s = 0.0 if drain is None else parse_duration(drain, "--drain")
+    limit = TimeLimit(parse_duration(text), drain_s=drain_s)
     try:
         with limit:
             yield
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, RunStopped) as stop:
         if not limit.reached:
             raise
+        how = (
+            "stopped once the episodes in flight had finished"
+            if isinstance(stop, RunStopped)
+            else "stopped"
+        )
         console.print(
-            f"time limit {text} reached: stopped; every finished episode is in the run files "
+            f"time limit {text} reached: {how}; every finished episode is in the run files "
             "(continue with --resume)",
             highlight=False,
             soft_wrap=True,

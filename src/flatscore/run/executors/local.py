@@ -27,6 +27,7 @@ from collections.abc import AsyncGenerator, Sequence
 
 from flatscore.episode import Episode
 from flatscore.run.executors.base import EpisodeJob, Executor, JobFeed, as_feed, run_job
+from flatscore.run.time_limit import RunStopped, draining
 
 
 class FairShare:
@@ -77,8 +78,10 @@ class LocalExecutor(Executor):
         running: dict[asyncio.Task[Episode], EpisodeJob] = {}
         try:
             while schedule or running:
-                while (job := schedule.take()) is not None:
+                while not draining() and (job := schedule.take()) is not None:
                     running[asyncio.create_task(run_job(job))] = job
+                if not running:
+                    raise RunStopped("the time limit was reached with episodes left to run")
                 done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                 for task in sorted(done, key=id):
                     schedule.done(running.pop(task))

@@ -22,6 +22,7 @@ from typing import Any
 from flatscore.episode import Episode
 from flatscore.errors import InputError
 from flatscore.run.executors.base import EpisodeJob, Executor, JobFeed, as_feed, run_job_sync
+from flatscore.run.time_limit import RunStopped, draining
 
 
 def _run_remote(job_json: str) -> str:
@@ -100,8 +101,10 @@ class RayExecutor(Executor):
         pending: list[Any] = []
         try:
             while feed or pending:
-                while feed and len(pending) < window:
+                while feed and len(pending) < window and not draining():
                     pending.append(remote.remote(feed.pop().model_dump_json()))
+                if not pending:
+                    raise RunStopped("the time limit was reached with episodes left to run")
                 ready, pending = await asyncio.to_thread(ray.wait, pending, num_returns=1)
                 for ref in ready:
                     text = await asyncio.to_thread(ray.get, ref)
