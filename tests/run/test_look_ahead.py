@@ -18,7 +18,7 @@ from flatscore.episode import Episode
 from flatscore.run.driver import plan_study, run_study
 from flatscore.run.executors import LocalExecutor
 from flatscore.run.executors.base import EpisodeJob, run_job
-from flatscore.run.look_ahead import LookAhead
+from flatscore.run.look_ahead import HeldFiles, LookAhead, held_file
 from flatscore.run.sequential import SequentialPlan
 from flatscore.run.study import load_study
 from flatscore.store.jsonl import read_episodes
@@ -63,7 +63,8 @@ def test_look_ahead_holds_the_next_looks_episodes_until_the_look(tmp_path: Path)
     plan = plan_study(load_study(_study_file(tmp_path)))
     seq = SequentialPlan(plan.jobs, 300, SequentialDesign(first_look=8, look_every=8).looks)
     ahead = LookAhead(seq, finished=set())
-    queued = ahead.start()
+    write, queued = ahead.start()
+    assert write == []
     first, second = seq.batch(0), seq.batch(1)
     assert queued == [*first, *second]  # look 0's jobs first: within an arm they start first
 
@@ -94,7 +95,38 @@ def test_a_resumed_run_reads_the_looks_it_already_has_at_once(tmp_path: Path) ->
     plan = plan_study(load_study(_study_file(tmp_path)))
     seq = SequentialPlan(plan.jobs, 300, SequentialDesign(first_look=8, look_every=8).looks)
     ahead = LookAhead(seq, finished={j.episode_id for j in seq.batch(0)})
-    assert ahead.start() == seq.batch(1) and ahead.look_due
+    assert ahead.start() == ([], seq.batch(1)) and ahead.look_due
+
+
+def test_a_stopped_runs_held_episodes_come_back_instead_of_running_again(
+    tmp_path: Path,
+) -> None:
+    plan = plan_study(load_study(_study_file(tmp_path)))
+    seq = SequentialPlan(plan.jobs, 300, SequentialDesign(first_look=8, look_every=8).looks)
+    first, second = seq.batch(0), seq.batch(1)
+    files = HeldFiles([tmp_path / "out" / "runs" / "oracle__ref.jsonl"])
+    kept = [job for job in second if job.arm == "ref"][:2]
+    for job in kept:  # a run that held two episodes of look 1, then stopped
+        files.keep(
+            job.model_copy(update={"run": str(tmp_path / "out/runs/oracle__ref.jsonl")}),
+            _episode(job),
+        )
+    files.close()
+    assert held_file(tmp_path / "out/runs/oracle__ref.jsonl").exists()
+    stash = files.stash()
+    assert set(stash) == {job.episode_id for job in kept}
+
+    # resumed with look 0 done but one of its episodes (first[0]) among the stash as well
+    done = {j.episode_id for j in first[1:]}
+    ahead = LookAhead(seq, finished=done, stash={**stash, first[0].episode_id: _episode(first[0])})
+    write, queued = ahead.start()
+    assert [job for job, _ in write] == [first[0]]  # look 0's: written at once
+    assert ahead.look_due and set(ahead.held) == set(stash)
+    assert not {j.episode_id for j in queued} & set(stash)  # not run again
+    write, _ = ahead.advance()
+    assert {job.episode_id for job, _ in write} == set(stash) and ahead.restored == 3
+    files.remove()
+    assert not held_file(tmp_path / "out/runs/oracle__ref.jsonl").exists()
 
 
 @pytest.fixture(scope="module")
@@ -140,5 +172,6 @@ def test_the_run_files_hold_what_the_run_look_by_look_writes(slow_same: tuple[Pa
     )
     assert found is not None, printed
     written, discarded = int(found[1]), int(found[2])
+    assert not list(runs.glob("*.ahead"))  # the run is complete: nothing held is left
     assert written > 0  # engines went on while `same` finished each look
     assert discarded > 0  # `slips` ran ahead into the look it was decided before

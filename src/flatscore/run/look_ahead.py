@@ -11,8 +11,9 @@ read: then an arm still running gets them written, a decided arm's are discarded
 jobs not yet started withdrawn). The run files therefore hold exactly what the run look by
 look would write, and each look reads exactly the same episodes — the tasks up to it
 (`SequentialPlan.look`) — so the decisions are the same; only the order of lines in the
-run files and the time differ. The price: a stop (`--time-limit`, Ctrl-C) also loses the
-held episodes, and a decided arm's episodes already in flight run to their end.
+run files and the time differ. Held episodes are kept on disk too (`held_file`), so a
+stopped run's are put back when it resumes. The price: a decided arm's episodes already in
+flight run to their end, and are discarded.
 """
 
 from __future__ import annotations
@@ -21,23 +22,36 @@ import asyncio
 import contextlib
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 
 from flatscore.episode import Episode
 from flatscore.run.executors.base import EpisodeJob, Executor, JobFeed
 from flatscore.run.recorder import Recorder
 from flatscore.run.sequential import SequentialPlan
 from flatscore.run.sources import Prepare
-from flatscore.store.jsonl import RunCounts
+from flatscore.store.jsonl import EpisodeWriter, RunCounts, read_episodes
+
+HELD_SUFFIX = ".ahead"
+"""Beside each run file `<stem>.jsonl`, `<stem>.ahead` keeps the episodes held for a look
+not yet read; not `*.jsonl`, so no analysis, report or archive reads them as results."""
+
+
+def held_file(run: str | Path) -> Path:
+    return Path(run).with_suffix(HELD_SUFFIX)
 
 
 class LookAhead:
     """Which jobs a sequential run has queued, and what becomes of each finished episode:
     `current` are look k's jobs not yet finished, `ahead` look k + 1's (run before the look
-    is read), `held` their finished episodes."""
+    is read), `held` their finished episodes. `stash`: episodes a stopped run had held
+    (`held_file`), put back where their job comes up instead of being run again."""
 
-    def __init__(self, seq: SequentialPlan, finished: set[str]) -> None:
+    def __init__(
+        self, seq: SequentialPlan, finished: set[str], stash: dict[str, Episode] | None = None
+    ) -> None:
         self.seq = seq
         self.finished = set(finished)
+        self.stash = {k: ep for k, ep in (stash or {}).items() if k not in self.finished}
         self.k = 0
         self.current: dict[str, EpisodeJob] = {}
         self.ahead: dict[str, EpisodeJob] = {}
@@ -46,20 +60,41 @@ class LookAhead:
         """Episodes that finished before their look's batch began (held, later written)."""
         self.discarded = 0
         """Episodes run ahead for an arm that was decided before their batch began."""
+        self.restored = 0
+        """Episodes of the stash put back."""
 
     def todo(self, k: int) -> dict[str, EpisodeJob]:
         """Look k's jobs without a result in the run files, as the arms stand now."""
         return {j.episode_id: j for j in self.seq.batch(k) if j.episode_id not in self.finished}
 
-    def start(self) -> list[EpisodeJob]:
-        """The first jobs to queue: look 0's, then look 1's."""
+    def start(self) -> tuple[list[tuple[EpisodeJob, Episode]], list[EpisodeJob]]:
+        """Stashed episodes of look 0 to write now, and the first jobs to queue: look 0's,
+        then look 1's."""
         self.current = self.todo(0)
         self.ahead = self._next_ahead()
-        return [*self.current.values(), *self.ahead.values()]
+        write = self._restore()
+        return write, self._queue([*self.current.values(), *self.ahead.values()])
 
     def _next_ahead(self) -> dict[str, EpisodeJob]:
         ahead = self.todo(self.k + 1) if self.k + 1 < self.seq.looks else {}
         return {i: j for i, j in ahead.items() if i not in self.current}
+
+    def _restore(self) -> list[tuple[EpisodeJob, Episode]]:
+        """Stashed episodes of this look's jobs (to write now) and of the next look's (held
+        again)."""
+        write = []
+        for key in [k for k in self.stash if k in self.current or k in self.ahead]:
+            episode = self.stash.pop(key)
+            self.restored += 1
+            if key in self.current:
+                write.append((self.current.pop(key), episode))
+                self.finished.add(key)
+            else:
+                self.held[key] = episode
+        return write
+
+    def _queue(self, jobs: list[EpisodeJob]) -> list[EpisodeJob]:
+        return [job for job in jobs if self.wanted(job) and job.episode_id not in self.held]
 
     @property
     def look_due(self) -> bool:
@@ -96,8 +131,9 @@ class LookAhead:
         queued = set(self.ahead)
         self.current = batch
         self.ahead = {} if self.complete else self._next_ahead()
+        write += self._restore()
         new = [job for key, job in self.current.items() if key not in queued]
-        return write, [*new, *self.ahead.values()]
+        return write, self._queue([*new, *self.ahead.values()])
 
     def wanted(self, job: EpisodeJob) -> bool:
         return job.episode_id in self.current or job.episode_id in self.ahead
@@ -106,6 +142,39 @@ class LookAhead:
     def running(self) -> bool:
         """Whether any queued job is still wanted."""
         return bool(self.current or self.ahead)
+
+
+class HeldFiles:
+    """The `held_file` of every run file: read back into a stash when a run starts, appended
+    to as episodes are held, removed when the run is complete."""
+
+    def __init__(self, runs: list[Path]) -> None:
+        self.paths = {str(run): held_file(run) for run in runs}
+        self.writers: dict[str, EpisodeWriter] = {}
+
+    def stash(self) -> dict[str, Episode]:
+        return {
+            ep.episode_id: ep
+            for path in self.paths.values()
+            if path.exists()
+            for ep in read_episodes(path)
+        }
+
+    def keep(self, job: EpisodeJob, episode: Episode) -> None:
+        run = str(Path(job.run))
+        if run not in self.writers:
+            self.writers[run] = EpisodeWriter(self.paths[run])
+        self.writers[run].write(episode)
+
+    def close(self) -> None:
+        for writer in self.writers.values():
+            writer.close()
+        self.writers = {}
+
+    def remove(self) -> None:
+        self.close()
+        for path in self.paths.values():
+            path.unlink(missing_ok=True)
 
 
 async def run_looks(
@@ -119,42 +188,55 @@ async def run_looks(
     say: Callable[[str], None],
 ) -> RunCounts:
     """Run `seq` look by look, one look ahead; `read_look(k)` reads look k from the run
-    files and returns a line per comparison it decided."""
-    ahead = LookAhead(seq, finished)
+    files and returns a line per comparison it decided. Held episodes are also kept in
+    `HeldFiles`, so a stopped run's come back when it resumes."""
+    held_files = HeldFiles(sorted({Path(j.run) for j in seq.jobs}))
+    ahead = LookAhead(seq, finished, held_files.stash())
     prepared = prepare or (lambda jobs: jobs)
-    first = ahead.start()
-    feed = JobFeed(prepared(first) if first else [])
-    rerun = sum(1 for job in first if recorder.attempted(job))
-    _plan_bars(recorder, seq, 0, finished)
+    jobs = {j.episode_id: j for j in seq.jobs}
+    rerun = 0
+    feed = JobFeed()
+
+    def queue(write: list[tuple[EpisodeJob, Episode]], more: list[EpisodeJob]) -> None:
+        nonlocal rerun
+        for job, episode in write:
+            recorder.write(job, seq.annotate(job, episode))
+        if more:
+            rerun += sum(1 for job in more if recorder.attempted(job))
+            feed.add(prepared(more))
 
     async def read_due_looks() -> None:
-        nonlocal rerun
         while ahead.look_due:
             for line in await asyncio.to_thread(read_look, ahead.k):
                 say(line)
-            write, queue = ahead.advance()
+            write, more = ahead.advance()
             feed.drop(lambda job: not ahead.wanted(job))
             _plan_bars(recorder, seq, ahead.k, finished)
-            for job, episode in write:
-                recorder.write(job, seq.annotate(job, episode))
-            if queue:
-                rerun += sum(1 for job in queue if recorder.attempted(job))
-                feed.add(prepared(queue))
+            queue(write, more)
 
-    await read_due_looks()
-    if ahead.running:
-        async with contextlib.aclosing(executor.map(feed)) as episodes:
-            async for episode in episodes:
-                job = ahead.receive(episode)
-                if job is not None:
-                    recorder.write(job, seq.annotate(job, episode))
-                await read_due_looks()
-                if not ahead.running:
-                    break  # what is still in flight belongs to decided arms
-    if ahead.ran_ahead or ahead.discarded:
+    try:
+        _plan_bars(recorder, seq, 0, finished)
+        queue(*ahead.start())
+        await read_due_looks()
+        if ahead.running:
+            async with contextlib.aclosing(executor.map(feed)) as episodes:
+                async for episode in episodes:
+                    job = ahead.receive(episode)
+                    if job is not None:
+                        recorder.write(job, seq.annotate(job, episode))
+                    elif episode.episode_id in ahead.held:
+                        held_files.keep(jobs[episode.episode_id], episode)
+                    await read_due_looks()
+                    if not ahead.running:
+                        break  # what is still in flight belongs to decided arms
+    finally:
+        held_files.close()
+    held_files.remove()
+    if ahead.ran_ahead or ahead.discarded or ahead.restored:
         say(
             f"ran ahead of their look: {ahead.ran_ahead} episodes written once the look "
-            f"was read, {ahead.discarded} discarded (their arm was decided first)"
+            f"was read, {ahead.discarded} discarded (their arm was decided first), "
+            f"{ahead.restored} kept from a stopped run"
         )
     skipped = sum(1 for job in seq.jobs if job.episode_id in finished)
     return recorder.counts(len(seq.jobs), skipped, rerun)
