@@ -12,8 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
+from flatscore.domains import get_domain
+from flatscore.episode import ErrorBudget
 from flatscore.errors import InputError
-from flatscore.run.study import load_study
+from flatscore.run.executors.base import AgentRecipe, EpisodeJob
+from flatscore.run.study import UserSpec, load_study
 from flatscore.store.jsonl import read_episodes
 
 
@@ -56,3 +59,55 @@ def comparable_episodes(paths: Iterable[Path]) -> dict[str, dict[str, Any]]:
 def study_episodes(folder: Path) -> dict[str, dict[str, Any]]:
     """`comparable_episodes` of every run file of a study's output folder."""
     return comparable_episodes(sorted((folder / "runs").glob("*.jsonl")))
+
+
+def oracle_jobs(
+    n_tasks: int = 4, arms: tuple[str, ...] = ("ref", "b"), run: str | None = None
+) -> list[EpisodeJob]:
+    """The oracle's jobs on retail's first test tasks, in the study's order (task by task,
+    the arms side by side); each arm its own run file `m__<arm>` unless `run` names one for
+    all (a path, or a name)."""
+    tasks = [t.id for t in get_domain("retail").tasks("test")[:n_tasks]]
+    return [
+        EpisodeJob(
+            run=run or f"m__{arm}",
+            study="s",
+            arm=arm,
+            domain="retail",
+            task_id=task,
+            trial=0,
+            seed=300,
+            max_steps=40,
+            error_budget=ErrorBudget(max_errors=10),
+            agent=AgentRecipe(label="oracle", agent="oracle"),
+            user=UserSpec(),
+        )
+        for task in tasks
+        for arm in arms
+    ]
+
+
+SEQUENTIAL_STUDY = """\
+name: seq
+output: out
+models:
+  - name: oracle
+    kind: agent
+    agent: oracle
+    arms:
+      ref: {options: {slip_rate: 0.2}}
+      same: {options: {slip_rate: 0.2}}
+      slips: {options: {slip_rate: 0.9}}
+domains: [retail]
+split: test
+tasks_per_domain: 24
+trials: 2
+stopping: sequential
+user: {kind: scripted}
+error_budget: {max_errors: 3}
+concurrency: 2
+analysis: {reference: ref, bootstrap: 100}
+"""
+"""A sequential study of the oracle: `slips` fails most calls and the budget of 3 failed
+calls ends many of its episodes, so its damage is decided before the maximum (24 tasks);
+`same` cannot be told apart from `ref` in 24 tasks and runs to the maximum."""

@@ -22,36 +22,13 @@ from flatscore.run.look_ahead import HeldFiles, LookAhead, held_file
 from flatscore.run.sequential import SequentialPlan
 from flatscore.run.study import load_study
 from flatscore.store.jsonl import read_episodes
-
-# test_sequential_run.py's study: `slips` fails most calls and is decided before the
-# maximum; `same` cannot be told from `ref` in 24 tasks and runs to it.
-STUDY = """\
-name: seq
-output: out
-models:
-  - name: oracle
-    kind: agent
-    agent: oracle
-    arms:
-      ref: {options: {slip_rate: 0.2}}
-      same: {options: {slip_rate: 0.2}}
-      slips: {options: {slip_rate: 0.9}}
-domains: [retail]
-split: test
-tasks_per_domain: 24
-trials: 2
-stopping: sequential
-user: {kind: scripted}
-error_budget: {max_errors: 3}
-concurrency: 4
-analysis: {reference: ref, bootstrap: 100}
-"""
+from run_files import SEQUENTIAL_STUDY
 
 
 def _study_file(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "seq.yaml"
-    path.write_text(STUDY, encoding="utf-8")
+    path.write_text(SEQUENTIAL_STUDY.replace("concurrency: 2", "concurrency: 4"), encoding="utf-8")
     return path
 
 

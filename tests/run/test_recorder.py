@@ -11,35 +11,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from flatscore.domains import get_domain
-from flatscore.episode import Episode, ErrorBudget, TerminationReason
+from flatscore.episode import Episode, TerminationReason
 from flatscore.errors import RunFailed
-from flatscore.run.executors.base import AgentRecipe, EpisodeJob, run_job
+from flatscore.run.executors.base import EpisodeJob, run_job
 from flatscore.run.recorder import OVERALL, Recorder
-from flatscore.run.study import UserSpec
 from flatscore.store.jsonl import read_episodes
-
-
-def jobs(folder: Path, n_tasks: int, arms: tuple[str, ...] = ("ref", "b")) -> list[EpisodeJob]:
-    """The oracle's jobs, task by task with the arms side by side, a run file per arm."""
-    tasks = [t.id for t in get_domain("retail").tasks("test")[:n_tasks]]
-    return [
-        EpisodeJob(
-            run=str(folder / f"m__{arm}.jsonl"),
-            study="s",
-            arm=arm,
-            domain="retail",
-            task_id=task,
-            trial=0,
-            seed=300,
-            max_steps=40,
-            error_budget=ErrorBudget(max_errors=10),
-            agent=AgentRecipe(label="oracle", agent="oracle"),
-            user=UserSpec(),
-        )
-        for task in tasks
-        for arm in arms
-    ]
+from run_files import oracle_jobs
 
 
 def _cell(job: EpisodeJob) -> str:
@@ -51,7 +28,7 @@ def _episodes(js: list[EpisodeJob]) -> list[Episode]:
 
 
 def test_it_writes_counts_and_grows_its_bars(tmp_path: Path) -> None:
-    js = jobs(tmp_path, n_tasks=3)
+    js = [j.model_copy(update={"run": str(tmp_path / f"{j.run}.jsonl")}) for j in oracle_jobs(3)]
     files = sorted({Path(j.run) for j in js})
     with Recorder(files, _cell, Console(file=io.StringIO()), progress=False) as recorder:
         recorder.plan(js[:4], done=Counter({"oracle · retail": 1}))
@@ -70,7 +47,7 @@ def test_it_writes_counts_and_grows_its_bars(tmp_path: Path) -> None:
 
 
 def test_a_run_whose_every_episode_failed_is_refused(tmp_path: Path) -> None:
-    job = jobs(tmp_path, n_tasks=1, arms=("ref",))[0]
+    job = oracle_jobs(1, ("ref",), run=str(tmp_path / "m__ref.jsonl"))[0]
     episode = _episodes([job])[0].model_copy(
         update={"termination_reason": TerminationReason.INFRASTRUCTURE_ERROR}
     )

@@ -20,38 +20,15 @@ from flatscore.run.driver import plan_study
 from flatscore.run.sequential import SequentialPlan
 from flatscore.run.study import load_study
 from flatscore.store.jsonl import read_episodes
+from run_files import SEQUENTIAL_STUDY
 
-# ref and same: one slip rate; slips: most calls slip and the budget of 3 failed calls ends
-# many of its episodes, so its damage is decided before the maximum (24 tasks: looks at 8,
-# 16 and 24); same cannot be told apart from ref in 24 tasks and runs to the maximum.
-STUDY = """\
-name: seq
-output: out
-models:
-  - name: oracle
-    kind: agent
-    agent: oracle
-    arms:
-      ref: {options: {slip_rate: 0.2}}
-      same: {options: {slip_rate: 0.2}}
-      slips: {options: {slip_rate: 0.9}}
-domains: [retail]
-split: test
-tasks_per_domain: 24
-trials: 2
-stopping: sequential
-user: {kind: scripted}
-error_budget: {max_errors: 3}
-concurrency: 2
-analysis: {reference: ref, bootstrap: 100}
-"""
 CLI = "from flatscore.cli import main; main()"
 
 
 def _study(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "seq.yaml"
-    path.write_text(STUDY, encoding="utf-8")
+    path.write_text(SEQUENTIAL_STUDY, encoding="utf-8")
     return path
 
 

@@ -13,15 +13,14 @@ import pytest
 import yaml
 
 from cli_runner import flatscore
-from flatscore.episode import ErrorBudget
 from flatscore.errors import InputError
 from flatscore.run.driver import plan_study
 from flatscore.run.executors import LocalExecutor
-from flatscore.run.executors.base import AgentRecipe, EpisodeJob
+from flatscore.run.executors.base import EpisodeJob
 from flatscore.run.quick import QuickRun
-from flatscore.run.study import UserSpec
 from flatscore.run.time_limit import RunStopped, TimeLimit, draining, parse_duration
 from flatscore.store.jsonl import read_episodes
+from run_files import oracle_jobs
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # far more than a few seconds of oracle episodes on any machine: the limit always comes first
@@ -138,7 +137,7 @@ def test_while_draining_the_executor_starts_nothing_and_finishes_every_started_j
     finished: list[str] = []
 
     async def run() -> None:
-        async for episode in LocalExecutor(3).map(_jobs(12)):
+        async for episode in LocalExecutor(3).map(oracle_jobs(12, ("ref",))):
             finished.append(episode.episode_id)
 
     with TimeLimit(1.5, drain_s=30), pytest.raises(RunStopped):
@@ -146,25 +145,3 @@ def test_while_draining_the_executor_starts_nothing_and_finishes_every_started_j
     assert not draining()  # the limit's block is over
     assert len(started) == 6  # two rounds of 3 began before the limit at 1.5 s
     assert sorted(finished) == sorted(started)  # and every one of them finished
-
-
-def _jobs(n: int) -> list[EpisodeJob]:
-    from flatscore.domains import get_domain
-
-    tasks = [t.id for t in get_domain("retail").tasks("test")[:n]]
-    return [
-        EpisodeJob(
-            run="m__ref",
-            study="s",
-            arm="ref",
-            domain="retail",
-            task_id=task,
-            trial=0,
-            seed=300,
-            max_steps=40,
-            error_budget=ErrorBudget(max_errors=10),
-            agent=AgentRecipe(label="oracle", agent="oracle"),
-            user=UserSpec(),
-        )
-        for task in tasks
-    ]

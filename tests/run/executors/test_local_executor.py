@@ -9,35 +9,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from flatscore.episode import ErrorBudget
 from flatscore.run.executors import LocalExecutor
-from flatscore.run.executors.base import AgentRecipe, EpisodeJob
-from flatscore.run.study import UserSpec
+from flatscore.run.executors.base import EpisodeJob
+from run_files import oracle_jobs
 
-
-def jobs(n_tasks: int = 4, arms: tuple[str, ...] = ("ref", "b"), run: str = "") -> list[EpisodeJob]:
-    """Jobs in the study's order (task by task, the arms side by side); each arm its own run
-    file unless `run` names one for all."""
-    from flatscore.domains import get_domain
-
-    tasks = [t.id for t in get_domain("retail").tasks("test")[:n_tasks]]
-    return [
-        EpisodeJob(
-            run=run or f"m__{arm}",
-            study="s",
-            arm=arm,
-            domain="retail",
-            task_id=t,
-            trial=0,
-            seed=300,
-            max_steps=40,
-            error_budget=ErrorBudget(max_errors=10),
-            agent=AgentRecipe(label="oracle", agent="oracle"),
-            user=UserSpec(),
-        )
-        for t in tasks
-        for arm in arms
-    ]
+jobs = oracle_jobs
 
 
 async def collect(executor: LocalExecutor, js: list[EpisodeJob]) -> list[str]:
