@@ -231,13 +231,14 @@ async def run_looks(
                         break  # what is still in flight belongs to decided arms
     finally:
         held_files.close()
+        if ahead.ran_ahead or ahead.discarded or ahead.restored or ahead.held:
+            say(
+                f"ran ahead of their look: {ahead.ran_ahead} episodes written once the look "
+                f"was read, {ahead.discarded} discarded (their arm was decided first), "
+                f"{ahead.restored} kept from a stopped run, {len(ahead.held)} held for a "
+                "look not yet read"
+            )
     held_files.remove()
-    if ahead.ran_ahead or ahead.discarded or ahead.restored:
-        say(
-            f"ran ahead of their look: {ahead.ran_ahead} episodes written once the look "
-            f"was read, {ahead.discarded} discarded (their arm was decided first), "
-            f"{ahead.restored} kept from a stopped run"
-        )
     skipped = sum(1 for job in seq.jobs if job.episode_id in finished)
     return recorder.counts(len(seq.jobs), skipped, rerun)
 
