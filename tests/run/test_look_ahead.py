@@ -1,5 +1,5 @@
-"""A sequential run one look ahead: engines done with a look go on with the next one's jobs,
-whose episodes are written once the look is read if their arm still runs and discarded if
+"""A sequential run looks ahead: engines done with a look go on with the next looks' jobs,
+whose episodes are written when their batch begins if their arm still runs and discarded if
 it was decided — so the run files hold what the run look by look writes."""
 
 from __future__ import annotations
@@ -36,17 +36,20 @@ def _episode(job: EpisodeJob) -> Episode:
     return asyncio.run(run_job(job))
 
 
-def test_look_ahead_holds_the_next_looks_episodes_until_the_look(tmp_path: Path) -> None:
+def test_look_ahead_holds_the_next_looks_episodes_until_their_batch(tmp_path: Path) -> None:
     plan = plan_study(load_study(_study_file(tmp_path)))
     seq = SequentialPlan(plan.jobs, 300, SequentialDesign(first_look=8, look_every=8).looks)
-    ahead = LookAhead(seq, finished=set())
+    ahead = LookAhead(seq, finished=set())  # two looks ahead
     write, queued = ahead.start()
     assert write == []
-    first, second = seq.batch(0), seq.batch(1)
-    assert queued == [*first, *second]  # look 0's jobs first: within an arm they start first
+    first, second, third = seq.batch(0), seq.batch(1), seq.batch(2)
+    assert queued == [*first, *second, *third]  # look 0's first: within an arm they start first
 
-    early = second[0]  # an engine done with look 0 finishes a job of look 1
-    assert ahead.receive(_episode(early)) is None and not ahead.look_due
+    early = next(j for j in second if j.arm == "ref")  # an engine done with look 0 goes on
+    later = next(j for j in third if j.arm == "same")  # and on
+    slips = next(j for j in second if j.arm == "slips")
+    for job in (early, later, slips):
+        assert ahead.receive(_episode(job)) is None and not ahead.look_due  # held
     for job in first[:-1]:
         assert ahead.receive(_episode(job)) == job
     assert not ahead.look_due
@@ -54,25 +57,37 @@ def test_look_ahead_holds_the_next_looks_episodes_until_the_look(tmp_path: Path)
     assert ahead.look_due
 
     state = seq.cells[("oracle", "retail")]
-    slips = next(j for j in second[1:] if j.arm == "slips")
-    assert ahead.receive(_episode(slips)) is None  # held too
     state.open_arms, state.reference = {"same"}, "ref"  # look 0 decides `slips`
     write, queue = ahead.advance()
-    assert [job for job, _ in write] == ([early] if early.arm != "slips" else [])
-    assert ahead.discarded == 1 + (early.arm == "slips")
-    assert not ahead.wanted(slips) and all(not ahead.wanted(j) for j in second if j.arm == "slips")
-    assert set(ahead.current) == {j.episode_id for j in second if j.arm != "slips"} - {
-        early.episode_id
-    }
-    assert queue == [j for j in seq.batch(2)]  # nothing of look 1 to add; look 2 ahead
-    assert {j.arm for j in queue} == {"ref", "same"}
+    assert [job for job, _ in write] == [early]  # look 1's batch begins: written
+    assert set(ahead.held) == {later.episode_id}  # look 2's: still held
+    assert ahead.discarded == 1  # slips' episode
+    assert not any(ahead.wanted(j) for j in [*second, *third] if j.arm == "slips")
+    assert set(ahead.current) == {j.episode_id for j in second if j.arm != "slips" and j != early}
+    assert queue == []  # looks 1 and 2 were queued already; there is no look 3
+
+    for job in list(ahead.current.values()):
+        ahead.receive(_episode(job))
+    write, queue = ahead.advance()  # look 1 decides nothing
+    assert [job for job, _ in write] == [later] and ahead.ran_ahead == 2
+    assert set(ahead.current) == {j.episode_id for j in third if j.arm != "slips" and j != later}
+
+
+def test_one_look_ahead_queues_only_the_next_looks_jobs(tmp_path: Path) -> None:
+    plan = plan_study(load_study(_study_file(tmp_path)))
+    seq = SequentialPlan(plan.jobs, 300, SequentialDesign(first_look=8, look_every=8).looks)
+    ahead = LookAhead(seq, finished=set(), depth=1)
+    assert ahead.start() == ([], [*seq.batch(0), *seq.batch(1)])
+    for job in seq.batch(0):
+        ahead.receive(_episode(job))
+    assert ahead.advance() == ([], seq.batch(2))
 
 
 def test_a_resumed_run_reads_the_looks_it_already_has_at_once(tmp_path: Path) -> None:
     plan = plan_study(load_study(_study_file(tmp_path)))
     seq = SequentialPlan(plan.jobs, 300, SequentialDesign(first_look=8, look_every=8).looks)
     ahead = LookAhead(seq, finished={j.episode_id for j in seq.batch(0)})
-    assert ahead.start() == ([], seq.batch(1)) and ahead.look_due
+    assert ahead.start() == ([], [*seq.batch(1), *seq.batch(2)]) and ahead.look_due
 
 
 def test_a_stopped_runs_held_episodes_come_back_instead_of_running_again(

@@ -240,7 +240,7 @@ def run_sequential(
     say: Console,
     prepare: Prepare | None,
 ) -> RunCounts:
-    """The plan look by look, one look ahead (`flatscore.run.look_ahead`); `planned` is the
+    """The plan look by look, looking ahead (`flatscore.run.look_ahead`); `planned` is the
     fixed design's."""
     options = analysis_options(study)
     seq = SequentialPlan(plan.jobs, study.seed, planned_looks(options))

@@ -1,19 +1,19 @@
-"""A sequential run one look ahead: the next look's jobs run while this look's last episodes
+"""A sequential run looks ahead: the next looks' jobs run while this look's last episodes
 finish.
 
 Run look by look with a barrier, each batch waits for its slowest arm: the arms' engines
 finish their share of a batch at different times (an arm whose episodes run long, or end
 early at the error budget), and while the last arm's episodes finish the other engines —
-cores — have nothing to do. Here the jobs of look k + 1 are queued behind those of look k
-for every arm still running (as if look k decided nothing; `JobFeed`), so an engine done
-with look k goes on with look k + 1. Their episodes are held, not written, until look k is
-read: then an arm still running gets them written, a decided arm's are discarded (and its
-jobs not yet started withdrawn). The run files therefore hold exactly what the run look by
-look would write, and each look reads exactly the same episodes — the tasks up to it
-(`SequentialPlan.look`) — so the decisions are the same; only the order of lines in the
-run files and the time differ. Held episodes are kept on disk too (`held_file`), so a
-stopped run's are put back when it resumes. The price: a decided arm's episodes already in
-flight run to their end, and are discarded.
+cores — have nothing to do. Here the jobs of the next `LOOKS_AHEAD` looks are queued behind
+those of look k for every arm still running (as if look k decided nothing; `JobFeed`), so an
+engine done with look k goes on with the next. Their episodes are held, not written, until
+their look's batch begins: then an arm still running gets them written, a decided arm's are
+discarded (and its jobs not yet started withdrawn). The run files therefore hold exactly
+what the run look by look would write, and each look reads exactly the same episodes — the
+tasks up to it (`SequentialPlan.look`) — so the decisions are the same; only the order of
+lines in the run files and the time differ. Held episodes are kept on disk too
+(`held_file`), so a stopped run's are put back when it resumes. The price: a decided arm's
+episodes run ahead are discarded — at most `LOOKS_AHEAD` looks' worth.
 """
 
 from __future__ import annotations
@@ -31,6 +31,12 @@ from flatscore.run.sequential import SequentialPlan
 from flatscore.run.sources import Prepare
 from flatscore.store.jsonl import EpisodeWriter, RunCounts, read_episodes
 
+LOOKS_AHEAD = 2
+"""How many looks' jobs run ahead of the look being waited for. One is not enough where an
+arm is much slower than the others (study v3's int4-awq ran half as many episodes as the
+other arms in the same time): the others finish the next look too and wait again; two keep
+them busy through one more look, and bound the work a decision discards to two looks."""
+
 HELD_SUFFIX = ".ahead"
 """Beside each run file `<stem>.jsonl`, `<stem>.ahead` keeps the episodes held for a look
 not yet read; not `*.jsonl`, so no analysis, report or archive reads them as results."""
@@ -42,14 +48,20 @@ def held_file(run: str | Path) -> Path:
 
 class LookAhead:
     """Which jobs a sequential run has queued, and what becomes of each finished episode:
-    `current` are look k's jobs not yet finished, `ahead` look k + 1's (run before the look
-    is read), `held` their finished episodes. `stash`: episodes a stopped run had held
-    (`held_file`), put back where their job comes up instead of being run again."""
+    `current` are look k's jobs not yet finished, `ahead` those of the `depth` looks after
+    it (run before their look's batch begins), `held` their finished episodes. `stash`:
+    episodes a stopped run had held (`held_file`), put back where their job comes up
+    instead of being run again."""
 
     def __init__(
-        self, seq: SequentialPlan, finished: set[str], stash: dict[str, Episode] | None = None
+        self,
+        seq: SequentialPlan,
+        finished: set[str],
+        stash: dict[str, Episode] | None = None,
+        depth: int = LOOKS_AHEAD,
     ) -> None:
         self.seq = seq
+        self.depth = depth
         self.finished = set(finished)
         self.stash = {k: ep for k, ep in (stash or {}).items() if k not in self.finished}
         self.k = 0
@@ -69,14 +81,16 @@ class LookAhead:
 
     def start(self) -> tuple[list[tuple[EpisodeJob, Episode]], list[EpisodeJob]]:
         """Stashed episodes of look 0 to write now, and the first jobs to queue: look 0's,
-        then look 1's."""
+        then those of the looks ahead."""
         self.current = self.todo(0)
         self.ahead = self._next_ahead()
         write = self._restore()
         return write, self._queue([*self.current.values(), *self.ahead.values()])
 
     def _next_ahead(self) -> dict[str, EpisodeJob]:
-        ahead = self.todo(self.k + 1) if self.k + 1 < self.seq.looks else {}
+        ahead: dict[str, EpisodeJob] = {}
+        for k in range(self.k + 1, min(self.k + 1 + self.depth, self.seq.looks)):
+            ahead.update(self.todo(k))
         return {i: j for i, j in ahead.items() if i not in self.current}
 
     def _restore(self) -> list[tuple[EpisodeJob, Episode]]:
@@ -118,22 +132,23 @@ class LookAhead:
         return None
 
     def advance(self) -> tuple[list[tuple[EpisodeJob, Episode]], list[EpisodeJob]]:
-        """After look k has been read: the held episodes to write now (their arm still
-        runs), and the jobs to queue (look k + 2's, and any of look k + 1's not queued yet);
-        `wanted` then names the queued jobs still to run."""
+        """After look k has been read: the held episodes to write now (look k + 1's, their
+        arm still running), and the jobs to queue (the newest look ahead's, and any not
+        queued yet); `wanted` then names the queued jobs still to run."""
         self.k += 1
         batch = self.todo(self.k) if self.k < self.seq.looks and not self.complete else {}
         write = [(batch.pop(key), ep) for key, ep in self.held.items() if key in batch]
         self.ran_ahead += len(write)
-        self.discarded += len(self.held) - len(write)
-        self.held = {}
         self.finished.update(job.episode_id for job, _ in write)
         queued = set(self.ahead)
         self.current = batch
         self.ahead = {} if self.complete else self._next_ahead()
+        still = {key: ep for key, ep in self.held.items() if key in self.ahead}
+        self.discarded += len(self.held) - len(write) - len(still)
+        self.held = still
         write += self._restore()
-        new = [job for key, job in self.current.items() if key not in queued]
-        return write, self._queue([*new, *self.ahead.values()])
+        jobs = {**self.current, **self.ahead}
+        return write, self._queue([job for key, job in jobs.items() if key not in queued])
 
     def wanted(self, job: EpisodeJob) -> bool:
         return job.episode_id in self.current or job.episode_id in self.ahead
@@ -187,7 +202,7 @@ async def run_looks(
     prepare: Prepare | None,
     say: Callable[[str], None],
 ) -> RunCounts:
-    """Run `seq` look by look, one look ahead; `read_look(k)` reads look k from the run
+    """Run `seq` look by look, `LOOKS_AHEAD` ahead; `read_look(k)` reads look k from the run
     files and returns a line per comparison it decided. Held episodes are also kept in
     `HeldFiles`, so a stopped run's come back when it resumes."""
     held_files = HeldFiles(sorted({Path(j.run) for j in seq.jobs}))
