@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -31,7 +30,7 @@ def test_it_writes_counts_and_grows_its_bars(tmp_path: Path) -> None:
     js = [j.model_copy(update={"run": str(tmp_path / f"{j.run}.jsonl")}) for j in oracle_jobs(3)]
     files = sorted({Path(j.run) for j in js})
     with Recorder(files, _cell, Console(file=io.StringIO()), progress=False) as recorder:
-        recorder.plan(js[:4], done=Counter({"oracle · retail": 1}))
+        recorder.plan(js[:4], finished={js[0].episode_id})
         recorder.plan(js[4:])
         totals = {t.description: (t.total, t.completed) for t in recorder.bar.tasks}
         assert totals == {OVERALL: (6, 1), "oracle · retail": (6, 1)}

@@ -152,8 +152,7 @@ async def execute_plan(
     recorder = Recorder(files, plan.cell_of, console, progress=progress)
     try:
         with recorder:
-            skipped = Counter(plan.cell_of(j) for j in plan.jobs if j.episode_id in done[j.run])
-            recorder.plan(plan.jobs, done=skipped)
+            recorder.plan(plan.jobs, finished={i for ids in done.values() for i in ids})
             rerun = sum(1 for j in todo if recorder.attempted(j))
             by_id = {j.episode_id: j for j in todo}
             async for episode in executor.map(todo):

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -208,7 +207,6 @@ async def run_looks(
     held_files = HeldFiles(sorted({Path(j.run) for j in seq.jobs}))
     ahead = LookAhead(seq, finished, held_files.stash())
     prepared = prepare or (lambda jobs: jobs)
-    jobs = {j.episode_id: j for j in seq.jobs}
     rerun = 0
     feed = JobFeed()
 
@@ -240,7 +238,7 @@ async def run_looks(
                     if job is not None:
                         recorder.write(job, seq.annotate(job, episode))
                     elif episode.episode_id in ahead.held:
-                        held_files.keep(jobs[episode.episode_id], episode)
+                        held_files.keep(ahead.ahead[episode.episode_id], episode)
                     await read_due_looks()
                     if not ahead.running:
                         break  # what is still in flight belongs to decided arms
@@ -263,7 +261,4 @@ def _plan_bars(recorder: Recorder, seq: SequentialPlan, k: int, finished: set[st
     the run began as done)."""
     if k >= seq.looks:
         return
-    batch = seq.batch(k)
-    recorder.plan(
-        batch, done=Counter(recorder.cell_of(j) for j in batch if j.episode_id in finished)
-    )
+    recorder.plan(seq.batch(k), finished)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from types import TracebackType
 
@@ -68,17 +68,19 @@ class Recorder:
         infrastructure error)."""
         return job.episode_id in self.writers[job.run].attempted
 
-    def plan(self, jobs: Iterable[EpisodeJob], done: int | Counter[str] = 0) -> None:
-        """Add `jobs` to the bars' totals; `done` of them (per cell: a Counter) are already
-        in the run files."""
-        per_cell = Counter(self.cell_of(job) for job in jobs)
-        finished = done if isinstance(done, Counter) else Counter()
+    def plan(self, jobs: Iterable[EpisodeJob], finished: Collection[str] = ()) -> None:
+        """Add `jobs` to the bars' totals, those whose episode id is in `finished` (already
+        in the run files) as done."""
+        per_cell: Counter[str] = Counter()
+        done: Counter[str] = Counter()
+        for job in jobs:
+            per_cell[self.cell_of(job)] += 1
+            done[self.cell_of(job)] += job.episode_id in finished
         for cell, n in per_cell.items():
             if cell not in self.bars:
                 self.bars[cell] = self.bar.add_task(cell, total=0, ok=0)
-            self._grow(self.bars[cell], n, finished[cell])
-        total_done = done if isinstance(done, int) else sum(done.values())
-        self._grow(self.bars[OVERALL], sum(per_cell.values()), total_done)
+            self._grow(self.bars[cell], n, done[cell])
+        self._grow(self.bars[OVERALL], per_cell.total(), done.total())
 
     def _grow(self, task: TaskID, total: int, completed: int) -> None:
         current = self.bar.tasks[self.bar.task_ids.index(task)]

@@ -101,11 +101,9 @@ class JobFeed:
     def add(self, jobs: Iterable[EpisodeJob]) -> None:
         self.pending.extend(jobs)
 
-    def drop(self, withdrawn: Callable[[EpisodeJob], bool]) -> list[EpisodeJob]:
+    def drop(self, withdrawn: Callable[[EpisodeJob], bool]) -> None:
         """Withdraw the pending jobs `withdrawn` names (jobs already started run on)."""
-        gone = [job for job in self.pending if withdrawn(job)]
         self.pending = [job for job in self.pending if not withdrawn(job)]
-        return gone
 
     def pop(self, index: int = 0) -> EpisodeJob:
         return self.pending.pop(index)
