@@ -19,7 +19,7 @@ from flatscore.errors import InputError
 from flatscore.run.driver import run_study
 from flatscore.run.study import load_study
 from flatscore.store import archive
-from flatscore.store.jsonl import EpisodeWriter
+from flatscore.store.jsonl import EpisodeWriter, episode_lines, held_file
 from run_files import study_episodes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,6 +101,60 @@ def test_pack_unpack_resume_round_trip(tmp_path: Path) -> None:
     assert all(
         r.per_domain_trial == {"retail": {0: 3, 1: 3}, "telecom": {0: 3, 1: 3}} for r in rows
     )
+
+
+def test_held_episodes_travel_in_a_side_file_until_the_run_records_them(tmp_path: Path) -> None:
+    """A sequential run's `<stem>.ahead` (episodes run ahead of their look) packs into one
+    rewritable side file holding those the run file does not, unpacks byte for byte, and the
+    side file goes once the run file records them or the run drops the held file."""
+    study = load_study(smoke(tmp_path))
+    runs = study.output_dir / "runs"
+    run_study(study.model_copy(update={"trials": 1}), resume=True, report=False, progress=False)
+    later = load_study(smoke(tmp_path, "later.yaml", "later"))
+    run_study(later, resume=True, report=False, progress=False)
+    run_file = runs / "oracle__ref.jsonl"
+    recorded = next(iter(episode_lines(run_file)))
+    trial_2 = list(episode_lines(later.output_dir / "runs" / run_file.name))
+    ahead = [(ep, ln) for ep, ln in trial_2 if ep.trial == 1][:2]
+    with EpisodeWriter(held_file(run_file)) as writer:  # as `flatscore.run.look_ahead` keeps them
+        for ep, line in [recorded, *ahead]:
+            writer.write_line(ep, line)
+
+    chunks = tmp_path / "archive"
+    archive.pack(runs, chunks)
+    side = archive.held_chunk(chunks, "oracle__ref")
+    assert lzma.decompress(side.read_bytes()).decode() == "".join(ln + "\n" for _, ln in ahead)
+    assert not archive.held_chunk(chunks, "noop__ref").exists()  # nothing held: no side file
+    assert list(archive.chunks(chunks)["oracle__ref"]) == [chunks / "oracle__ref.000.jsonl.xz"]
+    before = side.stat().st_mtime_ns
+    archive.pack(runs, chunks)
+    assert side.stat().st_mtime_ns == before  # unchanged: not rewritten
+    rows = {r.stem: r for r in archive.status(chunks)}
+    assert (rows["oracle__ref"].held, rows["oracle__ref"].episodes, rows["noop__ref"].held) == (
+        2,
+        6,
+        0,
+    )
+
+    shutil.rmtree(runs)  # another machine
+    archive.unpack(chunks, runs)
+    assert held_file(run_file).read_text("utf-8") == "".join(ln + "\n" for _, ln in ahead)
+    assert not held_file(runs / "noop__ref.jsonl").exists()
+    done = flatscore("archive", "status", chunks, runs)
+    assert "  oracle__ref: 6 archived in 1 chunks, 0 not packed yet, 2 held for a later look;" in (
+        done.stdout
+    )
+
+    with EpisodeWriter(run_file) as writer:  # the look's batch begins: the run records one
+        writer.write_line(*ahead[0])
+    assert archive.pack(runs, chunks)["oracle__ref"] == 1
+    assert lzma.decompress(side.read_bytes()).decode() == ahead[1][1] + "\n"
+    held_file(run_file).unlink()  # the run is complete: its held files go
+    archive.pack(runs, chunks)
+    assert not side.exists()
+    side.write_bytes(b"not xz at all")  # a corrupt side file is one clear error
+    with pytest.raises(InputError, match="not an xz chunk"):
+        archive.unpack(chunks, runs)
 
 
 def test_unpack_writes_through_the_run_files_lock(tmp_path: Path) -> None:

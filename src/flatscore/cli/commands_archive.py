@@ -99,4 +99,6 @@ def status_command(
             line += f", {row.not_packed} not packed yet"
         if row.planned is not None:
             line += f", {row.planned_done} of {row.planned} planned"
+        if row.held:
+            line += f", {row.held} held for a later look"
         console.print(line + ("; " if cells else "") + "; ".join(cells), highlight=False)

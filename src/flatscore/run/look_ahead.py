@@ -28,21 +28,13 @@ from flatscore.run.executors.base import EpisodeJob, Executor, JobFeed
 from flatscore.run.recorder import Recorder
 from flatscore.run.sequential import SequentialPlan
 from flatscore.run.sources import Prepare
-from flatscore.store.jsonl import EpisodeWriter, RunCounts, read_episodes
+from flatscore.store.jsonl import EpisodeWriter, RunCounts, held_file, read_episodes
 
 LOOKS_AHEAD = 2
 """How many looks' jobs run ahead of the look being waited for. One is not enough where an
 arm is much slower than the others (study v3's int4-awq ran half as many episodes as the
 other arms in the same time): the others finish the next look too and wait again; two keep
 them busy through one more look, and bound the work a decision discards to two looks."""
-
-HELD_SUFFIX = ".ahead"
-"""Beside each run file `<stem>.jsonl`, `<stem>.ahead` keeps the episodes held for a look
-not yet read; not `*.jsonl`, so no analysis, report or archive reads them as results."""
-
-
-def held_file(run: str | Path) -> Path:
-    return Path(run).with_suffix(HELD_SUFFIX)
 
 
 class LookAhead:

@@ -9,6 +9,14 @@ byte for byte (`EpisodeWriter.write_line`): an archive unpacks to the runs as re
 where the episode schema has since gained fields. Episodes already in a run file are kept,
 so unpacking is idempotent and safe on a machine that has run episodes of its own.
 
+A sequential run's held episodes (`<stem>.ahead`: run ahead for a look not yet read) travel
+too, as one side file per run file, `<archive>/<stem>.ahead.jsonl.xz`. Unlike a chunk it is
+rewritten by every pack, holding the held episodes the run file does not hold yet, and
+removed when there are none (the run is complete); unpack merges it into `<stem>.ahead`. A
+resumed run on another machine then writes or discards them as its looks decide instead of
+running them again. They are never results: losing the side file costs only the time to
+run them again.
+
 Every chunk line is validated as an episode: a corrupt chunk or line is one `InputError`
 naming the chunk, the line and the field.
 """
@@ -26,12 +34,24 @@ from pydantic import BaseModel
 
 from flatscore.episode import Episode
 from flatscore.errors import InputError
-from flatscore.store.jsonl import EpisodeWriter, OutputLock, episode_lines, parse_episode_line
+from flatscore.store.jsonl import (
+    HELD_SUFFIX,
+    EpisodeWriter,
+    OutputLock,
+    episode_lines,
+    held_file,
+    parse_episode_line,
+)
 
 CHUNK = re.compile(r"^(?P<stem>.+)\.(?P<n>\d{3,})\.jsonl\.xz$")
 MAX_CHUNK_BYTES = 1 << 30
 """The most a chunk may unpack to (1 GiB; a chunk of the embedded study is ≤ 3 MB)."""
 XZ_PRESET = 9
+
+
+def held_chunk(archive: Path, stem: str) -> Path:
+    """The side file of run file `stem`'s held episodes (not a chunk: `chunks` skips it)."""
+    return archive / f"{stem}{HELD_SUFFIX}.jsonl.xz"
 
 
 def _chunk_number(path: Path) -> int:
@@ -103,6 +123,10 @@ def _write_chunk(path: Path, data: bytes) -> None:
     """A new chunk, whole or not at all (a temporary file renamed into place)."""
     if path.exists():
         raise InputError("chunk exists already; chunks are never rewritten", file=str(path))
+    _write_whole(path, data)
+
+
+def _write_whole(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_bytes(data)
     with tmp.open("rb") as fh:
@@ -132,12 +156,29 @@ def pack(runs: Path, archive: Path) -> dict[str, int]:
             if new:
                 numbers = [_chunk_number(p) for p in present]
                 number = max(numbers, default=-1) + 1
-                data = lzma.compress("".join(ln + "\n" for ln in new).encode(), preset=XZ_PRESET)
-                _write_chunk(archive / f"{stem}.{number:03d}.jsonl.xz", data)
+                _write_chunk(archive / f"{stem}.{number:03d}.jsonl.xz", _xz(new))
+            _pack_held(path, held_chunk(archive, stem), have)
         finally:
             lock.release()
         packed[stem] = len(new)
     return packed
+
+
+def _xz(lines: list[str]) -> bytes:
+    return lzma.compress("".join(ln + "\n" for ln in lines).encode(), preset=XZ_PRESET)
+
+
+def _pack_held(run: Path, side: Path, recorded: set[str]) -> None:
+    """Rewrite `side` with the run's held episodes not `recorded` in the run file or its
+    chunks; remove it when none is left."""
+    held = held_file(run)
+    lines = []
+    if held.is_file():
+        lines = [line for ep, line in episode_lines(held) if ep.episode_id not in recorded]
+    if not lines:
+        side.unlink(missing_ok=True)
+    elif not side.exists() or [text for _, text in read_chunk(side)] != lines:
+        _write_whole(side, _xz(lines))  # unchanged, it is left alone: no git change
 
 
 def unpack(archive: Path, runs: Path) -> dict[str, int]:
@@ -152,6 +193,11 @@ def unpack(archive: Path, runs: Path) -> dict[str, int]:
     for stem, paths in found.items():
         with EpisodeWriter(runs / f"{stem}.jsonl", atomic=True) as writer:
             added[stem] = sum(writer.write_line(ep, line) for ep, line in archived(paths))
+        side = held_chunk(archive, stem)
+        if side.is_file():
+            with EpisodeWriter(held_file(runs / f"{stem}.jsonl"), atomic=True) as writer:
+                for ep, line in read_chunk(side):
+                    writer.write_line(ep, line)
     return added
 
 
@@ -166,6 +212,9 @@ class RunStatus(BaseModel):
     not_packed: int
     episodes: int
     per_domain_trial: dict[str, dict[int, int]]
+    held: int = 0
+    """Episodes run ahead for a look not yet read (the side file and `<stem>.ahead`), not
+    counted in `episodes`."""
     planned: int | None = None
     planned_done: int | None = None
 
@@ -190,6 +239,7 @@ def status(
             for ep, _ in episode_lines(local_files[stem]):
                 local_ids.add(ep.episode_id)
                 seen.setdefault(ep.episode_id, ep)
+        held_ids = {ep.episode_id for ep in _held(archive, runs, stem)} - set(seen)
         cells: Counter[tuple[str, int]] = Counter((e.domain, e.trial) for e in seen.values())
         per: dict[str, dict[int, int]] = {}
         for (domain, trial), n in sorted(cells.items()):
@@ -204,9 +254,18 @@ def status(
                 local=len(local_ids),
                 not_packed=len(local_ids - archived_ids),
                 episodes=len(seen),
+                held=len(held_ids),
                 per_domain_trial=per,
                 planned=None if want is None else len(want),
                 planned_done=None if want is None else len(want & set(seen)),
             )
         )
     return out
+
+
+def _held(archive: Path, runs: Path | None, stem: str) -> Iterator[Episode]:
+    side = held_chunk(archive, stem)
+    if side.is_file():
+        yield from (ep for ep, _ in read_chunk(side))
+    if runs is not None and held_file(runs / f"{stem}.jsonl").is_file():
+        yield from (ep for ep, _ in episode_lines(held_file(runs / f"{stem}.jsonl")))

@@ -124,6 +124,17 @@ def episode_lines(path: str | Path) -> Iterator[tuple[Episode, str]]:
         yield parse_episode_line(text, file=file, line_no=line_no), text
 
 
+HELD_SUFFIX = ".ahead"
+"""Beside each run file `<stem>.jsonl`, `<stem>.ahead` keeps a sequential run's episodes held
+for a look not yet read (`flatscore.run.look_ahead`); not `*.jsonl`, so no analysis or report
+reads them as results."""
+
+
+def held_file(run: str | Path) -> Path:
+    """The held-episodes file beside run file `run`."""
+    return Path(run).with_suffix(HELD_SUFFIX)
+
+
 def finished_episode_ids(path: str | Path) -> set[str]:
     """Ids a run file holds a result for, for `--resume`: an episode whose records all ended
     in `infrastructure_error` is not finished (resume runs it again)."""
