@@ -62,6 +62,7 @@ def test_look_ahead_holds_the_next_looks_episodes_until_their_batch(tmp_path: Pa
     assert [job for job, _ in write] == [early]  # look 1's batch begins: written
     assert set(ahead.held) == {later.episode_id}  # look 2's: still held
     assert ahead.discarded == 1  # slips' episode
+    assert ahead.still_held() == {later.episode_id}
     assert not any(ahead.wanted(j) for j in [*second, *third] if j.arm == "slips")
     assert set(ahead.current) == {j.episode_id for j in second if j.arm != "slips" and j != early}
     assert queue == []  # looks 1 and 2 were queued already; there is no look 3
@@ -121,10 +122,33 @@ def test_a_stopped_runs_held_episodes_come_back_instead_of_running_again(
     assert not held_file(tmp_path / "out/runs/oracle__ref.jsonl").exists()
 
 
+def test_held_files_are_pruned_of_what_is_no_longer_held(tmp_path: Path) -> None:
+    plan = plan_study(load_study(_study_file(tmp_path)))
+    jobs = [j for j in plan.jobs if j.arm == "ref"][:3]
+    run = tmp_path / "out" / "runs" / "oracle__ref.jsonl"
+    files = HeldFiles([run])
+    for job in jobs:
+        files.keep(job.model_copy(update={"run": str(run)}), _episode(job))
+    lines = held_file(run).read_text("utf-8").splitlines(keepends=True)
+    before = held_file(run).stat().st_mtime_ns
+    files.prune({j.episode_id for j in jobs})  # all still held: the file is left alone
+    assert held_file(run).stat().st_mtime_ns == before
+    files.prune({jobs[0].episode_id, jobs[2].episode_id})
+    assert held_file(run).read_text("utf-8") == lines[0] + lines[2]  # byte for byte
+    files.keep(jobs[1].model_copy(update={"run": str(run)}), _episode(jobs[1]))  # appends again
+    assert set(files.stash()) == {j.episode_id for j in jobs}
+    files.prune(set())
+    assert not held_file(run).exists()
+
+
+PruneCall = tuple[set[str], set[str], set[str]]
+"""What `HeldFiles.prune` was asked to keep, and the held ids before and after."""
+
+
 @pytest.fixture(scope="module")
-def slow_same(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+def slow_same(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, list[PruneCall]]:
     """The study run in this process with `same`'s episodes slowed down, so `ref` and
-    `slips` finish each look first and run ahead."""
+    `slips` finish each look first and run ahead; every prune of the held files recorded."""
     folder = tmp_path_factory.mktemp("ahead")
     study = load_study(_study_file(folder))
     import flatscore.run.executors.local as local
@@ -133,9 +157,18 @@ def slow_same(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         await asyncio.sleep(0.3 if job.arm == "same" else 0.0)
         return await run_job(job)
 
+    calls: list[PruneCall] = []
+    real_prune = HeldFiles.prune
+
+    def recorded(self: HeldFiles, keep: set[str]) -> None:
+        before = set(self.stash())
+        real_prune(self, keep)
+        calls.append((keep, before, set(self.stash())))
+
     out = io.StringIO()
     patch = pytest.MonkeyPatch()
     patch.setattr(local, "run_job", slowed)
+    patch.setattr(HeldFiles, "prune", recorded)
     try:
         outcome = run_study(
             study,
@@ -146,13 +179,15 @@ def slow_same(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     finally:
         patch.undo()
     assert outcome.analysis is not None
-    return folder, out.getvalue()
+    return folder, out.getvalue(), calls
 
 
-def test_the_run_files_hold_what_the_run_look_by_look_writes(slow_same: tuple[Path, str]) -> None:
-    folder, printed = slow_same
+def test_the_run_files_hold_what_the_run_look_by_look_writes(
+    slow_same: tuple[Path, str, list[PruneCall]],
+) -> None:
+    folder, printed, prunes = slow_same
     runs = folder / "out" / "runs"
-    episodes = {p.stem.split("__")[1]: read_episodes(p) for p in runs.glob("*.jsonl")}
+    episodes = {p.stem.split("__")[1]: list(read_episodes(p)) for p in runs.glob("*.jsonl")}
     analysis = json.loads((folder / "out" / "analysis.json").read_text("utf-8"))
     sequential = {c["arm"]: c["sequential"] for c in analysis["cells"][0]["comparisons"]}
     assert sequential["slips"]["decided"] and sequential["slips"]["tasks"] < 24
@@ -167,3 +202,10 @@ def test_the_run_files_hold_what_the_run_look_by_look_writes(slow_same: tuple[Pa
     assert not list(runs.glob("*.ahead"))  # the run is complete: nothing held is left
     assert written > 0  # engines went on while `same` finished each look
     assert discarded > 0  # `slips` ran ahead into the look it was decided before
+    # after every look the held files keep only what may still be written; `slips`'
+    # episodes held past its decision were dropped from them
+    assert prunes and all(after <= keep for keep, _, after in prunes)
+    arm_of = {j.episode_id: j.arm for j in plan_study(load_study(folder / "seq.yaml")).jobs}
+    recorded = {ep.episode_id for ep in episodes["slips"]}
+    dropped: set[str] = set().union(*(before - after for _, before, after in prunes))
+    assert "slips" in {arm_of[key] for key in dropped - recorded}

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,7 +29,14 @@ from flatscore.run.executors.base import EpisodeJob, Executor, JobFeed
 from flatscore.run.recorder import Recorder
 from flatscore.run.sequential import SequentialPlan
 from flatscore.run.sources import Prepare
-from flatscore.store.jsonl import EpisodeWriter, RunCounts, held_file, read_episodes
+from flatscore.store.jsonl import (
+    EpisodeWriter,
+    OutputLock,
+    RunCounts,
+    episode_lines,
+    held_file,
+    read_episodes,
+)
 
 LOOKS_AHEAD = 2
 """How many looks' jobs run ahead of the look being waited for. One is not enough where an
@@ -141,6 +149,14 @@ class LookAhead:
         jobs = {**self.current, **self.ahead}
         return write, self._queue([job for key, job in jobs.items() if key not in queued])
 
+    def still_held(self) -> set[str]:
+        """Ids of the held and stashed episodes that may still be written: their arm is
+        open at a look not yet read. The rest were discarded."""
+        later = set()
+        if not self.complete:
+            later = {j.episode_id for k in range(self.k, self.seq.looks) for j in self.seq.batch(k)}
+        return set(self.held) | (set(self.stash) & later)
+
     def wanted(self, job: EpisodeJob) -> bool:
         return job.episode_id in self.current or job.episode_id in self.ahead
 
@@ -152,7 +168,8 @@ class LookAhead:
 
 class HeldFiles:
     """The `held_file` of every run file: read back into a stash when a run starts, appended
-    to as episodes are held, removed when the run is complete."""
+    to as episodes are held, pruned of those discarded after each look, removed when the run
+    is complete."""
 
     def __init__(self, runs: list[Path]) -> None:
         self.paths = {str(run): held_file(run) for run in runs}
@@ -171,6 +188,32 @@ class HeldFiles:
         if run not in self.writers:
             self.writers[run] = EpisodeWriter(self.paths[run])
         self.writers[run].write(episode)
+
+    def prune(self, keep: set[str]) -> None:
+        """Rewrite each file with only the episodes in `keep`: those of an arm decided
+        since they were held are dropped, so the files (and the archive's side files)
+        hold only what a resumed run may still write."""
+        for run, path in self.paths.items():
+            if not path.exists():
+                continue
+            lines = list(episode_lines(path))
+            kept = [line for ep, line in lines if ep.episode_id in keep]
+            if len(kept) == len(lines):
+                continue
+            writer = self.writers.pop(run, None)
+            if writer is not None:
+                writer.close()
+            lock = OutputLock(path)
+            lock.acquire()
+            try:
+                if not kept:
+                    path.unlink()
+                    continue
+                tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+                tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+                os.replace(tmp, path)
+            finally:
+                lock.release()
 
     def close(self) -> None:
         for writer in self.writers.values():
@@ -216,6 +259,7 @@ async def run_looks(
                 say(line)
             write, more = ahead.advance()
             feed.drop(lambda job: not ahead.wanted(job))
+            held_files.prune(ahead.still_held())
             _plan_bars(recorder, seq, ahead.k, finished)
             queue(write, more)
 
