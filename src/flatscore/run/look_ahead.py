@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from flatscore.store.jsonl import (
     episode_lines,
     held_file,
     read_episodes,
+    replace_whole,
 )
 
 LOOKS_AHEAD = 2
@@ -209,9 +209,7 @@ class HeldFiles:
                 if not kept:
                     path.unlink()
                     continue
-                tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-                tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
-                os.replace(tmp, path)
+                replace_whole(path, "".join(line + "\n" for line in kept).encode())
             finally:
                 lock.release()
 

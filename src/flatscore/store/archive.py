@@ -24,7 +24,6 @@ naming the chunk, the line and the field.
 from __future__ import annotations
 
 import lzma
-import os
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -41,6 +40,7 @@ from flatscore.store.jsonl import (
     episode_lines,
     held_file,
     parse_episode_line,
+    replace_whole,
 )
 
 CHUNK = re.compile(r"^(?P<stem>.+)\.(?P<n>\d{3,})\.jsonl\.xz$")
@@ -123,15 +123,7 @@ def _write_chunk(path: Path, data: bytes) -> None:
     """A new chunk, whole or not at all (a temporary file renamed into place)."""
     if path.exists():
         raise InputError("chunk exists already; chunks are never rewritten", file=str(path))
-    _write_whole(path, data)
-
-
-def _write_whole(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    with tmp.open("rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    replace_whole(path, data)
 
 
 def pack(runs: Path, archive: Path) -> dict[str, int]:
@@ -178,7 +170,7 @@ def _pack_held(run: Path, side: Path, recorded: set[str]) -> None:
     if not lines:
         side.unlink(missing_ok=True)
     elif not side.exists() or [text for _, text in read_chunk(side)] != lines:
-        _write_whole(side, _xz(lines))  # unchanged, it is left alone: no git change
+        replace_whole(side, _xz(lines))  # unchanged, it is left alone: no git change
 
 
 def unpack(archive: Path, runs: Path) -> dict[str, int]:
@@ -267,5 +259,6 @@ def _held(archive: Path, runs: Path | None, stem: str) -> Iterator[Episode]:
     side = held_chunk(archive, stem)
     if side.is_file():
         yield from (ep for ep, _ in read_chunk(side))
-    if runs is not None and held_file(runs / f"{stem}.jsonl").is_file():
-        yield from (ep for ep, _ in episode_lines(held_file(runs / f"{stem}.jsonl")))
+    local = held_file(runs / f"{stem}.jsonl") if runs is not None else None
+    if local is not None and local.is_file():
+        yield from (ep for ep, _ in episode_lines(local))

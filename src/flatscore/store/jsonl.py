@@ -135,6 +135,15 @@ def held_file(run: str | Path) -> Path:
     return Path(run).with_suffix(HELD_SUFFIX)
 
 
+def replace_whole(path: Path, data: bytes) -> None:
+    """Write `path` whole or not at all: a temporary file, fsynced, renamed into place."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    with tmp.open("rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
 def finished_episode_ids(path: str | Path) -> set[str]:
     """Ids a run file holds a result for, for `--resume`: an episode whose records all ended
     in `infrastructure_error` is not finished (resume runs it again)."""
