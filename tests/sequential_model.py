@@ -21,7 +21,6 @@ so a planted single-channel amplification (×3 on the 5% channel) raises all fai
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,14 +97,7 @@ def simulate(
     edges_arm = np.concatenate([[0.0], np.cumsum(shares * mult)[:-1] / float(shares @ mult), [1.0]])
     # which channel a failed call falls in: its uniform's place below the failure threshold
     pos_ref, pos_arm = u / r, v / np.minimum(1.0, arm_r)
-    ch_ref = np.stack(
-        [((pos_ref >= lo) & (pos_ref < hi)).sum(-1) for lo, hi in itertools.pairwise(edges_ref)],
-        axis=1,
-    )
-    ch_arm = np.stack(
-        [((pos_arm >= lo) & (pos_arm < hi)).sum(-1) for lo, hi in itertools.pairwise(edges_arm)],
-        axis=1,
-    )
+    ch_ref, ch_arm = _channel_counts(pos_ref, edges_ref), _channel_counts(pos_arm, edges_arm)
     per_call = np.full((studies, tasks), float(calls))
     return Comparisons(
         differences=ok_ref.mean(-1) - ok_arm.mean(-1),
@@ -125,6 +117,19 @@ def simulate(
         channel_failures_ref=ch_ref,
         channel_failures_arm=ch_arm,
     )
+
+
+def _channel_counts(pos: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """(studies × channels × tasks × trials) failed calls per channel: a call whose `pos`
+    lies in [edges[j], edges[j + 1]) failed in channel j (pos ≥ 1: it did not fail). One
+    bincount over every call, not a pass per channel (the simulation table's largest cost)."""
+    channels = len(edges) - 1
+    where = np.searchsorted(edges, pos, side="right") - 1  # channels (= not failed) for pos ≥ 1
+    episodes = where.reshape(-1, where.shape[-1])
+    keys = np.arange(len(episodes))[:, None] * (channels + 1) + episodes
+    counts = np.bincount(keys.ravel(), minlength=len(episodes) * (channels + 1))
+    per_episode = counts.reshape(*where.shape[:-1], channels + 1)[..., :channels]
+    return np.moveaxis(per_episode, -1, 1)
 
 
 # --- chosen statistics, for the decision rules -------------------------------------------
