@@ -26,23 +26,45 @@ settings.load_profile("flatscore")
 
 
 LONGEST_FIRST = (
-    "tests/reliability/test_damaged_inputs.py",
-    "tests/run/test_resume_kill.py",
-    "tests/report/test_cli_report.py",
-    "tests/analysis/test_coverage.py",
+    "tests/analysis/test_sequential.py",
     "tests/report/test_browser.py",
+    "tests/store/test_archive.py",
+    "tests/run/test_time_limit.py",
+    "tests/serve/test_app.py",
+    "tests/cli/test_run_cli.py",
+    "tests/run/test_driver.py",
+    "tests/run/test_quick.py",
+    "tests/run/test_sequential_run.py",
+    "tests/run/test_look_ahead.py",
+    "tests/train/test_commands_train.py",
+    "tests/run/test_demo.py",
+    "tests/agents/test_oracle.py",
+    "tests/report/test_cli_report.py",
+    "tests/cli/test_github_action.py",
+    "tests/analysis/test_coverage.py",
+    "tests/train/test_onpolicy.py",
+    "tests/cli/test_hostile_cli.py",
     "tests/run/tau2/test_tau2_runner.py",
+    "tests/run/test_resume_kill.py",
+    "tests/report/test_demo_browser.py",
+    "tests/train/test_embedded_data.py",
+    "tests/cli/test_import_cli.py",
 )
-"""Files of a few long tests each (CPU seconds in docs/benchmarks.md#the-test-suite-make-test-
-on-both-cores), run first. `make test` gives each worker whole files (`--dist loadfile`), and
-xdist by default hands them out by number of tests, most first: these came last, and one
-worker ran the last of them alone while the other had finished. The Makefile turns that
-ordering off (`--no-loadscope-reorder`) so that this one is used."""
+"""The files of 15 s or more, longest first (seconds per file, CPU or wall whichever is
+larger, measured serially: docs/benchmarks.md#the-test-suite-make-test-on-both-cores).
+`make test` gives each worker whole files (`--dist loadfile`) in this order, then the rest
+by number of tests; xdist's own order (by number of tests, most first) put long files of
+few tests last, and one worker ran the last of them alone while the other had finished.
+The Makefile turns that ordering off (`--no-loadscope-reorder`) so that this one is used."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """`LONGEST_FIRST`, then the other files by number of tests (most first, as xdist
-    orders them); a file's tests stay together and in their order."""
+    orders them); a file's tests stay together and in their order. A listed file that is
+    gone (moved, renamed) is an error, not a silently lost place in the order."""
+    root = Path(__file__).resolve().parents[1]
+    if missing := [f for f in LONGEST_FIRST if not (root / f).is_file()]:
+        raise pytest.UsageError(f"tests/conftest.py: LONGEST_FIRST names missing {missing}")
     files = [item.nodeid.split("::")[0] for item in items]
     count, seen = Counter(files), {f: i for i, f in reversed(list(enumerate(files)))}
     first = {f: i for i, f in enumerate(LONGEST_FIRST)}
