@@ -34,6 +34,7 @@ from flatscore.agents.inject import InjectRates
 from flatscore.console import make_console, progress
 from flatscore.errors import InputError, validating
 from flatscore.models.adapter import ADAPTER_FILE, adapter_sha256
+from flatscore.store.jsonl import replace_whole
 
 TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
@@ -140,7 +141,7 @@ def load_dataset(config: TrainConfig, out: Path, tokenizer: Any) -> list[dict[st
 
         data, summary = onpolicy_records(config, out / ROLLOUTS / RUNS_DIR, tokenizer)
         write_summary(out, summary)
-        _atomic_write(path, json.dumps(data))
+        replace_whole(path, json.dumps(data).encode("utf-8"))
         return data
     from flatscore.train.data import build_examples, tokenize
 
@@ -161,7 +162,7 @@ def load_dataset(config: TrainConfig, out: Path, tokenizer: Any) -> list[dict[st
                     "mask": mask,
                 }
             )
-    _atomic_write(path, json.dumps(data))
+    replace_whole(path, json.dumps(data).encode("utf-8"))
     return data
 
 
@@ -186,12 +187,6 @@ def lr_factor(step: int, config: TrainConfig) -> float:
 # --------------------------------------------------------------------------- files
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def _check_config(out: Path, config: TrainConfig, resume: bool) -> None:
     path = out / "config.json"
     if path.is_file():
@@ -210,7 +205,7 @@ def _check_config(out: Path, config: TrainConfig, resume: bool) -> None:
             )
     else:
         out.mkdir(parents=True, exist_ok=True)
-        _atomic_write(path, config.model_dump_json(indent=2))
+        replace_whole(path, config.model_dump_json(indent=2).encode("utf-8"))
 
 
 def init_weights(config: TrainConfig, init: Path | None) -> Path | None:
