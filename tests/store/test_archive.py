@@ -243,6 +243,27 @@ def test_study_v2s_committed_analysis_rebuilds_from_its_archive(tmp_path: Path) 
     assert result["episodes_read"] == 3192 and result["settings"]["trials"] == [1, 2]
 
 
+# 2,400 episodes, 5,000 resamples and the sequential replay: ~10 s, in the default suite (it
+# guards the page)
+def test_study_v3s_committed_analysis_rebuilds_from_its_archive(tmp_path: Path) -> None:
+    """docs/embedded-study-v3.md's findings are read on the sequential run's episodes (each
+    comparison's tasks up to its deciding look, trials 1-2); the rebuild replays the
+    sequential decisions too, and they are the ones the run printed."""
+    docs = ROOT / "studies" / "embedded-study-v3"
+    _rebuilds_byte_for_byte(docs / "runs", docs, tmp_path)
+    result = json.loads((docs / "analysis.json").read_text("utf-8"))
+    assert result["episodes_read"] == 2400 and result["settings"]["trials"] == [1, 2]
+    decided = {
+        (cell["domain"], c["arm"]): (c["sequential"]["verdict"], c["sequential"]["tasks"])
+        for cell in result["cells"]
+        for c in cell["comparisons"]
+    }
+    assert decided[("retail", "fp8-w8a8")] == ("flat score, amplified failures", 114)
+    assert decided[("telecom", "ref-planted")] == ("flat score, amplified failures", 96)
+    assert decided[("telecom", "int8")] == ("inconclusive", 114)
+    assert decided[("retail", "int4")] == ("visible damage", 30)
+
+
 # 456 episodes, 5,000 resamples: a few seconds
 def test_gemmas_committed_analysis_rebuilds_from_its_archive(tmp_path: Path) -> None:
     """studies/embedded-gemma/runs (Gemma 3 270M's ref and int4-awq, every test task of both
