@@ -130,3 +130,43 @@ def test_failures_that_moved_are_said_in_the_summary() -> None:
     assert "down entity_not_found ×0.60" in failures
     reason = analysis.cells[0].comparisons[0].verdict_reason
     assert failures.split("Failures moved")[1].rstrip(".") in reason
+
+
+def test_a_decided_sequential_verdict_leads_and_names_the_fixed_one() -> None:
+    """With a sequential reading, the verdict to act on is the sequential one once it is
+    decided or at its maximum; the fixed design's is named beside it where they differ, and
+    a reading still open leaves the fixed design's verdict in the lead."""
+    from flatscore.analysis.sequential_result import SequentialComparison
+    from flatscore.report.markdown import render_summary
+    from flatscore.report.verdicts import SEQUENTIAL_UNBOUNDED
+
+    base = study(tasks=60, arms=("bf16",))
+    analysis = analyzed(base + [e.model_copy(update={"arm": "int8"}) for e in base])
+    cell = analysis.cells[0]
+    (c,) = cell.comparisons
+    assert c.verdict == "no damage detected" and c.tost_equivalent
+
+    def read_as(**sequential: object) -> tuple[object, object]:
+        seq = SequentialComparison.model_validate(
+            {"tasks_available": 60, "episodes": 240, **sequential}
+        )
+        new_cell = cell.model_copy(
+            update={"comparisons": [c.model_copy(update={"sequential": seq})]}
+        )
+        (h,) = headlines(new_cell, analysis.settings)
+        return h, analysis.model_copy(update={"cells": [new_cell]})
+
+    h, result = read_as(verdict="inconclusive", decided=False, tasks=60)
+    assert (h.verdict, h.tone, h.fixed_verdict) == ("inconclusive", "warn", "no damage detected")
+    assert h.sentences[-1] == SEQUENTIAL_UNBOUNDED
+    summary = render_summary(result)
+    assert "- **int8 vs bf16: inconclusive.** (fixed design on the same tasks: no damage" in (
+        summary
+    )
+
+    h, _ = read_as(verdict="inconclusive", decided=False, tasks=36, more_tasks=24)
+    assert (h.verdict, h.fixed_verdict) == ("no damage detected", "")  # open: not decided yet
+
+    h, result = read_as(verdict="no damage detected", decided=True, tasks=48)
+    assert (h.verdict, h.tone, h.fixed_verdict) == ("no damage detected", "ok", "")
+    assert "fixed design on the same tasks" not in render_summary(result)

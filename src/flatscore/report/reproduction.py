@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from flatscore.analysis.result import AnalysisResult, Comparison
 from flatscore.analysis.sequential_result import decided_text
-from flatscore.report.verdicts import TONE, pts
+from flatscore.report.verdicts import TONE, lead_verdict, pts
 
 MASKED = "flat score, amplified failures"
 
@@ -74,8 +74,8 @@ def cell_lines(analysis: AnalysisResult) -> list[CellLines]:
             ArmLine(
                 arm=c.arm,
                 reference=c.reference,
-                verdict=str(c.verdict or "not computed"),
-                tone=TONE.get(str(c.verdict), "warn"),
+                verdict=lead_verdict(c)[0] or "not computed",
+                tone=TONE.get(lead_verdict(c)[0], "warn"),
                 sequential=decided_text(c.sequential) if c.sequential is not None else None,
                 label="negative control" if c.control_of else "",
             )

@@ -119,6 +119,34 @@ def advice(c: Comparison) -> str:
     return ADVICE.get(c.verdict or "", "")
 
 
+SEQUENTIAL_UNBOUNDED = (
+    "The score is flat, but the sequential reading decided nothing about the failed calls: "
+    "they are not shown amplified, and not shown bounded either (its no-damage verdict needs "
+    "the all-failed-calls ratio below ×1.25 and no channel leaning towards amplified). Treat "
+    "the arm as undecided on failures until more tasks or trials decide."
+)
+"""The advice where the sequential reading is "inconclusive" beside a flat score."""
+
+
+def lead_verdict(c: Comparison) -> tuple[str, str]:
+    """(the verdict to act on, the fixed design's where it differs). A sequential reading
+    that decided, or reached its maximum, is the decision (its error rates hold over every
+    look); one still open leaves the fixed design's verdict on the tasks read."""
+    fixed = str(c.verdict or "")
+    s = c.sequential
+    if s is None or (not s.decided and s.more_tasks) or s.verdict == fixed:
+        return fixed, ""
+    return s.verdict, fixed
+
+
+def _lead_advice(c: Comparison, verdict: str) -> str:
+    if verdict == c.verdict:
+        return advice(c)
+    if verdict == "inconclusive" and c.tost_equivalent:
+        return SEQUENTIAL_UNBOUNDED
+    return ADVICE.get(verdict, "")
+
+
 @dataclass(frozen=True)
 class Headline:
     """One arm's verdict against the reference, with the sentences that explain it."""
@@ -131,6 +159,9 @@ class Headline:
     sentences: list[str]
     label: str = ""
     """"negative control (a replicate of ARM with another seed base)" for a control arm."""
+    fixed_verdict: str = ""
+    """The fixed design's verdict on the same tasks, where the sequential one (`verdict`)
+    differs; the sentences are the fixed design's numbers either way."""
 
 
 def pts(value: float | None, digits: int = 1) -> str:
@@ -411,14 +442,16 @@ def headlines(cell: Cell, settings: Settings) -> list[Headline]:
         budget = _budget_sentence(c)
         if budget:
             sentences.append(budget)
-        sentences.append(advice(c))
+        verdict, fixed = lead_verdict(c)
+        sentences.append(_lead_advice(c, verdict))
         out.append(
             Headline(
                 cell=f"{cell.model} · {cell.domain}",
                 arm=c.arm,
                 reference=c.reference,
-                verdict=c.verdict or "",
-                tone=TONE.get(c.verdict or "", "warn"),
+                verdict=verdict,
+                tone=TONE.get(verdict, "warn"),
+                fixed_verdict=fixed,
                 sentences=[s for s in sentences if s],
                 label=(
                     f"negative control (a replicate of {c.control_of} with another seed base)"
