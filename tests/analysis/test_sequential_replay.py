@@ -200,3 +200,16 @@ def test_a_sequential_run_pairs_each_comparison_on_its_own_tasks() -> None:
     fixed = analyze(_stopped_run(False), options)  # not sequential: the common tasks, as before
     assert {c.paired_tasks for c in fixed.cells[0].comparisons} == {16}
     assert any("not run by every arm" in w for w in fixed.cells[0].warnings)
+
+
+def test_only_a_sequential_run_marks_its_verdicts_as_the_runs_own() -> None:
+    """`ran_sequentially` (the report leads with such a verdict) is set for the episodes of a
+    sequential run and absent from the replay of a fixed-design run."""
+    options = AnalysisSettings(reference="ref", bootstrap=100, sequential=True)
+    ran = analyze(_stopped_run(True), options)
+    replay = analyze(_stopped_run(False), options)
+    assert all(c.sequential and c.sequential.ran_sequentially for c in ran.cells[0].comparisons)
+    assert all(
+        c.sequential and not c.sequential.ran_sequentially for c in replay.cells[0].comparisons
+    )
+    assert '"ran_sequentially"' not in replay.model_dump_json()

@@ -133,9 +133,10 @@ def test_failures_that_moved_are_said_in_the_summary() -> None:
 
 
 def test_a_decided_sequential_verdict_leads_and_names_the_fixed_one() -> None:
-    """With a sequential reading, the verdict to act on is the sequential one once it is
-    decided or at its maximum; the fixed design's is named beside it where they differ, and
-    a reading still open leaves the fixed design's verdict in the lead."""
+    """In a run that stopped sequentially, the verdict to act on is the sequential one once
+    it is decided or at its maximum; the fixed design's is named beside it where they
+    differ. A reading still open, or the replay of a fixed-design run, leaves the fixed
+    design's verdict in the lead."""
     from flatscore.analysis.sequential_result import SequentialComparison
     from flatscore.report.markdown import render_summary
     from flatscore.report.verdicts import SEQUENTIAL_UNBOUNDED
@@ -148,7 +149,7 @@ def test_a_decided_sequential_verdict_leads_and_names_the_fixed_one() -> None:
 
     def read_as(**sequential: object) -> tuple[object, object]:
         seq = SequentialComparison.model_validate(
-            {"tasks_available": 60, "episodes": 240, **sequential}
+            {"tasks_available": 60, "episodes": 240, "ran_sequentially": True, **sequential}
         )
         new_cell = cell.model_copy(
             update={"comparisons": [c.model_copy(update={"sequential": seq})]}
@@ -166,6 +167,8 @@ def test_a_decided_sequential_verdict_leads_and_names_the_fixed_one() -> None:
 
     h, _ = read_as(verdict="inconclusive", decided=False, tasks=36, more_tasks=24)
     assert (h.verdict, h.fixed_verdict) == ("no damage detected", "")  # open: not decided yet
+    h, _ = read_as(verdict="inconclusive", decided=False, tasks=60, ran_sequentially=False)
+    assert (h.verdict, h.fixed_verdict) == ("no damage detected", "")  # a replay: what-if only
 
     h, result = read_as(verdict="no damage detected", decided=True, tasks=48)
     assert (h.verdict, h.tone, h.fixed_verdict) == ("no damage detected", "ok", "")

@@ -238,6 +238,7 @@ def replay(
                     more_tasks=st.maximum - int(n) if not decided and n < st.maximum else None,
                     first_look=design.looks(st.maximum)[0] if not st.counts else None,
                     amplified_channels=channels,
+                    ran_sequentially=(cell.model, cell.domain) in sequential_cells,
                 )
             }
         )

@@ -34,6 +34,9 @@ class SequentialComparison(AnalysisModel):
     """Open with no planned look reached yet: the paired tasks of the first look."""
     amplified_channels: list[str] = Field(default_factory=list, exclude_if=lambda v: not v)
     """Channels decided amplified by the look the comparison stopped at (absent when none)."""
+    ran_sequentially: bool = Field(False, exclude_if=lambda v: not v)
+    """The run itself stopped this way (its episodes were run sequentially): the verdict is
+    the study's, not a replay of a fixed-design run (absent for a replay)."""
 
 
 class SequentialSummary(AnalysisModel):

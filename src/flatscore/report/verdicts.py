@@ -129,12 +129,15 @@ SEQUENTIAL_UNBOUNDED = (
 
 
 def lead_verdict(c: Comparison) -> tuple[str, str]:
-    """(the verdict to act on, the fixed design's where it differs). A sequential reading
-    that decided, or reached its maximum, is the decision (its error rates hold over every
-    look); one still open leaves the fixed design's verdict on the tasks read."""
+    """(the verdict to act on, the fixed design's where it differs). The sequential verdict
+    of a run that stopped sequentially, once decided or at its maximum, is the study's
+    decision (its error rates hold over every look); one still open, and the replay of a
+    fixed-design run, leave the fixed design's verdict in the lead."""
     fixed = str(c.verdict or "")
     s = c.sequential
-    if s is None or (not s.decided and s.more_tasks) or s.verdict == fixed:
+    if s is None or not s.ran_sequentially or (not s.decided and s.more_tasks):
+        return fixed, ""
+    if s.verdict == fixed:
         return fixed, ""
     return s.verdict, fixed
 
