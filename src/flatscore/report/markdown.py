@@ -113,8 +113,8 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
         ]
         for h in headlines(cell, s):
             label = f" ({md_escape(h.label)})" if h.label else ""
-            if h.fixed_verdict:
-                label += f" (fixed design on the same tasks: {h.fixed_verdict})"
+            if h.fixed_note:
+                label += f" ({h.fixed_note})"
             lines.append(
                 f"- **{md_escape(h.arm)} vs {md_escape(h.reference)}: {h.verdict}.**{label}"
             )

@@ -70,17 +70,19 @@ def cell_lines(analysis: AnalysisResult) -> list[CellLines]:
     default_k = analysis.settings.default_K
     out = []
     for cell in analysis.cells:
-        arms = [
-            ArmLine(
-                arm=c.arm,
-                reference=c.reference,
-                verdict=lead_verdict(c)[0] or "not computed",
-                tone=TONE.get(lead_verdict(c)[0], "warn"),
-                sequential=decided_text(c.sequential) if c.sequential is not None else None,
-                label="negative control" if c.control_of else "",
+        arms = []
+        for c in cell.comparisons:
+            verdict, _ = lead_verdict(c)
+            arms.append(
+                ArmLine(
+                    arm=c.arm,
+                    reference=c.reference,
+                    verdict=verdict or "not computed",
+                    tone=TONE.get(verdict, "warn"),
+                    sequential=decided_text(c.sequential) if c.sequential is not None else None,
+                    label="negative control" if c.control_of else "",
+                )
             )
-            for c in cell.comparisons
-        ]
         masked = [
             line
             for c in cell.comparisons

@@ -137,9 +137,7 @@ def lead_verdict(c: Comparison) -> tuple[str, str]:
     s = c.sequential
     if s is None or not s.ran_sequentially or (not s.decided and s.more_tasks):
         return fixed, ""
-    if s.verdict == fixed:
-        return fixed, ""
-    return s.verdict, fixed
+    return (fixed, "") if s.verdict == fixed else (s.verdict, fixed)
 
 
 def _lead_advice(c: Comparison, verdict: str) -> str:
@@ -165,6 +163,11 @@ class Headline:
     fixed_verdict: str = ""
     """The fixed design's verdict on the same tasks, where the sequential one (`verdict`)
     differs; the sentences are the fixed design's numbers either way."""
+
+    @property
+    def fixed_note(self) -> str:
+        """What the summary, the HTML and the terminal say beside a differing verdict."""
+        return f"fixed design on the same tasks: {self.fixed_verdict}" if self.fixed_verdict else ""
 
 
 def pts(value: float | None, digits: int = 1) -> str:

@@ -292,8 +292,8 @@ def print_verdicts(
         )
         for h in headlines(cell, analysis.settings):
             label = f" ({h.label})" if h.label else ""
-            if h.fixed_verdict:
-                label += f" (fixed design on the same tasks: {h.fixed_verdict})"
+            if h.fixed_note:
+                label += f" ({h.fixed_note})"
             console.print(
                 styled(f"  {h.arm} vs {h.reference}: {h.verdict}{label}"), highlight=False
             )
