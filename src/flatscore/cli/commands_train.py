@@ -176,10 +176,10 @@ def embedded_card_command(
         Path | None, typer.Option(help="eval-embedded --out of the rerun's adapter.")
     ] = None,
     init_train: Annotated[
-        Path | None,
+        list[Path] | None,
         typer.Option(
-            help="Training directory of the stage --train started from (its recipe pins "
-            "that adapter's sha256)."
+            help="Training directory of a stage --train started from (its recipe pins "
+            "that adapter's sha256); repeatable for a longer chain, the first stage first."
         ),
     ] = None,
     eval_runs: Annotated[
@@ -206,7 +206,7 @@ def embedded_card_command(
         eval_dir,
         target or ADAPTER_DIR / "MODEL_CARD.md",
         note=note,
-        adapter_dir=ADAPTER_DIR,
+        adapter_dir=ADAPTER_DIR if target is None else None,  # the package's card: its adapter
         repro_train=repro_train,
         repro_eval=repro_eval,
         init_train=init_train,
