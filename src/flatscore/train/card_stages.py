@@ -79,7 +79,9 @@ def adapter_weights(train_dir: Path) -> Path:
     the other files (a committed stage)."""
     beside = train_dir / ADAPTER_FILE
     nested = train_dir / "adapter" / ADAPTER_FILE
-    return beside if beside.is_file() and not nested.is_file() else nested
+    if nested.is_file() or (train_dir / "adapter").is_dir():
+        return nested
+    return beside if beside.is_file() or (train_dir / "adapter_config.json").is_file() else nested
 
 
 def dataset_digest(train_dir: Path) -> str:
