@@ -21,7 +21,9 @@ def train_embedded_command(
     recipe: Annotated[
         Path | None,
         typer.Option(
-            help="A recipe file (JSON, TrainConfig fields; default: the first stage's recipe)."
+            help="A recipe file (JSON, TrainConfig fields; default: the first stage's recipe, "
+            "on SmolLM2-135M-Instruct). Its base: `embedded-base` (SmolLM2, the default) or "
+            "`gemma3-270m` (Gemma 3 270M, with the `gemma` extra installed)."
         ),
     ] = None,
     init: Annotated[
@@ -161,7 +163,9 @@ def eval_embedded_command(
 
 @app.command("embedded-card")
 def embedded_card_command(
-    train_dir: Annotated[Path, typer.Option("--train", help="Training directory.")],
+    train_dir: Annotated[
+        Path, typer.Option("--train", help="Training directory of the card's adapter.")
+    ],
     eval_dir: Annotated[Path | None, typer.Option("--eval", help="eval-embedded --out.")] = None,
     target: Annotated[
         Path | None,
