@@ -478,8 +478,9 @@ def reproduce_section(stages: list[Stage], install: str = "") -> list[str]:
             "An on-policy round also writes `rollouts/` (the rollouts' run files and their "
             "study) and `onpolicy.json` (what they gave). Its rollouts play the `--init` "
             "adapter (`--source DIR` for another one; its sha256 is pinned too) and are "
-            "sampled: with the round's committed rollouts unpacked into `<out>/rollouts/runs` "
-            "(`flatscore archive unpack`), `--resume` builds the same data without playing an "
-            "episode again.",
+            "sampled: with a round's committed rollouts unpacked into `<out>/rollouts/runs` "
+            "(`flatscore archive unpack`), their study as `<out>/rollouts/study.json` and the "
+            "recipe as `<out>/config.json`, `--resume` builds the same data without playing "
+            "an episode again.",
         ]
     return out
