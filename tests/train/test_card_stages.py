@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -127,3 +129,116 @@ def test_bad_training_files_and_options_are_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "dataset.json: is not valid JSON" in proc.stderr, proc.stderr
     proc = flatscore("embedded-card", "--train", second, "--eval-study", tmp_path / "s.yaml")
     assert proc.returncode == 2 and "needs --eval-runs" in proc.stderr, proc.stderr
+
+
+# --- the card is unchanged where the chain is, and describes longer chains ----------------
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "cards"
+GEMMA = Path(__file__).parents[2] / "studies" / "embedded-train-gemma"
+GEMMA_CHAIN = ["stage1", "stage2", "round1", "round2", "round3"]
+GENERATED = re.compile(r"on \d{4}-\d\d-\d\d \d\d:\d\d UTC")
+
+
+def _undated(card: str) -> str:
+    return GENERATED.sub("on DATE UTC", card)
+
+
+def test_one_and_two_stage_cards_are_unchanged_byte_for_byte(tmp_path: Path) -> None:
+    first, second = _stages(tmp_path)
+    two = render_card(second, None, init_train=first, note="A note.")
+    assert _undated(two) == (FIXTURES / "two-stage.md").read_text(encoding="utf-8")
+    assert _undated(render_card(first, None)) == (FIXTURES / "one-stage.md").read_text(
+        encoding="utf-8"
+    )
+
+
+def _gemma_card(chain: list[Path], note: str = "") -> str:
+    return render_card(chain[-1], None, init_train=chain[:-1], note=note)
+
+
+def test_the_gemma_chain_of_two_stages_and_three_rounds_known_answer() -> None:
+    card = _gemma_card([GEMMA / name for name in GEMMA_CHAIN])
+    assert card.startswith("# flatscore embedded agent: Gemma 3 270M + LoRA\n")
+    assert "decoder layers 9–17 (peft)" in card and "- 270M parameters" in card
+    assert "Trained in 5 stages" in card and "stage 3, stage 4, stage 5;" in card
+    assert "stage 5 (this adapter) `493af20582a959c73db7372129d2b0cad2" in card
+    assert "## Training data (stage 5 of 5: on-policy round 3)" in card
+    # round 3's onpolicy.json and recipe, as the files hold them
+    assert (
+        "- 408 episodes, 152 with a failed call: 796 failed states (217 repeat the previous "
+        "failed call, 107 re-issue a call that had succeeded, 205 off the gold path, 38 "
+        "without a label and not kept; 378 hold a planted call, 2 of the planted arm's states"
+    ) in card
+    assert "call 574, closing 5, final 177, instruction 2; 6 cut at max_tokens" in card
+    assert "2 trials per task (seeds 3000–3001), temperature 0.5" in card
+    assert "(role_confusion p = 0.05, drop_argument p = 0.1, wrong_value p = 0.6)" in card
+    assert "752 on-policy conversations and 251 drawn" in card
+    assert "the conversations of stage 2's data (the same recipe fields)" in card
+    # round 2 sampled at T 1 and planted nothing
+    assert "3 trials per task (seeds 2000–2002), temperature 1, top-p 1" in card
+    assert "summed step time 1.46 h" in card  # stage 1's loss.jsonl
+    assert "Training data sha256: not stated (no stage folder holds" in card
+    assert "pip install '.[gemma]'" in card
+    assert "--recipe recipe5.json --init STAGE4/adapter --out STAGE5" in card
+    recipe = json.loads(card.split("cat > recipe5.json <<'EOF'\n")[1].split("\nEOF")[0])
+    assert TrainConfig(**recipe) == TrainConfig.model_validate_json(
+        (GEMMA / "round3" / "config.json").read_text()
+    )
+
+
+def test_the_committed_gemma_card_is_the_code_s() -> None:
+    committed = (GEMMA / "round3" / "MODEL_CARD.md").read_text(encoding="utf-8")
+    note = committed.split("\n> ", 1)[1].split("\n", 1)[0]
+    fresh = _gemma_card([GEMMA / name for name in GEMMA_CHAIN], note=note)
+    head = lambda card: _undated(card).split("## Evaluation")[0]  # noqa: E731
+    assert head(committed) == head(fresh)
+
+
+def _copy_chain(tmp_path: Path) -> list[Path]:
+    """The Gemma chain's card files (not the rollouts' archives)."""
+    out = []
+    for name in GEMMA_CHAIN:
+        target = tmp_path / name
+        target.mkdir()
+        for f in (GEMMA / name).iterdir():
+            if f.is_file():
+                shutil.copyfile(f, target / f.name)
+        out.append(target)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("stage", "missing"),
+    [("round2", "onpolicy.json"), ("stage1", WEIGHTS), ("stage2", "loss.jsonl")],
+)
+def test_a_chain_missing_a_file_is_one_line_naming_it(
+    tmp_path: Path, stage: str, missing: str
+) -> None:
+    chain = _copy_chain(tmp_path)
+    (tmp_path / stage / missing).unlink()
+    with pytest.raises(InputError) as err:
+        stages_of(chain[-1], chain[:-1])
+    assert str(err.value).startswith(f"{tmp_path / stage / missing}: is missing")
+    if missing != "onpolicy.json":
+        return
+    args: list[str | Path] = ["embedded-card", "--train", chain[-1]]
+    for earlier in chain[:-1]:
+        args += ["--init-train", earlier]
+    proc = flatscore(*args, "--out", tmp_path / "card.md")
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert f"{tmp_path / stage / missing}: is missing" in proc.stderr
+    assert not (tmp_path / "card.md").exists()
+
+
+def test_a_chain_cut_short_or_out_of_order_is_refused(tmp_path: Path) -> None:
+    chain = _copy_chain(tmp_path)
+    with pytest.raises(InputError, match="pass its training directory too"):
+        stages_of(chain[-1], chain[1:-1])  # stage 1 left out
+    with pytest.raises(InputError, match="init_adapter_sha256"):
+        stages_of(chain[-1], [chain[0], chain[2], chain[1], chain[3]])
+    with pytest.raises(InputError, match="drop the --init-train before it"):
+        stages_of(chain[1], [chain[0], chain[0]])
+    (chain[1] / "config.json").unlink()
+    with pytest.raises(InputError, match=r"config\.json: is missing: not a training directory"):
+        stages_of(chain[-1], chain[:-1])

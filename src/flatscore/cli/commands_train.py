@@ -21,7 +21,9 @@ def train_embedded_command(
     recipe: Annotated[
         Path | None,
         typer.Option(
-            help="A recipe file (JSON, TrainConfig fields; default: the first stage's recipe)."
+            help="A recipe file (JSON, TrainConfig fields; default: the first stage's recipe, "
+            "on SmolLM2-135M-Instruct). Its base: `embedded-base` (SmolLM2, the default) or "
+            "`gemma3-270m` (Gemma 3 270M, with the `gemma` extra installed)."
         ),
     ] = None,
     init: Annotated[
@@ -161,7 +163,9 @@ def eval_embedded_command(
 
 @app.command("embedded-card")
 def embedded_card_command(
-    train_dir: Annotated[Path, typer.Option("--train", help="Training directory.")],
+    train_dir: Annotated[
+        Path, typer.Option("--train", help="Training directory of the card's adapter.")
+    ],
     eval_dir: Annotated[Path | None, typer.Option("--eval", help="eval-embedded --out.")] = None,
     target: Annotated[
         Path | None,
@@ -176,10 +180,10 @@ def embedded_card_command(
         Path | None, typer.Option(help="eval-embedded --out of the rerun's adapter.")
     ] = None,
     init_train: Annotated[
-        Path | None,
+        list[Path] | None,
         typer.Option(
-            help="Training directory of the stage --train started from (its recipe pins "
-            "that adapter's sha256)."
+            help="Training directory of a stage --train started from (its recipe pins "
+            "that adapter's sha256); repeatable for a longer chain, the first stage first."
         ),
     ] = None,
     eval_runs: Annotated[
@@ -206,7 +210,7 @@ def embedded_card_command(
         eval_dir,
         target or ADAPTER_DIR / "MODEL_CARD.md",
         note=note,
-        adapter_dir=ADAPTER_DIR,
+        adapter_dir=ADAPTER_DIR if target is None else None,  # the package's card: its adapter
         repro_train=repro_train,
         repro_eval=repro_eval,
         init_train=init_train,

