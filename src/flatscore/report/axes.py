@@ -77,7 +77,10 @@ def nice_ticks(lo: float, hi: float, most: int, integer: bool = False) -> list[f
         step = max(step, 1.0)
     first = math.ceil(lo / step - 1e-9)
     ticks = [round((first + i) * step, 10) for i in range(int((hi - lo) / step + 1e-9) + 2)]
-    return [0.0 if t == 0 else t for t in ticks if lo - 1e-9 <= t <= hi + 1e-9]
+    inside = [0.0 if t == 0 else t for t in ticks if lo - 1e-9 <= t <= hi + 1e-9]
+    if not inside and most < 50:  # a step wider than the span missed it: a finer one
+        return nice_ticks(lo, hi, most + 1, integer)
+    return inside
 
 
 def decade_ticks(lo: float, hi: float, subs: Sequence[float] = (1.0,), most: int = 0) -> list[float]:
