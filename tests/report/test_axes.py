@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -54,7 +55,7 @@ def test_ticks_lie_inside_and_are_evenly_spaced(lo: float, span: float, most: in
     ticks = nice_ticks(lo, lo + span, most)
     assert 1 <= len(ticks) <= most + 2
     assert all(lo - 1e-6 * span <= t <= lo + span + 1e-6 * span for t in ticks)
-    steps = {round(b - a, 6) for a, b in zip(ticks, ticks[1:], strict=False)}
+    steps = {round(b - a, 6) for a, b in itertools.pairwise(ticks)}
     assert len(steps) <= 1 or max(steps) - min(steps) <= 1e-6 * span
 
 

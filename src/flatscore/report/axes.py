@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from flatscore.report.svg import Anchor, Drawing, VAlign, finite, num, text_width
+from flatscore.report.svg import Anchor, Drawing, VAlign, finite, text_width
 
 FONT_SIZE = 9.0
 TITLE_SIZE = 10.8
@@ -83,7 +83,9 @@ def nice_ticks(lo: float, hi: float, most: int, integer: bool = False) -> list[f
     return inside
 
 
-def decade_ticks(lo: float, hi: float, subs: Sequence[float] = (1.0,), most: int = 0) -> list[float]:
+def decade_ticks(
+    lo: float, hi: float, subs: Sequence[float] = (1.0,), most: int = 0
+) -> list[float]:
     """Log ticks: each decade times each of `subs`, inside [lo, hi]; with `most`, every
     second (third, ...) decade only, so that at most about `most` remain."""
     a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
@@ -138,8 +140,17 @@ def series_style(i: int) -> Style:
     return Style(colour(i), MARKERS[j], 4.0 if j else 5.0, hollow=j > 0, dash=DASHES[j])
 
 
-def marker(d: Drawing, kind: str, x: float, y: float, size: float, col: str, hollow: bool,
-           clip: str | None = None, opacity: float = 1.0) -> None:  # fmt: skip
+def marker(
+    d: Drawing,
+    kind: str,
+    x: float,
+    y: float,
+    size: float,
+    col: str,
+    hollow: bool,
+    clip: str | None = None,
+    opacity: float = 1.0,
+) -> None:
     """A marker of diameter `size` points centred at (x, y)."""
     r = size / 2
     fill = "none" if hollow else col
@@ -161,8 +172,20 @@ def marker(d: Drawing, kind: str, x: float, y: float, size: float, col: str, hol
 
 
 def _cross(t: float) -> list[tuple[float, float]]:
-    return [(-t, -1), (t, -1), (t, -t), (1, -t), (1, t), (t, t), (t, 1), (-t, 1), (-t, t),
-            (-1, t), (-1, -t), (-t, -t)]  # fmt: skip
+    return [
+        (-t, -1),
+        (t, -1),
+        (t, -t),
+        (1, -t),
+        (1, t),
+        (t, t),
+        (t, 1),
+        (-t, 1),
+        (-t, t),
+        (-1, t),
+        (-1, -t),
+        (-t, -t),
+    ]
 
 
 def _rotate(pts: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -172,10 +195,12 @@ def _rotate(pts: list[tuple[float, float]]) -> list[tuple[float, float]]:
 
 def _star() -> list[tuple[float, float]]:
     return [
-        (math.sin(k * math.pi / 5) * (1 if k % 2 == 0 else 0.4),
-         -math.cos(k * math.pi / 5) * (1 if k % 2 == 0 else 0.4))
+        (
+            math.sin(k * math.pi / 5) * (1 if k % 2 == 0 else 0.4),
+            -math.cos(k * math.pi / 5) * (1 if k % 2 == 0 else 0.4),
+        )
         for k in range(10)
-    ]  # fmt: skip
+    ]
 
 
 @dataclass
@@ -212,8 +237,9 @@ class Panel:
         self.y = Scale(lo, hi, self.bottom, self.top, log)
 
     # -- marks in data coordinates ---------------------------------------------------------
-    def polyline(self, xs: Sequence[float], ys: Sequence[float | None], style: Style,
-                 markers: bool = True) -> None:  # fmt: skip
+    def polyline(
+        self, xs: Sequence[float], ys: Sequence[float | None], style: Style, markers: bool = True
+    ) -> None:
         """A line broken where y is missing, with a marker at each point."""
         run: list[tuple[float, float]] = []
         dash = [v * style.width for v in style.dash]
@@ -231,11 +257,25 @@ class Panel:
 
     def point(self, x: float, y: float, style: Style, opacity: float = 1.0) -> None:
         if self.x.inside(x) and self.y.inside(y):
-            marker(self.d, style.marker, self.x(x), self.y(y), style.size, style.colour,
-                   style.hollow, opacity=opacity)  # fmt: skip
+            marker(
+                self.d,
+                style.marker,
+                self.x(x),
+                self.y(y),
+                style.size,
+                style.colour,
+                style.hollow,
+                opacity=opacity,
+            )
 
-    def band(self, xs: Sequence[float], low: Sequence[float | None],
-             high: Sequence[float | None], col: str, opacity: float = 0.15) -> None:  # fmt: skip
+    def band(
+        self,
+        xs: Sequence[float],
+        low: Sequence[float | None],
+        high: Sequence[float | None],
+        col: str,
+        opacity: float = 0.15,
+    ) -> None:
         """The area between two curves, broken where either is missing."""
         run: list[tuple[float, float, float]] = []
         for x, lo, hi in [*zip(xs, low, high, strict=True), (math.nan, None, None)]:
@@ -249,10 +289,23 @@ class Panel:
                 self.d.polygon(top + bottom, col, opacity, self.clip_id)
             run = []
 
-    def segment(self, x0: float, y0: float, x1: float, y1: float, col: str,
-                width: float = 1.4, dash: Sequence[float] = ()) -> None:  # fmt: skip
-        self.d.line([(self.x(x0), self.y(y0)), (self.x(x1), self.y(y1))], col, width,
-                    list(dash), clip=self.clip_id)  # fmt: skip
+    def segment(
+        self,
+        x0: float,
+        y0: float,
+        x1: float,
+        y1: float,
+        col: str,
+        width: float = 1.4,
+        dash: Sequence[float] = (),
+    ) -> None:
+        self.d.line(
+            [(self.x(x0), self.y(y0)), (self.x(x1), self.y(y1))],
+            col,
+            width,
+            list(dash),
+            clip=self.clip_id,
+        )
 
     def vline(self, x: float, col: str, width: float = 0.8, dash: Sequence[float] = ()) -> None:
         if self.x.inside(x):
@@ -277,15 +330,33 @@ class Panel:
         c, e = sorted((self.y(0.0), self.y(value)))
         self.d.rect(a, c, b - a, e - c, col, clip=self.clip_id)
 
-    def label(self, x: float, y: float, text: str, size: float = 7.0, dx: float = 0.0,
-              dy: float = 0.0, anchor: Anchor = "start", valign: VAlign = "baseline",
-              col: str = "#000000", optional: bool = False) -> bool:  # fmt: skip
+    def label(
+        self,
+        x: float,
+        y: float,
+        text: str,
+        size: float = 7.0,
+        dx: float = 0.0,
+        dy: float = 0.0,
+        anchor: Anchor = "start",
+        valign: VAlign = "baseline",
+        col: str = "#000000",
+        optional: bool = False,
+    ) -> bool:
         """Text at a data point, offset by (dx, dy) points (dy up, as matplotlib's offsets)."""
-        return self.d.text(self.x(x) + dx, self.y(y) - dy, text, size, anchor, valign, col,
-                           optional=optional)  # fmt: skip
+        return self.d.text(
+            self.x(x) + dx, self.y(y) - dy, text, size, anchor, valign, col, optional=optional
+        )
 
-    def note(self, fx: float, y: float, text: str, size: float = 7.0,
-             anchor: Anchor = "start", col: str = "#666666") -> None:  # fmt: skip
+    def note(
+        self,
+        fx: float,
+        y: float,
+        text: str,
+        size: float = 7.0,
+        anchor: Anchor = "start",
+        col: str = "#666666",
+    ) -> None:
         """Text at a fraction `fx` of the panel's width, on row y (data), centred on it."""
         self.d.text(self.left + fx * self.width, self.y(y), text, size, anchor, "center", col)
 
@@ -309,19 +380,26 @@ class Panel:
         ys = [v for v in yticks if self.y.inside(v)]
         if grid:
             for v in xs:
-                d.line([(self.x(v), self.top), (self.x(v), self.bottom)], GRID, 0.8,
-                       opacity=GRID_OPACITY)  # fmt: skip
+                d.line(
+                    [(self.x(v), self.top), (self.x(v), self.bottom)],
+                    GRID,
+                    0.8,
+                    opacity=GRID_OPACITY,
+                )
             for v in ys:
-                d.line([(self.left, self.y(v)), (self.right, self.y(v))], GRID, 0.8,
-                       opacity=GRID_OPACITY)  # fmt: skip
+                d.line(
+                    [(self.left, self.y(v)), (self.right, self.y(v))],
+                    GRID,
+                    0.8,
+                    opacity=GRID_OPACITY,
+                )
         d.line([(self.left, self.top), (self.left, self.bottom)], "#000000", 0.8)
         d.line([(self.left, self.bottom), (self.right, self.bottom)], "#000000", 0.8)
         for v in xs:
             x = self.x(v)
             d.line([(x, self.bottom), (x, self.bottom + TICK)], "#000000", 0.8)
             if xtick_rotate:  # 30°-slanted labels read as steep: set upright, turned 90°
-                d.text(x, self.bottom + 2 * TICK, xfmt(v), xtick_size, "end", "center",
-                       rotate=True)  # fmt: skip
+                d.text(x, self.bottom + 2 * TICK, xfmt(v), xtick_size, "end", "center", rotate=True)
             else:
                 d.text(x, self.bottom + 2 * TICK, xfmt(v), xtick_size, "middle", "top")
         names = list(ylabels) if ylabels is not None else [yfmt(v) for v in ys]
@@ -332,13 +410,21 @@ class Panel:
                 d.text(self.left - 2 * TICK, y, name, FONT_SIZE, "end", "center")
 
     def xlabel(self, text: str, below: float = 2 * TICK + FONT_SIZE * 1.2 + 4) -> None:
-        self.d.text(self.left + self.width / 2, self.bottom + below, text, FONT_SIZE, "middle",
-                    "top")  # fmt: skip
+        self.d.text(
+            self.left + self.width / 2, self.bottom + below, text, FONT_SIZE, "middle", "top"
+        )
 
     def ylabel(self, text: str, gap: float) -> None:
         """The y label, turned, `gap` points left of the spine."""
-        self.d.text(self.left - gap, self.top + self.height / 2, text, FONT_SIZE, "middle",
-                    "bottom", rotate=True)  # fmt: skip
+        self.d.text(
+            self.left - gap,
+            self.top + self.height / 2,
+            text,
+            FONT_SIZE,
+            "middle",
+            "bottom",
+            rotate=True,
+        )
 
     def title(self, text: str, size: float = TITLE_SIZE) -> None:
         self.d.text(self.left, self.top - 6, text, size, "start", "bottom")
@@ -357,8 +443,15 @@ class LegendEntry:
     """A line sample with the marker (lines) or the marker alone (points, patches)."""
 
 
-def legend(d: Drawing, entries: Sequence[LegendEntry], centre_x: float, top: float,
-           columns: int, size: float = 8.0, right: float | None = None) -> float:  # fmt: skip
+def legend(
+    d: Drawing,
+    entries: Sequence[LegendEntry],
+    centre_x: float,
+    top: float,
+    columns: int,
+    size: float = 8.0,
+    right: float | None = None,
+) -> float:
     """Entries in up to `columns` columns, filled column by column, centred on `centre_x`
     (or ending at `right`), from `top`; returns the height used."""
     if not entries:
@@ -384,12 +477,11 @@ def legend(d: Drawing, entries: Sequence[LegendEntry], centre_x: float, top: flo
             dash = [v * e.style.width for v in e.style.dash]
             d.line([(x, y), (x + sample, y)], e.style.colour, e.style.width, dash)
         if e.style.marker:
-            marker(d, e.style.marker, x + sample / 2, y, e.style.size, e.style.colour,
-                   e.style.hollow)  # fmt: skip
+            marker(
+                d, e.style.marker, x + sample / 2, y, e.style.size, e.style.colour, e.style.hollow
+            )
         d.text(x + sample + 0.4 * size, y, e.label, size, "start", "center")
     return rows * row_h
-
-
 
 
 def y_ticks(lo: float, hi: float, height: float, integer: bool = False) -> list[float]:
@@ -397,8 +489,15 @@ def y_ticks(lo: float, hi: float, height: float, integer: bool = False) -> list[
     return nice_ticks(lo, hi, max(2, min(9, int(height / (2 * FONT_SIZE)))), integer)
 
 
-def fitting_ticks(lo: float, hi: float, length: float, fmt: Callable[[float], str] = plain,
-                  most: int = 9, integer: bool = False, size: float = FONT_SIZE) -> list[float]:  # fmt: skip
+def fitting_ticks(
+    lo: float,
+    hi: float,
+    length: float,
+    fmt: Callable[[float], str] = plain,
+    most: int = 9,
+    integer: bool = False,
+    size: float = FONT_SIZE,
+) -> list[float]:
     """Round ticks in [lo, hi] whose labels, `length` points apart in all, never touch."""
     for n in range(most, 0, -1):
         ticks = nice_ticks(lo, hi, n, integer)

@@ -92,7 +92,17 @@ def cost_figure(plot_id: str, analysis: AnalysisResult) -> str:
         *(LegendEntry(arm, Style(c, "s", 6.0), line=False) for arm, c in arm_colours.items()),
     ]
     legend(d, entries, width / 2, height - legend_h, columns, 7.0)
-    for p, x, y, label, col, dy, right in labels:  # last: arms at one point keep the first
-        p.label(x, y, label, 7.0, dx=-6 if right else 6, dy=dy, col=col,
-                anchor="end" if right else "start", optional=True)  # fmt: skip
+    for panel, at_x, at_y, text, col, shift, on_left in labels:
+        # last: of arms at one point, the first keeps its label, the rest their colour
+        panel.label(
+            at_x,
+            at_y,
+            text,
+            7.0,
+            dx=-6 if on_left else 6,
+            dy=shift,
+            col=col,
+            anchor="end" if on_left else "start",
+            optional=True,
+        )
     return d.render()

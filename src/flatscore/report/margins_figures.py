@@ -35,17 +35,19 @@ def flip_curve_figure(plot_id: str, margins: MarginsResult) -> str:
     """Left: flip rate (% of agent tokens whose top-1 changes) by reference-margin bin, one
     line per arm. Right: the reference's margins at tool-name (decision) tokens."""
     width, height = 9.0 * INCH, 3.4 * INCH
-    d = Drawing(plot_id, width, height, "Flip rate by reference margin, and the reference's "
-                "margins at tool-name tokens")  # fmt: skip
+    d = Drawing(
+        plot_id,
+        width,
+        height,
+        "Flip rate by reference margin, and the reference's margins at tool-name tokens",
+    )
     dist = margins.reference_decision_margins
     names = [_bin_label(lo, hi) for lo, hi in itertools.pairwise(margins.edges) if lo is not None]
     bins = [[_bin_label(b.lo, b.hi) for b in arm.flip_by_margin] for arm in margins.arms]
     labels = bins[-1] if bins else []
     turned = max((text_width(s, 7.0) for s in [*labels, *names]), default=0.0)
     bottom = height - (2 * TICK + turned + LINE + 8)
-    rates = [
-        100 * b.flip_rate for arm in margins.arms for b in arm.flip_by_margin if b.flip_rate
-    ]
+    rates = [100 * b.flip_rate for arm in margins.arms for b in arm.flip_by_margin if b.flip_rate]
     r_lo, r_hi = padded([*rates, 0.0])
     c_hi = padded([0.0, *dist.histogram])[1]
     r_ticks = y_ticks(r_lo, r_hi, bottom - TITLE - 4)
@@ -58,8 +60,13 @@ def flip_curve_figure(plot_id: str, margins: MarginsResult) -> str:
     left = Panel(d, left_w, TITLE + 4, panel_w, bottom - TITLE - 4)
     left.set_x(*padded([0.0, max(len(labels) - 1, 1)]))
     left.set_y(r_lo, r_hi)
-    left.frame(range(len(labels)), r_ticks, xfmt=lambda v: labels[int(v)], xtick_size=7.0,
-               xtick_rotate=True)  # fmt: skip
+    left.frame(
+        range(len(labels)),
+        r_ticks,
+        xfmt=lambda v: labels[int(v)],
+        xtick_size=7.0,
+        xtick_rotate=True,
+    )
     entries = []
     for i, arm in enumerate(margins.arms):
         style = Style(PALETTE[(i + 1) % len(PALETTE)], "o", 3.0)
@@ -68,8 +75,14 @@ def flip_curve_figure(plot_id: str, margins: MarginsResult) -> str:
         entries.append(LegendEntry(arm.arm, style))
     left.ylabel("flip rate, %", left_w - YLABEL + 2)
     left.title("Decisions flip where the margin is small")
-    d.text(left.left + left.width / 2, height - LINE - 2, "reference margin (top-1 − top-2 "
-           "logit)", 9.0, "middle", "bottom")  # fmt: skip
+    d.text(
+        left.left + left.width / 2,
+        height - LINE - 2,
+        "reference margin (top-1 − top-2 logit)",
+        9.0,
+        "middle",
+        "bottom",
+    )
     legend(d, entries, 0, left.top + 4, 1, 8.0, right=left.right - 4)
     d.close_group()
     d.open_group("axes")
@@ -77,14 +90,16 @@ def flip_curve_figure(plot_id: str, margins: MarginsResult) -> str:
     n = len(dist.histogram)
     right.set_x(-0.4 - 0.05 * n, n - 0.6 + 0.05 * n)
     right.set_y(0, c_hi)
-    right.frame(range(len(names)), c_ticks, xfmt=lambda v: names[int(v)], xtick_size=7.0,
-                xtick_rotate=True)  # fmt: skip
+    right.frame(
+        range(len(names)), c_ticks, xfmt=lambda v: names[int(v)], xtick_size=7.0, xtick_rotate=True
+    )
     for x, count in enumerate(dist.histogram):
         right.vbar(x, 0.8, count, PALETTE[2])
     right.ylabel("tool-name tokens", right_w - YLABEL + 2)
     right.title(f"Margins at tool-name tokens (n = {dist.count})")
-    d.text(right.left + right.width / 2, height - LINE - 2, "reference margin", 9.0, "middle",
-           "bottom")  # fmt: skip
+    d.text(
+        right.left + right.width / 2, height - LINE - 2, "reference margin", 9.0, "middle", "bottom"
+    )
     d.close_group()
     return d.render()
 
@@ -107,8 +122,9 @@ def repair_effect_figure(plot_id: str, cell: RepairCell) -> str:
     lo, hi = padded([0.0, *(v for _, a, m, b in spans for v in (a, m, b))])
     p.set_x(lo, hi)
     p.set_y(len(cell.arms) - 0.5, -0.5)
-    p.frame(fitting_ticks(lo, hi, p.width), range(len(cell.arms)),
-            ylabels=[a.arm for a in cell.arms])  # fmt: skip
+    p.frame(
+        fitting_ticks(lo, hi, p.width), range(len(cell.arms)), ylabels=[a.arm for a in cell.arms]
+    )
     p.vline(0.0, "#555555")
     for y, a, m, b in spans:
         p.segment(a, y, b, y, "#333333")

@@ -104,8 +104,9 @@ def _values(bands: Sequence[Band], shifts: Sequence[float]) -> tuple[list[float]
     return xs, ys
 
 
-def _draw_bands(panel: Panel, bands: Sequence[Band], shifts: Sequence[float],
-                colour_offset: int = 0) -> None:  # fmt: skip
+def _draw_bands(
+    panel: Panel, bands: Sequence[Band], shifts: Sequence[float], colour_offset: int = 0
+) -> None:
     """Lines with their bands; each series shifted sideways by its shift (arms whose values
     coincide stay visible side by side)."""
     for i, band in enumerate(bands):
@@ -121,8 +122,16 @@ def _k_marks(panel: Panel, marks: Sequence[tuple[int | None, str]]) -> None:
         if k is None or not panel.x.inside(k):
             continue
         panel.vline(k, "#999999", 0.8, (3.0, 1.3))
-        panel.d.text(panel.x(k) - 3, panel.top + 0.02 * panel.height, f"{name} K={k}", 7.0,
-                     "end", "bottom", "#666666", rotate=True)  # fmt: skip
+        panel.d.text(
+            panel.x(k) - 3,
+            panel.top + 0.02 * panel.height,
+            f"{name} K={k}",
+            7.0,
+            "end",
+            "bottom",
+            "#666666",
+            rotate=True,
+        )
 
 
 def _band_legend(bands: Sequence[Band]) -> list[LegendEntry]:
@@ -146,12 +155,13 @@ def budget_figure(
     columns = min(n, 4)
     rows = math.ceil(len(success) / columns) if success else 0
     width, height = 9.0 * INCH, (3.4 + 0.22 * math.ceil(n / 4)) * INCH
-    d = Drawing(plot_id, width, height, "Success under each error budget, and the gap to the "
-                "reference")  # fmt: skip
+    d = Drawing(
+        plot_id, width, height, "Success under each error budget, and the gap to the reference"
+    )
     legend_h = rows * 1.4 * 8 + 6
     spread = 0.05 if n > 1 else 0.0
     shifts_s, shifts_g = _offsets(len(success), spread), _offsets(len(gaps), spread)
-    xs_s, ys_s = _values(success, shifts_s)
+    xs_s, _ = _values(success, shifts_s)
     xs_g, ys_g = _values(gaps, shifts_g)
     top, bottom = TITLE + 4, height - legend_h - XLABEL - 4
     g_lo, g_hi = padded([*ys_g, 0.0])
@@ -163,7 +173,10 @@ def budget_figure(
     panel_w = (width - left_w - right_w - gap - 8) / 2
     marks = ((default_k, "default"), (small_k, "small"))
     for which, (x0, bands, xs, shifts) in enumerate(
-        ((left_w, success, xs_s, shifts_s), (left_w + panel_w + gap + right_w, gaps, xs_g, shifts_g))
+        (
+            (left_w, success, xs_s, shifts_s),
+            (left_w + panel_w + gap + right_w, gaps, xs_g, shifts_g),
+        )
     ):
         d.open_group("axes")
         p = Panel(d, x0, top, panel_w, bottom - top)
@@ -212,15 +225,23 @@ def channel_figure(
     top_h = (ROW_IN * max(bar_rows, 3) + 0.9 + 0.2 * math.ceil(n_series / 4)) * INCH
     facet_h = (ROW_IN * max(facet_rows, 3) + 0.9) * INCH
     width = 9.0 * INCH
-    d = Drawing(plot_id, width, top_h + grid * facet_h, "Failed calls by channel, and their "
-                "amplification against the reference")  # fmt: skip
-    entries = [LegendEntry(name, Style(colour(i), "s", 7.0), line=False)
-               for i, name in enumerate(rates.series)]  # fmt: skip
+    d = Drawing(
+        plot_id,
+        width,
+        top_h + grid * facet_h,
+        "Failed calls by channel, and their amplification against the reference",
+    )
+    entries = [
+        LegendEntry(name, Style(colour(i), "s", 7.0), line=False)
+        for i, name in enumerate(rates.series)
+    ]
     legend_h = legend(d, entries, 0, 4, min(n_series, 4), right=width - 8) if entries else 0
     m = len(rates.categories)
     left = tick_width(list(rates.categories)) + 8
     d.open_group("axes")
-    p = Panel(d, left, 4 + legend_h + TITLE, width - left - 12, top_h - 4 - legend_h - TITLE - XLABEL)
+    p = Panel(
+        d, left, 4 + legend_h + TITLE, width - left - 12, top_h - 4 - legend_h - TITLE - XLABEL
+    )
     values = [v for vs in rates.series.values() for v in _pts(vs) if v is not None]
     x_hi = padded([0.0, *values])[1]
     p.set_x(0.0, x_hi)
@@ -237,8 +258,14 @@ def channel_figure(
     d.close_group()
     if arms:
         facet_top = top_h
-        d.text(0.01 * width, facet_top + 4, "Amplification (arm rate ÷ reference rate)",
-               TITLE_SIZE, "start", "top")  # fmt: skip
+        d.text(
+            0.01 * width,
+            facet_top + 4,
+            "Amplification (arm rate ÷ reference rate)",
+            TITLE_SIZE,
+            "start",
+            "top",
+        )
         labels = [it.label for items in amplification.values() for it in items]
         label_w = tick_width(labels) + 8
         gap = 16.0
@@ -258,13 +285,20 @@ def channel_figure(
     return d.render()
 
 
-def _draw_intervals(panel: Panel, items: Sequence[Interval], labels: bool = True,
-                    xlabel: bool = True) -> None:  # fmt: skip
+def _draw_intervals(
+    panel: Panel, items: Sequence[Interval], labels: bool = True, xlabel: bool = True
+) -> None:
     """One row per item: the ratio and its CI on a log axis (decades only, so the ticks
     never run together); an interval with no upper bound ends in an arrowhead at the edge."""
     if not items:
-        panel.d.text(panel.left + panel.width / 2, panel.top + panel.height / 2,
-                     "no comparison", FONT_SIZE, "middle", "center")  # fmt: skip
+        panel.d.text(
+            panel.left + panel.width / 2,
+            panel.top + panel.height / 2,
+            "no comparison",
+            FONT_SIZE,
+            "middle",
+            "center",
+        )
         return
     shown = [it for it in items if finite(it.value) and it.value is not None and it.value > 0]
     values = [v for it in shown for v in (it.value, it.low, it.high) if v and finite(v)]
@@ -280,8 +314,13 @@ def _draw_intervals(panel: Panel, items: Sequence[Interval], labels: bool = True
     x_lo, x_hi = padded([1.0, *(v for _, _, lo, hi, _ in rows for v in (lo, hi))], log=True)
     panel.set_x(x_lo, x_hi, log=True)
     panel.set_y(len(items) - 0.5, -0.5)
-    panel.frame(decade_ticks(x_lo, x_hi, most=6), range(len(items)), xfmt=times,
-                ylabels=[it.label for it in items], show_ylabels=labels)  # fmt: skip
+    panel.frame(
+        decade_ticks(x_lo, x_hi, most=6),
+        range(len(items)),
+        xfmt=times,
+        ylabels=[it.label for it in items],
+        show_ylabels=labels,
+    )
     panel.vline(1.0, "#555555")
     for y, it, lo, hi, unbounded in rows:
         assert it.value is not None
@@ -315,8 +354,12 @@ def rank_figure(
     ref_rank = _ranks({n: ref_counts.get(n, 0) for n in names})
     arm_rank = _ranks({n: arm_counts.get(n, 0) for n in names})
     width, height = 4.6 * INCH, 4.2 * INCH
-    d = Drawing(plot_id, width, height, f"Rank of each hallucinated tool name in {ref_label} "
-                f"and in {arm_label}")  # fmt: skip
+    d = Drawing(
+        plot_id,
+        width,
+        height,
+        f"Rank of each hallucinated tool name in {ref_label} and in {arm_label}",
+    )
     d.open_group("axes")
     p = Panel(d, 0.14 * width, 0.08 * height, 0.83 * width, 0.72 * height)
     rho_text = "n/a" if rho is None else f"{rho:.2f}"
@@ -329,14 +372,18 @@ def rank_figure(
         top = len(names) + 1
         p.set_x(0.5, top)
         p.set_y(0.5, top)
-        p.frame(fitting_ticks(0.5, top, p.width, integer=True),
-                y_ticks(0.5, top, p.height, integer=True))  # fmt: skip
+        p.frame(
+            fitting_ticks(0.5, top, p.width, integer=True),
+            y_ticks(0.5, top, p.height, integer=True),
+        )
         p.segment(1, 1, top, top, "#aaaaaa", 0.8, (3.7, 1.6))
         novel = [n for n in names if ref_counts.get(n, 0) == 0]
         known = [n for n in names if ref_counts.get(n, 0) > 0]
         entries = []
-        for group, col, label in ((known, PALETTE[2], "seen in reference"),
-                                  (novel, PALETTE[4], "novel")):  # fmt: skip
+        for group, col, label in (
+            (known, PALETTE[2], "seen in reference"),
+            (novel, PALETTE[4], "novel"),
+        ):
             if not group:
                 continue
             entries.append(LegendEntry(label, Style(col, "o", 6.0), line=False))
@@ -344,14 +391,18 @@ def rank_figure(
                 size = math.sqrt(12 + 4 * math.sqrt(arm_counts.get(n, 0) + ref_counts.get(n, 0)))
                 p.point(ref_rank[n], arm_rank[n], Style(col, "o", size), opacity=0.75)
         legend(d, entries, width / 2, height - 1.4 * 7 - 4, 2, 7.0)
-        by_volume = sorted(
-            names, key=lambda n: (-(arm_counts.get(n, 0) + ref_counts.get(n, 0)), n)
-        )
+        by_volume = sorted(names, key=lambda n: (-(arm_counts.get(n, 0) + ref_counts.get(n, 0)), n))
         labels = [(_short(n), ref_rank[n], arm_rank[n]) for n in by_volume[:label_top]]
     else:
         p.frame()
-        d.text(p.left + p.width / 2, p.top + p.height / 2, "no hallucinated tool names",
-               FONT_SIZE, "middle", "center")  # fmt: skip
+        d.text(
+            p.left + p.width / 2,
+            p.top + p.height / 2,
+            "no hallucinated tool names",
+            FONT_SIZE,
+            "middle",
+            "center",
+        )
     for text, x, y in labels:  # last: a label over another text is left out
         p.label(x, y, text, 7.0, dx=4, dy=3, optional=True)
     d.close_group()
@@ -365,8 +416,7 @@ def passk_figure(plot_id: str, curves: Sequence[Band]) -> str:
     d = Drawing(plot_id, width, height, "pass^k per arm")
     d.open_group("axes")
     bottom = (0.6 + 0.2 * rows) * INCH
-    p = Panel(d, 0.6 * INCH, 0.15 * INCH, 0.97 * width - 0.6 * INCH,
-              height - bottom - 0.15 * INCH)  # fmt: skip
+    p = Panel(d, 0.6 * INCH, 0.15 * INCH, 0.97 * width - 0.6 * INCH, height - bottom - 0.15 * INCH)
     shifts = _offsets(len(curves), 0.04 if len(curves) > 1 else 0.0)
     xs, _ = _values(curves, shifts)
     x_lo, x_hi = padded(xs or [0.0, 1.0])
@@ -379,8 +429,7 @@ def passk_figure(plot_id: str, curves: Sequence[Band]) -> str:
     p.ylabel("pass^k, %", 2 * TICK + text_width("100", FONT_SIZE) + 6)
     d.close_group()
     if curves:
-        legend(d, _band_legend(curves), width / 2, height - rows * 1.4 * 8 - 4,
-               min(len(curves), 3))  # fmt: skip
+        legend(d, _band_legend(curves), width / 2, height - rows * 1.4 * 8 - 4, min(len(curves), 3))
     return d.render()
 
 
@@ -423,8 +472,9 @@ def floor_figure(plot_id: str, panels: Sequence[FloorPanel]) -> str:
     over its neighbour."""
     n_arms = max((len(p.arms) for p in panels), default=1)
     width, height = 9.0 * INCH, (ROW_IN * max(n_arms, 3) + 1.1) * INCH
-    d = Drawing(plot_id, width, height, "Each arm's diagnostics against the reference's noise "
-                "floor")  # fmt: skip
+    d = Drawing(
+        plot_id, width, height, "Each arm's diagnostics against the reference's noise floor"
+    )
     names = [_short(a, 18) for a in (panels[0].arms if panels else [])]
     left = tick_width(names) + 8
     gap = 22.0
@@ -450,8 +500,13 @@ def floor_figure(plot_id: str, panels: Sequence[FloorPanel]) -> str:
         ticks = decade_ticks(lo, hi, (1.0, 2.0, 5.0), most=2) if log else None
         if ticks is not None and len(ticks) > 4:
             ticks = decade_ticks(lo, hi, (1.0,), most=4)
-        p.frame(ticks if ticks is not None else fitting_ticks(lo, hi, panel_w, most=4), ys,
-                xfmt=times if log else _plain, ylabels=names, show_ylabels=i == 0)  # fmt: skip
+        p.frame(
+            ticks if ticks is not None else fitting_ticks(lo, hi, panel_w, most=4),
+            ys,
+            xfmt=times if log else _plain,
+            ylabels=names,
+            show_ylabels=i == 0,
+        )
         if fp.band is not None:
             p.xspan(*fp.band, "#bbbbbb", 0.45)
         if fp.floor is not None:

@@ -22,7 +22,7 @@ from markupsafe import escape
 
 FONT = "'DejaVu Sans', 'Bitstream Vera Sans', Arial, sans-serif"
 
-_ASCII = " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~"
+_ASCII = "".join(map(chr, range(32, 127)))
 _ASCII_EM = (
     "0.318,0.401,0.46,0.838,0.636,0.95,0.78,0.275,0.39,0.39,0.5,0.838,0.318,0.361,0.318,0.337,"
     "0.636,0.636,0.636,0.636,0.636,0.636,0.636,0.636,0.636,0.636,0.337,0.337,0.838,0.838,0.838,"
@@ -64,10 +64,9 @@ class Box:
     bottom: float
 
     def overlaps(self, other: Box) -> bool:
-        return (
-            min(self.right, other.right) > max(self.left, other.left)
-            and min(self.bottom, other.bottom) > max(self.top, other.top)
-        )
+        return min(self.right, other.right) > max(self.left, other.left) and min(
+            self.bottom, other.bottom
+        ) > max(self.top, other.top)
 
 
 Anchor = Literal["start", "middle", "end"]
