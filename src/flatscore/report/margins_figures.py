@@ -46,7 +46,8 @@ def flip_curve_figure(plot_id: str, margins: MarginsResult) -> str:
     bins = [[_bin_label(b.lo, b.hi) for b in arm.flip_by_margin] for arm in margins.arms]
     labels = bins[-1] if bins else []
     turned = max((text_width(s, 7.0) for s in [*labels, *names]), default=0.0)
-    bottom = height - (2 * TICK + turned + LINE + 8)
+    bottom = height - (2 * TICK + turned + 4 + LINE + 4)
+    label_y = bottom + 2 * TICK + turned + 4  # the axis labels, under the turned ticks
     rates = [100 * b.flip_rate for arm in margins.arms for b in arm.flip_by_margin if b.flip_rate]
     r_lo, r_hi = padded([*rates, 0.0])
     c_hi = padded([0.0, *dist.histogram])[1]
@@ -77,11 +78,11 @@ def flip_curve_figure(plot_id: str, margins: MarginsResult) -> str:
     left.title("Decisions flip where the margin is small")
     d.text(
         left.left + left.width / 2,
-        height - LINE - 2,
+        label_y,
         "reference margin (top-1 − top-2 logit)",
         9.0,
         "middle",
-        "bottom",
+        "top",
     )
     legend(d, entries, 0, left.top + 4, 1, 8.0, right=left.right - 4)
     d.close_group()
@@ -97,9 +98,7 @@ def flip_curve_figure(plot_id: str, margins: MarginsResult) -> str:
         right.vbar(x, 0.8, count, PALETTE[2])
     right.ylabel("tool-name tokens", right_w - YLABEL + 2)
     right.title(f"Margins at tool-name tokens (n = {dist.count})")
-    d.text(
-        right.left + right.width / 2, height - LINE - 2, "reference margin", 9.0, "middle", "bottom"
-    )
+    d.text(right.left + right.width / 2, label_y, "reference margin", 9.0, "middle", "top")
     d.close_group()
     return d.render()
 
