@@ -343,7 +343,7 @@ class Panel:
         col: str = "#000000",
         optional: bool = False,
     ) -> bool:
-        """Text at a data point, offset by (dx, dy) points (dy up, as matplotlib's offsets)."""
+        """Text at a data point, offset by (dx, dy) points (dy up)."""
         return self.d.text(
             self.x(x) + dx, self.y(y) - dy, text, size, anchor, valign, col, optional=optional
         )

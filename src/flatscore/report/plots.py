@@ -3,7 +3,7 @@
 Why SVG written directly: the report must work offline from one file, so a plot library that
 needs JavaScript (plotly, Vega) would have to be inlined (megabytes) and would run code in
 the page; and these charts are lines, bands, points, bars and intervals, which a plot library
-that lays out text by rendering it (matplotlib, used before) spent most of the report's time
+that lays out text by rendering it (matplotlib) would spend most of the report's time
 on. A static SVG needs no script, renders the same everywhere, and is the same bytes run to
 run; every label is escaped, so model-generated tool names can label points without
 becoming markup.

@@ -1,7 +1,7 @@
 """A small SVG writer for the report's figures: shapes and text in points, written as strings.
 
 Why not a plot library: the report's charts are lines, bars, points and intervals on one or
-two axes, and a library that lays out text by rendering it (matplotlib) spent most of the
+two axes, and a library that lays out text by rendering it (matplotlib) spends most of the
 report's time doing so. Here text is measured from DejaVu Sans's advance widths (the font the
 page asks for first), so labels can be placed, and a label that would overlap another left
 out, without rendering anything.
