@@ -1,10 +1,12 @@
-"""The SVG figures: valid inline SVG, byte-stable, unique ids, labels escaped, ranks right."""
+"""The SVG figures: valid inline SVG, byte-stable, unique ids, labels escaped, ranks right,
+axes and bars where the numbers put them."""
 
 from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy.stats import rankdata
@@ -104,20 +106,21 @@ def test_a_ratio_that_cannot_be_drawn_says_why() -> None:
     assert "new: 0 → 5.0%" in svg and "no ratio" in svg and "n/a" not in svg
 
 
+NS = "{http://www.w3.org/2000/svg}"
+
+
 def _line_styles(svg: str) -> list[tuple[str, str]]:
-    """(dash pattern, marker id) of each data line with markers in an SVG (clipped to the
-    axes: the tick marks and the legend's samples are not)."""
+    """(dash pattern, marker shape) of each data line in an SVG: its path (clipped to the
+    axes: grid, spines and legend samples are not) and the shape of the marker drawn after
+    it (a circle, or a polygon's vertex count)."""
     root = ET.fromstring(svg)
     out = []
-    for g in root.iter():
-        if g.get("id", "").startswith("plot-") and "line2d" in g.get("id", ""):
-            path = next((p for p in g.iter() if p.tag.endswith("path")), None)
-            use = next((u for u in g.iter() if u.tag.endswith("use")), None)
-            if path is not None and use is not None and path.get("clip-path"):  # data, not ticks
-                style = path.get("style", "")
-                dash = re.search(r"stroke-dasharray: ([^;]+)", style)
-                href = use.get("{http://www.w3.org/1999/xlink}href") or use.get("href") or ""
-                out.append((dash.group(1) if dash else "solid", href))
+    elements = list(root.iter())
+    for i, el in enumerate(elements):
+        if el.tag == f"{NS}path" and el.get("clip-path") and el.get("fill") == "none":
+            mark = elements[i + 1]
+            shape = "circle" if mark.tag == f"{NS}circle" else str(mark.get("d", "").count("L"))
+            out.append((el.get("stroke-dasharray", "solid"), shape))
     return out
 
 
@@ -128,6 +131,36 @@ def test_coinciding_lines_stay_visible() -> None:
     styles = _line_styles(plots.budget_figure("same", same, [], 2, 0))
     assert len(styles) == 3
     assert len({d for d, _ in styles}) == 3 and len({m for _, m in styles}) == 3, styles
+
+
+def _texts(svg: str) -> list[str]:
+    return [t.text or "" for t in ET.fromstring(svg).iter(f"{NS}text")]
+
+
+def test_budget_figure_axes_known_answers() -> None:
+    """S(K) runs 0-100% whatever the data; Gap(K)'s axis spans its bands and 0; each panel is
+    an `axes` group; the K marks are named."""
+    svg = plots.budget_figure("k", BANDS, GAPS, 2, 0)
+    texts = _texts(svg)
+    for tick in ("0", "20", "40", "60", "80", "100"):
+        assert tick in texts
+    assert "−10" not in texts and "40" in texts  # gaps: −5 … 40 points, padded
+    assert "default K=2" in texts and "small K=0" in texts
+    assert len(re.findall(r'<g id="plot-k-axes_\d+"', svg)) == 2
+    assert texts.count("bf16") == 1 and texts.count("int4") == 1  # one legend for both
+
+
+def test_channel_bars_are_as_long_as_their_rates() -> None:
+    """Rates 0.1 and 0.3 of one channel: the second bar three times the first's length."""
+    svg = plots.channel_figure(
+        "w", plots.GroupedBars(["role_confusion"], {"bf16": [0.1], "int4": [0.3]}), {}
+    )
+    bars = [
+        float(r.get("width", "0"))
+        for r in ET.fromstring(svg).iter(f"{NS}rect")
+        if r.get("fill") in (plots.PALETTE[0], plots.PALETTE[1]) and r.get("clip-path")
+    ]
+    assert len(bars) == 2 and bars[1] == pytest.approx(3 * bars[0], rel=0.01)
 
 
 def test_floor_panel_keeps_rho_inside_its_range() -> None:

@@ -1,8 +1,8 @@
 """report.html: one self-contained, deterministic, script-safe page.
 
 Safety model (model-generated text is hostile by assumption):
-- every value goes through jinja2 with autoescape on; plots are matplotlib SVG, which escapes
-  its labels;
+- every value goes through jinja2 with autoescape on; plots are SVG written by
+  `flatscore.report.svg`, which escapes every label;
 - transcripts travel as JSON inside `<script type="application/json">` with `<`, `>` and `&`
   written as `\\u003c` etc., so no text can close the script element; the page's own script
   renders them with `textContent` only. A payload over `COMPRESS_ABOVE` (a study of
@@ -80,7 +80,8 @@ def _optional_figures(analysis: AnalysisResult) -> dict[str, Any]:
         out["margins_svg"] = Markup(flip_curve_figure("margins", analysis.margins))
         out["margins_table"] = margins_result.markdown_table(analysis.margins)
     if analysis.cost is not None:
-        from flatscore.report.cost_figures import cost_figure, cost_table
+        from flatscore.report.cost_figures import cost_figure
+        from flatscore.report.cost_text import cost_table
 
         out["cost_svg"] = Markup(cost_figure("cost", analysis))
         out["cost_table"] = cost_table(analysis)

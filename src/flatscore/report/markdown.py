@@ -6,24 +6,17 @@ escaped for Markdown and HTML: a renderer shows it as text, never as a link or m
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from flatscore.analysis.markdown_table import table_lines
 from flatscore.analysis.result import AnalysisResult, Cell, FloorStat
 from flatscore.analysis.sequential_result import decided_text, study_text
+from flatscore.report.cost_text import cost_lines
+from flatscore.report.markdown_escape import md_escape
 from flatscore.report.verdicts import headlines, pct, pts, pval, ratio
 
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 CODE_PHRASES = ("`flatscore power`",)
 """Commands our own sentences quote: shown as code, not as escaped backticks."""
-
-
-def md_escape(text: str) -> str:
-    """Text that Markdown renders literally inside a line: emphasis, code, link and table
-    characters backslashed, `<`/`&` as entities (so no HTML and no autolinks)."""
-    text = text.replace("&", "&amp;").replace("<", "&lt;")
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(text.split()))
 
 
 def md_sentence(text: str) -> str:
@@ -203,8 +196,6 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
             lines += _floor_table(cell)
         lines.append("")
     if analysis.cost is not None:
-        from flatscore.report.cost_figures import cost_lines
-
         lines += ["## Cost per arm", "", *cost_lines(analysis)]
         lines += [f"- warning: {md_escape(w)}" for w in analysis.cost.warnings] + [""]
     lines += [

@@ -1,34 +1,55 @@
-"""The report's figures, as inline SVG strings drawn with matplotlib.
+"""The report's figures for each cell, as inline SVG strings (`svg.Drawing`, `axes.Panel`).
 
-Why matplotlib SVG: the report must work offline from one file, so a plot library that needs
-JavaScript (plotly, Vega) would have to be inlined (megabytes) and would run code in the
-page. A static SVG needs no script, renders the same everywhere, and with a fixed
-`svg.hashsalt`, no date metadata and text kept as text (`svg.fonttype = none`) the bytes are
-identical run to run. matplotlib also escapes every label it writes, so model-generated tool
-names can label points without becoming markup.
+Why SVG written directly: the report must work offline from one file, so a plot library that
+needs JavaScript (plotly, Vega) would have to be inlined (megabytes) and would run code in
+the page; and these charts are lines, bands, points, bars and intervals, which a plot library
+that lays out text by rendering it (matplotlib) would spend most of the report's time
+on. A static SVG needs no script, renders the same everywhere, and is the same bytes run to
+run; every label is escaped, so model-generated tool names can label points without
+becoming markup.
 
 Each function takes plain numbers (no analysis types) and returns `<svg ...>...</svg>`.
-Rates and gaps come in as fractions and are drawn in percentage points.
+Rates and gaps come in as fractions and are drawn in percentage points. Sizes are in points
+(72 to the inch), as the figures' sizes always were.
 """
 
 from __future__ import annotations
 
-import io
 import math
-import re
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-import matplotlib
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.text import Text
-from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+from flatscore.report.axes import (
+    FONT_SIZE,
+    PALETTE,
+    TICK,
+    TITLE_SIZE,
+    LegendEntry,
+    Panel,
+    Style,
+    colour,
+    decade_ticks,
+    fitting_ticks,
+    legend,
+    padded,
+    series_style,
+    tick_width,
+    times,
+    y_ticks,
+)
+from flatscore.report.svg import Drawing, finite, text_width
 
-# Colour-blind-safe palette (Okabe-Ito); the reference arm always takes the first colour.
-PALETTE = ("#000000", "#E69F00", "#56B4E9", "#009E73", "#D55E00", "#CC79A7", "#0072B2", "#F0E442")
+INCH = 72.0
+LINE = 1.2 * FONT_SIZE
+"""The height of a line of axis text."""
+XAXIS = 2 * TICK + LINE
+"""Below a panel: the ticks and their labels."""
+XLABEL = XAXIS + LINE + 4
+"""Below a panel: ticks, their labels and the axis label."""
+YLABEL = LINE + 4
+"""Left of the tick labels: the turned y label."""
+TITLE = TITLE_SIZE * 1.2 + 8
+"""Above a panel: its title."""
 
 
 @dataclass(frozen=True)
@@ -61,108 +82,60 @@ class GroupedBars:
     series: dict[str, Sequence[float]] = field(default_factory=dict)
 
 
-@contextmanager
-def _style(plot_id: str) -> Iterator[None]:
-    """Deterministic, script-free SVG: the salt also keeps clip-path ids unique per plot."""
-    with matplotlib.rc_context(
-        {
-            "svg.hashsalt": f"flatscore-{plot_id}",
-            "svg.fonttype": "none",
-            "svg.id": f"plot-{plot_id}",
-            "text.parse_math": False,
-            "font.size": 9,
-            "axes.spines.top": False,
-            "axes.spines.right": False,
-            "axes.grid": True,
-            "grid.alpha": 0.3,
-            "legend.frameon": False,
-        }
-    ):
-        yield
-
-
-_NO_METADATA = {"Date": None, "Creator": None, "Format": None, "Type": None}
-_TAG = re.compile(r"<[^>]*>")
-_ID_REF = re.compile(r'(\sid="|url\(#|href="#)(?!plot-)')
-
-
-def _to_svg(fig: Figure, plot_id: str) -> str:
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata=_NO_METADATA)
-    text = buf.getvalue()
-    # Drop the XML prolog and DOCTYPE: the SVG is inlined into an HTML document.
-    text = text[text.index("<svg") :].strip()
-    # matplotlib numbers its element ids per figure (figure_1, axes_1, ...): prefix them so
-    # several plots in one page never share an id. Only tags are rewritten (labels are text,
-    # and matplotlib escapes `<` in text, so a label can never look like a tag).
-    prefix = f"plot-{plot_id}-"
-    return _TAG.sub(lambda m: _ID_REF.sub(lambda r: r.group(1) + prefix, m.group(0)), text)
-
-
-def drop_overlapping(fig: Figure, candidates: Sequence[Text]) -> None:
-    """Remove each of `candidates` (in priority order) whose box overlaps another text of the
-    figure (ticks, titles, legends, the labels kept before it): a label that cannot be read
-    is left out rather than printed over another."""
-    if not candidates:
-        return
-    FigureCanvasAgg(fig)
-    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
-    fig.draw_without_rendering()
-    pending = set(map(id, candidates))
-    fixed = [
-        t.get_window_extent(renderer).expanded(1.04, 1.1)
-        for t in fig.findobj(Text)
-        if id(t) not in pending and t.get_visible() and t.get_text().strip()
-    ]
-    for t in candidates:
-        box = t.get_window_extent(renderer).expanded(1.04, 1.1)
-        if any(box.overlaps(other) for other in fixed):
-            t.remove()
-        else:
-            fixed.append(box)
-
-
 def _offsets(n: int, step: float) -> list[float]:
     """Small x offsets that keep n coinciding series apart (centred on 0)."""
     return [step * (i - (n - 1) / 2) for i in range(n)]
 
 
-def _pts(values: Sequence[float | None]) -> list[float]:
-    return [math.nan if v is None else 100.0 * v for v in values]
+def _pts(values: Sequence[float | None]) -> list[float | None]:
+    return [None if v is None else 100.0 * v for v in values]
 
 
-def _colour(i: int) -> str:
-    return PALETTE[i % len(PALETTE)]
-
-
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-DASHES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1)), (0, (1, 2)), (0, (6, 2)), (0, (2, 1)))
-"""Per series: lines that coincide (an arm identical to the reference) stay visible — the
-later one is dashed over the earlier and each has its own marker."""
+def _values(bands: Sequence[Band], shifts: Sequence[float]) -> tuple[list[float], list[float]]:
+    """Every x (shifted) and every y (points, bands included) the bands draw."""
+    xs = [x + s for b, s in zip(bands, shifts, strict=True) for x in b.x]
+    ys = [
+        v
+        for b in bands
+        for series in (b.y, b.low or [], b.high or [])
+        for v in _pts(series)
+        if v is not None and math.isfinite(v)
+    ]
+    return xs, ys
 
 
 def _draw_bands(
-    ax: Axes, bands: Sequence[Band], colour_offset: int = 0, spread: float = 0.0
+    panel: Panel, bands: Sequence[Band], shifts: Sequence[float], colour_offset: int = 0
 ) -> None:
-    """Lines with their bands; `spread` shifts each series sideways by a fraction of an x
-    step, so arms whose values coincide stay visible side by side."""
-    shifts = _offsets(len(bands), spread)
+    """Lines with their bands; each series shifted sideways by its shift (arms whose values
+    coincide stay visible side by side)."""
     for i, band in enumerate(bands):
-        colour = _colour(i + colour_offset)
-        j = (i + colour_offset) % len(MARKERS)
-        ax.plot(
-            [x + shifts[i] for x in band.x],
-            _pts(band.y),
-            marker=MARKERS[j],
-            ms=4 if j else 5,
-            mfc="none" if j else colour,
-            ls=DASHES[j],
-            lw=1.6,
-            color=colour,
-            label=band.label,
-        )
+        style = series_style(i + colour_offset)
         if band.low is not None and band.high is not None:
-            ax.fill_between(band.x, _pts(band.low), _pts(band.high), color=colour, alpha=0.15, lw=0)
+            panel.band(band.x, _pts(band.low), _pts(band.high), style.colour)
+        panel.polyline([x + shifts[i] for x in band.x], _pts(band.y), style)
+
+
+def _k_marks(panel: Panel, marks: Sequence[tuple[int | None, str]]) -> None:
+    """Dashed verticals at the named budgets, each named up its left side."""
+    for k, name in marks:
+        if k is None or not panel.x.inside(k):
+            continue
+        panel.vline(k, "#999999", 0.8, (3.0, 1.3))
+        panel.d.text(
+            panel.x(k) - 3,
+            panel.top + 0.02 * panel.height,
+            f"{name} K={k}",
+            7.0,
+            "end",
+            "bottom",
+            "#666666",
+            rotate=True,
+        )
+
+
+def _band_legend(bands: Sequence[Band]) -> list[LegendEntry]:
+    return [LegendEntry(b.label, series_style(i)) for i, b in enumerate(bands)]
 
 
 def budget_figure(
@@ -179,38 +152,55 @@ def budget_figure(
     The picture of the study: curves that meet at the default K and part at small K.
     """
     n = max(len(success), 1)
-    with _style(plot_id):
-        fig = Figure(figsize=(9.0, 3.4 + 0.22 * math.ceil(n / 4)), layout="constrained")
-        left, right = fig.subplots(1, 2)
-        spread = 0.05 if n > 1 else 0.0
-        _draw_bands(left, success, spread=spread)
-        left.set(xlabel="error budget K (failed calls allowed)", ylabel="success S(K), %")
-        left.set_title("Success under each error budget", loc="left")
-        left.set_ylim(-2, 102)
-        _draw_bands(right, gaps, colour_offset=1, spread=spread)
-        right.axhline(0.0, color="#555555", lw=0.8)
-        right.set(xlabel="error budget K", ylabel="Gap(K) = S_ref − S_arm, points")
-        right.set_title("Gap to the reference", loc="left")
-        for ax in (left, right):
-            for k, name in ((default_k, "default"), (small_k, "small")):
-                if k is not None:
-                    ax.axvline(k, color="#999999", lw=0.8, ls="--")
-                    ax.annotate(
-                        f"{name} K={k}",
-                        (k, 0.98),
-                        xycoords=("data", "axes fraction"),
-                        textcoords="offset points",
-                        xytext=(-3, 0),
-                        fontsize=7,
-                        color="#666666",
-                        rotation=90,
-                        ha="right",
-                        va="top",
-                    )
-        handles, labels = left.get_legend_handles_labels()
-        if handles:
-            fig.legend(handles, labels, fontsize=8, loc="outside lower center", ncols=min(n, 4))
-        return _to_svg(fig, plot_id)
+    columns = min(n, 4)
+    rows = math.ceil(len(success) / columns) if success else 0
+    width, height = 9.0 * INCH, (3.4 + 0.22 * math.ceil(n / 4)) * INCH
+    d = Drawing(
+        plot_id, width, height, "Success under each error budget, and the gap to the reference"
+    )
+    legend_h = rows * 1.4 * 8 + 6
+    spread = 0.05 if n > 1 else 0.0
+    shifts_s, shifts_g = _offsets(len(success), spread), _offsets(len(gaps), spread)
+    xs_s, _ = _values(success, shifts_s)
+    xs_g, ys_g = _values(gaps, shifts_g)
+    top, bottom = TITLE + 4, height - legend_h - XLABEL - 4
+    g_lo, g_hi = padded([*ys_g, 0.0])
+    g_ticks = y_ticks(g_lo, g_hi, bottom - top)
+    s_ticks = y_ticks(-2, 102, bottom - top)
+    left_w = YLABEL + tick_width([f"{t:g}" for t in s_ticks]) + 6
+    right_w = YLABEL + tick_width([f"{t:g}".replace("-", "−") for t in g_ticks]) + 6
+    gap = 14.0
+    panel_w = (width - left_w - right_w - gap - 8) / 2
+    marks = ((default_k, "default"), (small_k, "small"))
+    for which, (x0, bands, xs, shifts) in enumerate(
+        (
+            (left_w, success, xs_s, shifts_s),
+            (left_w + panel_w + gap + right_w, gaps, xs_g, shifts_g),
+        )
+    ):
+        d.open_group("axes")
+        p = Panel(d, x0, top, panel_w, bottom - top)
+        x_lo, x_hi = padded(xs or [0.0, 1.0])
+        p.set_x(x_lo, x_hi)
+        if which == 0:
+            p.set_y(-2, 102)
+            p.frame(fitting_ticks(x_lo, x_hi, panel_w, integer=True), s_ticks)
+            _draw_bands(p, bands, shifts)
+            p.xlabel("error budget K (failed calls allowed)")
+            p.ylabel("success S(K), %", left_w - YLABEL + 2)
+            p.title("Success under each error budget")
+        else:
+            p.set_y(g_lo, g_hi)
+            p.frame(fitting_ticks(x_lo, x_hi, panel_w, integer=True), g_ticks)
+            _draw_bands(p, bands, shifts, colour_offset=1)
+            p.hline(0.0, "#555555")
+            p.xlabel("error budget K")
+            p.ylabel("Gap(K) = S_ref − S_arm, points", right_w - YLABEL + 2)
+            p.title("Gap to the reference")
+        _k_marks(p, marks)
+        d.close_group()
+    legend(d, _band_legend(success), width / 2, height - legend_h, columns)
+    return d.render()
 
 
 ROW_IN = 0.24
@@ -232,82 +222,117 @@ def channel_figure(
     n_series = max(len(rates.series), 1)
     bar_rows = len(rates.categories) * max(1.0, 0.4 * n_series)
     facet_rows = max((len(v) for v in amplification.values()), default=0)
-    top_h = ROW_IN * max(bar_rows, 3) + 0.9 + 0.2 * math.ceil(n_series / 4)
-    facet_h = ROW_IN * max(facet_rows, 3) + 0.9
-    with _style(plot_id):
-        fig = Figure(figsize=(9.0, top_h + grid * facet_h), layout="constrained")
-        top, bottom = fig.subfigures(  # type: ignore[misc]  # an array of two subfigures
-            2, 1, height_ratios=[top_h, max(grid * facet_h, 0.01)]
+    top_h = (ROW_IN * max(bar_rows, 3) + 0.9 + 0.2 * math.ceil(n_series / 4)) * INCH
+    facet_h = (ROW_IN * max(facet_rows, 3) + 0.9) * INCH
+    width = 9.0 * INCH
+    d = Drawing(
+        plot_id,
+        width,
+        top_h + grid * facet_h,
+        "Failed calls by channel, and their amplification against the reference",
+    )
+    entries = [
+        LegendEntry(name, Style(colour(i), "s", 7.0), line=False)
+        for i, name in enumerate(rates.series)
+    ]
+    legend_h = legend(d, entries, 0, 4, min(n_series, 4), right=width - 8) if entries else 0
+    m = len(rates.categories)
+    left = tick_width(list(rates.categories)) + 8
+    d.open_group("axes")
+    p = Panel(
+        d, left, 4 + legend_h + TITLE, width - left - 12, top_h - 4 - legend_h - TITLE - XLABEL
+    )
+    values = [v for vs in rates.series.values() for v in _pts(vs) if v is not None]
+    x_hi = padded([0.0, *values])[1]
+    p.set_x(0.0, x_hi)
+    p.set_y(m - 0.5 + 0.05 * m, -0.5 - 0.05 * m)
+    p.frame(fitting_ticks(0.0, x_hi, p.width), range(m), ylabels=rates.categories)
+    thickness = 0.8 / n_series
+    for i, (name, series) in enumerate(rates.series.items()):
+        del name
+        for y, v in enumerate(_pts(series)):
+            if v is not None and v > 0:
+                p.hbar(y - 0.4 + thickness * (i + 0.5), thickness, v, colour(i))
+    p.xlabel("% of agent tool calls")
+    p.title("Failed calls by channel")
+    d.close_group()
+    if arms:
+        facet_top = top_h
+        d.text(
+            0.01 * width,
+            facet_top + 4,
+            "Amplification (arm rate ÷ reference rate)",
+            TITLE_SIZE,
+            "start",
+            "top",
         )
-        left = top.subplots()
-        height = 0.8 / n_series
-        ys = range(len(rates.categories))
-        for i, (name, values) in enumerate(rates.series.items()):
-            offsets = [y - 0.4 + height * (i + 0.5) for y in ys]
-            left.barh(offsets, _pts(values), height=height, color=_colour(i), label=name)
-        left.set_yticks(list(ys), list(rates.categories))
-        left.invert_yaxis()
-        left.set_xlabel("% of agent tool calls")
-        left.set_title("Failed calls by channel", loc="left")
-        if rates.series:
-            top.legend(fontsize=8, loc="outside upper right", ncols=min(n_series, 4))
-        if arms:
-            axes = bottom.subplots(grid, cols, squeeze=False, sharey=True)
-            for k, ax in enumerate(axes.flat):
-                if k >= len(arms):
-                    ax.set_axis_off()
-                    continue
-                _draw_intervals(ax, amplification[arms[k]], labels=k % cols == 0)
-                ax.set_title(_short(arms[k], 30), loc="left", fontsize=8)
-                if k < len(arms) - cols:
-                    ax.set_xlabel("")
-            bottom.suptitle("Amplification (arm rate ÷ reference rate)", x=0.01, ha="left")
-        return _to_svg(fig, plot_id)
+        labels = [it.label for items in amplification.values() for it in items]
+        label_w = tick_width(labels) + 8
+        gap = 16.0
+        facet_w = (width - label_w - 12 - gap * (cols - 1)) / cols
+        head = TITLE_SIZE * 1.2 + 8 + 8 * 1.2 + 8
+        for k, arm in enumerate(arms):
+            r, c = divmod(k, cols)
+            d.open_group("axes")
+            x0 = label_w + c * (facet_w + gap)
+            y0 = facet_top + r * facet_h + (head if r == 0 else 8 * 1.2 + 10)
+            last_row = k >= len(arms) - cols
+            y1 = facet_top + (r + 1) * facet_h - (XLABEL if last_row else XAXIS) - 2
+            p = Panel(d, x0, y0, facet_w, y1 - y0)
+            _draw_intervals(p, amplification[arm], labels=c == 0, xlabel=last_row)
+            p.title(_short(arm, 30), 8.0)
+            d.close_group()
+    return d.render()
 
 
-def _draw_intervals(ax: Axes, items: Sequence[Interval], labels: bool = True) -> None:
+def _draw_intervals(
+    panel: Panel, items: Sequence[Interval], labels: bool = True, xlabel: bool = True
+) -> None:
     """One row per item: the ratio and its CI on a log axis (decades only, so the ticks
     never run together); an interval with no upper bound ends in an arrowhead at the edge."""
-    shown = [
-        it for it in items if it.value is not None and it.value > 0 and math.isfinite(it.value)
-    ]
-    ys = list(range(len(items)))
     if not items:
-        ax.annotate("no comparison", (0.5, 0.5), xycoords="axes fraction", ha="center")
-        ax.set_axis_off()
+        panel.d.text(
+            panel.left + panel.width / 2,
+            panel.top + panel.height / 2,
+            "no comparison",
+            FONT_SIZE,
+            "middle",
+            "center",
+        )
         return
-    ax.set_yticks(ys, [it.label for it in items])
-    ax.tick_params(axis="y", labelleft=labels)  # facets share rows: named on the left only
-    ax.set_ylim(len(items) - 0.5, -0.5)
-    ax.axvline(1.0, color="#555555", lw=0.8)
-    values = [v for it in shown for v in (it.value, it.low, it.high) if v and math.isfinite(v)]
+    shown = [it for it in items if finite(it.value) and it.value is not None and it.value > 0]
+    values = [v for it in shown for v in (it.value, it.low, it.high) if v and finite(v)]
     top = max(values, default=2.0) * 1.6
-    for y, it in zip(ys, items, strict=True):
-        if it not in shown:
-            ax.annotate(
-                _short(it.note, 26),
-                (0.02, y),
-                xycoords=("axes fraction", "data"),
-                va="center",
-                fontsize=6.5,
-                color="#666666",
-            )
-            continue
+    rows: list[tuple[int, Interval, float, float, bool]] = []
+    for y, it in enumerate(items):
+        if it in shown:
+            assert it.value is not None
+            lo = it.low if it.low is not None and it.low > 0 else it.value
+            unbounded = it.low is not None and (it.high is None or not math.isfinite(it.high))
+            hi = top if unbounded else (it.high if it.high is not None else it.value)
+            rows.append((y, it, lo, hi, unbounded))
+    x_lo, x_hi = padded([1.0, *(v for _, _, lo, hi, _ in rows for v in (lo, hi))], log=True)
+    panel.set_x(x_lo, x_hi, log=True)
+    panel.set_y(len(items) - 0.5, -0.5)
+    panel.frame(
+        decade_ticks(x_lo, x_hi, most=6),
+        range(len(items)),
+        xfmt=times,
+        ylabels=[it.label for it in items],
+        show_ylabels=labels,
+    )
+    panel.vline(1.0, "#555555")
+    for y, it, lo, hi, unbounded in rows:
         assert it.value is not None
-        lo = it.low if it.low is not None and it.low > 0 else it.value
-        unbounded = it.low is not None and (it.high is None or not math.isfinite(it.high))
-        hi = top if unbounded else (it.high if it.high is not None else it.value)
-        ax.plot([lo, hi], [y, y], color="#333333", lw=1.4)
-        ax.plot([it.value], [y], "o", color=PALETTE[4], ms=5)
+        panel.segment(lo, y, hi, y, "#333333")
+        panel.point(it.value, y, Style(PALETTE[4], "o", 5.0))
         if unbounded:  # no upper bound (reference count near zero): an arrowhead, no text
-            ax.plot([hi], [y], marker=">", color="#333333", ms=5)
-    if shown:
-        ax.set_xscale("log")
-        # Plain tick text: mathtext is off (model text must never be parsed as markup).
-        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0,)))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"×{v:g}"))
-        ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("ratio (log), 95% CI")
+            panel.point(hi, y, Style("#333333", ">", 5.0))
+    for y, it in enumerate(items):
+        if it not in shown:
+            panel.note(0.02, y, _short(it.note, 26), 6.5)
+    if xlabel:
+        panel.xlabel("ratio (log), 95% CI")
 
 
 def rank_figure(
@@ -328,85 +353,84 @@ def rank_figure(
     names = sorted(set(ref_counts) | set(arm_counts))
     ref_rank = _ranks({n: ref_counts.get(n, 0) for n in names})
     arm_rank = _ranks({n: arm_counts.get(n, 0) for n in names})
-    with _style(plot_id):
-        # Fixed margins, no layout engine: one draw fewer per plot (a report draws one of
-        # these per arm); the labels are short (`_short`) and the legend sits under the axes.
-        fig = Figure(figsize=(4.6, 4.2))
-        fig.subplots_adjust(left=0.14, right=0.97, top=0.92, bottom=0.2)
-        ax = fig.subplots()
-        if names:
-            top = len(names) + 1
-            ax.plot([1, top], [1, top], color="#aaaaaa", lw=0.8, ls="--")
-            novel = [n for n in names if ref_counts.get(n, 0) == 0]
-            known = [n for n in names if ref_counts.get(n, 0) > 0]
-            sizes = {
-                n: 12 + 4 * math.sqrt(arm_counts.get(n, 0) + ref_counts.get(n, 0)) for n in names
-            }
-            for group, colour, label in (
-                (known, PALETTE[2], "seen in reference"),
-                (novel, PALETTE[4], "novel"),
-            ):
-                if group:
-                    ax.scatter(
-                        [ref_rank[n] for n in group],
-                        [arm_rank[n] for n in group],
-                        s=[sizes[n] for n in group],
-                        color=colour,
-                        alpha=0.75,
-                        label=label,
-                    )
-            by_volume = sorted(
-                names, key=lambda n: (-(arm_counts.get(n, 0) + ref_counts.get(n, 0)), n)
-            )
-            labels = [
-                ax.annotate(
-                    _short(n),
-                    (ref_rank[n], arm_rank[n]),
-                    textcoords="offset points",
-                    xytext=(4, 3),
-                    fontsize=7,
-                )
-                for n in by_volume[:label_top]
-            ]
-            ax.set_xlim(0.5, top)
-            ax.set_ylim(0.5, top)
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-            fig.legend(fontsize=7, loc="lower center", ncols=2)
-        else:
-            labels = []
-            ax.annotate(
-                "no hallucinated tool names", (0.5, 0.5), xycoords="axes fraction", ha="center"
-            )
-        ax.set_xlabel(f"rank in {_short(ref_label)} (1 = most frequent)")
-        ax.set_ylabel(f"rank in {_short(arm_label)}")
-        rho_text = "n/a" if rho is None else f"{rho:.2f}"
-        novel_text = "n/a" if novel_fraction is None else f"{100 * novel_fraction:.1f}%"
-        ax.set_title(f"ρ = {rho_text}, novel = {novel_text}", loc="left")
-        drop_overlapping(fig, labels)
-        return _to_svg(fig, plot_id)
+    width, height = 4.6 * INCH, 4.2 * INCH
+    d = Drawing(
+        plot_id,
+        width,
+        height,
+        f"Rank of each hallucinated tool name in {ref_label} and in {arm_label}",
+    )
+    d.open_group("axes")
+    p = Panel(d, 0.14 * width, 0.08 * height, 0.83 * width, 0.72 * height)
+    rho_text = "n/a" if rho is None else f"{rho:.2f}"
+    novel_text = "n/a" if novel_fraction is None else f"{100 * novel_fraction:.1f}%"
+    p.title(f"ρ = {rho_text}, novel = {novel_text}")
+    p.xlabel(f"rank in {_short(ref_label)} (1 = most frequent)")
+    p.ylabel(f"rank in {_short(arm_label)}", 2 * TICK + text_width("00", FONT_SIZE) + 6)
+    labels: list[tuple[str, float, float]] = []
+    if names:
+        top = len(names) + 1
+        p.set_x(0.5, top)
+        p.set_y(0.5, top)
+        p.frame(
+            fitting_ticks(0.5, top, p.width, integer=True),
+            y_ticks(0.5, top, p.height, integer=True),
+        )
+        p.segment(1, 1, top, top, "#aaaaaa", 0.8, (3.7, 1.6))
+        novel = [n for n in names if ref_counts.get(n, 0) == 0]
+        known = [n for n in names if ref_counts.get(n, 0) > 0]
+        entries = []
+        for group, col, label in (
+            (known, PALETTE[2], "seen in reference"),
+            (novel, PALETTE[4], "novel"),
+        ):
+            if not group:
+                continue
+            entries.append(LegendEntry(label, Style(col, "o", 6.0), line=False))
+            for n in group:
+                size = math.sqrt(12 + 4 * math.sqrt(arm_counts.get(n, 0) + ref_counts.get(n, 0)))
+                p.point(ref_rank[n], arm_rank[n], Style(col, "o", size), opacity=0.75)
+        legend(d, entries, width / 2, height - 1.4 * 7 - 4, 2, 7.0)
+        by_volume = sorted(names, key=lambda n: (-(arm_counts.get(n, 0) + ref_counts.get(n, 0)), n))
+        labels = [(_short(n), ref_rank[n], arm_rank[n]) for n in by_volume[:label_top]]
+    else:
+        p.frame()
+        d.text(
+            p.left + p.width / 2,
+            p.top + p.height / 2,
+            "no hallucinated tool names",
+            FONT_SIZE,
+            "middle",
+            "center",
+        )
+    for text, x, y in labels:  # last: a label over another text is left out
+        p.label(x, y, text, 7.0, dx=4, dy=3, optional=True)
+    d.close_group()
+    return d.render()
 
 
 def passk_figure(plot_id: str, curves: Sequence[Band]) -> str:
     """pass^k per arm: the chance that all k trials of a task succeed."""
     rows = math.ceil(len(curves) / 3)
-    height = 3.0 + 0.2 * rows
-    with _style(plot_id):
-        # Fixed margins (inches: axis labels, then the legend's rows under them), no layout
-        # engine: one draw fewer per plot.
-        fig = Figure(figsize=(4.6, height))
-        fig.subplots_adjust(
-            left=0.6 / 4.6, right=0.97, top=1 - 0.15 / height, bottom=(0.6 + 0.2 * rows) / height
-        )
-        ax = fig.subplots()
-        _draw_bands(ax, curves, spread=0.04 if len(curves) > 1 else 0.0)
-        ax.set(xlabel="k (trials that must all succeed)", ylabel="pass^k, %")
-        ax.set_ylim(-2, 102)
-        if curves and curves[0].x:
-            ax.set_xticks(list(curves[0].x))
-        if curves:
-            fig.legend(fontsize=8, loc="lower center", ncols=min(len(curves), 3))
-        return _to_svg(fig, plot_id)
+    width, height = 4.6 * INCH, (3.0 + 0.2 * rows) * INCH
+    d = Drawing(plot_id, width, height, "pass^k per arm")
+    d.open_group("axes")
+    bottom = (0.6 + 0.2 * rows) * INCH
+    p = Panel(d, 0.6 * INCH, 0.15 * INCH, 0.97 * width - 0.6 * INCH, height - bottom - 0.15 * INCH)
+    shifts = _offsets(len(curves), 0.04 if len(curves) > 1 else 0.0)
+    xs, _ = _values(curves, shifts)
+    x_lo, x_hi = padded(xs or [0.0, 1.0])
+    p.set_x(x_lo, x_hi)
+    p.set_y(-2, 102)
+    xticks = list(curves[0].x) if curves and curves[0].x else []
+    p.frame(xticks, y_ticks(-2, 102, p.height))
+    _draw_bands(p, curves, shifts)
+    p.xlabel("k (trials that must all succeed)")
+    p.ylabel("pass^k, %", 2 * TICK + text_width("100", FONT_SIZE) + 6)
+    d.close_group()
+    if curves:
+        legend(d, _band_legend(curves), width / 2, height - rows * 1.4 * 8 - 4, min(len(curves), 3))
+    return d.render()
 
 
 @dataclass(frozen=True)
@@ -447,47 +471,63 @@ def floor_figure(plot_id: str, panels: Sequence[FloorPanel]) -> str:
     are rows (named once, on the left), so the figure grows with them and no name is slanted
     over its neighbour."""
     n_arms = max((len(p.arms) for p in panels), default=1)
-    with _style(plot_id):
-        fig = Figure(figsize=(9.0, ROW_IN * max(n_arms, 3) + 1.1), layout="constrained")
-        axes = fig.subplots(1, max(len(panels), 1), squeeze=False, sharey=True)[0]
-        for i, (ax, p) in enumerate(zip(axes, [q.clipped() for q in panels], strict=False)):
-            ys = list(range(len(p.arms)))
-            if p.band is not None:
-                ax.axvspan(*p.band, color="#bbbbbb", alpha=0.45, lw=0, label="floor")
-            if p.floor is not None:
-                ax.axvline(p.floor, color="#555555", lw=1.0, ls="--", label="floor")
-            for y, v in zip(ys, p.values, strict=True):
-                if v is None or not math.isfinite(v):
-                    ax.annotate(
-                        "n/a", (0.5, y), xycoords=("axes fraction", "data"), ha="center",
-                        va="center", fontsize=7, color="#666666",
-                    )  # fmt: skip
-            if p.low is not None and p.high is not None:
-                for y, lo, hi in zip(ys, p.low, p.high, strict=True):
-                    if lo is not None and hi is not None:
-                        ax.plot([lo, hi], [y, y], color="#333333", lw=1.4)
-            xs = [math.nan if v is None else v for v in p.values]
-            ax.plot(xs, ys, "o", color=PALETTE[4], ms=5, ls="none")
-            ax.set_yticks(ys, [_short(a, 18) for a in p.arms])
-            ax.tick_params(axis="y", labelleft=i == 0)
-            ax.set_ylim(len(ys) - 0.5, -0.5)
-            finite = [v for v in xs if math.isfinite(v)]
-            if p.log and finite and all(v > 0 for v in finite):
-                ax.set_xscale("log")
-                ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=4))
-                ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"×{v:g}"))
-                ax.xaxis.set_minor_formatter(NullFormatter())
-            else:
-                ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
-            if p.limits is not None:
-                pad = 0.04 * (p.limits[1] - p.limits[0])
-                left, right = ax.get_xlim()
-                ax.set_xlim(max(left, p.limits[0] - pad), min(right, p.limits[1] + pad))
-            ax.set_title(p.title, loc="left", fontsize=8)
-        if not panels:
-            axes[0].annotate("no noise floor", (0.5, 0.5), xycoords="axes fraction", ha="center")
-            axes[0].set_axis_off()
-        return _to_svg(fig, plot_id)
+    width, height = 9.0 * INCH, (ROW_IN * max(n_arms, 3) + 1.1) * INCH
+    d = Drawing(
+        plot_id, width, height, "Each arm's diagnostics against the reference's noise floor"
+    )
+    names = [_short(a, 18) for a in (panels[0].arms if panels else [])]
+    left = tick_width(names) + 8
+    gap = 22.0
+    count = max(len(panels), 1)
+    panel_w = (width - left - 12 - gap * (count - 1)) / count
+    top, bottom = 8 * 1.2 + 12, height - XAXIS - 6
+    if not panels:
+        d.text(width / 2, height / 2, "no noise floor", FONT_SIZE, "middle", "center")
+    for i, fp in enumerate(q.clipped() for q in panels):
+        d.open_group("axes")
+        p = Panel(d, left + i * (panel_w + gap), top, panel_w, bottom - top)
+        ys = list(range(len(fp.arms)))
+        xs = [v for v in fp.values if v is not None and math.isfinite(v)]
+        ends = [v for v in (*(fp.low or []), *(fp.high or [])) if v is not None]
+        extra = [*(fp.band or ()), *([fp.floor] if fp.floor is not None else [])]
+        log = fp.log and bool(xs) and all(v > 0 for v in xs)
+        lo, hi = padded([*xs, *ends, *extra], log=log)
+        if fp.limits is not None:
+            pad = 0.04 * (fp.limits[1] - fp.limits[0])
+            lo, hi = max(lo, fp.limits[0] - pad), min(hi, fp.limits[1] + pad)
+        p.set_x(lo, hi, log=log)
+        p.set_y(len(ys) - 0.5, -0.5)
+        ticks = decade_ticks(lo, hi, (1.0, 2.0, 5.0), most=2) if log else None
+        if ticks is not None and len(ticks) > 4:
+            ticks = decade_ticks(lo, hi, (1.0,), most=4)
+        p.frame(
+            ticks if ticks is not None else fitting_ticks(lo, hi, panel_w, most=4),
+            ys,
+            xfmt=times if log else _plain,
+            ylabels=names,
+            show_ylabels=i == 0,
+        )
+        if fp.band is not None:
+            p.xspan(*fp.band, "#bbbbbb", 0.45)
+        if fp.floor is not None:
+            p.vline(fp.floor, "#555555", 1.0, (3.7, 1.6))
+        for y, v in zip(ys, fp.values, strict=True):
+            if v is None or not math.isfinite(v):
+                p.note(0.5, y, "n/a", 7.0, "middle")
+        if fp.low is not None and fp.high is not None:
+            for y, a, b in zip(ys, fp.low, fp.high, strict=True):
+                if a is not None and b is not None:
+                    p.segment(a, y, b, y, "#333333")
+        for y, v in zip(ys, fp.values, strict=True):
+            if v is not None and math.isfinite(v):
+                p.point(v, y, Style(PALETTE[4], "o", 5.0))
+        p.title(fp.title, 8.0)
+        d.close_group()
+    return d.render()
+
+
+def _plain(v: float) -> str:
+    return f"{v:g}".replace("-", "−")
 
 
 def _ranks(counts: dict[str, int]) -> dict[str, float]:
