@@ -52,6 +52,7 @@ from flatscore.analysis.identity import unique_episodes
 from flatscore.analysis.result import AnalysisResult
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.episode import Episode
+from flatscore.errors import InputError
 from flatscore.store import archive
 
 DOMAINS = ("retail", "telecom")
@@ -183,7 +184,9 @@ def relabel(ep: Episode, arm: str, task: str, trial: int, slot: int) -> Episode:
     )
 
 
-def replication_rng(seed: int, condition: str, domain: str, replication: int) -> np.random.Generator:
+def replication_rng(
+    seed: int, condition: str, domain: str, replication: int
+) -> np.random.Generator:
     """One replication's draws, the same whichever other conditions or replications run."""
     key = zlib.crc32(f"{condition}/{domain}".encode())
     return np.random.default_rng([seed, key, replication])
@@ -267,6 +270,7 @@ class Outcome(BaseModel):
     """`settings_key`: outcomes are pooled only under the same settings."""
     tasks: int
     seconds: float
+    cpu_seconds: float | None = None
     fixed: DesignOutcome
     sequential: DesignOutcome | None
 
@@ -330,7 +334,7 @@ def run_job(job: Job, flags: AnalysisFlags, seed: int, pools: Pools | None = Non
     """One replication: draw the study, analyse it, read its outcomes."""
     condition = CONDITIONS[job.condition]
     pool = (pools if pools is not None else _POOLS)[(job.condition, job.domain)]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     episodes = draw_study(
         condition, pool, replication_rng(seed, job.condition, job.domain, job.replication)
     )
@@ -342,6 +346,7 @@ def run_job(job: Job, flags: AnalysisFlags, seed: int, pools: Pools | None = Non
         settings=settings_key(flags, seed),
         tasks=len(pool),
         seconds=time.perf_counter() - start,
+        cpu_seconds=time.process_time() - cpu,
         fixed=fixed,
         sequential=seq,
     )
@@ -368,66 +373,76 @@ def share(values: Sequence[bool | None]) -> str:
     return f"{100 * sum(known) / len(known):.0f} %" if known else "—"
 
 
-def tables(
-    outcomes: Sequence[Outcome], pools_planted: dict[tuple[str, str], set[str]]
-) -> list[Table]:
+DAMAGE_VERDICTS = ("visible damage", "flat score, amplified failures")
+HEADER = [
+    "condition",
+    "domain",
+    "tasks",
+    "reps",
+    "design",
+    "false amplification",
+    "false damage",
+    "damage verdict",
+    '"no damage detected"',
+    *(f"{channel} flagged" for channel in PLANTED_CHANNELS),
+]
+
+
+def row(
+    condition: Condition, group: Sequence[Outcome], design: str, planted: set[str]
+) -> list[object]:
+    """One condition, domain and design: its rates over the replications."""
+    found = [o.design(design) for o in group]
+    ds = [d for d in found if d is not None]
+    null = condition.null
+    return [
+        condition.name,
+        group[0].domain,
+        group[0].tasks,
+        len(group),
+        design,
+        share([o.amplification(design) for o in group]) if null else "—",
+        share([d.verdict == "visible damage" for d in ds]) if null else "—",
+        share([d.verdict in DAMAGE_VERDICTS for d in ds]),
+        share([d.verdict == "no damage detected" for d in ds]),
+        *(
+            share([ch in d.amplified_channels for d in ds]) if ch in planted else "—"
+            for ch in PLANTED_CHANNELS
+        ),
+    ]
+
+
+def tables(outcomes: Sequence[Outcome], planted: dict[tuple[str, str], set[str]]) -> list[Table]:
     """Per condition and domain, each design's rates over its replications."""
     groups: dict[tuple[str, str], list[Outcome]] = defaultdict(list)
     for o in outcomes:
         groups[(o.condition, o.domain)].append(o)
-    header = [
-        "condition",
-        "domain",
-        "tasks",
-        "reps",
-        "design",
-        "false amplification",
-        "false damage",
-        '"no damage detected"',
-        "bad_arguments flagged",
-        "role_confusion flagged",
-    ]
-    rows: list[list[object]] = []
     order = list(CONDITIONS)
-    for (name, domain), group in sorted(groups.items(), key=lambda g: (order.index(g[0][0]), g[0][1])):
-        condition = CONDITIONS[name]
-        for design in ("fixed", "sequential"):
-            found = [o.design(design) for o in group]
-            if any(d is None for d in found):
-                continue
-            ds = [d for d in found if d is not None]
-            planted = pools_planted.get((name, domain), set())
-            rows.append(
-                [
-                    name,
-                    domain,
-                    group[0].tasks,
-                    len(group),
-                    design,
-                    share([o.amplification(design) for o in group]) if condition.null else "—",
-                    share([d.verdict == "visible damage" for d in ds]) if condition.null else "—",
-                    share([d.verdict == "no damage detected" for d in ds]),
-                    *(
-                        share([ch in d.amplified_channels for d in ds])
-                        if ch in planted
-                        else "—"
-                        for ch in PLANTED_CHANNELS
-                    ),
-                ]
-            )
-    seconds = [o.seconds for o in outcomes]
+    rows = [
+        row(CONDITIONS[name], group, design, planted.get((name, domain), set()))
+        for (name, domain), group in sorted(
+            groups.items(), key=lambda g: (order.index(g[0][0]), g[0][1])
+        )
+        for design in ("fixed", "sequential")
+        if all(o.design(design) is not None for o in group)
+    ]
     notes = [
         "False amplification: any channel, or all failed calls together, flagged amplified "
         '(sequentially: a channel decided amplified, or the verdict "flat score, amplified '
-        'failures"). False damage: the verdict "visible damage". Both only for nulls; the '
-        "planted channels' columns only where the planted arm has calls in that channel.",
+        'failures"). False damage: the verdict "visible damage" (a success drop). Damage '
+        'verdict: "visible damage" or "flat score, amplified failures" (in a null, any false '
+        "alarm; in a planted pair, the pair found). The planted channels' columns only for "
+        "the planted pairs, where the planted arm has calls in that channel.",
     ]
-    if seconds:
+    if outcomes:
+        wall = [o.seconds for o in outcomes]
+        cpu = [o.cpu_seconds for o in outcomes if o.cpu_seconds is not None]
+        cpu_text = f", {np.median(cpu):.2f} s of CPU" if cpu else ""
         notes.append(
-            f"{len(seconds)} replications, {np.median(seconds):.2f} s median each "
-            f"({sum(seconds):.0f} s of analysis in all)."
+            f"{len(outcomes)} replications: {np.median(wall):.2f} s median wall each"
+            f"{cpu_text} (drawing and analysing one study; {sum(wall):.0f} s wall in all)."
         )
-    return [Table(header, rows, "llrrlrrrrr", notes=notes)]
+    return [Table(HEADER, rows, "llrrlrrrrrr", notes=notes)]
 
 
 def planted_channels(pools: Pools) -> dict[tuple[str, str], set[str]]:
@@ -517,6 +532,10 @@ def run(args: argparse.Namespace) -> list[Table]:
     if args.replications < 1 or args.workers < 1:
         raise SystemExit("--replications and --workers must be at least 1")
     flags = AnalysisFlags(bootstrap=args.bootstrap, sequential=not args.no_sequential)
+    try:
+        AnalysisSettings.from_flags(**flags.model_dump())
+    except InputError as exc:
+        raise SystemExit(f"error: {exc}") from None
     key = settings_key(flags, args.seed)
     print(f"reading the archives for {', '.join(names)}", file=sys.stderr)
     pools = build_pools([CONDITIONS[n] for n in names])
