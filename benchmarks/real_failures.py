@@ -2,10 +2,13 @@
 
 Real agents fail in clusters (a few tasks hold most of a reference's failed calls), so the
 failure-count statistics are checked on the committed studies' own episodes, not only on
-smooth synthetic data. Each replication builds a study per domain by drawing the pool's
-tasks with replacement (real episodes; a task drawn twice becomes two tasks: `<task>@<slot>`)
-and analyses it as `flatscore analyze --sequential --json` does (the fixed design and the
-sequential replay in one call). Conditions (`--conditions`):
+smooth synthetic data. Each replication of a condition builds one study: in each domain
+(retail, telecom) the pool's tasks drawn with replacement, as many as it holds (real
+episodes; a task drawn twice becomes two tasks, `<task>@<slot>`, each side's trials
+renumbered from 1), one comparison per domain. It is analysed as `flatscore analyze
+--sequential --json` analyses run files (the fixed design and the sequential replay in one
+call, Holm across the study's two comparisons, the committed studies' settings; printed at
+the start). Conditions (`--conditions`):
 
 - null-v1-split: study v1's `ref`, each task's 4 trials split at random 2 + 2 into two
   pseudo-arms (`ref` and `ref-split`, 114 tasks × 2 trials);
@@ -19,12 +22,15 @@ sequential replay in one call). Conditions (`--conditions`):
 
 Per condition and domain, for the fixed design and the sequential reading: false
 amplification (any channel or all failed calls flagged amplified, in a null), false damage
-(verdict "visible damage" in a null), the "no damage detected" share, and for the planted
-pairs the share flagging each planted channel (bad_arguments; role_confusion where the
-planted arm shows any). `--out FILE` keeps every replication's outcome (JSON lines,
-appended as they finish): a killed run resumes from it, and a finished one re-tabulates
-from it without analysing again. `--write-runs DIR` writes one replication's study as run
-files, for `flatscore analyze DIR --reference ref --sequential ...` itself.
+(verdict "visible damage" in a null), any damage verdict, the "no damage detected" share,
+and for the planted pairs the share flagging each planted channel (bad_arguments;
+role_confusion where the planted arm shows any). `--out FILE` keeps every replication's
+outcome (JSON lines, appended as they finish): a killed run resumes from it, and a finished
+one re-tabulates from it without analysing again (outcomes count only under the same
+analysis settings, draw seed and statistics code: `flatscore.analysis`'s files, hashed).
+`--write-runs DIR` writes one replication's study as run files, for `flatscore analyze DIR
+--reference ref --sequential ...` itself. `--workers N` analyses N studies at once (use 1
+on a shared machine).
 """
 
 from __future__ import annotations
@@ -226,7 +232,7 @@ class AnalysisFlags(BaseModel):
     budgets: str = "0-9"
     tost_margin: float = 7.5
     tight_budget: int = 2
-    bootstrap: int = 200
+    bootstrap: int = 5000
     seed: int = 0
     correction: str = "holm"
     sequential: bool = True
@@ -270,6 +276,7 @@ class Outcome(BaseModel):
     """`settings_key`: outcomes are pooled only under the same settings."""
     tasks: int
     seconds: float
+    """Wall seconds to draw and analyse the replication's study (all its domains)."""
     cpu_seconds: float | None = None
     fixed: DesignOutcome
     sequential: DesignOutcome | None
@@ -288,9 +295,10 @@ class Outcome(BaseModel):
         return self.fixed if design == "fixed" else self.sequential
 
 
-def outcomes_of(result: dict[str, Any]) -> tuple[DesignOutcome, DesignOutcome | None]:
-    """The one comparison's fixed-design and sequential outcomes, from analysis.json."""
-    (cell,) = result["cells"]
+def outcomes_of(result: dict[str, Any], domain: str) -> tuple[DesignOutcome, DesignOutcome | None]:
+    """The domain's one comparison: its fixed-design and sequential outcomes, from
+    analysis.json."""
+    (cell,) = [c for c in result["cells"] if c["domain"] == domain]
     (comp,) = cell["comparisons"]
     failed = comp.get("failed_calls") or {}
     fixed = DesignOutcome(
@@ -309,16 +317,32 @@ def outcomes_of(result: dict[str, Any]) -> tuple[DesignOutcome, DesignOutcome | 
     )
 
 
+def statistics_code() -> str:
+    """A hash of the analysis package's files (`flatscore.analysis`): outcomes of other
+    statistics are never pooled with these."""
+    import flatscore.analysis
+
+    package = Path(flatscore.analysis.__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(p for p in package.rglob("*") if p.suffix in (".py", ".yaml", ".json")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def settings_key(flags: AnalysisFlags, seed: int) -> str:
-    """The analysis flags and the resampling seed, hashed with the code that draws."""
-    text = json.dumps({"flags": flags.model_dump(), "seed": seed}, sort_keys=True)
+    """The analysis flags, the draw seed and the statistics' code, hashed: a run resumes,
+    and tabulates, only outcomes of the same three."""
+    text = json.dumps(
+        {"flags": flags.model_dump(), "seed": seed, "code": statistics_code()}, sort_keys=True
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 @dataclass(frozen=True)
 class Job:
     condition: str
-    domain: str
+    domains: tuple[str, ...]
     replication: int
 
 
@@ -330,26 +354,45 @@ def _start_worker(pools: Pools) -> None:
     _POOLS.update(pools)
 
 
-def run_job(job: Job, flags: AnalysisFlags, seed: int, pools: Pools | None = None) -> Outcome:
-    """One replication: draw the study, analyse it, read its outcomes."""
+def draw_domains(job: Job, seed: int, pools: Pools) -> list[Episode]:
+    """One replication's study: each domain drawn on its own (the same draws whichever
+    domains the study holds)."""
     condition = CONDITIONS[job.condition]
-    pool = (pools if pools is not None else _POOLS)[(job.condition, job.domain)]
+    return [
+        ep
+        for domain in job.domains
+        for ep in draw_study(
+            condition,
+            pools[(job.condition, domain)],
+            replication_rng(seed, job.condition, domain, job.replication),
+        )
+    ]
+
+
+def run_job(job: Job, flags: AnalysisFlags, seed: int, pools: Pools | None = None) -> list[Outcome]:
+    """One replication: draw the study, analyse it (every domain in one analysis, as a
+    study is analysed: Holm across its comparisons), read each domain's outcomes."""
+    pools = pools if pools is not None else _POOLS
     start, cpu = time.perf_counter(), time.process_time()
-    episodes = draw_study(
-        condition, pool, replication_rng(seed, job.condition, job.domain, job.replication)
-    )
-    fixed, seq = outcomes_of(analyze_like_the_cli(episodes, flags))
-    return Outcome(
-        condition=job.condition,
-        domain=job.domain,
-        replication=job.replication,
-        settings=settings_key(flags, seed),
-        tasks=len(pool),
-        seconds=time.perf_counter() - start,
-        cpu_seconds=time.process_time() - cpu,
-        fixed=fixed,
-        sequential=seq,
-    )
+    result = analyze_like_the_cli(draw_domains(job, seed, pools), flags)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    outcomes = []
+    for domain in job.domains:
+        fixed, seq = outcomes_of(result, domain)
+        outcomes.append(
+            Outcome(
+                condition=job.condition,
+                domain=domain,
+                replication=job.replication,
+                settings=settings_key(flags, seed),
+                tasks=len(pools[(job.condition, domain)]),
+                seconds=wall,
+                cpu_seconds=cpu,
+                fixed=fixed,
+                sequential=seq,
+            )
+        )
+    return outcomes
 
 
 def read_outcomes(path: Path | None, key: str) -> list[Outcome]:
@@ -434,13 +477,14 @@ def tables(outcomes: Sequence[Outcome], planted: dict[tuple[str, str], set[str]]
         "alarm; in a planted pair, the pair found). The planted channels' columns only for "
         "the planted pairs, where the planted arm has calls in that channel.",
     ]
-    if outcomes:
-        wall = [o.seconds for o in outcomes]
-        cpu = [o.cpu_seconds for o in outcomes if o.cpu_seconds is not None]
+    studies = {(o.condition, o.replication): o for o in outcomes}.values()
+    if studies:
+        wall = [o.seconds for o in studies]
+        cpu = [o.cpu_seconds for o in studies if o.cpu_seconds is not None]
         cpu_text = f", {np.median(cpu):.2f} s of CPU" if cpu else ""
         notes.append(
-            f"{len(outcomes)} replications: {np.median(wall):.2f} s median wall each"
-            f"{cpu_text} (drawing and analysing one study; {sum(wall):.0f} s wall in all)."
+            f"{len(studies)} studies (replications × conditions), each drawn and analysed "
+            f"in {np.median(wall):.2f} s median wall{cpu_text} ({sum(wall):.0f} s wall in all)."
         )
     return [Table(HEADER, rows, "llrrlrrrrrr", notes=notes)]
 
@@ -480,8 +524,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--bootstrap",
         type=int,
         default=AnalysisFlags().bootstrap,
-        help="each analysis' bootstrap resamples (the studies use 5000; the verdicts rest "
-        "on the paired tests, the resamples on intervals only)",
+        help="each analysis' bootstrap resamples (the studies' own 5000: ~0.3 s of CPU a "
+        "comparison)",
     )
     parser.add_argument(
         "--no-sequential", action="store_true", help="the fixed design only (no --sequential)"
@@ -502,7 +546,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--write-runs",
         type=Path,
         metavar="DIR",
-        help="write replication 0 of the first condition and domain as run files there "
+        help="write replication 0 of the first condition as run files there "
         "and stop (for `flatscore analyze DIR` itself)",
     )
 
@@ -540,16 +584,16 @@ def run(args: argparse.Namespace) -> list[Table]:
     print(f"reading the archives for {', '.join(names)}", file=sys.stderr)
     pools = build_pools([CONDITIONS[n] for n in names])
     if args.write_runs is not None:
-        c, d = names[0], domains[0]
-        episodes = draw_study(CONDITIONS[c], pools[(c, d)], replication_rng(args.seed, c, d, 0))
+        episodes = draw_domains(Job(names[0], tuple(domains), 0), args.seed, pools)
         write_runs(episodes, args.write_runs)
-        print(f"wrote {c} / {d}, replication 0, to {args.write_runs}; analyse it with:")
+        print(f"wrote {names[0]}, replication 0, to {args.write_runs}; analyse it with:")
         print("  " + flags.command().replace("RUNS", str(args.write_runs)))
         return []
     print(f"each replication: {flags.command()}", file=sys.stderr)
     print(
-        "  (one domain, one comparison per analysis; tasks drawn with replacement, as many "
-        f"as the pool holds; draw seed {args.seed}; settings key {key})",
+        "  (one study per replication: each domain's tasks drawn with replacement, as many "
+        f"as the pool holds; draw seed {args.seed}; statistics code {statistics_code()}, "
+        f"settings key {key})",
         file=sys.stderr,
     )
     for name in names:
@@ -557,11 +601,10 @@ def run(args: argparse.Namespace) -> list[Table]:
     done = read_outcomes(args.out, key)
     have = {(o.condition, o.domain, o.replication) for o in done}
     jobs = [
-        Job(n, d, r)
+        Job(n, tuple(d for d in domains if (n, d, r) not in have), r)
         for r in range(args.replications)
         for n in names
-        for d in domains
-        if (n, d, r) not in have
+        if any((n, d, r) not in have for d in domains)
     ]
     if done:
         print(f"resuming: {len(done)} outcomes in {args.out}, {len(jobs)} to go", file=sys.stderr)
@@ -570,15 +613,18 @@ def run(args: argparse.Namespace) -> list[Table]:
         for o in done
         if o.condition in names and o.domain in domains and o.replication < args.replications
     ]
-    for i, outcome in enumerate(run_jobs(jobs, flags, args.seed, pools, args.workers), 1):
-        outcomes.append(outcome)
+    for i, found in enumerate(run_jobs(jobs, flags, args.seed, pools, args.workers), 1):
+        outcomes += found
         if args.out is not None:
             with args.out.open("a", encoding="utf-8") as fh:
-                fh.write(outcome.model_dump_json() + "\n")
-        seq = outcome.sequential.verdict if outcome.sequential else "-"
+                fh.write("".join(o.model_dump_json() + "\n" for o in found))
+        verdicts = "; ".join(
+            f"{o.domain} {o.fixed.verdict} / {o.sequential.verdict if o.sequential else '-'}"
+            for o in found
+        )
         print(
-            f"[{i}/{len(jobs)}] {outcome.condition} {outcome.domain} #{outcome.replication}: "
-            f"{outcome.fixed.verdict} / {seq} ({outcome.seconds:.1f} s)",
+            f"[{i}/{len(jobs)}] {found[0].condition} #{found[0].replication}: {verdicts} "
+            f"({found[0].seconds:.1f} s)",
             file=sys.stderr,
         )
     return tables(outcomes, planted_channels(pools))
@@ -586,7 +632,7 @@ def run(args: argparse.Namespace) -> list[Table]:
 
 def run_jobs(
     jobs: Sequence[Job], flags: AnalysisFlags, seed: int, pools: Pools, workers: int
-) -> Iterable[Outcome]:
+) -> Iterable[list[Outcome]]:
     """The jobs' outcomes as they finish: in this process, or in `workers` processes."""
     if workers == 1:
         for job in jobs:
