@@ -125,7 +125,6 @@ CONDITIONS = {
         Condition("identical", "identical", "v3", REFERENCE, "ref-same", True),
     )
 }
-DEFAULT_CONDITIONS = [name for name in CONDITIONS if name != "identical"]
 
 Task = tuple[list[Episode], list[Episode]]
 """One task's episodes: the reference side's and the other side's (the same list for a
@@ -516,8 +515,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the task draws")
     parser.add_argument(
         "--conditions",
-        default=",".join(DEFAULT_CONDITIONS),
-        help=f"comma-separated, of: {', '.join(CONDITIONS)} (default: all but identical)",
+        default=",".join(CONDITIONS),
+        help=f"comma-separated, of: {', '.join(CONDITIONS)} (default: all)",
     )
     parser.add_argument("--domains", default=",".join(DOMAINS), help="comma-separated")
     parser.add_argument(
