@@ -65,6 +65,8 @@ BENCHMARKS: dict[str, str] = {
     "train-step": "Seconds per LoRA training step of the embedded agent.",
     "tau2-live": "τ²-bench run live by flatscore: what it costs besides the model.",
     "peer-comparison": "flatscore's verdicts beside its peers', per study, domain and arm.",
+    "real-failures": "Error rates of `flatscore analyze` on studies resampled from the "
+    "committed archives.",
     "suite-seconds": "Seconds per test file of the fast suite, for tests/conftest.py's "
     "`LONGEST_FIRST`.",
 }
