@@ -113,6 +113,18 @@ def test_int4_awq_is_visible_damage(runs: Path, tmp_path: Path) -> None:
     assert outputs["summary"].startswith("DAMAGE:")
 
 
+def test_damage_fails_the_step_even_when_inconclusive_may_pass(runs: Path, tmp_path: Path) -> None:
+    """`fail-on-inconclusive: false` lets only an inconclusive verdict through."""
+    code, _, outputs, log = run_gate_step(
+        tmp_path,
+        reference=str(runs / "ref.jsonl"),
+        candidate=str(runs / "int4-awq.jsonl"),
+        fail_on_inconclusive="false",
+    )
+    assert outputs["verdict"] == "damage"
+    assert code == 3, log
+
+
 def test_fp8_passes_and_a_glob_of_several_files_is_one_input(runs: Path, tmp_path: Path) -> None:
     """Negative control: fp8 passes in both domains; the candidate glob matches two files
     (fp8's and, as a second file, int4-awq's), so the candidate arm is named."""

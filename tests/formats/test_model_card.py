@@ -88,6 +88,13 @@ def test_study_v2_cards_load_back_with_one_result_per_arm_and_domain(
             assert comp.failed_calls is not None
             assert ratio["value"] == pytest.approx(comp.failed_calls.ratio, abs=1e-4)
             assert ratio["args"]["amplified"] == comp.failed_calls.amplified
+            adjusted = comp.failed_calls.p_adjusted
+            assert adjusted is not None and comp.failed_calls.p_value is not None
+            assert ratio["args"]["p_adjusted"] == pytest.approx(adjusted, rel=5e-3, abs=0)
+            if comp.failed_calls.p_value < 0.9 * adjusted:  # Holm moved it: not the raw p
+                assert ratio["args"]["p_adjusted"] != pytest.approx(
+                    comp.failed_calls.p_value, rel=5e-3, abs=0
+                )
     # the study's findings, as the cards say them: int4-awq and fp8-w8a8 retail damaged
     int4 = (out / "smollm2-135m__int4-awq" / "README.md").read_text("utf-8")
     assert int4.count("**visible damage**") == 2

@@ -126,7 +126,18 @@ class SequentialPlan:
         """Whether look k reads the episode: its task lies before the cell's look k."""
         rank = episode.metadata.get("task_rank")
         cell = (episode.model, episode.domain)
-        return isinstance(rank, int) and rank < self.read_up_to(cell, k)
+        return cell in self.cells and isinstance(rank, int) and rank < self.read_up_to(cell, k)
+
+    def episodes_at(self, k: int, run_files: list[Path]) -> list[Episode]:
+        """The episodes look k reads: the tasks before each cell's look k, whatever else the
+        files hold (a resumed run's files hold later tasks too)."""
+        return [
+            ep
+            for path in run_files
+            if path.exists()
+            for ep in read_episodes(path)
+            if self._read_at(ep, k)
+        ]
 
     def annotate(self, job: EpisodeJob, episode: Episode) -> Episode:
         """The episode with its place in the sequential design."""
@@ -139,15 +150,7 @@ class SequentialPlan:
     def look(self, k: int, run_files: list[Path], options: AnalysisSettings) -> list[str]:
         """Analyse the tasks up to look k of every cell and close the decided arms; returns
         a line per comparison decided at this look."""
-        episodes = [
-            ep
-            for path in run_files
-            if path.exists()
-            for ep in read_episodes(path)
-            if (ep.model, ep.domain) in self.cells
-            and ep.metadata.get("task_rank", len(self.jobs))
-            < self.read_up_to((ep.model, ep.domain), k)
-        ]
+        episodes = self.episodes_at(k, run_files)
         if not episodes:
             return []
         result = analyze(episodes, sequential_options(options))
