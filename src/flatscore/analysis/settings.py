@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Any, Self
 
 from pydantic import (
     AliasChoices,
@@ -33,10 +33,9 @@ from flatscore.analysis.budget import parse_budgets
 from flatscore.analysis.channels import BUILTIN_RULES, ChannelRules, load_rules
 from flatscore.analysis.outputs import AnalysisModel, CountMode
 from flatscore.analysis.trials import parse_trials
-from flatscore.defaults import MAX_BOOTSTRAP, MAX_BUDGET, MIN_BOOTSTRAP
+from flatscore.defaults import MAX_BOOTSTRAP, MAX_BUDGET, MIN_BOOTSTRAP, Correction
 from flatscore.errors import InputError, validating
 
-Correction = Literal["holm", "bh"]
 BOOTSTRAP_MIN_TASKS = defaults.BOOTSTRAP_MIN_TASKS
 DEFAULT_RISK_THRESHOLD = defaults.RISK_THRESHOLD
 

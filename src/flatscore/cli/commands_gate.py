@@ -11,7 +11,6 @@ from typing import Annotated
 import typer
 
 from flatscore import defaults
-from flatscore.cli import legacy
 from flatscore.cli import options as opt
 from flatscore.cli.app import app, console
 
@@ -28,14 +27,7 @@ def gate(
     candidate_arm: Annotated[
         str | None, typer.Option(help="The candidate's arm, when its input holds several.")
     ] = None,
-    margin: Annotated[
-        float,
-        typer.Option(
-            "--tost-margin",
-            "--margin",
-            help="TOST equivalence margin, in points " + legacy.deprecated("--margin") + ".",
-        ),
-    ] = defaults.TOST_MARGIN * 100,
+    margin: opt.GateTostMargin = opt.TOST_MARGIN_POINTS,
     tight_budget: opt.TightBudget = defaults.TIGHT_K,
     default_budget: Annotated[
         int | None,
