@@ -43,6 +43,12 @@ POINTS: dict[str, Any] = {"units": "points"}
 """Validation/serialization context of values people write: `tost_margin` in points."""
 
 
+def in_points(fraction: float) -> float:
+    """A fraction of tasks in the points people read and write (0.075 → 7.5): how every text
+    states a margin, and how the settings' `tost_margin` leaves them in points."""
+    return 100.0 * fraction
+
+
 def _in_points(info: ValidationInfo | FieldSerializationInfo) -> bool:
     context = info.context
     return isinstance(context, dict) and context.get("units") == "points"
@@ -146,7 +152,17 @@ class AnalysisSettings(AnalysisModel):
     def _margin_out(
         self, value: float, handler: SerializerFunctionWrapHandler, info: FieldSerializationInfo
     ):  # no return annotation: one would replace the field's schema (docs/analysis.schema.json)
-        return round(value * 100.0, 10) if _in_points(info) else handler(value)
+        return round(in_points(value), 10) if _in_points(info) else handler(value)
+
+    @property
+    def margin_points(self) -> float:
+        """The TOST margin in points (the settings hold the fraction)."""
+        return in_points(self.tost_margin)
+
+    def margin_text(self, spec: str = ".1f") -> str:
+        """The TOST margin as the reports, cards and gate state it: `±7.5 points` (`spec`
+        formats the number)."""
+        return f"±{self.margin_points:{spec}} points"
 
     @field_validator("budgets", mode="before")
     @classmethod

@@ -265,7 +265,7 @@ def _body(
             f"({s.default_K_source}), K = {tight_k} a tight one. Intervals are 95%. The "
             f"difference from the reference: {s.success_interval.split(' (')[0]}, "
             f"{s.correction}-adjusted across the study's comparisons, equivalence margin "
-            f"±{100 * s.tost_margin:.1f} points (TOST). Failed calls: all failed agent tool "
+            f"{s.margin_text()} (TOST). Failed calls: all failed agent tool "
             "calls, the arm's rate over the reference's (task-clustered interval).",
             "",
             results_table(shown, s.default_K, tight_k),

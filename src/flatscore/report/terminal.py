@@ -204,7 +204,7 @@ def render(result: AnalysisResult, console: Console) -> None:
             f"{result.episodes_read} episodes read, {result.infrastructure_errors} "
             f"infrastructure errors excluded; counted errors: {s.count}; default K = "
             f"{s.default_K} ({s.default_K_source}); {s.bootstrap} bootstrap resamples, seed "
-            f"{s.seed}; {s.correction} correction; TOST margin ±{100 * s.tost_margin:g} points; "
+            f"{s.seed}; {s.correction} correction; TOST margin {s.margin_text('g')}; "
             "task-weighted; success CIs: paired interval, other CIs: task bootstrap with "
             f"≥ {s.bootstrap_min_tasks} paired tasks",
             style="dim",
