@@ -1,5 +1,5 @@
 """`flatscore export model-card RUNS --out DIR`: the analysis as Hugging Face model cards
-(`flatscore.formats.model_card`). Thin: parse, analyse, write, print one line per card."""
+(`flatscore.report.model_card`). Thin: parse, analyse, write, print one line per card."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def export_model_card_command(
     """Write a Hugging Face model card per arm: model-index results per domain (S(K) at the
     default and tight budgets with intervals, failed-call ratio, verdict) and a table."""
     from flatscore.analysis.settings import AnalysisSettings
-    from flatscore.formats.model_card import RESULTS_FILE, write_model_cards
+    from flatscore.report.model_card import RESULTS_FILE, write_model_cards
     from flatscore.formats.pipeline import analyze_runs
     from flatscore.report.rebuild import options_from_settings, settings_from_file
 
