@@ -40,8 +40,8 @@ def export_model_card_command(
     """Write a Hugging Face model card per arm: model-index results per domain (S(K) at the
     default and tight budgets with intervals, failed-call ratio, verdict) and a table."""
     from flatscore.analysis.settings import AnalysisSettings
-    from flatscore.report.model_card import RESULTS_FILE, write_model_cards
     from flatscore.formats.pipeline import analyze_runs
+    from flatscore.report.model_card import RESULTS_FILE, write_model_cards
     from flatscore.report.rebuild import options_from_settings, settings_from_file
 
     if settings_from is not None:
