@@ -134,3 +134,20 @@ def test_each_command_reads_and_analyses_through_the_pipeline(
     r = flatscore(*args)
     assert r.returncode in (0, 3, 4), r.stderr
     assert spied == {"read": 2 if command[0] == "gate" else 1, "analyze": analyses}
+
+
+def test_the_demo_analyses_its_archive_through_the_pipeline(
+    tmp_path: Path, spied: dict[str, int]
+) -> None:
+    """`flatscore demo`'s report step (`report_study`): the archive's episodes, no live runs."""
+    from rich.console import Console
+
+    from flatscore.run.reproduce import report_study, slice_study
+    from v2_archive import small_archive
+
+    picks = [(arm, "retail", "status_00", trial) for arm in ("ref", "int4-awq") for trial in (0, 1)]
+    archive = small_archive(tmp_path / "archive", picks)
+    study = slice_study(tmp_path / "out", Path(__file__).resolve().parents[2])
+    result = report_study(archive, tmp_path / "out", study, live_runs=None, console=Console())
+    assert spied == {"read": 0, "analyze": 1}
+    assert result.analysis.episodes_read == len(picks)
