@@ -27,8 +27,9 @@ from flatscore.analysis.analyze import analyze
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.trials import pick_trials
 from flatscore.formats import load_runs
+from flatscore.formats.pipeline import expand_inputs
 from flatscore.report import write_report
-from flatscore.report.rebuild import default_title, expand_inputs
+from flatscore.report.rebuild import default_title
 from flatscore.report.terminal import render
 from flatscore.store import archive
 

@@ -76,8 +76,9 @@ TAU2_SERVE_START_TIMEOUT_S: Final = 900.0
 
 # --- reflective repair --------------------------------------------------------------------
 
-REPAIR_CHANNELS: Final = ("unknown_tool",)
-"""Channels whose failures trigger a repair instruction (the study's leak)."""
+REPAIR_TRIGGER_CHANNELS: Final = ("unknown_tool",)
+"""Channels whose failures trigger a repair instruction by default (the study's leak); the
+channels repair can trigger on at all are `flatscore.agents.repair.REPAIR_CHANNELS`."""
 
 REPAIR_ATTEMPTS: Final = 3
 """Repair instructions per failure chain."""
@@ -106,7 +107,10 @@ size."""
 ANALYSIS_SEED: Final = 0
 """Seed of the analysis' resampling and simulations (reports are reproducible)."""
 
-CORRECTION: Final[Literal["holm", "bh"]] = "holm"
+Correction = Literal["holm", "bh"]
+"""A multiple-testing correction: Holm, or Benjamini–Hochberg. The one spelling of the choice."""
+
+CORRECTION: Final[Correction] = "holm"
 """Multiple-testing correction across the study's comparisons."""
 
 CONFIDENCE: Final = 0.95

@@ -69,7 +69,7 @@ class RepairConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     channels: list[str] = Field(
-        default_factory=lambda: list(defaults.REPAIR_CHANNELS), min_length=1
+        default_factory=lambda: list(defaults.REPAIR_TRIGGER_CHANNELS), min_length=1
     )
     attempts: int = Field(
         defaults.REPAIR_ATTEMPTS, ge=1, description="instructions per failure chain"

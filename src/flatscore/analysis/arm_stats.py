@@ -14,6 +14,7 @@ from flatscore.analysis.passk import pass_hat_k
 from flatscore.analysis.result import ArmStats, BudgetPoint, ChannelStat
 from flatscore.analysis.task_matrix import MALFORMED, task_matrix
 from flatscore.analysis.trajectory import trajectory_stats
+from flatscore.defaults import CONFIDENCE
 
 
 def arm_stats(
@@ -22,7 +23,7 @@ def arm_stats(
     infrastructure: int,
     budgets: Sequence[int],
     count: str,
-    confidence: float = 0.95,
+    confidence: float = CONFIDENCE,
 ) -> ArmStats:
     """One arm's numbers (`facts` already without infrastructure errors). Rates and S(K) are
     task-weighted; S(K) intervals are Wilson score intervals over the arm's tasks."""

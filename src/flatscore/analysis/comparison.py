@@ -556,7 +556,7 @@ def finalize(
     c: Comparison,
     p_holm: float | None,
     p_bh: float | None,
-    correction: Literal["holm", "bh"],
+    correction: Correction,
     settings: AnalysisSettings,
     tight_adjusted: float | None = None,
 ) -> Comparison:

@@ -219,7 +219,7 @@ def _more_data(ref: ArmStats, paired: int, k: int, o: GateOptions) -> MoreData:
         more_trials = next((t for t in TRIAL_COUNTS if t > trials and detects(paired, t)), None)
     except ValueError as exc:
         return MoreData(K=k, tasks=None, trials=None, note=f"power analysis not applicable: {exc}")
-    margin = f"{100 * o.tost_margin:.1f} points"
+    margin = f"{o.margin_points:.1f} points"
     note = (
         f"a drop of {margin} at K = {k} is detected with {TARGET_POWER:.0%} power at "
         + " or ".join(
@@ -319,7 +319,7 @@ def paragraph(result: GateResult) -> str:
     o = result.options
     parts = [
         HEADLINES[result.verdict],
-        f"(margin ±{100 * o.tost_margin:.1f} points, budgets K = "
+        f"(margin {o.margin_text()}, budgets K = "
         f"{', '.join(str(b.K) for b in result.cells[0].budgets) if result.cells else '-'})",
     ]
     for c in result.cells:

@@ -45,7 +45,7 @@ import numpy as np
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
-from flatscore.defaults import ALPHA
+from flatscore.defaults import ALPHA, CONFIDENCE
 
 _BISECTIONS = 45  # the bracket [−1, 1] shrinks to < 1e-13
 _MAX_NEWTON = 100  # safeguarded Newton steps (a handful suffice; bisection bounds the rest)
@@ -115,7 +115,7 @@ def score_z(
 
 
 def score_interval(
-    differences: np.ndarray, confidence: float = 0.95, continuity: float = CONTINUITY
+    differences: np.ndarray, confidence: float = CONFIDENCE, continuity: float = CONTINUITY
 ) -> tuple[np.ndarray, np.ndarray]:
     """Two-sided score interval for the mean per-task difference (bisection on Z(Δ))."""
     dis = discordance(differences)
@@ -224,7 +224,7 @@ def el_score_z(differences: np.ndarray, delta: np.ndarray | float) -> np.ndarray
 
 
 def el_score_interval(
-    differences: np.ndarray, confidence: float = 0.95
+    differences: np.ndarray, confidence: float = CONFIDENCE
 ) -> tuple[np.ndarray, np.ndarray]:
     """{Δ: |Z(Δ)| ≤ t(n − 1)} per study (rows): each end by a Newton-like step on |Z| with the
     slope √n/σ̃ (exact but for σ̃'s own change) from the
@@ -276,7 +276,7 @@ def _on_el_rows(
 
 
 def paired_interval(
-    differences: np.ndarray, confidence: float = 0.95
+    differences: np.ndarray, confidence: float = CONFIDENCE
 ) -> tuple[np.ndarray, np.ndarray]:
     """Two-sided interval for the mean per-task difference (EL where `uses_el`, else score)."""
     d = np.asarray(differences, dtype=np.float64)
@@ -361,7 +361,7 @@ def paired_one_sided(differences: np.ndarray, delta: float, upper: bool) -> np.n
 
 
 def paired_difference_interval(
-    differences: np.ndarray, confidence: float = 0.95
+    differences: np.ndarray, confidence: float = CONFIDENCE
 ) -> tuple[float | None, float | None]:
     """One study's interval as floats (None without tasks)."""
     d = np.asarray(differences, dtype=np.float64)
@@ -372,7 +372,7 @@ def paired_difference_interval(
 
 
 def wilson_interval(
-    rates: np.ndarray, confidence: float = 0.95
+    rates: np.ndarray, confidence: float = CONFIDENCE
 ) -> tuple[float | None, float | None]:
     """Wilson score interval for a task-weighted success rate (per-task rates in [0, 1],
     averaged): the one-sample counterpart of the paired interval, conservative with trials."""

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from flatscore.defaults import CONFIDENCE
+
 METHOD = (
     "log rate ratio (Σ per-task mean failures / Σ per-task mean calls, arm over reference) "
     "with a leave-one-task-out jackknife SE, Student t with n − 1 df; two-sided p"
@@ -70,7 +72,7 @@ def rate_ratio_test(
     x_arm: np.ndarray,
     y_ref: np.ndarray,
     x_ref: np.ndarray,
-    confidence: float = 0.95,
+    confidence: float = CONFIDENCE,
 ) -> RatioTest:
     """(Σ y_arm / Σ x_arm) / (Σ y_ref / Σ x_ref) over the last axis (tasks), with a
     `confidence` interval and a two-sided p-value for ratio = 1."""

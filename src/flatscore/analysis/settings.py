@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Any, Self
 
 from pydantic import (
     AliasChoices,
@@ -33,15 +33,20 @@ from flatscore.analysis.budget import parse_budgets
 from flatscore.analysis.channels import BUILTIN_RULES, ChannelRules, load_rules
 from flatscore.analysis.outputs import AnalysisModel, CountMode
 from flatscore.analysis.trials import parse_trials
-from flatscore.defaults import MAX_BOOTSTRAP, MAX_BUDGET, MIN_BOOTSTRAP
+from flatscore.defaults import MAX_BOOTSTRAP, MAX_BUDGET, MIN_BOOTSTRAP, Correction
 from flatscore.errors import InputError, validating
 
-Correction = Literal["holm", "bh"]
 BOOTSTRAP_MIN_TASKS = defaults.BOOTSTRAP_MIN_TASKS
 DEFAULT_RISK_THRESHOLD = defaults.RISK_THRESHOLD
 
 POINTS: dict[str, Any] = {"units": "points"}
 """Validation/serialization context of values people write: `tost_margin` in points."""
+
+
+def in_points(fraction: float) -> float:
+    """A fraction of tasks in the points people read and write (0.075 → 7.5): how every text
+    states a margin, and how the settings' `tost_margin` leaves them in points."""
+    return 100.0 * fraction
 
 
 def _in_points(info: ValidationInfo | FieldSerializationInfo) -> bool:
@@ -147,7 +152,17 @@ class AnalysisSettings(AnalysisModel):
     def _margin_out(
         self, value: float, handler: SerializerFunctionWrapHandler, info: FieldSerializationInfo
     ):  # no return annotation: one would replace the field's schema (docs/analysis.schema.json)
-        return round(value * 100.0, 10) if _in_points(info) else handler(value)
+        return round(in_points(value), 10) if _in_points(info) else handler(value)
+
+    @property
+    def margin_points(self) -> float:
+        """The TOST margin in points (the settings hold the fraction)."""
+        return in_points(self.tost_margin)
+
+    def margin_text(self, spec: str = ".1f") -> str:
+        """The TOST margin as the reports, cards and gate state it: `±7.5 points` (`spec`
+        formats the number)."""
+        return f"±{self.margin_points:{spec}} points"
 
     @field_validator("budgets", mode="before")
     @classmethod

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 from statsmodels.stats.multitest import multipletests
 
+from flatscore.defaults import CONFIDENCE
+
 
 def stable_rng(seed: int, *keys: str) -> np.random.Generator:
     """A generator seeded by `seed` and a hash of `keys` (e.g. model, domain): a cell's
@@ -38,7 +40,7 @@ def ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 
 def percentile_ci(
-    samples: np.ndarray, confidence: float = 0.95
+    samples: np.ndarray, confidence: float = CONFIDENCE
 ) -> tuple[float | None, float | None]:
     """Percentile interval over the finite-or-infinite bootstrap values (NaN resamples, where
     the statistic does not exist, are dropped; an infinite bound is reported as None)."""

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from flatscore.analysis.outputs import AnalysisModel
+from flatscore.analysis.settings import in_points
 from flatscore.analysis.stats import p_is
 
 Verdict = Literal[
@@ -139,7 +140,7 @@ def _head(d: BudgetTest, e: Evidence) -> str:
     if d.significant and gap > 0 and d.drop_ruled_out:
         return (
             f"{at}: a significant {100 * gap:.1f}-point drop, inside the "
-            f"±{100 * e.margin:.1f}-point margin ({_ci(d)}, {_p(d)}; {_bound(d, e.alpha)})"
+            f"±{in_points(e.margin):.1f}-point margin ({_ci(d)}, {_p(d)}; {_bound(d, e.alpha)})"
         )
     if d.significant and gap < 0:
         return f"{at} {points(gap)}: a significant gain ({_ci(d)}, {_p(d)})"

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -14,18 +13,6 @@ from flatscore.cli import options as opt
 from flatscore.cli.app import app, console
 from flatscore.console import styled
 from flatscore.errors import InputError
-
-if TYPE_CHECKING:
-    from flatscore.episode import Episode
-
-
-def labelled_runs(paths: list[Path]) -> Iterator[tuple[str, Episode]]:
-    """Every episode with the file it was read from (for duplicate messages)."""
-    from flatscore.formats import load_runs
-
-    for path in paths:
-        for ep in load_runs([path]):
-            yield str(path), ep
 
 
 @app.command()
@@ -49,13 +36,9 @@ def analyze(
     trials: opt.Trials = None,
 ) -> None:
     """Per-channel error rates, S(K), amplification, invariance, recovery and paired statistics."""
-    from flatscore.analysis.analyze import analyze as run_analysis
-    from flatscore.analysis.comparable import check_comparable
-    from flatscore.analysis.identity import unique_episodes
-    from flatscore.analysis.margins_result import load_margins
     from flatscore.analysis.settings import AnalysisSettings
     from flatscore.cli import json_out as out
-    from flatscore.report.rebuild import expand_inputs
+    from flatscore.formats.pipeline import analyze_runs, expand_inputs
     from flatscore.report.terminal import render
 
     options = AnalysisSettings.from_flags(
@@ -70,14 +53,8 @@ def analyze(
     )
     paths = expand_inputs(runs)
     out.check(json_out, paths)
-    attached = load_margins(margins) if margins is not None else None
     with console.status("reading episodes and bootstrapping…"):
-        episodes, dropped = unique_episodes(labelled_runs(paths), dedupe)
-        check_comparable(episodes)
-        result = run_analysis(episodes, options)
-        result.warnings[:0] = dropped
-    if attached is not None:
-        result.margins = attached
+        result = analyze_runs(paths, options, margins=margins).result
     if json_out == out.STDOUT:  # the JSON alone on stdout, for machines
         out.write(result.model_dump_json(indent=2), json_out)
         return
@@ -256,7 +233,9 @@ def _sequential_power(
         raise InputError(f"gaps must lie in [0, 100) points, got {gaps!r}", field="--gaps")
     if max_tasks < 1 or simulations < 1:
         raise InputError("--max-tasks and --simulations must be positive")
-    episodes = [ep for _, ep in labelled_runs(pilot)]
+    from flatscore.formats import load_runs
+
+    episodes = [ep for path in pilot for ep in load_runs([path])]  # each file read alone
     found = pilot_from_episodes(episodes, reference, arm, domain)
     result = sequential_power(
         found,

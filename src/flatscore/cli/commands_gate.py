@@ -11,16 +11,8 @@ from typing import Annotated
 import typer
 
 from flatscore import defaults
-from flatscore.cli import legacy
 from flatscore.cli import options as opt
 from flatscore.cli.app import app, console
-
-
-def _load(path: Path) -> list:  # list[Episode]; typed loosely to keep imports lazy
-    from flatscore.formats import load_runs
-    from flatscore.report.rebuild import expand_inputs
-
-    return list(load_runs(expand_inputs([path])))
 
 
 @app.command()
@@ -35,14 +27,7 @@ def gate(
     candidate_arm: Annotated[
         str | None, typer.Option(help="The candidate's arm, when its input holds several.")
     ] = None,
-    margin: Annotated[
-        float,
-        typer.Option(
-            "--tost-margin",
-            "--margin",
-            help="TOST equivalence margin, in points " + legacy.deprecated("--margin") + ".",
-        ),
-    ] = defaults.TOST_MARGIN * 100,
+    margin: opt.GateTostMargin = opt.TOST_MARGIN_POINTS,
     tight_budget: opt.TightBudget = defaults.TIGHT_K,
     default_budget: Annotated[
         int | None,
@@ -80,6 +65,7 @@ def gate(
     from flatscore.analysis.gate import GateOptions
     from flatscore.analysis.gate import gate as run_gate
     from flatscore.cli import json_out as out
+    from flatscore.formats.pipeline import read_runs
 
     chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
     options = GateOptions.from_flags(
@@ -93,7 +79,13 @@ def gate(
     )
     out.check(json_out, [reference, candidate])
     with console.status("reading both runs, analysing…"):
-        runs = (_load(reference), _load(candidate), options, reference_arm, candidate_arm)
+        runs = (
+            read_runs([reference]),
+            read_runs([candidate]),
+            options,
+            reference_arm,
+            candidate_arm,
+        )
         if sequential:
             from flatscore.analysis.sequential_gate import sequential_gate
 

@@ -1,5 +1,5 @@
 """`flatscore export model-card RUNS --out DIR`: the analysis as Hugging Face model cards
-(`flatscore.formats.model_card`). Thin: parse, analyse, write, print one line per card."""
+(`flatscore.report.model_card`). Thin: parse, analyse, write, print one line per card."""
 
 from __future__ import annotations
 
@@ -39,12 +39,10 @@ def export_model_card_command(
 ) -> None:
     """Write a Hugging Face model card per arm: model-index results per domain (S(K) at the
     default and tight budgets with intervals, failed-call ratio, verdict) and a table."""
-    from flatscore.analysis.analyze import analyze
-    from flatscore.analysis.identity import unique_episodes
     from flatscore.analysis.settings import AnalysisSettings
-    from flatscore.cli.commands_analyze import labelled_runs
-    from flatscore.formats.model_card import RESULTS_FILE, write_model_cards
-    from flatscore.report.rebuild import expand_inputs, options_from_settings, settings_from_file
+    from flatscore.formats.pipeline import analyze_runs
+    from flatscore.report.model_card import RESULTS_FILE, write_model_cards
+    from flatscore.report.rebuild import options_from_settings, settings_from_file
 
     if settings_from is not None:
         options = options_from_settings(settings_from_file(settings_from))
@@ -53,9 +51,9 @@ def export_model_card_command(
     if balanced:
         options = options.model_copy(update={"balanced": True})
     with console.status("reading episodes and analysing…"):
-        episodes, dropped = unique_episodes(labelled_runs(expand_inputs(runs)), options.dedupe)
-        result = analyze(episodes, options)
-    for line in dropped:
+        analysed = analyze_runs(runs, options)
+    result = analysed.result
+    for line in analysed.dropped:
         console.print(f"warning: {line}", style="yellow", highlight=False)
     for card in write_model_cards(result, out, tight_k=tight_budget, name_template=name):
         verdicts = ", ".join(f"{d}: {v}" for d, v in card.verdicts.items())

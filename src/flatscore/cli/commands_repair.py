@@ -45,7 +45,7 @@ def repair_effect(
     from flatscore.analysis.repair_effect import markdown_table, repair_effects
     from flatscore.analysis.settings import AnalysisSettings
     from flatscore.formats import load_runs
-    from flatscore.report.rebuild import expand_inputs
+    from flatscore.formats.pipeline import expand_inputs
 
     options = AnalysisSettings.from_flags(
         reference=reference, count=count, bootstrap=bootstrap, seed=seed, budgets=budgets

@@ -51,7 +51,7 @@ def report(
     logs: the same logs and settings give the same bytes."""
     from flatscore.analysis.settings import AnalysisSettings
     from flatscore.report.rebuild import options_from_settings, rebuild, settings_from_file
-    from flatscore.run.driver import print_verdicts
+    from flatscore.report.terminal import print_verdicts
 
     if settings_from is not None:
         options = options_from_settings(settings_from_file(settings_from))

@@ -166,8 +166,10 @@ def run_command(
     ] = False,
     repair_channels: Annotated[
         str, _quick(help="Channels that trigger repair, comma-separated.")
-    ] = "unknown_tool",
-    repair_attempts: Annotated[int, _quick(min=1, help="Repair instructions per failure.")] = 3,
+    ] = ",".join(defaults.REPAIR_TRIGGER_CHANNELS),
+    repair_attempts: Annotated[
+        int, _quick(min=1, help="Repair instructions per failure.")
+    ] = defaults.REPAIR_ATTEMPTS,
     executor: Annotated[
         str | None, _study(help="Where episodes run, local or ray (default: the study's).")
     ] = None,

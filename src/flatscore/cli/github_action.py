@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from flatscore.analysis.markdown_table import table_lines
+from flatscore.analysis.settings import in_points
+from flatscore.defaults import TIGHT_K, TOST_MARGIN
 
 GATE = [sys.executable, "-m", "flatscore.cli", "gate"]
 TRUE, FALSE = ("true", "yes", "1", "on"), ("false", "no", "0", "off", "")
@@ -79,8 +81,8 @@ def read_inputs(env: dict[str, str]) -> Inputs:
         candidate=candidate,
         reference_arm=get("REFERENCE_ARM"),
         candidate_arm=get("CANDIDATE_ARM"),
-        margin=get("MARGIN") or "7.5",
-        tight_budget=get("TIGHT_BUDGET") or "2",
+        margin=get("MARGIN") or f"{in_points(TOST_MARGIN):g}",
+        tight_budget=get("TIGHT_BUDGET") or str(TIGHT_K),
         default_budget=get("DEFAULT_BUDGET"),
         channels=get("CHANNELS"),
         sequential=_flag(env, "SEQUENTIAL", False),
@@ -185,8 +187,8 @@ def summary_markdown(result: dict[str, Any]) -> str:
         *table_lines(header, rows, "llllll" + "r" * len(ks) + "l"),
         "",
         "Gap: reference minus candidate success, paired on tasks; `drop` a significant drop, "
-        f"`≈` equivalent within ±{100 * float(options.get('tost_margin', 0.075)):.1f} points "
-        "(TOST).",
+        "`≈` equivalent within "
+        f"±{in_points(float(options.get('tost_margin', TOST_MARGIN))):.1f} points (TOST).",
         "",
         result.get("summary", ""),
     ]

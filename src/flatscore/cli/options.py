@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_type_hints
 import typer
 
 from flatscore import defaults
+from flatscore.cli import legacy
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -33,12 +34,22 @@ Budgets = Annotated[
 Count = Annotated[
     str, typer.Option(help="Errors counted for S(K): all (agent + user, like τ²) or agent.")
 ]
+TOST_MARGIN_POINTS = defaults.TOST_MARGIN * 100
+"""`--tost-margin`'s default: the settings' margin, in the points the flag is written in."""
+_TOST_MARGIN_HELP = "TOST equivalence margin, in points"
 TostMargin = Annotated[
     float,
+    typer.Option("--tost-margin", help=f"{_TOST_MARGIN_HELP} (7.5 = ±7.5 points of success)."),
+]
+GateTostMargin = Annotated[
+    float,
     typer.Option(
-        "--tost-margin", help="TOST equivalence margin, in points (7.5 = ±7.5 points of success)."
+        "--tost-margin",
+        "--margin",
+        help=f"{_TOST_MARGIN_HELP} {legacy.deprecated('--margin')}.",
     ),
 ]
+"""`gate`'s `--tost-margin`, which also accepts its old spelling `--margin`."""
 TightBudget = Annotated[
     int,
     typer.Option(
@@ -80,7 +91,7 @@ TorchThreads = Annotated[int, typer.Option(min=1, help="torch threads.")]
 
 SETTINGS_FLAGS: dict[str, tuple[Any, Any]] = {
     "count": (Count, defaults.COUNT),
-    "tost_margin": (TostMargin, defaults.TOST_MARGIN * 100),
+    "tost_margin": (TostMargin, TOST_MARGIN_POINTS),
     "tight_budget": (TightBudget, defaults.TIGHT_K),
     "bootstrap": (Bootstrap, defaults.BOOTSTRAP),
     "seed": (BootstrapSeed, defaults.ANALYSIS_SEED),

@@ -27,10 +27,10 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+import flatscore.report.plots as plots
 from flatscore.analysis.channels import ChannelRules
 from flatscore.analysis.result import CHANNELS, AnalysisResult, Cell, Comparison
 from flatscore.episode import Episode
-from flatscore.report import plots
 from flatscore.report.html_text import Footnotes, markdown_table, prose
 from flatscore.report.reproduction import Banner, cell_lines
 from flatscore.report.terminal import channel_change

@@ -10,27 +10,12 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from flatscore.analysis.analyze import analyze
-from flatscore.analysis.comparable import check_comparable
-from flatscore.analysis.identity import unique_episodes
 from flatscore.analysis.result import AnalysisResult, Settings
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.episode import Episode
 from flatscore.errors import InputError, validating
-from flatscore.formats import load_runs
+from flatscore.formats.pipeline import analyze_runs
 from flatscore.report import ReportPaths, write_report
-
-
-def expand_inputs(paths: Sequence[Path]) -> list[Path]:
-    """A run folder stands for the JSONL runs under it; anything else (a `.jsonl` file, a τ²
-    results file or folder) is passed on as given."""
-    out: list[Path] = []
-    for path in paths:
-        if not path.exists():
-            raise InputError("file not found", file=str(path))
-        runs = sorted(path.rglob("*.jsonl")) if path.is_dir() else []
-        out.extend(runs or [path])
-    return out
 
 
 def default_title(episodes: Sequence[Episode]) -> str:
@@ -71,30 +56,17 @@ def rebuild(
     generated_at: str | None = None,
     margins: Path | None = None,
 ) -> tuple[AnalysisResult, ReportPaths]:
-    """Episodes → analysis → report.html, summary.md, analysis.json and tables.md in
-    `out_dir`; `margins` attaches a `flatscore margins` result (its section and plot).
-    `options.balanced` keeps only the (domain, task, trial) every arm of a cell has (the
-    analysis applies and records it)."""
-    from flatscore.analysis.balanced import balanced
-    from flatscore.analysis.margins_result import load_margins
-    from flatscore.analysis.trials import pick_trials
-
-    labelled = ((str(p), ep) for p in expand_inputs(inputs) for ep in load_runs([p]))
-    episodes, dropped = unique_episodes(labelled, options.dedupe)  # duplicates name files
-    check_comparable(episodes)
-    result = analyze(episodes, options)
-    result.warnings[:0] = dropped
-    if margins is not None:
-        result.margins = load_margins(margins)
-    episodes = pick_trials(episodes, options.trials)  # the report's: the episodes analysed
-    if options.balanced:
-        episodes = balanced(episodes)
+    """Episodes → analysis (`analyze_runs`) → report.html, summary.md, analysis.json and
+    tables.md in `out_dir`; `margins` attaches a `flatscore margins` result (its section and
+    plot). `options.balanced` keeps only the (domain, task, trial) every arm of a cell has
+    (the analysis applies and records it; the report shows the episodes analysed)."""
+    analysed = analyze_runs(inputs, options, margins=margins)
     paths = write_report(
-        result,
-        episodes,
+        analysed.result,
+        analysed.episodes,
         out_dir,
         rules=options.rules,
-        title=title or default_title(episodes),
+        title=title or default_title(analysed.episodes),
         generated_at=generated_at,
     )
-    return result, paths
+    return analysed.result, paths

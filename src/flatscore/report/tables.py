@@ -175,7 +175,7 @@ def findings_table(result: AnalysisResult) -> list[str]:
         "arm vs ref",
         "paired tasks",
         f"1 · Gap({result.settings.default_K}) pts [unadjusted CI]; adj. p; TOST ±"
-        f"{100 * result.settings.tost_margin:g}",
+        f"{result.settings.margin_points:g}",
         "2 · unknown_tool % ref → arm, ratio [unadjusted CI]",
         "3 · Spearman ρ [CI]; novel names",
         "4 · recovery % ref → arm; diff pts [CI]",

@@ -6,6 +6,8 @@ printed literally on any console, never parsed as rich markup."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -13,7 +15,12 @@ from rich.text import Text
 from flatscore.analysis.channels import LEAF_CHANNELS
 from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, ChannelAmplification
 from flatscore.analysis.sequential_result import decided_text, study_text
+from flatscore.console import styled
 from flatscore.report.terminal_fit import fit
+from flatscore.report.verdicts import headlines
+
+if TYPE_CHECKING:
+    from flatscore.report import ReportPaths
 
 VERDICT_STYLE = {
     "visible damage": "bold red",
@@ -197,7 +204,7 @@ def render(result: AnalysisResult, console: Console) -> None:
             f"{result.episodes_read} episodes read, {result.infrastructure_errors} "
             f"infrastructure errors excluded; counted errors: {s.count}; default K = "
             f"{s.default_K} ({s.default_K_source}); {s.bootstrap} bootstrap resamples, seed "
-            f"{s.seed}; {s.correction} correction; TOST margin ±{100 * s.tost_margin:g} points; "
+            f"{s.seed}; {s.correction} correction; TOST margin {s.margin_text('g')}; "
             "task-weighted; success CIs: paired interval, other CIs: task bootstrap with "
             f"≥ {s.bootstrap_min_tasks} paired tasks",
             style="dim",
@@ -216,3 +223,31 @@ def render(result: AnalysisResult, console: Console) -> None:
             console.print(Text.assemble(("warning:", "yellow"), f" {w}"), highlight=False)
     for w in result.warnings:
         console.print(Text.assemble(("warning:", "yellow"), f" {w}"), highlight=False)
+
+
+def print_verdicts(
+    analysis: AnalysisResult, paths: ReportPaths, console: Console, *, sentences: bool = True
+) -> None:
+    """Each cell's verdict, the headline per arm (with its first sentence), and where the
+    report is: what `flatscore run study.yaml` and `flatscore report` end with. Every line
+    is `Text`, so names and paths print literally on any console."""
+    for cell in analysis.cells:
+        console.print(
+            styled((f"{cell.model} · {cell.domain}", "bold"), f": {cell.verdict}"),
+            highlight=False,
+        )
+        for h in headlines(cell, analysis.settings):
+            label = f" ({h.label})" if h.label else ""
+            if h.fixed_note:
+                label += f" ({h.fixed_note})"
+            console.print(
+                styled(f"  {h.arm} vs {h.reference}: {h.verdict}{label}"), highlight=False
+            )
+            if sentences and h.sentences:
+                console.print(styled((f"    {h.sentences[0]}", "dim")), highlight=False)
+    console.print(styled(f"report: {paths.html}"), highlight=False, soft_wrap=True)
+    console.print(
+        styled((f"also {paths.summary} and {paths.analysis}", "dim")),
+        highlight=False,
+        soft_wrap=True,
+    )

@@ -215,14 +215,15 @@ def _failure_rate(arm: ArmStats | None) -> float | None:
     return arm.failed_agent_calls / arm.agent_tool_calls
 
 
-def _score_sentence(c: Comparison, k_default: int, alpha: float) -> str:
+def _score_sentence(c: Comparison, settings: Settings) -> str:
+    k_default, alpha = settings.default_K, settings.alpha
     g = c.gap_default
     base = (
         f"At the default budget (K = {k_default} failed calls), {c.arm} succeeds on "
         f"{pct(g.s_arm)} of tasks against {pct(g.s_ref)} for {c.reference} (task-weighted, "
         f"{c.paired_tasks} paired tasks; gap {pts(g.gap)} points, {ci_pts(g.ci_low, g.ci_high)})"
     )
-    margin = f"±{c.tost_margin * 100:.1f}" if c.tost_margin <= 1 else f"±{c.tost_margin:.1f}"
+    margin = settings.margin_text()
     bound = c.budget_tests[0].drop_bound if c.budget_tests else None
     one_sided = (
         "TOST's upper test"
@@ -232,17 +233,17 @@ def _score_sentence(c: Comparison, k_default: int, alpha: float) -> str:
     if c.significant:
         tail = f"; the difference is significant after correction (adjusted {p_is(c.p_adjusted)})"
         if (g.gap or 0) > 0 and c.budget_tests and c.budget_tests[0].drop_ruled_out:
-            tail += f", and a drop beyond {margin} points is ruled out ({one_sided})"
+            tail += f", and a drop beyond {margin} is ruled out ({one_sided})"
         tail += "."
     elif c.tost_equivalent:
-        tail = f"; the scores are equivalent within {margin} points (TOST)."
+        tail = f"; the scores are equivalent within {margin} (TOST)."
     else:
         test = (
             "" if c.p_adjusted is None else f"not significant (adjusted {p_is(c.p_adjusted)}) and "
         )
-        tail = f"; {test}equivalence within {margin} points could not be shown"
+        tail = f"; {test}equivalence within {margin} could not be shown"
         if c.budget_tests and c.budget_tests[0].drop_ruled_out:
-            tail += f", though a drop beyond {margin} points is ruled out ({one_sided})."
+            tail += f", though a drop beyond {margin} is ruled out ({one_sided})."
         else:
             tail += " (too few tasks or a real gap)."
     return base + tail
@@ -439,7 +440,7 @@ def headlines(cell: Cell, settings: Settings) -> list[Headline]:
     out = []
     for c in cell.comparisons:
         sentences = [
-            _score_sentence(c, settings.default_K, settings.alpha),
+            _score_sentence(c, settings),
             _failure_sentence(cell, c, settings.alpha),
         ]
         loop = _loop_sentence(cell, c)

@@ -46,7 +46,7 @@ from flatscore.console import make_console, styled
 from flatscore.errors import InputError
 from flatscore.report import ReportPaths
 from flatscore.report.rebuild import rebuild
-from flatscore.report.verdicts import headlines
+from flatscore.report.terminal import print_verdicts
 from flatscore.run.executors import make_executor
 from flatscore.run.executors.base import EpisodeJob, Executor
 from flatscore.run.look_ahead import run_looks
@@ -277,34 +277,6 @@ def _chained(prepares: list[Prepare]) -> Prepare | None:
         return jobs
 
     return prepare
-
-
-def print_verdicts(
-    analysis: AnalysisResult, paths: ReportPaths, console: Console, *, sentences: bool = True
-) -> None:
-    """Each cell's verdict, the headline per arm (with its first sentence), and where the
-    report is: what `flatscore run study.yaml` and `flatscore report` end with. Every line
-    is `Text`, so names and paths print literally on any console."""
-    for cell in analysis.cells:
-        console.print(
-            styled((f"{cell.model} · {cell.domain}", "bold"), f": {cell.verdict}"),
-            highlight=False,
-        )
-        for h in headlines(cell, analysis.settings):
-            label = f" ({h.label})" if h.label else ""
-            if h.fixed_note:
-                label += f" ({h.fixed_note})"
-            console.print(
-                styled(f"  {h.arm} vs {h.reference}: {h.verdict}{label}"), highlight=False
-            )
-            if sentences and h.sentences:
-                console.print(styled((f"    {h.sentences[0]}", "dim")), highlight=False)
-    console.print(styled(f"report: {paths.html}"), highlight=False, soft_wrap=True)
-    console.print(
-        styled((f"also {paths.summary} and {paths.analysis}", "dim")),
-        highlight=False,
-        soft_wrap=True,
-    )
 
 
 def print_outcome(outcome: StudyOutcome, console: Console) -> None:

@@ -236,8 +236,8 @@ def report_study(
 ) -> DemoResult:
     """Compare the live runs (if any) with the archive, then write the whole study's report
     into `out` with the reproduction on top, and `reproduction.json` beside it."""
-    from flatscore.analysis.analyze import analyze
     from flatscore.analysis.trials import pick_trials
+    from flatscore.formats.pipeline import analyze_labelled
     from flatscore.report import write_report
 
     console = console or make_console()
@@ -247,7 +247,7 @@ def report_study(
     console.print(Text("reading the whole study's archive for its report …"), soft_wrap=True)
     options = study_options(study)
     episodes = pick_trials(archive_episodes(archive), options.trials)
-    result = analyze(episodes, options)
+    result = analyze_labelled(((None, ep) for ep in episodes), options).result
     banner = make_banner(reproduction, live, len(episodes))
     out.mkdir(parents=True, exist_ok=True)
     paths = write_report(
