@@ -157,3 +157,7 @@ amplification tests (chosen by simulation)."""
 
 SEQUENTIAL_GAMMA_EQUIVALENCE: Final = -4.5
 """… and of the equivalence and bound tests (chosen by simulation)."""
+
+JSON_DIGITS: Final = 10
+"""Significant digits of every float in analysis.json and the other JSON outputs
+(`analysis.outputs.rounded_json`: why)."""

@@ -3,11 +3,16 @@ kept apart so that `result.py` can include the repair-effect models without an i
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+import math
+from typing import Any
 
-from flatscore.defaults import CountMode
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
-__all__ = ["AnalysisModel", "CountMode", "Interval"]
+from flatscore.defaults import JSON_DIGITS, CountMode
+
+__all__ = ["AnalysisModel", "CountMode", "Interval", "rounded_json"]
+
+_ANY: TypeAdapter[Any] = TypeAdapter(Any)
 
 
 class AnalysisModel(BaseModel):
@@ -24,3 +29,24 @@ class Interval(AnalysisModel):
     ci_low: float | None = None
     ci_high: float | None = None
     note: str | None = None
+
+
+def _rounded(value: Any, digits: int) -> Any:
+    if isinstance(value, float) and math.isfinite(value) and value != 0.0:
+        return float(f"{value:.{digits}g}")
+    if isinstance(value, dict):
+        return {k: _rounded(v, digits) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v, digits) for v in value]
+    return value
+
+
+def rounded_json(model: BaseModel, digits: int = JSON_DIGITS) -> str:
+    """The model's JSON (pydantic's field order and number format, two-space indent) with
+    every float to `digits` significant digits. Why: the last bits of a float depend on the
+    CPU's vector code paths (numpy's exp and log, BLAS sums), so full-precision files would
+    rebuild byte for byte only on the CPU that wrote them; 10 digits are far more than any
+    statistic here carries, and a rebuild differs only where a value lies within a few ulps
+    of a rounding boundary."""
+    data = _rounded(model.model_dump(mode="json"), digits)
+    return _ANY.dump_json(data, indent=2).decode("utf-8")

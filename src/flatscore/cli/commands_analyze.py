@@ -36,6 +36,7 @@ def analyze(
     trials: opt.Trials = None,
 ) -> None:
     """Per-channel error rates, S(K), amplification, invariance, recovery and paired statistics."""
+    from flatscore.analysis.outputs import rounded_json
     from flatscore.analysis.settings import AnalysisSettings
     from flatscore.cli import json_out as out
     from flatscore.formats.pipeline import analyze_runs, expand_inputs
@@ -56,10 +57,10 @@ def analyze(
     with console.status("reading episodes and bootstrapping…"):
         result = analyze_runs(paths, options, margins=margins).result
     if json_out == out.STDOUT:  # the JSON alone on stdout, for machines
-        out.write(result.model_dump_json(indent=2), json_out)
+        out.write(rounded_json(result), json_out)
         return
     render(result, console)
-    if json_out is not None and out.write(result.model_dump_json(indent=2), json_out):
+    if json_out is not None and out.write(rounded_json(result), json_out):
         console.print(f"wrote {json_out}", style="dim")
 
 

@@ -64,6 +64,7 @@ def gate(
     """May the candidate replace the reference? Exit 0 pass, 3 damage, 4 inconclusive."""
     from flatscore.analysis.gate import GateOptions
     from flatscore.analysis.gate import gate as run_gate
+    from flatscore.analysis.outputs import rounded_json
     from flatscore.cli import json_out as out
     from flatscore.formats.pipeline import read_runs
 
@@ -93,7 +94,7 @@ def gate(
         else:
             result = run_gate(*runs)
     if json_out is not None:
-        out.write(result.model_dump_json(indent=2), json_out)
+        out.write(rounded_json(result), json_out)
     if json_out != out.STDOUT:
         console.print(result.summary)
         for w in result.warnings:

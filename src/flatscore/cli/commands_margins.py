@@ -46,6 +46,7 @@ def margins(
     import torch
 
     from flatscore.analysis.margins_result import markdown_table
+    from flatscore.analysis.outputs import rounded_json
     from flatscore.run.margins import run_margins
 
     for path in runs:
@@ -65,7 +66,7 @@ def margins(
         episode_ids=episode,
         progress=progress,
     )
-    out.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    out.write_text(rounded_json(result) + "\n", encoding="utf-8")
     console.print(
         f"{len(result.episodes)} episode(s) of arm {result.transcripts_arm!r}, "
         f"{result.agent_tokens} agent tokens ({result.decision_tokens} at tool names), "

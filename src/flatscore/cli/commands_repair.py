@@ -42,6 +42,7 @@ def repair_effect(
     ] = None,
 ) -> None:
     """Repair effect S_with(K) − S_without(K) per arm, and its interaction with precision."""
+    from flatscore.analysis.outputs import rounded_json
     from flatscore.analysis.repair_effect import markdown_table, repair_effects
     from flatscore.analysis.settings import AnalysisSettings
     from flatscore.formats import load_runs
@@ -68,7 +69,7 @@ def repair_effect(
         console.print(styled(("warning:", "yellow"), f" {w}"))
     if balanced:
         console.print(f"{len(episodes)} episodes paired (--balanced)", style="dim")
-    text = result.model_dump_json(indent=2) + "\n"
+    text = rounded_json(result) + "\n"
     if json_out is not None:
         json_out.write_text(text, encoding="utf-8")
         console.print(f"wrote {json_out}", style="dim")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict
 
 from flatscore.analysis.channels import BUILTIN_RULES, ChannelRules, load_rules
+from flatscore.analysis.outputs import rounded_json
 from flatscore.analysis.result import AnalysisResult
 from flatscore.episode import Episode
 
@@ -43,8 +44,9 @@ def rules_for(analysis: AnalysisResult) -> ChannelRules:
 
 
 def analysis_json(analysis: AnalysisResult) -> str:
-    """analysis.json's text: pydantic's field order, two-space indent, one final newline."""
-    return analysis.model_dump_json(indent=2) + "\n"
+    """analysis.json's text: pydantic's field order, two-space indent, floats to
+    `defaults.JSON_DIGITS` significant digits, one final newline."""
+    return rounded_json(analysis) + "\n"
 
 
 def write_report(
