@@ -274,7 +274,8 @@ def _cell(
         reference, reason = choose_reference(candidates, named)
     except ReferenceUndecided as exc:
         raise InputError(
-            f"{model} / {domain}: {exc}; name it with --reference", field="--reference"
+            f"{model} / {domain}: {exc}, and the run files do not record their study's "
+            "reference; name it with --reference"
         ) from None
     order = [reference, *(a for a in precision_order(arms) if a != reference)]
     stats = {

@@ -78,6 +78,13 @@ Sequential = Annotated[
         "many tasks (docs/analysis.md, 'Sequential verdicts')."
     ),
 ]
+FixedDesign = Annotated[
+    bool,
+    typer.Option(
+        help="Read a sequential run's files as a fixed design (by default a run that "
+        "stopped sequentially is read sequentially, as it was run)."
+    ),
+]
 Trials = Annotated[
     str | None,
     typer.Option(
@@ -104,7 +111,9 @@ annotation and default, in the order --help lists them."""
 def settings_flags(*leave_out: str) -> Callable[[Command], Command]:
     """The command takes `SETTINGS_FLAGS` (less `leave_out`) where its parameter
     `flags: dict[str, Any]` stands (so --help lists them there), and receives their values
-    as that dict, keyed by `AnalysisSettings.from_flags`'s names."""
+    as that dict, keyed by `AnalysisSettings.from_flags`'s names; a flag the user did not
+    give is None there, so the settings built from it leave it unset and a study's recorded
+    setting (`analysis.recorded`) may fill it."""
     names = [name for name in SETTINGS_FLAGS if name not in leave_out]
 
     def decorate(func: Command) -> Command:
@@ -123,6 +132,8 @@ def settings_flags(*leave_out: str) -> Callable[[Command], Command]:
         @functools.wraps(func)
         def command(**values: Any) -> Any:
             flags = {name: values.pop(name) for name in names}
+            given = _given(names)
+            flags = {name: v if name in given else None for name, v in flags.items()}
             return func(**values, flags=flags)
 
         command.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
@@ -130,6 +141,17 @@ def settings_flags(*leave_out: str) -> Callable[[Command], Command]:
         return command  # type: ignore[return-value]
 
     return decorate
+
+
+def _given(names: list[str]) -> set[str]:
+    """The flags among `names` given on the command line (all of them outside click)."""
+    import click
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return set(names)
+    return {n for n in names if ctx.get_parameter_source(n) is not ParameterSource.DEFAULT}
 
 
 def model_from(model: type[Model], values: Mapping[str, Any]) -> Model:
