@@ -64,7 +64,7 @@ def results_table(rows: list[CardRow], default_k: int, tight_k: int) -> str:
                 _ci(r.tight),
                 _gap(r),
                 times(r.failed_calls) if r.failed_calls is not None else "—",
-                r.verdict if r.comparison is None else f"**{r.verdict}**",
+                r.verdict if r.comparison is None else f"**{r.verdict_shown}**",
             ]
             for r in rows
         ),

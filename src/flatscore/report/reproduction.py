@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from flatscore.analysis.result import AnalysisResult, Comparison
 from flatscore.analysis.sequential_result import decided_text
-from flatscore.report.verdicts import TONE, lead_verdict, pts
+from flatscore.report.verdicts import TONE, cell_verdict, lead_verdict, pts
 
 MASKED = "flat score, amplified failures"
 
@@ -91,8 +91,8 @@ def cell_lines(analysis: AnalysisResult) -> list[CellLines]:
         out.append(
             CellLines(
                 key=f"{cell.model} · {cell.domain}",
-                verdict=str(cell.verdict),
-                tone=TONE.get(str(cell.verdict), "warn"),
+                verdict=cell_verdict(cell),
+                tone=TONE.get(cell_verdict(cell), "warn"),
                 arms=arms,
                 masked=masked,
             )
