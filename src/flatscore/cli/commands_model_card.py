@@ -65,7 +65,10 @@ def export_model_card_command(
     result = analysed.result
     for line in analysed.dropped:
         console.print(f"warning: {line}", style="yellow", highlight=False)
-    for card in write_model_cards(result, out, tight_k=tight_budget, name_template=name):
+    tight = tight_budget
+    if tight_budget == defaults.TIGHT_K:  # not given: the reading's, below its default K
+        tight = min(result.settings.tight_budget, max(result.settings.default_K - 1, 0))
+    for card in write_model_cards(result, out, tight_k=tight, name_template=name):
         verdicts = ", ".join(f"{d}: {v}" for d, v in card.verdicts.items())
         console.print(f"{card.model} / {card.arm} ({verdicts}) → {card.path}", highlight=False)
     console.print(f"every arm's table → {out / RESULTS_FILE}", highlight=False)

@@ -111,8 +111,8 @@ annotation and default, in the order --help lists them."""
 def settings_flags(*leave_out: str) -> Callable[[Command], Command]:
     """The command takes `SETTINGS_FLAGS` (less `leave_out`) where its parameter
     `flags: dict[str, Any]` stands (so --help lists them there), and receives their values
-    as that dict, keyed by `AnalysisSettings.from_flags`'s names; a flag the user did not
-    give is None there, so the settings built from it leave it unset and a study's recorded
+    as that dict, keyed by `AnalysisSettings.from_flags`'s names; a flag left at its default
+    is None there, so the settings built from it leave it unset and a study's recorded
     setting (`analysis.recorded`) may fill it."""
     names = [name for name in SETTINGS_FLAGS if name not in leave_out]
 
@@ -132,7 +132,7 @@ def settings_flags(*leave_out: str) -> Callable[[Command], Command]:
         @functools.wraps(func)
         def command(**values: Any) -> Any:
             flags = {name: values.pop(name) for name in names}
-            given = _given(names)
+            given = _given(flags)
             flags = {name: v if name in given else None for name, v in flags.items()}
             return func(**values, flags=flags)
 
@@ -143,15 +143,11 @@ def settings_flags(*leave_out: str) -> Callable[[Command], Command]:
     return decorate
 
 
-def _given(names: list[str]) -> set[str]:
-    """The flags among `names` given on the command line (all of them outside click)."""
-    import click
-    from click.core import ParameterSource
-
-    ctx = click.get_current_context(silent=True)
-    if ctx is None:
-        return set(names)
-    return {n for n in names if ctx.get_parameter_source(n) is not ParameterSource.DEFAULT}
+def _given(flags: dict[str, Any]) -> set[str]:
+    """The flags given a value other than their default: the others are left for a study's
+    recorded settings to fill (`analysis.recorded`); a flag given its default value reads
+    the same either way unless the study recorded another value."""
+    return {n for n, v in flags.items() if v != SETTINGS_FLAGS[n][1]}
 
 
 def model_from(model: type[Model], values: Mapping[str, Any]) -> Model:
