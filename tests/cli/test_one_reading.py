@@ -124,6 +124,10 @@ def test_every_surface_shows_the_readings_verdict(study: Path, tmp_path: Path) -
         assert len(first) <= 200 and first.startswith(GATE_OF[verdict].upper())  # type: ignore[index]
         decided = seq[arm]
         assert decided is not None and "sequential" in gate.stdout
+        # its family is one comparison, the study's two: the output says so (once)
+        assert gate.stdout.count("decided its 2 comparisons together") == 1
+        if f"after {decided.tasks} of" not in gate.stdout and decided.decided:
+            assert "may stop at another task" in gate.stdout
 
 
 def test_the_gate_refuses_the_same_episodes_on_both_sides(study: Path) -> None:

@@ -33,11 +33,40 @@ RECORDED_FIELDS = (
 """The settings a study file chooses for its reading (`tost_margin` recorded in points)."""
 
 
-def study_record(settings: AnalysisSettings) -> dict[str, Any]:
+def study_record(settings: AnalysisSettings, comparisons: int | None = None) -> dict[str, Any]:
     """What `flatscore run` writes into each episode's metadata (under `RECORD_KEY`): the
-    study's chosen settings, in the units a study file writes them."""
+    study's chosen settings, in the units a study file writes them, and how many comparisons
+    (arms against their reference, over every cell) it decides together."""
     dumped = settings.model_dump(mode="json", context=POINTS, include=set(RECORDED_FIELDS))
-    return {k: v for k, v in dumped.items() if v is not None}
+    record = {k: v for k, v in dumped.items() if v is not None}
+    if comparisons is not None:
+        record["comparisons"] = comparisons
+    return record
+
+
+def recorded_comparisons(episodes: Iterable[Episode]) -> int | None:
+    """The comparisons the episodes' study decides together (None: not recorded)."""
+    found = {
+        record.get("comparisons")
+        for ep in episodes
+        if isinstance(record := ep.metadata.get(RECORD_KEY), dict)
+    }
+    found.discard(None)
+    return max(found) if found else None
+
+
+def gate_family_note(episodes: Iterable[Episode], gate_comparisons: int = 1) -> str | None:
+    """Why `flatscore gate` may stop a sequential run's comparison at another task than
+    `flatscore report` on the same runs: the run (and the report) corrected over the study's
+    comparisons, the gate over its own. None where both families are the same."""
+    study = recorded_comparisons(episodes)
+    if study is None or study <= gate_comparisons:
+        return None
+    return (
+        f"the study decided its {study} comparisons together (one correction over all of them); "
+        f"the gate reads {gate_comparisons}, so its sequential reading may stop at another task "
+        "than `flatscore report` on the study's runs, whose decision is the study's"
+    )
 
 
 def recorded_settings(episodes: Iterable[Episode]) -> tuple[dict[str, Any], list[str]]:

@@ -87,7 +87,7 @@ def gate(
     from flatscore.analysis.gate import GateOptions
     from flatscore.analysis.gate import gate as run_gate
     from flatscore.analysis.outputs import rounded_json
-    from flatscore.analysis.recorded import is_sequential_run
+    from flatscore.analysis.recorded import gate_family_note, is_sequential_run
     from flatscore.cli import json_out as out
     from flatscore.formats.pipeline import read_runs
 
@@ -121,6 +121,9 @@ def gate(
             from flatscore.analysis.sequential_gate import sequential_gate
 
             result = sequential_gate(*runs, max_tasks=max_tasks)
+            note = gate_family_note([*runs[0], *runs[1]])
+            if note is not None:
+                result.warnings.append(note)
         else:
             result = run_gate(*runs)
     if json_out is not None:

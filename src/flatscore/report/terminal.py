@@ -22,6 +22,8 @@ from flatscore.report.verdicts import (
     cell_verdict,
     headlines,
     lead_verdict,
+    signed_ci_pts,
+    signed_pts,
     verdict_text,
 )
 
@@ -62,14 +64,12 @@ def channel_change(a: ChannelAmplification) -> str:
 
 
 def signed(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:+.1f}"
+    return signed_pts(x)
 
 
 def signed_ci(lo: float | None, hi: float | None) -> str:
     """' [-39.0, +39.0]' (points) for a difference; nothing when there is no interval."""
-    if lo is None or hi is None:
-        return ""
-    return f" [{100 * lo:+.1f}, {100 * hi:+.1f}]"
+    return signed_ci_pts(lo, hi)
 
 
 def _s_at(arm: ArmStats, k: int) -> float | None:

@@ -213,6 +213,27 @@ def pts(value: float | None, digits: int = 1) -> str:
     return text[1:] if text.startswith("-") and not text.strip("-0.") else text  # no "-0.0"
 
 
+SIGN_CONVENTION = "reference − arm: positive where the arm does worse"
+"""Every gap and difference flatscore prints (Gap(K), success and loop differences): the
+reference's value minus the arm's, in every output (docs/analysis.md, glossary)."""
+
+
+def signed_pts(value: float | None, digits: int = 1) -> str:
+    """A difference in points with its sign (`+3.9`, `-1.5`; `0.0`, never `-0.0`); "—" when
+    there is none."""
+    if value is None:
+        return "—"
+    text = f"{100 * value:+.{digits}f}"
+    return text[1:] if not text.strip("+-0.") else text
+
+
+def signed_ci_pts(low: float | None, high: float | None, digits: int = 1) -> str:
+    """' [-39.0, +39.0]' (points) for a difference's interval; nothing without one."""
+    if low is None or high is None:
+        return ""
+    return f" [{signed_pts(low, digits)}, {signed_pts(high, digits)}]"
+
+
 def pct(value: float | None, digits: int = 1) -> str:
     """A rate as a percentage ("not computed", never "n/a%")."""
     return "not computed" if value is None else f"{pts(value, digits)}%"

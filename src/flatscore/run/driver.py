@@ -129,7 +129,8 @@ def analysis_options(study: Study) -> AnalysisSettings:
 def study_metadata(study: Study) -> dict[str, object]:
     """What every episode of the study records of its analysis settings, so that its run
     files are read as the study file says (`flatscore.analysis.recorded`)."""
-    return {RECORD_KEY: study_record(study.analysis)}
+    comparisons = sum((len(m.arms) - 1) * len(study.domains) for m in study.models)
+    return {RECORD_KEY: study_record(study.analysis, comparisons)}
 
 
 def write_study_report(study: Study) -> tuple[AnalysisResult, ReportPaths]:
