@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from flatscore.analysis.result import GapPoint
+from flatscore.analysis.verdict_rule import _beyond_words, points
 from flatscore.report.reproduction import _masked_line, interval_words
 from flatscore.report.verdicts import signed_ci_pts, signed_pts
 
@@ -65,3 +66,26 @@ def test_signed_points_never_print_minus_zero(value: float, text: str) -> None:
 def test_no_signed_interval_prints_minus_zero(a: float, b: float) -> None:
     text = signed_ci_pts(min(a, b), max(a, b))
     assert "-0.0]" not in text and "[-0.0," not in text
+
+
+@pytest.mark.parametrize(
+    ("ci_low", "words"),
+    [
+        (0.38, "is shown (the 95% interval's lower end +38.0 points)"),  # wholly beyond
+        (0.076, "is shown"),
+        (0.074, "is not ruled out (the 90% interval's upper end +62.9 points)"),
+        (0.01, "is not ruled out"),
+    ],
+)
+def test_a_significant_drop_beyond_the_margin_is_shown_only_where_the_interval_says(
+    ci_low: float, words: str
+) -> None:
+    drop = SimpleNamespace(ci_low=ci_low, drop_bound=0.629)
+    evidence = SimpleNamespace(margin=0.075, alpha=0.05)
+    text = _beyond_words(drop, evidence)  # type: ignore[arg-type]
+    assert text.startswith("a drop beyond ±7.5 points ") and words in text
+
+
+@pytest.mark.parametrize(("x", "text"), [(-0.0004, "+0.0 points"), (-0.0, "+0.0 points")])
+def test_the_verdict_reasons_never_print_minus_zero(x: float, text: str) -> None:
+    assert points(x) == text
