@@ -46,6 +46,12 @@ def expand_inputs(paths: Sequence[Path]) -> list[Path]:
         if not path.exists():
             raise InputError("file not found", file=str(path))
         runs = sorted(path.rglob("*.jsonl")) if path.is_dir() else []
+        if path.is_dir() and not runs and not (path / "results.json").exists():
+            raise InputError(
+                "no runs here: neither flatscore runs (*.jsonl, in any subfolder) nor τ² "
+                "results (results.json)",
+                file=str(path),
+            )
         out.extend(runs or [path])
     return out
 
