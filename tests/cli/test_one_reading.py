@@ -130,6 +130,20 @@ def test_every_surface_shows_the_readings_verdict(study: Path, tmp_path: Path) -
             assert "may stop at another task" in gate.stdout
 
 
+def test_the_gate_reads_the_recorded_settings_unless_given(study: Path) -> None:
+    runs = study / "out" / "runs"
+    pair = (runs / "oracle__ref.jsonl", runs / "oracle__slips.jsonl")
+    done = flatscore("gate", *pair, "--json", "-")
+    assert done.returncode in (0, 3, 4), done.stderr
+    options = json.loads(done.stdout)["options"]
+    assert options["bootstrap"] == 100 and "bootstrap" in options["from_runs"]
+    given = flatscore("gate", *pair, "--bootstrap", "150", "--fixed-design", "--json", "-")
+    assert given.returncode in (0, 3, 4), given.stderr
+    data = json.loads(given.stdout)
+    assert data["options"]["bootstrap"] == 150
+    assert all(not c["reason"].startswith("sequential") for c in data["cells"])
+
+
 def test_the_gate_refuses_the_same_episodes_on_both_sides(study: Path) -> None:
     ref = study / "out" / "runs" / "oracle__ref.jsonl"
     done = flatscore("gate", ref, ref)

@@ -9,8 +9,8 @@ says, and every command reads it the same way.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Collection, Iterable
+from typing import Any, TypeVar
 
 from flatscore.analysis.settings import POINTS, AnalysisSettings
 from flatscore.episode import Episode
@@ -95,6 +95,30 @@ def is_sequential_run(episodes: Iterable[Episode]) -> bool:
     return any(ep.metadata.get("stopping") == "sequential" for ep in episodes)
 
 
+Settings = TypeVar("Settings", bound=AnalysisSettings)
+
+
+def fill_recorded(
+    episodes: list[Episode], settings: Settings, leave_out: Collection[str] = ()
+) -> tuple[Settings, list[str]]:
+    """`settings` with each field the user did not give (not in its set fields) and the
+    episodes' study recorded taken from the record (less `leave_out`); the fields taken are
+    listed in `from_runs`. Returns them and a warning per setting the files disagree on."""
+    recorded, warnings = recorded_settings(episodes)
+    given = settings.model_fields_set
+    fill = {k: v for k, v in recorded.items() if k not in given and k not in leave_out}
+    if not fill:
+        return settings, warnings
+    values = settings.model_dump(context=POINTS, include=set(fill)) | fill
+    try:
+        checked = AnalysisSettings.model_validate(values, context=POINTS)
+    except ValueError as exc:
+        raise InputError(f"the run files' recorded study settings are invalid: {exc}") from None
+    update: dict[str, Any] = {k: getattr(checked, k) for k in fill}
+    update["from_runs"] = sorted(fill)
+    return settings.model_copy(update=update), warnings
+
+
 def reading_of(
     episodes: list[Episode], settings: AnalysisSettings
 ) -> tuple[AnalysisSettings, list[str]]:
@@ -106,20 +130,7 @@ def reading_of(
             "--sequential and --fixed-design ask for opposite readings; give one",
             field="--fixed-design",
         )
-    recorded, warnings = recorded_settings(episodes)
-    given = settings.model_fields_set
-    fill = {k: v for k, v in recorded.items() if k not in given}
-    update: dict[str, Any] = {}
-    if fill:
-        values = settings.model_dump(context=POINTS, include=set(fill)) | fill
-        try:
-            checked = AnalysisSettings.model_validate(values, context=POINTS)
-        except ValueError as exc:
-            raise InputError(f"the run files' recorded study settings are invalid: {exc}") from None
-        update = {k: getattr(checked, k) for k in fill}
-        update["from_runs"] = sorted(fill)
+    settings, warnings = fill_recorded(episodes, settings)
     if not settings.fixed_design and not settings.sequential and is_sequential_run(episodes):
-        update["sequential"] = True
-    if not update:
-        return settings, warnings
-    return settings.model_copy(update=update), warnings
+        settings = settings.model_copy(update={"sequential": True})
+    return settings, warnings

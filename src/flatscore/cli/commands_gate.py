@@ -87,19 +87,22 @@ def gate(
     from flatscore.analysis.gate import GateOptions
     from flatscore.analysis.gate import gate as run_gate
     from flatscore.analysis.outputs import rounded_json
-    from flatscore.analysis.recorded import gate_family_note, is_sequential_run
+    from flatscore.analysis.recorded import fill_recorded, gate_family_note, is_sequential_run
     from flatscore.cli import json_out as out
     from flatscore.formats.pipeline import read_runs
 
     chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
+    given = {  # a flag left at its default leaves the study's recorded setting to fill it
+        "tost_margin": (margin, opt.TOST_MARGIN_POINTS),
+        "tight_budget": (tight_budget, defaults.TIGHT_K),
+        "bootstrap": (bootstrap, defaults.BOOTSTRAP),
+        "seed": (seed, defaults.ANALYSIS_SEED),
+        "count": (count, defaults.COUNT),
+    }
     options = GateOptions.from_flags(
-        tost_margin=margin,
-        tight_budget=tight_budget,
         default_budget=default_budget,
         channels=chosen,
-        bootstrap=bootstrap,
-        seed=seed,
-        count=count,
+        **{k: None if value == default else value for k, (value, default) in given.items()},
     )
     out.check(json_out, [reference, candidate])
     if sequential and fixed_design:
@@ -115,17 +118,21 @@ def gate(
             reference_arm,
             candidate_arm,
         )
-        if not fixed_design and is_sequential_run([*runs[0], *runs[1]]):
+        both = [*runs[0], *runs[1]]
+        options, disagree = fill_recorded(both, options, leave_out={"reference"})
+        runs = (runs[0], runs[1], options, reference_arm, candidate_arm)
+        if not fixed_design and is_sequential_run(both):
             sequential = True  # read as it was run, like every command
         if sequential:
             from flatscore.analysis.sequential_gate import sequential_gate
 
             result = sequential_gate(*runs, max_tasks=max_tasks)
-            note = gate_family_note([*runs[0], *runs[1]])
+            note = gate_family_note(both)
             if note is not None:
                 result.warnings.append(note)
         else:
             result = run_gate(*runs)
+        result.warnings[:0] = disagree
     if json_out is not None:
         out.write(rounded_json(result), json_out)
     if json_out != out.STDOUT:
