@@ -137,7 +137,8 @@ def test_the_gate_reads_the_recorded_settings_unless_given(study: Path) -> None:
     assert done.returncode in (0, 3, 4), done.stderr
     options = json.loads(done.stdout)["options"]
     assert options["bootstrap"] == 100 and "bootstrap" in options["from_runs"]
-    given = flatscore("gate", *pair, "--bootstrap", "150", "--fixed-design", "--json", "-")
+    fixed = ("--fixed-design", "--tight-budget", "1")  # this study's default K is 2
+    given = flatscore("gate", *pair, "--bootstrap", "150", *fixed, "--json", "-")
     assert given.returncode in (0, 3, 4), given.stderr
     data = json.loads(given.stdout)
     assert data["options"]["bootstrap"] == 150

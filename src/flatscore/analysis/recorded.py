@@ -46,12 +46,12 @@ def study_record(settings: AnalysisSettings, comparisons: int | None = None) -> 
 
 def recorded_comparisons(episodes: Iterable[Episode]) -> int | None:
     """The comparisons the episodes' study decides together (None: not recorded)."""
-    found = {
-        record.get("comparisons")
+    found = [
+        n
         for ep in episodes
         if isinstance(record := ep.metadata.get(RECORD_KEY), dict)
-    }
-    found.discard(None)
+        and isinstance(n := record.get("comparisons"), int)
+    ]
     return max(found) if found else None
 
 

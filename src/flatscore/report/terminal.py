@@ -80,7 +80,7 @@ def verdict_lines(result: AnalysisResult) -> list[Text]:
     lines = []
     for cell in result.cells:
         verdict = cell_verdict(cell)
-        style = VERDICT_STYLE[verdict]  # type: ignore[index]
+        style = VERDICT_STYLE[verdict]
         lines.append(
             Text.assemble(
                 (f"{cell.model} / {cell.domain}", "bold"),
@@ -196,7 +196,7 @@ def comparisons_table(cell: Cell, k_small: int, k_default: int) -> Table:
             "—" if c.p_value is None else f"{c.p_value:.3g}",
             "—" if c.p_adjusted is None else f"{c.p_adjusted:.3g}",
             "yes" if c.tost_equivalent else "no",
-            Text(verdict_text(c), style=VERDICT_STYLE[lead_verdict(c)[0] or "nothing to compare"]),  # type: ignore[index]
+            Text(verdict_text(c), style=VERDICT_STYLE[lead_verdict(c)[0] or "nothing to compare"]),
         )
     return table
 
