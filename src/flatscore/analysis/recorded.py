@@ -102,11 +102,17 @@ def fill_recorded(
     episodes: list[Episode], settings: Settings, leave_out: Collection[str] = ()
 ) -> tuple[Settings, list[str]]:
     """`settings` with each field the user did not give (not in its set fields) and the
-    episodes' study recorded taken from the record (less `leave_out`); the fields taken are
-    listed in `from_runs`. Returns them and a warning per setting the files disagree on."""
+    episodes' study recorded taken from the record (less `leave_out`); the fields whose
+    value that changes are listed in `from_runs`. Returns them and a warning per setting
+    the files disagree on."""
     recorded, warnings = recorded_settings(episodes)
     given = settings.model_fields_set
-    fill = {k: v for k, v in recorded.items() if k not in given and k not in leave_out}
+    current = settings.model_dump(mode="json", context=POINTS, include=set(recorded))
+    fill = {
+        k: v
+        for k, v in recorded.items()
+        if k not in given and k not in leave_out and current.get(k) != v  # only what changes
+    }
     if not fill:
         return settings, warnings
     values = settings.model_dump(context=POINTS, include=set(fill)) | fill
