@@ -50,3 +50,19 @@ def test_an_undecidable_reference_does_not_blame_an_option_not_given(tmp_path: P
     line = _one_line(flatscore("analyze", run))
     assert "cannot tell the reference" in line and "field '--reference'" not in line
     assert "name it with --reference" in line
+
+
+def test_a_planted_arm_is_never_the_reference(tmp_path: Path) -> None:
+    """Study v3's committed runs: `ref` and `ref-planted` name the same precision, and the
+    planted arm's episodes say its damage was planted on `ref` (`metadata.injected`)."""
+    path = tmp_path / "v3like.jsonl"
+    with EpisodeWriter(path) as writer:
+        for arm in ("ref", "ref-planted"):
+            for t in range(3):
+                ep = episode(arm, f"t{t}", 0, [("get_user", "ok")], success=True)
+                if arm == "ref-planted":
+                    ep.metadata["injected"] = {"base": "ref", "role_confusion": 0.05}
+                writer.write(ep)
+    done = flatscore("analyze", path, "--json", "-", "--bootstrap", "200")
+    assert done.returncode == 0, done.stderr
+    assert '"reference": "ref"' in done.stdout.split('"cells"')[1]
