@@ -17,7 +17,13 @@ from cli_runner import flatscore
 from flatscore.analysis.recorded import RECORD_KEY
 from flatscore.analysis.result import AnalysisResult
 from flatscore.analysis.verdict_rule import GATE_OF
-from flatscore.report.verdicts import cell_verdict, lead_verdict, verdict_text
+from flatscore.report.verdicts import (
+    cell_verdict,
+    lead_verdict,
+    signed_ci_pts,
+    signed_pts,
+    verdict_text,
+)
 from flatscore.store.jsonl import read_episodes
 from run_files import SEQUENTIAL_STUDY
 
@@ -151,3 +157,28 @@ def test_the_gate_refuses_the_same_episodes_on_both_sides(study: Path) -> None:
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "the same episodes" in lines[0]
+
+
+def test_every_gap_has_one_sign_on_every_surface(study: Path, tmp_path: Path) -> None:
+    """Gap = reference − arm everywhere: analyze's JSON and terminal table, the model card
+    and the gate, for the damaged arm (positive: it does worse)."""
+    runs = study / "out" / "runs"
+    committed = _result(study / "out" / "analysis.json")
+    comp = next(c for cell in committed.cells for c in cell.comparisons if c.arm == "slips")
+    g = comp.gap_default
+    assert g.gap is not None and g.gap > 0  # the arm that fails most calls does worse
+    shown = signed_pts(g.gap) + signed_ci_pts(g.ci_low, g.ci_high)
+    assert shown.startswith("+") and "-0.0" not in shown
+    term = flatscore("analyze", runs)
+    assert term.returncode == 0 and shown in term.stdout
+    done = flatscore("export", "model-card", runs, "--out", tmp_path / "cards")
+    assert done.returncode == 0, done.stderr
+    card = (tmp_path / "cards" / "oracle__slips" / "README.md").read_text(encoding="utf-8")
+    assert f"| {shown} |" in card and "reference − arm" in card
+    gate = flatscore(
+        "gate", runs / "oracle__ref.jsonl", runs / "oracle__slips.jsonl", "--json", "-"
+    )
+    gap = json.loads(gate.stdout)["cells"][0]["budgets"][0]["gap"]
+    assert gap == pytest.approx(g.gap)
+    for text in (term.stdout, card, gate.stdout):
+        assert "-0.0" not in text
