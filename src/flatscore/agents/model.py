@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 from flatscore.agents.base import Agent, ToolSchema
 from flatscore.episode import Message, Serving
 from flatscore.models.base import Backend, Sampling
-from flatscore.models.shared import BackendSpec, clear_backends, get_backend
+from flatscore.models.shared import clear_backends, get_backend
+from flatscore.study import BackendSpec
 
 if TYPE_CHECKING:
     from flatscore.domains.framework import Task

@@ -25,7 +25,7 @@ from flatscore.defaults import MAX_BUDGET
 from flatscore.errors import InputError
 
 if TYPE_CHECKING:
-    from flatscore.run.study import Study
+    from flatscore.study import Study
 
 
 def _parse_options(pairs: list[str]) -> dict[str, Any]:
@@ -301,7 +301,7 @@ class StudyOverrides:
 
         from flatscore.errors import validating
         from flatscore.run.executors import RayExecutor
-        from flatscore.run.study import ExecutorSpec
+        from flatscore.study import ExecutorSpec
 
         updates: dict[str, Any] = {}
         if self.out is not None:

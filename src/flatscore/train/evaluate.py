@@ -22,7 +22,7 @@ from flatscore.analysis.facts import EpisodeFacts, episode_facts
 from flatscore.episode import Episode
 from flatscore.models.shared import clear_backends
 from flatscore.run.driver import run_study
-from flatscore.run.study import Study
+from flatscore.study import Study
 from flatscore.store.jsonl import read_episodes
 
 EVAL_ARMS = ("ref", "int8", "int4", "int4-awq", "int3")

@@ -36,7 +36,7 @@ from flatscore.run.tau2 import lib
 from flatscore.run.tau2.job import Tau2Endpoint, job_recipe
 
 if TYPE_CHECKING:
-    from flatscore.run.executors.base import EpisodeJob
+    from flatscore.run.jobs import EpisodeJob
 
 SOURCE_FORMAT = "tau2-live"
 T = TypeVar("T")
