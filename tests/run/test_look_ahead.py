@@ -17,7 +17,8 @@ from flatscore.analysis.sequential import SequentialDesign
 from flatscore.episode import Episode
 from flatscore.run.driver import plan_study, run_study
 from flatscore.run.executors import LocalExecutor
-from flatscore.run.executors.base import EpisodeJob, run_job
+from flatscore.run.jobs import EpisodeJob
+from flatscore.run.sources import run_job
 from flatscore.run.look_ahead import HeldFiles, LookAhead
 from flatscore.run.sequential import SequentialPlan
 from flatscore.run.study import load_study

@@ -7,15 +7,11 @@ import pickle
 
 from flatscore.agents.repair import RepairAgent, RepairConfig
 from flatscore.episode import ErrorBudget
-from flatscore.run.executors.base import (
-    AgentRecipe,
-    EpisodeJob,
-    build_agent,
-    build_user,
-    run_job,
-    run_job_sync,
-)
-from flatscore.run.study import UserSpec
+from flatscore.run.builtin.agent import build_agent, build_user
+from flatscore.run.executors.base import run_job_sync
+from flatscore.run.jobs import AgentRecipe, EpisodeJob
+from flatscore.run.sources import run_job
+from flatscore.study import UserSpec
 
 
 def job(arm: str = "ref", label: str = "oracle", **recipe: object) -> EpisodeJob:
@@ -84,7 +80,7 @@ def test_build_user_takes_the_kind_from_its_registry() -> None:
     import pytest
     from pydantic import ValidationError
 
-    from flatscore.models.shared import BackendSpec
+    from flatscore.study import BackendSpec
     from flatscore.users import ScriptedUser, register_user
     from flatscore.users.base import USERS
 
