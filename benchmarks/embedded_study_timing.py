@@ -23,8 +23,8 @@ from flatscore.domains import get_domain
 from flatscore.models.shared import get_backend
 from flatscore.run.driver import plan_study, run_study
 from flatscore.run.study import load_study
-from flatscore.study import Study
 from flatscore.store.jsonl import read_episodes
+from flatscore.study import Study
 
 STUDY = ROOT / "examples" / "embedded-study.yaml"
 

@@ -17,8 +17,8 @@ from flatscore.episode import ErrorBudget
 from flatscore.errors import InputError
 from flatscore.run.jobs import AgentRecipe, EpisodeJob
 from flatscore.run.study import load_study
-from flatscore.study import UserSpec
 from flatscore.store.jsonl import read_episodes
+from flatscore.study import UserSpec
 
 
 def write_study(folder: Path, name: str, models: list[dict[str, Any]], **fields: Any) -> Path:

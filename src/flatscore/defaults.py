@@ -62,6 +62,10 @@ TAU2_TIMEOUT_S: Final[float] = 600.0
 TEMPERATURE: Final[float] = 0.0
 TOP_P: Final[float] = 1.0
 MAX_TOKENS: Final[int] = 256
+AGENT_MAX_TOKENS: Final[int] = 192
+"""The tokens one turn of the registry's model-backed agent may generate (`--agent model` /
+`embedded`, `flatscore.agents.model`; `flatscore eval-embedded`): its own default, below a
+study's `MAX_TOKENS`."""
 
 MAX_BATCH: Final = 16
 """In-process models: sequences one engine decodes together per arm, a full pass of the

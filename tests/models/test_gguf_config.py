@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from flatscore.run.arm_backend import arm_backend
 from flatscore.errors import InputError
 from flatscore.models.gguf_files import (
     EXTRA_HINT,
@@ -22,6 +21,7 @@ from flatscore.models.gguf_files import (
     reference_file,
 )
 from flatscore.models.gguf_header import read_header
+from flatscore.run.arm_backend import arm_backend
 from flatscore.run.study import load_study
 
 

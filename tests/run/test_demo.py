@@ -13,9 +13,9 @@ import pytest
 import yaml
 from rich.console import Console
 
-from flatscore.run.arm_backend import arm_backend
 from flatscore.domains import get_domain
 from flatscore.errors import InputError
+from flatscore.run.arm_backend import arm_backend
 from flatscore.run.demo import (
     DEMO_ARMS,
     DEMO_CONCURRENCY,

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from flatscore.run.arm_backend import arm_backend
 from flatscore.errors import InputError
+from flatscore.run.arm_backend import arm_backend
 from flatscore.run.reproduce import (
     SLICE_ARMS,
     SLICE_KV_MEMORY_MB,

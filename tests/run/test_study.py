@@ -364,6 +364,12 @@ def test_kinds_come_from_the_registries() -> None:
     assert info.value.field == "models.0.kind"
     assert info.value.message.startswith("unknown model kind 'remote' (known: ")
     with pytest.raises(InputError) as info:
-        parse_study({**data, "models": [{"name": "m", "kind": "agent", "agent": "oracle", "arms": ["a"]}], "user": {}})
+        parse_study(
+            {
+                **data,
+                "models": [{"name": "m", "kind": "agent", "agent": "oracle", "arms": ["a"]}],
+                "user": {},
+            }
+        )
     assert info.value.field == "executor.kind"
     assert info.value.message.startswith("unknown executor 'mine' (known: ")

@@ -29,7 +29,7 @@ from typing import Any
 from flatscore.agents.base import Agent, ToolSchema
 from flatscore.domains import get_domain
 from flatscore.episode import Message
-from flatscore.study.agent import InjectRates, InjectSpec
+from flatscore.study.agent import InjectSpec
 
 INJECT_KINDS = ("role_confusion", "drop_argument", "wrong_value")
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from flatscore import defaults
 from flatscore.agents.base import Agent, ToolSchema
 from flatscore.episode import Message, Serving
 from flatscore.models.base import Backend, Sampling
@@ -26,9 +27,6 @@ if TYPE_CHECKING:
     from flatscore.domains.framework import Task
 
 __all__ = ["ModelAgent", "clear_backends", "make_model_agent", "shared_backend"]
-
-DEFAULT_MAX_TOKENS = 192
-
 
 def turn_seed(episode_seed: int, turn: int) -> int:
     """The sampling seed of agent turn `turn` in an episode seeded `episode_seed`."""
@@ -43,7 +41,7 @@ class ModelAgent(Agent):
         self, backend: Backend, sampling: Sampling | None = None, name: str | None = None
     ) -> None:
         self.backend = backend
-        self.sampling = sampling or Sampling(max_tokens=DEFAULT_MAX_TOKENS)
+        self.sampling = sampling or Sampling(max_tokens=defaults.AGENT_MAX_TOKENS)
         self.name = name or backend.name
         self._seed = 0
         self._turn = 0
@@ -105,9 +103,9 @@ def make_model_agent(
     model: str = "embedded",
     arm: str = "ref",
     base_url: str | None = None,
-    temperature: float = 0.0,
-    top_p: float = 1.0,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
+    temperature: float = defaults.TEMPERATURE,
+    top_p: float = defaults.TOP_P,
+    max_tokens: int = defaults.AGENT_MAX_TOKENS,
     logprobs: bool = False,
     top_logprobs: int = 0,
     api_key_env: str | None = "OPENAI_API_KEY",

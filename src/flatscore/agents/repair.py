@@ -35,7 +35,7 @@ from flatscore.analysis.channels import (
 )
 from flatscore.domains import domain_names, get_domain
 from flatscore.episode import Message, Serving, ToolCall, ToolResult
-from flatscore.study.agent import REPAIR_CHANNELS, RepairConfig
+from flatscore.study.agent import RepairConfig
 
 if TYPE_CHECKING:
     from flatscore.domains.framework import Task

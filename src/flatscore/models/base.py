@@ -15,7 +15,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from flatscore import defaults
 from flatscore.episode import Message, Serving, TokenLogprob, TokenUsage
 from flatscore.registry import Registry
 from flatscore.study.backend import SamplingSpec

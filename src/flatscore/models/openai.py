@@ -25,7 +25,6 @@ import httpx
 from pydantic import Field
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
-from flatscore import defaults
 from flatscore.episode import Message, TokenUsage
 from flatscore.models.base import Backend, BackendError, ContextWindowExceeded, Generation, Sampling
 from flatscore.models.cache import ResponseCache

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
 from flatscore.models.arm_checks import check_gguf_arms, check_torch_arms
-from flatscore.models.openai import OpenAIBackend, OpenAIConfig
 from flatscore.models.backends import BACKENDS
+from flatscore.models.openai import OpenAIBackend, OpenAIConfig
 from flatscore.study.backend import BackendSpec, Endpoint
 
 if TYPE_CHECKING:

@@ -60,7 +60,9 @@ def check_model_fields(model: ModelSpec) -> None:
         if arm.inject is not None:
             continue
         missing = [
-            f for f in ("url", "served_model") if kind_needs(model.kind, f) and getattr(arm, f) is None
+            f
+            for f in ("url", "served_model")
+            if kind_needs(model.kind, f) and getattr(arm, f) is None
         ]
         if missing:
             raise ValueError(
@@ -69,7 +71,9 @@ def check_model_fields(model: ModelSpec) -> None:
         if not kind_takes(model.kind, "url") and (
             arm.url is not None or arm.served_model is not None
         ):
-            raise ValueError(f"arm {arm_name!r}: url/served_model apply to kind {_kinds('url')} only")
+            raise ValueError(
+                f"arm {arm_name!r}: url/served_model apply to kind {_kinds('url')} only"
+            )
         if not kind_takes(model.kind, "quant") and arm.quant is not None:
             raise ValueError(f"arm {arm_name!r}: quant applies to {_kinds('quant')} models only")
         if not kind_takes(model.kind, "file") and arm.file is not None:
@@ -160,7 +164,9 @@ def registry_checks(study: Study) -> list[Check]:
         ]
     checks.append((("domains",), lambda: check_domains(study)))
     user = study.user
-    checks.append((("user", "kind"), lambda: _registered(user.kind, user_names(), "user simulator")))
+    checks.append(
+        (("user", "kind"), lambda: _registered(user.kind, user_names(), "user simulator"))
+    )
     if user.backend is not None:
         checks += backend_checks(user.backend, ("user", "backend"))
     checks.append((("user",), lambda: check_user_backend(user)))

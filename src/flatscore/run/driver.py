@@ -47,16 +47,16 @@ from flatscore.errors import InputError
 from flatscore.report import ReportPaths
 from flatscore.report.rebuild import rebuild
 from flatscore.report.verdicts import headlines
-from flatscore.run.executors import make_executor
 from flatscore.run.episode_source import ArmRun, EpisodeSource, Prepare
+from flatscore.run.executors import make_executor
 from flatscore.run.executors.base import Executor
 from flatscore.run.jobs import EpisodeJob
 from flatscore.run.look_ahead import run_looks
 from flatscore.run.recorder import Recorder
 from flatscore.run.sequential import SequentialPlan, planned_looks, printer, report_state
 from flatscore.run.sources import SOURCES, source_of
-from flatscore.study import Study, study_json
 from flatscore.store.jsonl import RunCounts, finished_episode_ids
+from flatscore.study import Study, study_json
 
 RUNS_DIR = "runs"
 

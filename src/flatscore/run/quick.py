@@ -21,8 +21,8 @@ from flatscore import defaults
 from flatscore.agents.base import agent_names, make_agent
 from flatscore.domains import domain_names
 from flatscore.errors import InputError, validating
-from flatscore.run.driver import StudyOutcome, run_study
 from flatscore.run.checks import check_study
+from flatscore.run.driver import StudyOutcome, run_study
 from flatscore.study import ErrorBudgetSpec, RepairSpec, RunSettings, Study
 from flatscore.users.base import user_names
 

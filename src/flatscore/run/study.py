@@ -46,4 +46,3 @@ def load_study(path: str | Path) -> Study:
     except UnicodeDecodeError:
         raise InputError("not a UTF-8 text file", file=str(path)) from None
     return parse_study(data, file=str(path), base_dir=path.parent)
-

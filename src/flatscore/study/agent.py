@@ -10,6 +10,7 @@ from flatscore import defaults
 from flatscore.analysis.channels import LEAF_CHANNELS, UNKNOWN_TOOL_LEAVES
 from flatscore.strict import StrictModel
 
+
 class InjectRates(StrictModel):
     """How often each kind of damage is planted in an agent tool call."""
 

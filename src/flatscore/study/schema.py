@@ -226,6 +226,7 @@ class ModelSpec(Endpoint):
             return spec.control_of
         return spec.inject.base if spec.inject is not None else arm
 
+
 class UserSpec(StrictModel):
     """The user simulator: `scripted` (deterministic per seed, no model) or `llm` (a model
     reached like any arm: `backend`)."""
@@ -238,6 +239,7 @@ class UserSpec(StrictModel):
     )
     backend: BackendSpec | None = None
     sampling: SamplingSpec = Field(default_factory=SamplingSpec)
+
 
 class ErrorBudgetSpec(StrictModel):
     """The budget episodes are *recorded* under. τ² semantics: an episode stops at its
@@ -283,6 +285,7 @@ class ExecutorSpec(StrictModel):
     runtime_env: dict[str, Any] | None = Field(
         None, description="ray: runtime_env for the workers (e.g. pip: [flatscore])"
     )
+
 
 class RunSettings(StrictModel):
     """How the episodes run, whoever plans them: the settings a study file and the quick

@@ -26,15 +26,15 @@ import random
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from flatscore.console import make_console, progress
-from flatscore.errors import InputError, validating
+from flatscore.errors import InputError
 from flatscore.models.adapter import ADAPTER_FILE, adapter_sha256
 from flatscore.store.jsonl import replace_whole
-from flatscore.train.recipe import OnPolicy, TrainConfig, load_recipe
+from flatscore.train.recipe import TrainConfig
 
 TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
