@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ModelAgent", "clear_backends", "make_model_agent", "shared_backend"]
 
+
 def turn_seed(episode_seed: int, turn: int) -> int:
     """The sampling seed of agent turn `turn` in an episode seeded `episode_seed`."""
     return episode_seed * 1000 + turn

@@ -20,7 +20,7 @@ amplified a failure channel (mostly hallucinated tool names). Semantics:
   was given, so its view only grows (KV-cache reuse stays valid).
 
 A study's `repair` (or the quick form's `--repair`) wraps each arm's agent in `RepairAgent`
-(`flatscore.run.executors.base.build_agent`).
+(`flatscore.run.builtin.agent.build_agent`).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ for a model as a whole, `(study)` for the study as a whole). It also resolves `d
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from flatscore.agents.base import agent_names, make_agent
 from flatscore.domains import domain_names
@@ -37,6 +38,11 @@ def _registered(name: str, known: list[str], kind: str) -> None:
     """Raise unless `name` is registered: the registry, not a `Literal`, lists the kinds."""
     if name not in known:
         raise ValueError(f"unknown {kind} {name!r} (known: {', '.join(known)})")
+
+
+def check_executor_kind(kind: str) -> None:
+    """`executor.kind` (or `--executor`): a registered executor."""
+    _registered(kind, EXECUTORS.names(), "executor")
 
 
 def check_model_kind(model: ModelSpec) -> None:
@@ -158,9 +164,9 @@ def registry_checks(study: Study) -> list[Check]:
     checks: list[Check] = []
     for i, model in enumerate(study.models):
         checks += [
-            (("models", i, "kind"), lambda m=model: check_model_kind(m)),
-            (("models", i, "compute"), lambda m=model: check_model_compute(m)),
-            (("models", i), lambda m=model: check_model_fields(m)),
+            (("models", i, "kind"), partial(check_model_kind, model)),
+            (("models", i, "compute"), partial(check_model_compute, model)),
+            (("models", i), partial(check_model_fields, model)),
         ]
     checks.append((("domains",), lambda: check_domains(study)))
     user = study.user
@@ -170,10 +176,7 @@ def registry_checks(study: Study) -> list[Check]:
     if user.backend is not None:
         checks += backend_checks(user.backend, ("user", "backend"))
     checks.append((("user",), lambda: check_user_backend(user)))
-    executor = study.executor.kind
-    checks.append(
-        (("executor", "kind"), lambda: _registered(executor, EXECUTORS.names(), "executor"))
-    )
+    checks.append((("executor", "kind"), lambda: check_executor_kind(study.executor.kind)))
     if study.tau2 is not None:
         tau2_user = study.tau2.user
         checks.append((("tau2", "user", "kind"), lambda: BACKENDS.check(tau2_user.kind)))

@@ -108,7 +108,7 @@ def plan_study(study: Study, run_file: Path | None = None) -> StudyPlan:
 
 def _owner(domain: str) -> EpisodeSource:
     source = source_of(domain)
-    if source is None:  # the study schema checked the names
+    if source is None:  # the study's checks refused unknown names
         raise InputError(f"no episode source runs domain {domain!r}", field="domains")
     return source
 

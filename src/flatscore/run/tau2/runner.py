@@ -1,4 +1,4 @@
-"""One τ² simulation job, in whatever process runs it (`flatscore.run.executors.base.run_job`
+"""One τ² simulation job, in whatever process runs it (`flatscore.run.sources.run_job`
 hands every job with a `tau2` recipe here): τ²'s own tasks, environment, user simulator,
 orchestrator and evaluator, with τ²'s LLM agent pointed at the arm's endpoint; the result is
 converted by the importer's own code into the job's episode.
