@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import pickle
 
-from flatscore.agents.repair import RepairAgent, RepairConfig
+from flatscore.agents.repair import RepairAgent
 from flatscore.episode import ErrorBudget
 from flatscore.run.builtin.agent import build_agent, build_user
 from flatscore.run.executors.base import run_job_sync
 from flatscore.run.jobs import AgentRecipe, EpisodeJob
 from flatscore.run.sources import run_job
-from flatscore.study import UserSpec
+from flatscore.study import RepairConfig, UserSpec
 
 
 def job(arm: str = "ref", label: str = "oracle", **recipe: object) -> EpisodeJob:
