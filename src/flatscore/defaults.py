@@ -62,6 +62,10 @@ TAU2_TIMEOUT_S: Final[float] = 600.0
 TEMPERATURE: Final[float] = 0.0
 TOP_P: Final[float] = 1.0
 MAX_TOKENS: Final[int] = 256
+AGENT_MAX_TOKENS: Final[int] = 192
+"""The tokens one turn of the registry's model-backed agent may generate (`--agent model` /
+`embedded`, `flatscore.agents.model`; `flatscore eval-embedded`): its own default, below a
+study's `MAX_TOKENS`."""
 
 MAX_BATCH: Final = 16
 """In-process models: sequences one engine decodes together per arm, a full pass of the
@@ -78,7 +82,7 @@ TAU2_SERVE_START_TIMEOUT_S: Final = 900.0
 
 REPAIR_TRIGGER_CHANNELS: Final = ("unknown_tool",)
 """Channels whose failures trigger a repair instruction by default (the study's leak); the
-channels repair can trigger on at all are `flatscore.agents.repair.REPAIR_CHANNELS`."""
+channels repair can trigger on at all are `flatscore.study.agent.REPAIR_CHANNELS`."""
 
 REPAIR_ATTEMPTS: Final = 3
 """Repair instructions per failure chain."""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from flatscore.errors import InputError
 
 if TYPE_CHECKING:
-    from flatscore.run.study import ArmSpec, ModelSpec
+    from flatscore.study import ArmSpec, ModelSpec
 
 
 def check_torch_arms(model: ModelSpec, i: int, file: str | None) -> None:

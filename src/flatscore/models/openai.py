@@ -25,7 +25,6 @@ import httpx
 from pydantic import Field
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
-from flatscore import defaults
 from flatscore.episode import Message, TokenUsage
 from flatscore.models.base import Backend, BackendError, ContextWindowExceeded, Generation, Sampling
 from flatscore.models.cache import ResponseCache
@@ -37,21 +36,9 @@ from flatscore.models.wire import (
     request_message_to_wire,
 )
 from flatscore.store.redaction import register_secret
-from flatscore.strict import StrictModel
+from flatscore.study.backend import Endpoint
 
 _CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too many tokens")
-
-
-class Endpoint(StrictModel):
-    """How requests reach an OpenAI-compatible endpoint: the one model of these settings,
-    which a study's model (`ModelSpec`), a backend (`BackendSpec`), this backend's config
-    and τ²'s endpoints (`Tau2Endpoint`) all extend. `api_key_env` names the variable
-    holding the key (None: no key)."""
-
-    api_key_env: str | None = None
-    timeout_s: float = Field(defaults.ENDPOINT_TIMEOUT_S, gt=0)
-    max_retries: int = Field(defaults.ENDPOINT_RETRIES, ge=0)
-    endpoint_concurrency: int = Field(defaults.ENDPOINT_CONCURRENCY, ge=1)
 
 
 class OpenAIConfig(Endpoint):

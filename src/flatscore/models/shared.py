@@ -11,67 +11,17 @@ import atexit
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
-from pydantic import ConfigDict, Field, field_validator
-
-from flatscore import defaults
 from flatscore.models.arm_checks import check_gguf_arms, check_torch_arms
-from flatscore.models.base import COMPUTES
-from flatscore.models.openai import Endpoint, OpenAIBackend, OpenAIConfig
-from flatscore.registry import Registry
+from flatscore.models.backends import BACKENDS
+from flatscore.models.openai import OpenAIBackend, OpenAIConfig
+from flatscore.study.backend import BackendSpec, Endpoint
 
 if TYPE_CHECKING:
     from flatscore.models.base import Backend
-    from flatscore.run.study import ModelSpec
+    from flatscore.study import ModelSpec
 
 ArmCheck = Callable[["ModelSpec", int, "str | None"], None]
 """A kind's check of a study model's arms (`models[i]` of study `file`): raises InputError."""
-
-
-class BackendSpec(Endpoint):
-    """How to reach one model in one precision: in-process or over HTTP. Frozen, hence
-    hashable: a worker process loads each distinct backend once (`get_backend`)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    kind: str = Field(description="a registered backend (`BACKENDS`, `register_backend`)")
-    path: str = "embedded"
-    adapter: str | None = Field(
-        None, description="embedded/local: a LoRA adapter directory merged into the weights"
-    )
-    quant: str = "ref"
-    url: str | None = None
-    served_model: str | None = None
-    cache_path: str | None = None
-    threads: int = Field(1, ge=1)
-    compute: str = Field("fp32", description="a registered compute setting (`COMPUTES`)")
-    kv_memory_mb: float | None = Field(defaults.KV_MEMORY_MB, gt=0)
-    max_batch: int = Field(
-        defaults.MAX_BATCH, ge=1, description="local: sequences one engine decodes together"
-    )
-    batch_invariant: bool = True
-    private_prefix: bool | None = Field(
-        None,
-        description="local: each sequence copies the shared system turn into its own cache "
-        "once per turn instead of joining it in every layer of every step (the same numbers, "
-        "~1.17x faster padded decode steps, more KV memory); None: only when unpadded",
-    )
-    instance: str | None = Field(
-        None,
-        description="a label only: specs equal but for it load separate copies (an arm "
-        "that shares weights with another gets an engine of its own: "
-        "ModelSpec.engine_per_arm)",
-    )
-
-    @field_validator("kind")
-    @classmethod
-    def _registered(cls, value: str) -> str:
-        """The registry, not a `Literal`, lists the kinds (`BACKENDS`, below)."""
-        return BACKENDS.check(value)
-
-    @field_validator("compute")
-    @classmethod
-    def _registered_compute(cls, value: str) -> str:
-        return COMPUTES.check(value)
 
 
 def get_backend(spec: BackendSpec) -> Backend:
@@ -146,10 +96,6 @@ def _gguf(spec: BackendSpec) -> Backend:
     )
 
 
-BACKENDS: Registry[Backend] = Registry("backend", cached=True)
-"""How each `BackendSpec.kind` is loaded; holds the loaded backends (one per spec)."""
-
-
 class StudyFields(NamedTuple):
     """What a backend kind declares when registered (`register_backend`): the study fields
     (of a model or its arms) its models may give, those they must, and how their arms are
@@ -207,8 +153,3 @@ register_backend("openai", _openai, takes=["api_key_env"], needs=["url", "served
 register_backend("embedded", _local, takes=_IN_PROCESS, check_arms=check_torch_arms)
 register_backend("local", _local, takes=_IN_PROCESS, needs=["path"], check_arms=check_torch_arms)
 register_backend("gguf", _gguf, takes=["path", "quant", "file"], check_arms=check_gguf_arms)
-
-
-def loaded_backend_count() -> int:
-    """How many backends this process holds (they share its memory and CPU)."""
-    return len(BACKENDS.made())

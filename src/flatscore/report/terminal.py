@@ -20,7 +20,7 @@ from flatscore.report.terminal_fit import fit
 from flatscore.report.verdicts import headlines
 
 if TYPE_CHECKING:
-    from flatscore.report import ReportPaths
+    from flatscore.report.paths import ReportPaths
 
 VERDICT_STYLE = {
     "visible damage": "bold red",

@@ -47,14 +47,16 @@ from flatscore.errors import InputError
 from flatscore.report import ReportPaths
 from flatscore.report.rebuild import rebuild
 from flatscore.report.terminal import print_verdicts
+from flatscore.run.episode_source import ArmRun, EpisodeSource, Prepare
 from flatscore.run.executors import make_executor
-from flatscore.run.executors.base import EpisodeJob, Executor
+from flatscore.run.executors.base import Executor
+from flatscore.run.jobs import EpisodeJob
 from flatscore.run.look_ahead import run_looks
 from flatscore.run.recorder import Recorder
 from flatscore.run.sequential import SequentialPlan, planned_looks, printer, report_state
-from flatscore.run.sources import SOURCES, ArmRun, EpisodeSource, Prepare, source_of
-from flatscore.run.study import Study, study_json
+from flatscore.run.sources import SOURCES, source_of
 from flatscore.store.jsonl import RunCounts, finished_episode_ids
+from flatscore.study import Study, study_json
 
 RUNS_DIR = "runs"
 
@@ -106,7 +108,7 @@ def plan_study(study: Study, run_file: Path | None = None) -> StudyPlan:
 
 def _owner(domain: str) -> EpisodeSource:
     source = source_of(domain)
-    if source is None:  # the study schema checked the names
+    if source is None:  # the study's checks refused unknown names
         raise InputError(f"no episode source runs domain {domain!r}", field="domains")
     return source
 

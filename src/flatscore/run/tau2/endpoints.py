@@ -34,8 +34,8 @@ from flatscore.run.tau2.job import Tau2Endpoint, Tau2Recipe
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from flatscore.run.executors.base import EpisodeJob
-    from flatscore.run.tau2.spec import Tau2Spec
+    from flatscore.run.jobs import EpisodeJob
+    from flatscore.study import Tau2Spec
 
 
 def free_port() -> int:
