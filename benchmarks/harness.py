@@ -24,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Protocol, TypeVar, cast
 
-from flatscore.analysis.markdown_table import table_lines
+from flatscore.report.markdown_table import table_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 """The repository: benchmarks read its fixtures, examples and test helpers."""

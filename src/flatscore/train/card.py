@@ -19,7 +19,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from flatscore.analysis.markdown_table import table_lines
 from flatscore.episode import Episode
 from flatscore.errors import InputError, validating
 from flatscore.models.adapter import ADAPTER_FILE, adapter_sha256
@@ -29,6 +28,7 @@ from flatscore.models.embedded import (
     GEMMA,
     GEMMA_DESCRIPTION,
 )
+from flatscore.report.markdown_table import table_lines
 from flatscore.train.card_eval import RATES_STATED, eval_table
 from flatscore.train.card_runs import runs_section
 from flatscore.train.card_stages import (

@@ -5,7 +5,7 @@ the evaluation summaries' section (`flatscore.train.card`) and the run files' se
 from __future__ import annotations
 
 from flatscore.analysis.channels import LEAF_CHANNELS
-from flatscore.analysis.markdown_table import table_lines
+from flatscore.report.markdown_table import table_lines
 from flatscore.train.evaluate import ArmDomainSummary
 
 CHANNELS = LEAF_CHANNELS  # every failure once; unknown_tool = role_confusion + invented

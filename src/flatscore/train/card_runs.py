@@ -14,10 +14,10 @@ from pathlib import Path
 from flatscore.analysis.arm_stats import arm_stats
 from flatscore.analysis.channels import load_rules
 from flatscore.analysis.facts import episode_facts
-from flatscore.analysis.markdown_table import table_lines
 from flatscore.analysis.result import ArmStats
 from flatscore.episode import Episode
 from flatscore.errors import InputError
+from flatscore.report.markdown_table import table_lines
 from flatscore.run.study import load_study
 from flatscore.study import Study
 from flatscore.train.card_eval import RATES_STATED, eval_table
