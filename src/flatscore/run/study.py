@@ -17,7 +17,8 @@ How a model is reached, per model (`kind`) and per arm:
   quantization type made from it (`quant: Q8_0`, default: the arm's name), or its own
   GGUF (`file`).
 - `openai`: an OpenAI-compatible endpoint per arm (`url`, `served_model`, `api_key_env`):
-  vLLM / SGLang / llama.cpp serving BF16, FP8, AWQ checkpoints.
+  vLLM / SGLang / llama.cpp serving BF16, FP8, AWQ checkpoints; or a server flatscore
+  starts for the arm (`server`: llama.cpp's or vLLM's, `flatscore.models.servers`).
 - `agent`: a registered agent without a model (`oracle`, `noop`, ...); each arm may pass it
   options. Smoke tests and pipelines checks.
 """
@@ -40,6 +41,7 @@ from flatscore.domains import domain_names
 from flatscore.errors import InputError, validating
 from flatscore.models.base import COMPUTES, SamplingSpec
 from flatscore.models.openai import Endpoint
+from flatscore.models.server_spec import ServerSpec, arm_servers, merged
 from flatscore.models.shared import (
     BACKENDS,
     BackendSpec,
@@ -98,6 +100,11 @@ class ArmSpec(StrictModel):
         description="planted damage: another arm of this model (`base`) with its agent's tool "
         "calls perturbed at known rates (docs/arms.md); takes nothing else",
     )
+    server: ServerSpec | None = Field(
+        None,
+        description="openai: a server flatscore starts for this arm instead of a `url` "
+        "(llama-cpp: `model`, a GGUF file; vllm: `checkpoint`); docs/backends.md",
+    )
 
 
 CONTROL_SEED_OFFSET = 10_000
@@ -122,6 +129,11 @@ class ModelSpec(Endpoint):
     agent: str | None = None
     arms: dict[str, ArmSpec] = Field(min_length=1)
     sampling: SamplingSpec = Field(default_factory=SamplingSpec)
+    server: ServerSpec | None = Field(
+        None,
+        description="openai: the settings every arm's `server` shares (kind, chat format, "
+        "context length, seed, ...); each arm names its own weights",
+    )
     cache: bool = Field(True, description="openai: cache responses per arm under the output")
     threads: int = Field(1, ge=1, description="local: torch threads per worker")
     compute: str | None = Field(
@@ -221,7 +233,7 @@ class ModelSpec(Endpoint):
                     )
                 given = [
                     f
-                    for f in ("quant", "url", "served_model", "api_key_env", "file")
+                    for f in ("quant", "url", "served_model", "api_key_env", "file", "server")
                     if getattr(arm, f)
                 ]
                 if given or arm.options:
@@ -230,10 +242,16 @@ class ModelSpec(Endpoint):
                         f"{arm.inject.base!r}; remove {', '.join(given) or 'options'}"
                     )
                 continue
+            if arm.server is not None and not kind_takes(self.kind, "server"):
+                raise ValueError(
+                    f"arm {arm_name!r}: server applies to kind {_kinds('server')} only"
+                )
+            if arm.server is not None and arm.url is not None:
+                raise ValueError(f"arm {arm_name!r}: give either url or server, not both")
             missing = [
                 f
                 for f in ("url", "served_model")
-                if kind_needs(self.kind, f) and getattr(arm, f) is None
+                if kind_needs(self.kind, f) and getattr(arm, f) is None and arm.server is None
             ]
             if missing:
                 raise ValueError(
@@ -270,17 +288,27 @@ class ModelSpec(Endpoint):
                     f"this model (got {arm.control_of!r})"
                 )
             own = [
-                f for f in ("quant", "url", "served_model", "checkpoint", "file") if getattr(arm, f)
+                f
+                for f in ("quant", "url", "served_model", "checkpoint", "file", "server")
+                if getattr(arm, f)
             ]
             if own or arm.options:
                 raise ValueError(
                     f"arm {arm_name!r}: a control replicates {arm.control_of!r} as it is; "
                     f"remove {', '.join(own or ['options'])}"
                 )
-        for field in ("compute", "adapter"):
+        for field in ("compute", "adapter", "server"):
             if not kind_takes(self.kind, field) and getattr(self, field) is not None:
                 raise ValueError(f"{field} applies to {_kinds(field)} models only")
+        arm_servers(self.server, {name: arm.server for name, arm in self.arms.items()})
         return self
+
+    def server_of(self, arm: str) -> ServerSpec | None:
+        """The server flatscore starts for `arm` (a control's or inject arm's: its base's),
+        the model's shared settings with the arm's own over them; None: not a server arm."""
+        own = self.arms[self.played_by(arm)].server
+        server = merged(self.server, own) if own is not None else None
+        return server.checked() if server is not None else None
 
     def played_by(self, arm: str) -> str:
         """The arm whose weights, endpoint or options play `arm`: the arm a control
@@ -302,12 +330,14 @@ class ModelSpec(Endpoint):
             if self.cache and out_dir is not None:
                 cache = str(out_dir / "cache" / f"{self.name}__{arm}.sqlite")
             endpoint = self.model_dump(include=set(Endpoint.model_fields))
+            server = self.server_of(arm)  # None: a server that is already up at `url`
             return BackendSpec(
                 **{**endpoint, "api_key_env": spec.api_key_env or self.api_key_env},
                 kind=self.kind,
                 url=spec.url,
-                served_model=spec.served_model,
+                served_model=spec.served_model or (self.name if server else None),
                 cache_path=cache,
+                server=server,
             )
         if kind_takes(self.kind, "file"):  # an arm may be a file of its own
             return BackendSpec(
