@@ -118,7 +118,7 @@ def server_version(spec: ServerSpec) -> str | None:
     code = f"import importlib.metadata as m; print(m.version({package!r}))"
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         done = subprocess.run(
-            [python, "-c", code], capture_output=True, text=True, timeout=60, check=False
+            [python, "-c", code], capture_output=True, text=True, timeout=30, check=False
         )
         if done.returncode == 0 and done.stdout.strip():
             return done.stdout.strip()
@@ -168,7 +168,6 @@ class ServerProcess:
     def start(self) -> None:
         self.port = self.spec.port or free_port()
         self.command = command_line(self._weights_resolved(), self.port, self.served_name)
-        self.version = server_version(self.spec)
         env = {**os.environ, "OMP_NUM_THREADS": str(self.spec.threads)}
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as out:
@@ -223,6 +222,7 @@ class ServerProcess:
             with contextlib.suppress(httpx.HTTPError):
                 answered = httpx.get(f"{self.url}/models", timeout=2).status_code == 200
                 if answered and self.proc.poll() is None:  # ours, not another on the port
+                    self.version = server_version(self.spec)
                     return
             if time.monotonic() > deadline:
                 self.stop()
