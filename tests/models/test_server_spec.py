@@ -101,7 +101,7 @@ def test_arms_take_the_models_shared_flags_and_their_own_weights(tmp_path: Path)
     backend = model.backend("q8", tmp_path)
     assert backend is not None and backend.server == q8
     assert backend.url is None and backend.served_model == "m"  # the model's name
-    assert model.backend("up").server is None  # type: ignore[union-attr]
+    assert model.backend("up").server is None
 
 
 def test_named_models_and_hub_ids_stay_as_given(tmp_path: Path) -> None:
@@ -117,10 +117,10 @@ def test_named_models_and_hub_ids_stay_as_given(tmp_path: Path) -> None:
         base_dir=tmp_path,
     )
     model = s.models[0]
-    assert model.server_of("hub").checkpoint == "org/name"  # type: ignore[union-attr]
-    assert model.server_of("dir").checkpoint == str((tmp_path / "ckpt").resolve())  # type: ignore[union-attr]
+    assert model.server_of("hub").checkpoint == "org/name"
+    assert model.server_of("dir").checkpoint == str((tmp_path / "ckpt").resolve())
     s = study({"arms": {"ref": {"server": {"kind": "llama-cpp", "model": "embedded-base"}}}})
-    assert s.models[0].server_of("ref").model == "embedded-base"  # type: ignore[union-attr]
+    assert s.models[0].server_of("ref").model == "embedded-base"
 
 
 @pytest.mark.parametrize(

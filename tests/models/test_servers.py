@@ -94,7 +94,8 @@ def test_a_ready_server_is_stopped_with_its_workers_and_its_log_kept(tmp_path: P
             time.sleep(0.1)
         worker = int(log.read_text().split("worker ")[1].split()[0])
         raise RuntimeError("boom")
-    assert gone(served.pid) and gone(worker)  # the server's own child too
+    assert served.pid is not None and gone(served.pid)
+    assert gone(worker)  # the server's own child too
     # a second run appends to the same log: one header line per start
     with ServerPool(tmp_path / "logs") as pool:
         pool.start("m/ref", spec(python), "m")

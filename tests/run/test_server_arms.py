@@ -127,7 +127,7 @@ def no_server_left(ports: list[int], within_s: float = 20.0) -> bool:
 
 
 def episodes_written(out: Path) -> int:
-    return sum(len(read_episodes(p)) for p in (out / "runs").glob("*.jsonl"))
+    return sum(1 for p in (out / "runs").glob("*.jsonl") for _ in read_episodes(p))
 
 
 def wait_until_ready(out: Path, count: int, timeout_s: float = 300) -> list[int]:
