@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from flatscore.console import styled
 from flatscore.models.servers import ServerPool
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ class StudyServers:
     def __init__(self, out_dir: Path, console: Console | None = None) -> None:
         on_start = None
         if console is not None:
-            on_start = lambda msg: console.print(f"[dim]{msg}[/]", highlight=False)  # noqa: E731
+            on_start = lambda msg: console.print(styled((msg, "dim")), highlight=False)  # noqa: E731
         self.pool = ServerPool(log_dir=out_dir / LOG_DIR, on_start=on_start)
 
     def _resolved(self, spec: BackendSpec | None, arm: str) -> BackendSpec | None:
