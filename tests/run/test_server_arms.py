@@ -81,7 +81,7 @@ def flatscore_run(study: Path, *extra: str) -> subprocess.Popen[str]:
     """`flatscore run STUDY` as a person runs it, in its own process."""
     env = {**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"}
     return subprocess.Popen(
-        [sys.executable, "-m", "flatscore", "run", str(study), "--no-progress", *extra],
+        [sys.executable, "-m", "flatscore.cli", "run", str(study), "--no-progress", *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
