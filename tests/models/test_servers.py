@@ -8,6 +8,7 @@ tests/run/test_server_arms.py."""
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import time
 from pathlib import Path
@@ -139,3 +140,22 @@ def test_a_missing_named_quantization_source_is_one_line(tmp_path: Path) -> None
     bad = spec(sys.executable, model=str(tmp_path / "none.gguf"), quant="Q8_0")
     with pytest.raises(ServerStartError, match=r"arm m/q8 did not start: .*none.gguf"):
         ServerPool(tmp_path).start("m/q8", bad, "m")
+
+
+def test_a_port_in_use_is_refused_before_the_server_starts(tmp_path: Path) -> None:
+    """An arm's own `port` that something already listens on: another server would answer
+    in the arm's place, so nothing starts."""
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+        server = ServerProcess(
+            "m/q4", spec(stand_in(tmp_path, "serve"), port=port), "m", tmp_path / "q4.log"
+        )
+        with pytest.raises(ServerStartError) as err:
+            server.start()
+    assert err.value.one_line() == (
+        f"server for arm m/q4 did not start: port {port} on 127.0.0.1 is already in use "
+        "(leave `port` out: flatscore picks a free one)"
+    )
+    assert server.proc is None and not server.log.exists()

@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -236,16 +237,37 @@ def test_a_bad_model_path_is_one_line_naming_the_arm(tmp_path: Path) -> None:
     assert len(ports) == 2 and no_server_left(ports)  # the first arm's server stopped too
 
 
-def test_a_taken_port_is_one_line_naming_the_arm(tmp_path: Path) -> None:
-    with socket.socket() as squatter:
-        squatter.bind(("127.0.0.1", 0))
-        squatter.listen()
-        port = squatter.getsockname()[1]
-        arms = {"ref": {"server": {"model": "embedded-base", "port": port}}}
-        line, ports = start_fails(tmp_path, arms)
-    assert line.startswith("error: server for arm smollm2/ref exited with code")
+def test_a_port_taken_while_the_server_loads_is_one_line_naming_the_arm(
+    tmp_path: Path,
+) -> None:
+    """The port flatscore picked is taken by another process before llama.cpp binds it
+    (the squatter binds as soon as the log names the port; the model takes seconds to
+    load): llama.cpp's server exits, and the run ends in one line with its log's last lines."""
+    out = tmp_path / "out"
+    squatter = socket.socket()
+    taken = threading.Event()
+
+    def squat() -> None:
+        deadline = time.monotonic() + 120
+        while not taken.is_set() and time.monotonic() < deadline:
+            ports = started_ports(out) if (out / "server-logs").is_dir() else []
+            if ports:
+                squatter.bind(("127.0.0.1", ports[0]))
+                squatter.listen()
+                taken.set()
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=squat, daemon=True)
+    thread.start()
+    try:
+        line, ports = start_fails(tmp_path, {"ref": ARMS["ref"]})
+    finally:
+        thread.join(timeout=5)
+        squatter.close()
+    assert taken.is_set()
+    assert line.startswith("error: server for arm smollm2/ref exited with code 1 (log ")
     assert "address already in use" in line.lower()
-    assert ports == [port] and no_server_left(ports)
+    assert len(ports) == 1 and no_server_left(ports)
 
 
 def test_a_file_that_is_no_model_is_one_line_naming_the_arm(tmp_path: Path) -> None:

@@ -58,6 +58,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def port_free(port: int) -> bool:
+    """Whether nothing listens on loopback `port` now (another server would answer in its
+    place)."""
+    with socket.socket() as s:
+        try:
+            s.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
 def command_line(spec: ServerSpec, port: int, served_name: str) -> list[str]:
     """The command that serves `spec` on loopback `port` under the model name
     `served_name` (what requests name), with the kind's shared flags, then `spec.args`."""
@@ -166,6 +177,11 @@ class ServerProcess:
         return f"http://{HOST}:{self.port}/v1"
 
     def start(self) -> None:
+        if self.spec.port is not None and not port_free(self.spec.port):
+            raise ServerStartError(
+                f"server for arm {self.arm} did not start: port {self.spec.port} on {HOST} "
+                "is already in use (leave `port` out: flatscore picks a free one)"
+            )
         self.port = self.spec.port or free_port()
         self.command = command_line(self._weights_resolved(), self.port, self.served_name)
         env = {**os.environ, "OMP_NUM_THREADS": str(self.spec.threads)}
@@ -217,7 +233,7 @@ class ServerProcess:
         while True:
             if self.proc.poll() is not None:
                 code = self.proc.returncode
-                self.proc = None
+                self.stop()  # what it left in its process group
                 raise self._failed(f"exited with code {code}")
             with contextlib.suppress(httpx.HTTPError):
                 answered = httpx.get(f"{self.url}/models", timeout=2).status_code == 200
