@@ -194,3 +194,20 @@ def test_merge_keeps_the_arms_own_over_the_shared() -> None:
     assert set(arm_servers(shared, {"x": own, "y": ServerSpec(checkpoint="d")})) == {"x", "y"}
     with pytest.raises(ValueError, match="differ in max_model_len"):
         arm_servers(shared, {"x": own, "y": ServerSpec(checkpoint="d", max_model_len=9)})
+
+
+def test_study_json_reads_back_the_same_servers(tmp_path: Path) -> None:
+    """study.json records what each level gave, so the merge reads back the same (a
+    default written out for an arm would override the model's shared setting)."""
+    from flatscore.run.study import study_from_json, study_json
+
+    s = study(
+        {
+            "server": {"kind": "llama-cpp", "max_model_len": 2048, "threads": 2},
+            "arms": {"a": {"server": {"model": "a.gguf", "args": ["--x"]}}},
+        },
+        base_dir=tmp_path,
+    )
+    again = study_from_json(study_json(s)).models[0]
+    assert again.server_of("a") == s.models[0].server_of("a")
+    assert again.server_of("a").max_model_len == 2048

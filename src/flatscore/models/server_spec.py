@@ -23,7 +23,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+)
 
 from flatscore.strict import StrictModel
 
@@ -122,9 +129,17 @@ class ServerSpec(StrictModel):
             return str((Path(base) / path).resolve())
         return value
 
+    @model_serializer(mode="wrap")
+    def _given_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Only the fields given: a model's shared settings and an arm's own are merged by
+        what each gives, so study.json must read back the same way (a default written out
+        would override the model's setting)."""
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if k in self.model_fields_set}
+
     def shared_flags(self) -> dict[str, Any]:
         """The settings every arm's server must share."""
-        return self.model_dump(exclude=set(PER_ARM_FIELDS))
+        return {f: getattr(self, f) for f in type(self).model_fields if f not in PER_ARM_FIELDS}
 
     def checked(self) -> ServerSpec:
         """This spec if it names a kind and that kind's weights and nothing another kind
