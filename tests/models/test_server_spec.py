@@ -208,6 +208,6 @@ def test_study_json_reads_back_the_same_servers(tmp_path: Path) -> None:
         },
         base_dir=tmp_path,
     )
-    again = study_from_json(study_json(s)).models[0]
-    assert again.server_of("a") == s.models[0].server_of("a")
-    assert again.server_of("a").max_model_len == 2048
+    again = study_from_json(study_json(s)).models[0].server_of("a")
+    assert again == s.models[0].server_of("a")
+    assert again is not None and again.max_model_len == 2048
