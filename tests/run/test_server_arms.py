@@ -232,7 +232,7 @@ def start_fails(tmp_path: Path, arms: dict[str, Any]) -> tuple[str, list[int]]:
 def test_a_bad_model_path_is_one_line_naming_the_arm(tmp_path: Path) -> None:
     arms = {**ARMS, "bad": {"server": {"model": str(tmp_path / "nowhere.gguf")}}}
     line, ports = start_fails(tmp_path, {"ref": ARMS["ref"], "bad": arms["bad"]})
-    assert line.startswith("error: server for arm smollm2/bad exited with code 1 (log ")
+    assert re.match(r"error: server for arm smollm2/bad exited with code \d+ \(log ", line)
     assert "nowhere.gguf" in line.split("): ", 1)[1]  # the log's last lines say why
     assert len(ports) == 2 and no_server_left(ports)  # the first arm's server stopped too
 
@@ -265,7 +265,7 @@ def test_a_port_taken_while_the_server_loads_is_one_line_naming_the_arm(
         thread.join(timeout=5)
         squatter.close()
     assert taken.is_set()
-    assert line.startswith("error: server for arm smollm2/ref exited with code 1 (log ")
+    assert re.match(r"error: server for arm smollm2/ref exited with code \d+ \(log ", line)
     assert "address already in use" in line.lower()
     assert len(ports) == 1 and no_server_left(ports)
 
