@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from flatscore.models.server_spec import ServerSpec
-from flatscore.models.servers import ServerPool, ServerProcess, ServerStartError
+from flatscore.models.servers import ServerPool, ServerProcess, ServerStartError, log_tail
 
 STAND_IN = """#!{python}
 import http.server, json, subprocess, sys, time
@@ -159,3 +159,25 @@ def test_a_port_in_use_is_refused_before_the_server_starts(tmp_path: Path) -> No
         "(leave `port` out: flatscore picks a free one)"
     )
     assert server.proc is None and not server.log.exists()
+
+
+def test_the_reason_comes_first_when_teardown_messages_follow_it(tmp_path: Path) -> None:
+    """uvicorn's bind error, then its shutdown lines and llama.cpp's teardown: the error
+    leads the one line (as llama.cpp's server wrote it when its port was taken)."""
+    log = tmp_path / "x.log"
+    log.write_text(
+        "=== flatscore 2026-01-01T00:00:00+00:00 m/a: python -m llama_cpp.server\n"
+        "INFO:     Application startup complete.\n"
+        "ERROR:    [Errno 98] error while attempting to bind on address "
+        "('127.0.0.1', 5): address already in use\n"
+        "INFO:     Waiting for application shutdown.\n"
+        "INFO:     Application shutdown complete.\n"
+        "~llama_context:        CPU compute buffer size is  99.3770 MiB\n"
+    )
+    assert log_tail(log) == (
+        "ERROR: [Errno 98] error while attempting to bind on address ('127.0.0.1', 5): "
+        "address already in use | ... | INFO: Application shutdown complete. | "
+        "~llama_context: CPU compute buffer size is 99.3770 MiB"
+    )
+    log.write_text("a\nValueError: Model path does not exist: x.gguf\n")
+    assert log_tail(log) == "a | ValueError: Model path does not exist: x.gguf"

@@ -74,7 +74,7 @@ def write_study(tmp_path: Path, arms: dict[str, Any], **study: Any) -> Path:
         **study,
     }
     path = tmp_path / "study.yaml"
-    path.write_text(yaml.safe_dump(data))
+    path.write_text(yaml.safe_dump(data, sort_keys=False))  # arms in the order given
     return path
 
 

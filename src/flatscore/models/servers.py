@@ -148,14 +148,25 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
         pass
 
 
+_ERROR_LINE = re.compile(r"error|exception|fatal|failed|traceback", re.IGNORECASE)
+
+
 def log_tail(log: Path, lines: int = TAIL_LINES) -> str:
-    """The last non-empty lines of a log, joined into one line."""
+    """The last non-empty lines of a log, joined into one line; the last line that reads
+    like an error goes first when it is not among them (a server's teardown messages can
+    follow the reason it stopped)."""
     if not log.exists():
         return "(no log)"
     text = log.read_bytes()[-20_000:].decode("utf-8", errors="replace")
     kept = [" ".join(ln.split()) for ln in text.splitlines() if ln.strip()]
     kept = [ln for ln in kept if not ln.startswith("=== flatscore")]
-    return " | ".join(ln[:300] for ln in kept[-lines:]) if kept else "(empty log)"
+    if not kept:
+        return "(empty log)"
+    tail = kept[-lines:]
+    errors = [ln for ln in kept if _ERROR_LINE.search(ln)]
+    if errors and errors[-1] not in tail:
+        tail = [errors[-1], "...", *tail[-(lines - 1) :]]
+    return " | ".join(ln[:300] for ln in tail)
 
 
 @dataclass
