@@ -59,7 +59,7 @@ test: $(VENV)/.installed-dev
 # OpenAI-compatible server, and GGUF arms on built-in and τ² domains, cut and resumed. A
 # minute or more each on 2 cores, so outside `make test`; CI runs them right after it.
 test-servers: $(VENV)/.installed-dev
-	$(PY) -m pytest -q -m slow tests/models/test_llama_cpp_server.py tests/models/test_gguf_study.py
+	$(PY) -m pytest -q -m slow tests/models/test_llama_cpp_server.py tests/models/test_gguf_study.py tests/run/test_server_arms.py
 
 test-all: $(VENV)/.installed-dev
 	$(PY) -m pytest -q

@@ -175,7 +175,8 @@ class Timing(StrictModel):
 
 class Serving(StrictModel):
     """What serving the agent's model took, read by the backend when the episode ended (None
-    for endpoint arms: their server's memory is not visible from here).
+    for endpoint arms: their server's memory is not visible from here; for a server
+    flatscore started (`server:` arms), which server, its version and command line).
 
     `weight_bytes` / `bits_per_parameter` are the arm's format as a checkpoint would store it
     (scales included); `resident_weight_bytes` is what the parameters occupy in this process
@@ -191,6 +192,11 @@ class Serving(StrictModel):
     peak_rss_bytes: int | None = Field(None, ge=0)
     pid: int | None = None
     arms_in_process: int | None = Field(None, ge=0)
+    server: str | None = Field(None, description="a server flatscore started: its kind")
+    server_version: str | None = None
+    server_command: list[str] | None = Field(
+        None, description="the command line that started the server"
+    )
 
 
 class Source(StrictModel):

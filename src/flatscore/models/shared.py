@@ -50,11 +50,14 @@ _SAME_IN_OPENAI = {*Endpoint.model_fields, "cache_path"}
 
 
 def _openai(spec: BackendSpec) -> Backend:
+    if spec.url is None and spec.server is not None:
+        raise RuntimeError(f"the server of {spec.served_model} was not started")
     assert spec.url is not None and spec.served_model is not None  # validated by Study
     return OpenAIBackend(
         OpenAIConfig(
             base_url=spec.url,
             model=spec.served_model,
+            served_by=spec.served_by,
             **spec.model_dump(include=_SAME_IN_OPENAI),
         )
     )
@@ -149,7 +152,7 @@ def kind_needs(kind: str, field: str) -> bool:
 
 
 _IN_PROCESS = ("path", "adapter", "quant", "compute")
-register_backend("openai", _openai, takes=["api_key_env"], needs=["url", "served_model"])
+register_backend("openai", _openai, takes=["api_key_env", "server"], needs=["url", "served_model"])
 register_backend("embedded", _local, takes=_IN_PROCESS, check_arms=check_torch_arms)
 register_backend("local", _local, takes=_IN_PROCESS, needs=["path"], check_arms=check_torch_arms)
 register_backend("gguf", _gguf, takes=["path", "quant", "file"], check_arms=check_gguf_arms)

@@ -22,12 +22,14 @@ def arm_backend(model: ModelSpec, arm: str, out_dir: Path | None = None) -> Back
         if model.cache and out_dir is not None:
             cache = str(out_dir / "cache" / f"{model.name}__{arm}.sqlite")
         endpoint = model.model_dump(include=set(Endpoint.model_fields))
+        server = model.server_of(arm)  # None: a server that is already up at `url`
         return BackendSpec(
             **{**endpoint, "api_key_env": spec.api_key_env or model.api_key_env},
             kind=model.kind,
             url=spec.url,
-            served_model=spec.served_model,
+            served_model=spec.served_model or (model.name if server else None),
             cache_path=cache,
+            server=server,
         )
     if kind_takes(model.kind, "file"):  # an arm may be a file of its own
         return BackendSpec(

@@ -65,10 +65,12 @@ def check_model_fields(model: ModelSpec) -> None:
     for arm_name, arm in model.arms.items():
         if arm.inject is not None:
             continue
+        if arm.server is not None and not kind_takes(model.kind, "server"):
+            raise ValueError(f"arm {arm_name!r}: server applies to kind {_kinds('server')} only")
         missing = [
             f
             for f in ("url", "served_model")
-            if kind_needs(model.kind, f) and getattr(arm, f) is None
+            if kind_needs(model.kind, f) and getattr(arm, f) is None and arm.server is None
         ]
         if missing:
             raise ValueError(
@@ -84,7 +86,7 @@ def check_model_fields(model: ModelSpec) -> None:
             raise ValueError(f"arm {arm_name!r}: quant applies to {_kinds('quant')} models only")
         if not kind_takes(model.kind, "file") and arm.file is not None:
             raise ValueError(f"arm {arm_name!r}: file applies to kind {_kinds('file')} only")
-    for field in ("compute", "adapter"):
+    for field in ("compute", "adapter", "server"):
         if not kind_takes(model.kind, field) and getattr(model, field) is not None:
             raise ValueError(f"{field} applies to {_kinds(field)} models only")
 

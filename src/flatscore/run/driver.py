@@ -55,6 +55,7 @@ from flatscore.run.look_ahead import run_looks
 from flatscore.run.recorder import Recorder
 from flatscore.run.sequential import SequentialPlan, planned_looks, printer, report_state
 from flatscore.run.sources import SOURCES, source_of
+from flatscore.run.study_servers import StudyServers, needs_server
 from flatscore.store.jsonl import RunCounts, finished_episode_ids
 from flatscore.study import Study, study_json
 
@@ -202,6 +203,12 @@ def run_study(
             stack.enter_context(SOURCES.make(name).session(study, say))
             for name in dict.fromkeys(job.source for job in plan.jobs)
         ]
+        # `server:` arms: their servers up before any episode runs (flatscore.run.study_servers)
+        servers = stack.enter_context(StudyServers(out if run_file is None else out.parent, say))
+        if any(needs_server(job) for job in plan.jobs):
+            done = finished_in(plan, resume)
+            servers.start([j for j in plan.jobs if j.episode_id not in done[j.run]])
+            prepares.insert(0, servers.prepare)
         prepare = _chained([p for p in prepares if p is not None])
         if study.stopping == "sequential":
             counts = run_sequential(

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from flatscore import defaults
 from flatscore.strict import StrictModel
+from flatscore.study.server import ServedBy, ServerSpec
 
 
 class Endpoint(StrictModel):
@@ -67,4 +68,10 @@ class BackendSpec(Endpoint):
         description="a label only: specs equal but for it load separate copies (an arm "
         "that shares weights with another gets an engine of its own: "
         "ModelSpec.engine_per_arm)",
+    )
+    server: ServerSpec | None = Field(
+        None, description="openai: a server flatscore starts for this arm (then `url`)"
+    )
+    served_by: ServedBy | None = Field(
+        None, description="openai: that server once started (its URL, version, command)"
     )

@@ -37,6 +37,7 @@ from flatscore.defaults import MAX_BUDGET, CountMode
 from flatscore.strict import StrictModel
 from flatscore.study.agent import InjectSpec, RepairConfig
 from flatscore.study.backend import BackendSpec, Endpoint, SamplingSpec
+from flatscore.study.server import ServerSpec, arm_servers, merged
 from flatscore.study.tau2 import Tau2Spec
 
 AGENT_KIND = "agent"
@@ -73,6 +74,11 @@ class ArmSpec(StrictModel):
         description="planted damage: another arm of this model (`base`) with its agent's tool "
         "calls perturbed at known rates (docs/arms.md); takes nothing else",
     )
+    server: ServerSpec | None = Field(
+        None,
+        description="openai: a server flatscore starts for this arm instead of a `url` "
+        "(llama-cpp: `model`, a GGUF file; vllm: `checkpoint`); docs/backends.md",
+    )
 
 
 CONTROL_SEED_OFFSET = 10_000
@@ -97,6 +103,11 @@ class ModelSpec(Endpoint):
     agent: str | None = None
     arms: dict[str, ArmSpec] = Field(min_length=1)
     sampling: SamplingSpec = Field(default_factory=SamplingSpec)
+    server: ServerSpec | None = Field(
+        None,
+        description="openai: the settings every arm's `server` shares (kind, chat format, "
+        "context length, seed, ...); each arm names its own weights",
+    )
     cache: bool = Field(True, description="openai: cache responses per arm under the output")
     threads: int = Field(1, ge=1, description="local: torch threads per worker")
     compute: str | None = Field(
@@ -181,7 +192,7 @@ class ModelSpec(Endpoint):
                     )
                 given = [
                     f
-                    for f in ("quant", "url", "served_model", "api_key_env", "file")
+                    for f in ("quant", "url", "served_model", "api_key_env", "file", "server")
                     if getattr(arm, f)
                 ]
                 if given or arm.options:
@@ -192,6 +203,8 @@ class ModelSpec(Endpoint):
                 continue
             if self.kind != AGENT_KIND and arm.options:
                 raise ValueError(f"arm {arm_name!r}: options apply to kind {AGENT_KIND} only")
+            if arm.server is not None and arm.url is not None:
+                raise ValueError(f"arm {arm_name!r}: give either url or server, not both")
             if arm.file is not None and arm.quant is not None:
                 raise ValueError(
                     f"arm {arm_name!r}: give either file (a GGUF as it is) or quant (made "
@@ -209,14 +222,24 @@ class ModelSpec(Endpoint):
                     f"this model (got {arm.control_of!r})"
                 )
             own = [
-                f for f in ("quant", "url", "served_model", "checkpoint", "file") if getattr(arm, f)
+                f
+                for f in ("quant", "url", "served_model", "checkpoint", "file", "server")
+                if getattr(arm, f)
             ]
             if own or arm.options:
                 raise ValueError(
                     f"arm {arm_name!r}: a control replicates {arm.control_of!r} as it is; "
                     f"remove {', '.join(own or ['options'])}"
                 )
+        arm_servers(self.server, {name: arm.server for name, arm in self.arms.items()})
         return self
+
+    def server_of(self, arm: str) -> ServerSpec | None:
+        """The server flatscore starts for `arm` (a control's or inject arm's: its base's),
+        the model's shared settings with the arm's own over them; None: not a server arm."""
+        own = self.arms[self.played_by(arm)].server
+        server = merged(self.server, own) if own is not None else None
+        return server.checked() if server is not None else None
 
     def played_by(self, arm: str) -> str:
         """The arm whose weights, endpoint or options play `arm`: the arm a control

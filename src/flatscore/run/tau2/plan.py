@@ -83,6 +83,12 @@ def task_ids(study: Study, domain: str) -> list[str]:
 def _agent_endpoint(model: ModelSpec, arm: str, limits: dict[str, Any]) -> Tau2Endpoint:
     spec = model.arms[arm]
     if kind_takes(model.kind, "url"):  # a server that is up
+        if spec.server is not None:
+            raise InputError(
+                f"arm {arm!r} of model {model.name!r}: server arms run on the built-in "
+                "domains only (for τ² domains, start the server and give its url)",
+                field="models",
+            )
         assert spec.url is not None and spec.served_model is not None
         return Tau2Endpoint.openai(
             spec.url, spec.served_model, spec.api_key_env or model.api_key_env, **limits
