@@ -54,7 +54,11 @@ def describe(design: SequentialDesign) -> str:
         f"ratio > 1, α = {levels['amplified']:g}) with Holm across the study's comparisons "
         "(group-sequential form); equivalence (TOST ±"
         f"{100 * design.margin:g} points, α = {levels['equivalent_low']:g} each side) and a "
-        f"bounded ratio (< ×{design.ratio_margin:g}, α = {levels['bounded']:g}) uncorrected; "
+        f"bound on failed calls (ratio < ×{design.ratio_margin:g} or fewer than "
+        f"{100 * design.difference_margin:g} extra per 100 agent calls, "
+        f"α = {levels['bounded']:g}) uncorrected, which alone lets a comparison stop early on "
+        '"no damage detected" (at the maximum it reads as the fixed design); '
+        "a comparison with a channel leaning towards amplified waits for the maximum; "
         "Hwang–Shih–DeCani spending, γ = "
         f"{design.gamma_damage:g} (damage, amplification) and {design.gamma_equivalence:g} "
         "(equivalence, bound); the last look spends what is left"
