@@ -12,6 +12,8 @@ from scipy.stats import binom, norm
 
 from flatscore.analysis.rate_ratio import rate_ratio_test, ratio_p_greater
 from flatscore.analysis.sequential import (
+    VERDICTS,
+    LookStats,
     SequentialDesign,
     boundaries,
     decide,
@@ -146,3 +148,31 @@ def test_channel_family_is_holm_over_all_comparisons_channels() -> None:
     assert run(50.0) == (True, False, True, False)
     assert run(-1.0) == (False, False, False, False)
     assert run(50.0) == run(b4 + 1e-6)
+
+
+def _live(lean: float, design: SequentialDesign) -> tuple[int, bool, int]:
+    """A live run of a 32-task design that has read 16 tasks (looks at 8 and 16 of 8, 16,
+    24, 32): equivalence and the bound decided from the first look, one channel at `lean`."""
+    full = _stats(32, equivalent=0, bounded=0, channels=([lean] * 4,))
+    z = {k: v[..., :2] for k, v in full.z.items()}
+    assert full.channels is not None
+    live = LookStats(
+        z=z, counts=[8, 16], maximum=32, channels=full.channels[..., :2], channel_names=("c0",)
+    )
+    d = decide([live], design)
+    return int(d.verdict[0, 0]), bool(d.decided[0, 0]), int(d.tasks([live.counts])[0, 0])
+
+
+def test_the_hold_waits_for_the_designs_last_look_not_the_datas() -> None:
+    """A channel leaning towards amplified holds "no damage detected" back until the design's
+    maximum: a live run whose newest look is its 16th task is not at its last look, so it
+    stays open (undecided). With the hold switched off (a hold level no channel reaches) the
+    same data stop as "no damage detected" at the first look."""
+    lean = norm.isf(DESIGN.levels()["channel"]) + 0.1
+    assert lean < boundaries(32, RULES, "channel", DESIGN.levels()["channel"])[1]
+    verdict, decided, _ = _live(lean, RULES)
+    assert (verdict, decided) == (0, False)
+    off = RULES.model_copy(update={"channel_hold": 1e-12})
+    assert _live(lean, off) == (VERDICTS.index("no damage detected"), True, 8)
+    # Nothing leaning: the live run stops on "no damage detected" at its first look.
+    assert _live(-1.0, RULES) == (VERDICTS.index("no damage detected"), True, 8)
