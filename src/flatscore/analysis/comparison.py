@@ -114,10 +114,7 @@ def channel_ratio(
         else:
             test = "rate_ratio"
             if hi is None:
-                note = (
-                    "the reference's failures sit in too few tasks to bound the ratio "
-                    "from above"
-                )
+                note = "the reference's failures sit in too few tasks to bound the ratio from above"
     else:
         note = "the arm never failed this way: no test of an increase"
     arm_only = ref_only = None

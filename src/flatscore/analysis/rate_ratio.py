@@ -92,7 +92,8 @@ def score_t(
         scale = np.abs(s).max(axis=-1)
         spread = se > 1e-12 * np.where(scale > 0, scale, 1.0)
         flat = np.where(np.abs(mean) > 1e-12 * np.where(scale > 0, scale, 1.0), mean, 0.0)
-        t = np.where(spread, mean / np.where(spread, se, 1.0), np.where(flat == 0, 0.0, np.sign(flat) * np.inf))
+        constant = np.where(flat == 0, 0.0, np.sign(flat) * np.inf)
+        t = np.where(spread, mean / np.where(spread, se, 1.0), constant)
     exists = ((Ya + Yr)[..., 0] > 0) & (Xa[..., 0] > 0) & (Xr[..., 0] > 0) & (n >= 2)
     return np.where(exists, t, np.nan)
 
@@ -170,7 +171,9 @@ BLOCK = 128
 """Rows of the grid evaluated at once (a block of rows × GRID × tasks floats)."""
 
 
-def _refine(parts: list[np.ndarray], q: float, inside: np.ndarray, outside: np.ndarray) -> np.ndarray:
+def _refine(
+    parts: list[np.ndarray], q: float, inside: np.ndarray, outside: np.ndarray
+) -> np.ndarray:
     """Bisection, row by row, between an accepted and a rejected log θ."""
     for _ in range(32):
         mid = (inside + outside) / 2
@@ -196,9 +199,7 @@ def _interval(parts: list[np.ndarray], q: float) -> tuple[np.ndarray, np.ndarray
         last = GRID - 1 - np.argmax(accepted[:, ::-1], axis=-1)
         lo = _refine(block, q, grid[first], grid[np.maximum(first - 1, 0)])
         hi = _refine(block, q, grid[last], grid[np.minimum(last + 1, GRID - 1)])
-        low[start : start + BLOCK] = np.where(
-            some, np.where(first == 0, 0.0, np.exp(lo)), np.nan
-        )
+        low[start : start + BLOCK] = np.where(some, np.where(first == 0, 0.0, np.exp(lo)), np.nan)
         high[start : start + BLOCK] = np.where(
             some, np.where(last == GRID - 1, np.inf, np.exp(hi)), np.nan
         )
