@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import lzma
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +42,7 @@ class Profile:
     success: np.ndarray
 
 
-@lru_cache(maxsize=None)
+@cache
 def _episodes(
     study: str, model: str, arm: str
 ) -> tuple[tuple[str, str, int, bool, int, int, tuple[tuple[str, int], ...]], ...]:
@@ -71,7 +71,7 @@ def _episodes(
     return tuple(out)
 
 
-@lru_cache(maxsize=None)
+@cache
 def profile(
     source: tuple[str, str], arm: str, domain: str, channel: str | None = None, trials: int = 2
 ) -> Profile:

@@ -17,6 +17,7 @@ from flatscore.analysis.rate_ratio import (
     RatioTest,
     bound_p,
     difference_p_below,
+    informative_df,
     rate_ratio_test,
     ratio_p_below,
     ratio_p_greater,
@@ -251,3 +252,18 @@ def test_planted_double_is_flagged() -> None:
     print(f"power: {hits[:, 0].sum()} / {hits.shape[0]}, [{lo:.3f}, {hi:.3f}]; others {others}")
     assert lo >= 0.80, hits[:, 0].mean()
     assert hits[:, 1:].any(axis=1).mean() <= 0.05
+
+
+def test_a_sparse_channel_counts_only_its_informative_tasks() -> None:
+    """Five tasks with one failure each in the arm, none in the reference's (which failed
+    once elsewhere), 114 tasks: the degrees of freedom are the 6 tasks where either failed,
+    less one — not 113 — so five tasks cannot claim the precision of 114 (the exact sign-flip
+    p over the 6 informative tasks is 2 / 64 two-sided at best)."""
+    ya, yr = np.zeros(114), np.zeros(114)
+    ya[:5], yr[7] = 1.0, 1.0
+    calls = np.full(114, 10.0)
+    assert int(informative_df(ya, yr)) == 5
+    t = rate_ratio_test(ya, calls, yr, calls)
+    stat = float(score_t(ya, calls, yr, calls))
+    assert float(t.p_value) == pytest.approx(2 * stats.t.sf(stat, 5))
+    assert float(t.p_value) > 2 / 64

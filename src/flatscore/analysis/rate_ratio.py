@@ -11,8 +11,9 @@ Y_r) / (θ X_a + X_r)) and each task contributes one score
 
 with Σ s_i(θ) = (X_r Y_a − θ X_a Y_r) / (θ X_a + X_r), zero exactly at θ = ρ̂: the
 statistic is the paired t over tasks of these scores, mean / (SD / √n), referred to Student's
-t with n − 1 degrees of freedom — the task is the unit, and each task's score is computed
-under the hypothesis tested (a score test), not from the estimate. With equal calls in both
+t with m − 1 degrees of freedom, m the tasks where either arm failed (`informative_df`) —
+the task is the unit, and each task's score is computed under the hypothesis tested (a
+score test), not from the estimate. With equal calls in both
 arms it is the paired t-test of the per-task failure-count differences. The interval is the
 span of the θ the same test does not reject (a Fieller-type set, searched on a grid of log θ
 and refined at its ends), so "1 outside the interval" and "p < α" agree.
@@ -44,8 +45,9 @@ from scipy import stats
 
 METHOD = (
     "rate ratio (Σ per-task mean failures / Σ per-task mean calls, arm over reference) with a "
-    "task-clustered score test (the common rate profiled out, variance under the hypothesis, "
-    "Student t with n − 1 df; two-sided p) and the interval that inverts it"
+    "task-clustered score test (the common rate profiled out; the paired t of per-task "
+    "scores, Student t with df = tasks where either arm failed − 1; two-sided p) and the "
+    "interval that inverts it"
 )
 LOG_THETA_RANGE = 12.0
 """Interval ends searched within e^±12; an end beyond it is reported unbounded (0 or +inf)."""
@@ -65,6 +67,15 @@ class RatioTest:
 
 def _parts(*arrays: np.ndarray) -> list[np.ndarray]:
     return list(np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in arrays)))
+
+
+def informative_df(y_arm: np.ndarray, y_ref: np.ndarray) -> np.ndarray:
+    """Degrees of freedom of the score test: the tasks where either arm failed, less one
+    (at least 1). A task where neither failed says nothing about the direction, and with a
+    sparse channel (five tasks holding all its failures) Student t on n − 1 = 113 df would
+    claim the precision of 114 tasks (docs/analysis.md, "Failures cluster in tasks")."""
+    ya, yr = np.broadcast_arrays(np.asarray(y_arm, float), np.asarray(y_ref, float))
+    return np.maximum(((ya > 0) | (yr > 0)).sum(axis=-1) - 1, 1)
 
 
 def score_t(
@@ -106,9 +117,9 @@ def ratio_p_greater(
     theta: float = 1.0,
 ) -> np.ndarray:
     """One-sided p for "rate ratio above θ" (NaN: no test); the sequential looks use it."""
-    n = np.shape(y_arm)[-1]
     t = score_t(y_arm, x_arm, y_ref, x_ref, theta)
-    return np.where(np.isnan(t), np.nan, stats.t.sf(np.nan_to_num(t), max(n - 1, 1)))
+    df = informative_df(y_arm, y_ref)
+    return np.where(np.isnan(t), np.nan, stats.t.sf(np.nan_to_num(t), df))
 
 
 def ratio_p_below(
@@ -119,9 +130,9 @@ def ratio_p_below(
     theta: float,
 ) -> np.ndarray:
     """One-sided p for "rate ratio below θ" (NaN: no test)."""
-    n = np.shape(y_arm)[-1]
     t = score_t(y_arm, x_arm, y_ref, x_ref, theta)
-    return np.where(np.isnan(t), np.nan, stats.t.cdf(np.nan_to_num(t), max(n - 1, 1)))
+    df = informative_df(y_arm, y_ref)
+    return np.where(np.isnan(t), np.nan, stats.t.cdf(np.nan_to_num(t), df))
 
 
 def difference_p_below(
@@ -172,7 +183,7 @@ BLOCK = 128
 
 
 def _refine(
-    parts: list[np.ndarray], q: float, inside: np.ndarray, outside: np.ndarray
+    parts: list[np.ndarray], q: np.ndarray, inside: np.ndarray, outside: np.ndarray
 ) -> np.ndarray:
     """Bisection, row by row, between an accepted and a rejected log θ."""
     for _ in range(32):
@@ -183,7 +194,7 @@ def _refine(
     return inside
 
 
-def _interval(parts: list[np.ndarray], q: float) -> tuple[np.ndarray, np.ndarray]:
+def _interval(parts: list[np.ndarray], q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per row of (rows × tasks) arrays: the span of the θ that the score test does not
     reject at level q; 0 / +inf where it reaches the end of the searched range, NaN where no
     θ is accepted."""
@@ -192,13 +203,14 @@ def _interval(parts: list[np.ndarray], q: float) -> tuple[np.ndarray, np.ndarray
     low, high = np.full(rows, np.nan), np.full(rows, np.nan)
     for start in range(0, rows, BLOCK):
         block = [a[start : start + BLOCK] for a in parts]
+        qb = q[start : start + BLOCK]
         t = score_t(*(a[:, None, :] for a in block), np.exp(grid)[None, :])
-        accepted = ~(np.abs(t) > q)  # NaN (no spread) cannot reject
+        accepted = ~(np.abs(t) > qb[:, None])  # NaN (no spread) cannot reject
         some = accepted.any(axis=-1)
         first = np.argmax(accepted, axis=-1)
         last = GRID - 1 - np.argmax(accepted[:, ::-1], axis=-1)
-        lo = _refine(block, q, grid[first], grid[np.maximum(first - 1, 0)])
-        hi = _refine(block, q, grid[last], grid[np.minimum(last + 1, GRID - 1)])
+        lo = _refine(block, qb, grid[first], grid[np.maximum(first - 1, 0)])
+        hi = _refine(block, qb, grid[last], grid[np.minimum(last + 1, GRID - 1)])
         low[start : start + BLOCK] = np.where(some, np.where(first == 0, 0.0, np.exp(lo)), np.nan)
         high[start : start + BLOCK] = np.where(
             some, np.where(last == GRID - 1, np.inf, np.exp(hi)), np.nan
@@ -223,14 +235,15 @@ def rate_ratio_test(
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = (Ya / Xa) / (Yr / Xr)
     t = score_t(*parts)
-    df = max(n - 1, 1)
+    df = informative_df(parts[0], parts[2])
     ok = np.isfinite(ratio) & (ratio > 0) & np.isfinite(t) & (n >= 2)
     p = 2.0 * stats.t.sf(np.abs(np.nan_to_num(t)), df)
-    q = float(stats.t.ppf(0.5 + confidence / 2.0, df))
+    q = np.asarray(stats.t.ppf(0.5 + confidence / 2.0, df), dtype=np.float64)
     low = high = np.full(ratio.shape, np.nan)
     if interval:
         flat = [a.reshape(-1, n) for a in parts]
-        low, high = (e.reshape(ratio.shape) for e in _interval(flat, q))
+        q_rows = np.broadcast_to(q, ratio.shape).reshape(-1)
+        low, high = (e.reshape(ratio.shape) for e in _interval(flat, q_rows))
     low = np.where(ok, np.fmin(low, ratio), np.nan)
     high = np.where(ok, np.fmax(high, ratio), np.nan)
     return RatioTest(
