@@ -77,11 +77,11 @@ def profile(
 ) -> Profile:
     """One arm's profile: the tasks with at least `trials` trials, their first `trials`."""
     by_task: dict[str, list[tuple[int, int, int, bool]]] = {}
-    for dom, task, trial, ok, calls, failed, channels in _episodes(*source, arm):
+    for dom, task, trial, ok, n_calls, n_failed, channels in _episodes(*source, arm):
         if dom != domain:
             continue
-        n = failed if channel is None else dict(channels).get(channel, 0)
-        by_task.setdefault(task, []).append((trial, calls, n, ok))
+        n = n_failed if channel is None else dict(channels).get(channel, 0)
+        by_task.setdefault(task, []).append((trial, n_calls, n, ok))
     tasks = tuple(t for t in sorted(by_task) if len(by_task[t]) >= trials)
     rows = [sorted(by_task[t])[:trials] for t in tasks]
     calls = np.array([[e[1] for e in r] for r in rows], float)

@@ -74,10 +74,12 @@ def test_one_task_holding_the_references_failures() -> None:
     finds the amplification (p < 0.001); the lower end is above ×2; the data cannot bound
     the ratio from above (one task is all the reference has), so the upper end is +inf
     rather than a number five orders of magnitude away."""
-    arrays = [np.array(v, float) / 2 for v in (V3_INT4_FAILED, V3_INT4_CALLS)]
-    arrays += [np.array(v, float) / 2 for v in (V3_REF_FAILED, V3_REF_CALLS)]
+    fa, ca, fr, cr = (
+        np.array(v, float) / 2 for v in (V3_INT4_FAILED, V3_INT4_CALLS, V3_REF_FAILED, V3_REF_CALLS)
+    )
+    arrays = [fa, ca, fr, cr]
     assert sum(V3_INT4_FAILED) == 422 and sum(V3_REF_FAILED) == 22
-    t = rate_ratio_test(*arrays)
+    t = rate_ratio_test(fa, ca, fr, cr)
     rates = 422 / sum(V3_INT4_CALLS), 22 / sum(V3_REF_CALLS)  # 72.0% and 12.4% of calls
     assert float(t.ratio) == pytest.approx(rates[0] / rates[1], rel=1e-9)
     assert rates == pytest.approx((0.720, 0.124), abs=0.001)

@@ -65,8 +65,14 @@ class RatioTest:
     p_value: np.ndarray
 
 
-def _parts(*arrays: np.ndarray) -> list[np.ndarray]:
-    return list(np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in arrays)))
+Parts = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _parts(y_arm: np.ndarray, x_arm: np.ndarray, y_ref: np.ndarray, x_ref: np.ndarray) -> Parts:
+    ya, xa, yr, xr = np.broadcast_arrays(
+        *(np.asarray(a, dtype=np.float64) for a in (y_arm, x_arm, y_ref, x_ref))
+    )
+    return ya, xa, yr, xr
 
 
 def informative_df(y_arm: np.ndarray, y_ref: np.ndarray) -> np.ndarray:
@@ -182,9 +188,7 @@ BLOCK = 128
 """Rows of the grid evaluated at once (a block of rows × GRID × tasks floats)."""
 
 
-def _refine(
-    parts: list[np.ndarray], q: np.ndarray, inside: np.ndarray, outside: np.ndarray
-) -> np.ndarray:
+def _refine(parts: Parts, q: np.ndarray, inside: np.ndarray, outside: np.ndarray) -> np.ndarray:
     """Bisection, row by row, between an accepted and a rejected log θ."""
     for _ in range(32):
         mid = (inside + outside) / 2
@@ -194,7 +198,7 @@ def _refine(
     return inside
 
 
-def _interval(parts: list[np.ndarray], q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _interval(parts: Parts, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per row of (rows × tasks) arrays: the span of the θ that the score test does not
     reject at level q; 0 / +inf where it reaches the end of the searched range, NaN where no
     θ is accepted."""
@@ -202,9 +206,10 @@ def _interval(parts: list[np.ndarray], q: np.ndarray) -> tuple[np.ndarray, np.nd
     rows = parts[0].shape[0]
     low, high = np.full(rows, np.nan), np.full(rows, np.nan)
     for start in range(0, rows, BLOCK):
-        block = [a[start : start + BLOCK] for a in parts]
+        ya, xa, yr, xr = (a[start : start + BLOCK] for a in parts)
+        block = (ya, xa, yr, xr)
         qb = q[start : start + BLOCK]
-        t = score_t(*(a[:, None, :] for a in block), np.exp(grid)[None, :])
+        t = score_t(ya[:, None], xa[:, None], yr[:, None], xr[:, None], np.exp(grid)[None, :])
         accepted = ~(np.abs(t) > qb[:, None])  # NaN (no spread) cannot reject
         some = accepted.any(axis=-1)
         first = np.argmax(accepted, axis=-1)
@@ -241,7 +246,8 @@ def rate_ratio_test(
     q = np.asarray(stats.t.ppf(0.5 + confidence / 2.0, df), dtype=np.float64)
     low = high = np.full(ratio.shape, np.nan)
     if interval:
-        flat = [a.reshape(-1, n) for a in parts]
+        fa, ca, fr, cr = (a.reshape(-1, n) for a in parts)
+        flat = (fa, ca, fr, cr)
         q_rows = np.broadcast_to(q, ratio.shape).reshape(-1)
         low, high = (e.reshape(ratio.shape) for e in _interval(flat, q_rows))
     low = np.where(ok, np.fmin(low, ratio), np.nan)

@@ -183,11 +183,11 @@ def look_stats(
         out["damage"].append(_z(paired_one_sided(head, 0.0, upper=True)))
         out["equivalent_low"].append(_z(paired_one_sided(head, -design.margin, upper=True)))
         out["equivalent_high"].append(_z(paired_one_sided(head, design.margin, upper=False)))
-        head_parts = [a[..., :n] for a in parts]
-        has_ratio = (head_parts[0].sum(axis=-1) > 0) & (head_parts[2].sum(axis=-1) > 0)
-        amp = ratio_p_greater(*head_parts)
+        fa, ca, fr, cr = (a[..., :n] for a in parts)
+        has_ratio = (fa.sum(axis=-1) > 0) & (fr.sum(axis=-1) > 0)
+        amp = ratio_p_greater(fa, ca, fr, cr)
         out["amplified"].append(_z(np.where(has_ratio, amp, np.nan)))
-        bound = bound_p(*head_parts, design.ratio_margin, design.difference_margin)
+        bound = bound_p(fa, ca, fr, cr, design.ratio_margin, design.difference_margin)
         out["bounded"].append(_z(bound))
     lead = d.shape[:-1]
     z = {k: np.stack(v, axis=-1) if v else np.zeros((*lead, 0)) for k, v in out.items()}
