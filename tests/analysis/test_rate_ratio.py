@@ -269,3 +269,20 @@ def test_a_sparse_channel_counts_only_its_informative_tasks() -> None:
     stat = float(score_t(ya, calls, yr, calls))
     assert float(t.p_value) == pytest.approx(2 * stats.t.sf(stat, 5))
     assert float(t.p_value) > 2 / 64
+
+
+def test_an_interval_narrower_than_the_search_grid_is_found() -> None:
+    """An interval between two points of the search grid (log θ = 0 and 0.2), as study v2
+    telecom's planted control's all failed calls had (×1.098). The interval is anchored at
+    the point, so it is found, not collapsed onto the point; its ends are where t(θ) = ∓q."""
+    rng = np.random.default_rng(3)
+    ya = rng.poisson(66.3, 114).astype(float)
+    yr = rng.poisson(60.0, 114).astype(float)
+    calls = np.full(114, 200.0)
+    t = rate_ratio_test(ya, calls, yr, calls)
+    low, high = float(t.ci_low), float(t.ci_high)
+    assert low < float(t.ratio) < high
+    assert 0.0 < np.log(low) < np.log(high) < 0.2  # no grid point inside
+    q = stats.t.ppf(0.975, int(informative_df(ya, yr)))
+    assert float(score_t(ya, calls, yr, calls, low)) == pytest.approx(q, abs=1e-6)
+    assert float(score_t(ya, calls, yr, calls, high)) == pytest.approx(-q, abs=1e-6)

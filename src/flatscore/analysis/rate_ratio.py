@@ -198,10 +198,11 @@ def _refine(parts: Parts, q: np.ndarray, inside: np.ndarray, outside: np.ndarray
     return inside
 
 
-def _interval(parts: Parts, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _interval(parts: Parts, q: np.ndarray, log_ratio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per row of (rows × tasks) arrays: the span of the θ that the score test does not
-    reject at level q; 0 / +inf where it reaches the end of the searched range, NaN where no
-    θ is accepted."""
+    reject at level q, anchored at the point (where the score sums to 0, always accepted: an
+    interval narrower than the grid's step is still found); 0 / +inf where it reaches the
+    end of the searched range."""
     grid = np.linspace(-LOG_THETA_RANGE, LOG_THETA_RANGE, GRID)
     rows = parts[0].shape[0]
     low, high = np.full(rows, np.nan), np.full(rows, np.nan)
@@ -209,17 +210,20 @@ def _interval(parts: Parts, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ya, xa, yr, xr = (a[start : start + BLOCK] for a in parts)
         block = (ya, xa, yr, xr)
         qb = q[start : start + BLOCK]
+        point = np.clip(log_ratio[start : start + BLOCK], -LOG_THETA_RANGE, LOG_THETA_RANGE)
         t = score_t(ya[:, None], xa[:, None], yr[:, None], xr[:, None], np.exp(grid)[None, :])
         accepted = ~(np.abs(t) > qb[:, None])  # NaN (no spread) cannot reject
         some = accepted.any(axis=-1)
-        first = np.argmax(accepted, axis=-1)
-        last = GRID - 1 - np.argmax(accepted[:, ::-1], axis=-1)
-        lo = _refine(block, qb, grid[first], grid[np.maximum(first - 1, 0)])
-        hi = _refine(block, qb, grid[last], grid[np.minimum(last + 1, GRID - 1)])
-        low[start : start + BLOCK] = np.where(some, np.where(first == 0, 0.0, np.exp(lo)), np.nan)
-        high[start : start + BLOCK] = np.where(
-            some, np.where(last == GRID - 1, np.inf, np.exp(hi)), np.nan
-        )
+        first = grid[np.argmax(accepted, axis=-1)]
+        last = grid[GRID - 1 - np.argmax(accepted[:, ::-1], axis=-1)]
+        inside_lo = np.where(some, np.minimum(first, point), point)
+        inside_hi = np.where(some, np.maximum(last, point), point)
+        below = np.searchsorted(grid, inside_lo, side="left") - 1  # a rejected grid point
+        above = np.searchsorted(grid, inside_hi, side="right")
+        lo = _refine(block, qb, inside_lo, grid[np.maximum(below, 0)])
+        hi = _refine(block, qb, inside_hi, grid[np.minimum(above, GRID - 1)])
+        low[start : start + BLOCK] = np.where(below < 0, 0.0, np.exp(lo))
+        high[start : start + BLOCK] = np.where(above >= GRID, np.inf, np.exp(hi))
     return low, high
 
 
@@ -249,7 +253,9 @@ def rate_ratio_test(
         fa, ca, fr, cr = (a.reshape(-1, n) for a in parts)
         flat = (fa, ca, fr, cr)
         q_rows = np.broadcast_to(q, ratio.shape).reshape(-1)
-        low, high = (e.reshape(ratio.shape) for e in _interval(flat, q_rows))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_ratio = np.nan_to_num(np.log(ratio), nan=0.0).reshape(-1)
+        low, high = (e.reshape(ratio.shape) for e in _interval(flat, q_rows, log_ratio))
     low = np.where(ok, np.fmin(low, ratio), np.nan)
     high = np.where(ok, np.fmax(high, ratio), np.nan)
     return RatioTest(
