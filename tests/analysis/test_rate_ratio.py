@@ -286,3 +286,13 @@ def test_an_interval_narrower_than_the_search_grid_is_found() -> None:
     q = stats.t.ppf(0.975, int(informative_df(ya, yr)))
     assert float(score_t(ya, calls, yr, calls, low)) == pytest.approx(q, abs=1e-6)
     assert float(score_t(ya, calls, yr, calls, high)) == pytest.approx(-q, abs=1e-6)
+
+
+def test_every_task_the_same_is_decided() -> None:
+    """Every task fails once in 2 calls in the reference and 3 times in 4 in the arm: every
+    task's score is the same positive number (no spread), so t = +inf and p = 0; the
+    interval is the point."""
+    ya, xa, yr, xr = (np.full(60, v) for v in (3.0, 4.0, 1.0, 2.0))
+    t = rate_ratio_test(ya, xa, yr, xr)
+    assert float(t.ratio) == pytest.approx(1.5) and float(t.p_value) == 0.0
+    assert float(t.ci_low) == pytest.approx(1.5) and float(t.ci_high) == pytest.approx(1.5)

@@ -245,7 +245,7 @@ def rate_ratio_test(
         ratio = (Ya / Xa) / (Yr / Xr)
     t = score_t(*parts)
     df = informative_df(parts[0], parts[2])
-    ok = np.isfinite(ratio) & (ratio > 0) & np.isfinite(t) & (n >= 2)
+    ok = np.isfinite(ratio) & (ratio > 0) & ~np.isnan(t) & (n >= 2)  # ±inf: no spread
     p = 2.0 * stats.t.sf(np.abs(np.nan_to_num(t)), df)
     q = np.asarray(stats.t.ppf(0.5 + confidence / 2.0, df), dtype=np.float64)
     low = high = np.full(ratio.shape, np.nan)
