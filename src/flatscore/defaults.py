@@ -155,6 +155,11 @@ SEQUENTIAL_RATIO_MARGIN: Final = 1.25
 """The all-channel failed-call ratio below which failures count as bounded (chosen by
 simulation: docs/analysis.md, "Sequential verdicts")."""
 
+SEQUENTIAL_DIFFERENCE_MARGIN: Final = 0.02
+"""… or the extra failed calls per agent call (2 per 100) below which they count as bounded:
+the scale a study reaches when its reference fails rarely (chosen by simulation on the
+committed studies' profiles: docs/analysis.md, "Failures cluster in tasks")."""
+
 SEQUENTIAL_GAMMA_DAMAGE: Final = -2.0
 """Hwang–Shih–DeCani parameter of the spending function of the sequential damage and
 amplification tests (chosen by simulation)."""
