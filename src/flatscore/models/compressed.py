@@ -29,7 +29,9 @@ from flatscore.models.local import LocalBackend
 from flatscore.models.quant.arms import QuantizeInput, quantizable_linears
 from flatscore.models.quant.floats import fp8_e4m3_per_token
 
-EXTRA_HINT = "compressed-tensors checkpoints need the `compressed` extra: pip install '.[compressed]'"
+EXTRA_HINT = (
+    "compressed-tensors checkpoints need the `compressed` extra: pip install '.[compressed]'"
+)
 
 
 def int_per_token_symmetric(x: torch.Tensor, bits: int = 8) -> torch.Tensor:

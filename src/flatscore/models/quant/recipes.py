@@ -88,6 +88,15 @@ RECIPES: dict[str, Recipe] = {
             twin="fp8-w8a8",
         ),
         Recipe(
+            name="llmc-w8a16-int8",
+            description="INT8 weight-only: int8 symmetric RTN weights, one scale per output "
+            "channel (no calibration)",
+            scheme="W8A16",
+            modifiers={"QuantizationModifier": _quantize("W8A16")},
+            calibrated=False,
+            twin="int8",
+        ),
+        Recipe(
             name="llmc-w8a8-int8",
             description="INT8 W8A8: SmoothQuant (strength 0.8) then GPTQ int8 weights, one "
             "scale per output channel; activations int8 per token at run time",
@@ -97,15 +106,24 @@ RECIPES: dict[str, Recipe] = {
                 "GPTQModifier": _quantize("W8A8"),
             },
             calibrated=True,
-            twin="int8",
         ),
         Recipe(
             name="llmc-w4a16-awq",
             description="W4A16 AWQ: int4 asymmetric weights, groups of 128, AWQ scales",
             scheme="W4A16_ASYM",
-            modifiers={"AWQModifier": _quantize("W4A16_ASYM")},
+            # llm-compressor 0.14: AWQ only smooths; the quantization modifier after it
+            # quantizes with the scales it found.
+            modifiers={"AWQModifier": {}, "QuantizationModifier": _quantize("W4A16_ASYM")},
             calibrated=True,
             twin="int4-awq",
+        ),
+        Recipe(
+            name="llmc-w4a16-rtn",
+            description="W4A16 RTN: int4 asymmetric weights, groups of 128, no calibration",
+            scheme="W4A16_ASYM",
+            modifiers={"QuantizationModifier": _quantize("W4A16_ASYM")},
+            calibrated=False,
+            twin="int4",
         ),
         Recipe(
             name="llmc-w4a16-gptq",

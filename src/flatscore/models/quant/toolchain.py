@@ -4,9 +4,10 @@ llm-compressor 0.14 caps transformers at 5.17, below flatscore's, so it runs in 
 environment (`make quant-env`: `.venv-quant`, or the interpreter in `$FLATSCORE_QUANT_PYTHON`)
 as a child process (`llmcompressor_job.py`). This side materializes the reference (the model
 with its adapter merged, saved as safetensors and hashed), tokenizes the calibration
-transcripts (oracle episodes of the train split of the built-in domains, in the agent's own
-chat format), and keeps each checkpoint under the user cache keyed by the reference's hash,
-the recipe, its calibration and the library pins (`recipes.checkpoint_key`).
+transcripts (oracle episodes of the train split of the built-in domains in the agent's own
+chat format: `flatscore.train.calibration`), and keeps each checkpoint under the user cache
+keyed by the reference's hash, the recipe, its calibration and the library pins
+(`recipes.checkpoint_key`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from flatscore.episode import Checkpoint
 from flatscore.errors import InputError
+from flatscore.models.quant.calibration import Conversation
 from flatscore.models.quant.recipes import (
     CALIBRATION_SAMPLES,
     LIBRARIES,
@@ -30,7 +32,14 @@ from flatscore.models.quant.recipes import (
     Recipe,
     checkpoint_key,
 )
+from flatscore.registry import Registry
 
+CALIBRATION_SOURCES: Registry[list[Conversation]] = Registry(
+    "calibration source", builtins="flatscore.train.calibration", cached=True
+)
+"""Calibration transcripts by name; `train-split` (flatscore.train.calibration) is the one
+every recipe uses."""
+CALIBRATION = "train-split"
 QUANT_PYTHON_ENV = "FLATSCORE_QUANT_PYTHON"
 QUANT_VENV = ".venv-quant"
 MANIFEST = "flatscore-checkpoint.json"
@@ -106,26 +115,15 @@ def _publish(tmp: Path, target: Path) -> None:
 
 
 def calibration_sequences(tokenizer: Any, count: int = CALIBRATION_SAMPLES) -> list[list[int]]:
-    """Token ids of `count` agent transcripts: oracle episodes (scripted user, no planted
-    mistakes) of the train split of both built-in domains, rendered in the agent's chat
-    format, domains interleaved, each cut at MAX_SEQUENCE_LENGTH tokens."""
-    from flatscore.domains import get_domain
+    """Token ids of the first `count` train-split agent transcripts (the `train-split`
+    calibration source), rendered in the agent's chat format, each cut at
+    MAX_SEQUENCE_LENGTH tokens."""
     from flatscore.models.chat_format import encode_conversation, render
-    from flatscore.train.data import DOMAINS, example_from, example_job, run_jobs
 
-    per_domain = []
-    for name in DOMAINS:
-        tasks = get_domain(name).tasks("train")
-        jobs = [example_job(t, seed=1000 + i, with_mistake=False) for i, t in enumerate(tasks)]
-        examples = [example_from(j, e) for j, e in zip(jobs, run_jobs(jobs), strict=True)]
-        per_domain.append([x for x in examples if x is not None])
-    interleaved = [x for group in zip(*per_domain, strict=False) for x in group]
-    leftovers = [x for group in per_domain for x in group[min(map(len, per_domain)) :]]
     out = []
-    for example in (interleaved + leftovers)[:count]:
-        text = render(example.messages, example.tools, add_generation_prompt=False).text
-        ids = list(encode_conversation(tokenizer, text)["input_ids"])
-        out.append(ids[:MAX_SEQUENCE_LENGTH])
+    for conversation in CALIBRATION_SOURCES.make(CALIBRATION)[:count]:
+        text = render(conversation.messages, conversation.tools, add_generation_prompt=False).text
+        out.append(list(encode_conversation(tokenizer, text)["input_ids"])[:MAX_SEQUENCE_LENGTH])
     return out
 
 
