@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from flatscore.models.quant.arms import ARMS
 from flatscore.models.quant.recipes import (
+    INT4_GROUP,
     LIBRARIES,
     PREFIX,
     RECIPES,
@@ -36,7 +37,18 @@ def test_the_fp8_dynamic_recipe_is_llmcompressors_own_example() -> None:
 def test_awq_smooths_then_quantizes_with_the_asymmetric_scheme() -> None:
     modifiers = get_recipe("llmc-w4a16-awq").modifiers
     assert list(modifiers) == ["AWQModifier", "QuantizationModifier"]
-    assert modifiers["QuantizationModifier"]["scheme"] == "W4A16_ASYM"
+    (group,) = modifiers["QuantizationModifier"]["config_groups"].values()
+    assert group["weights"] == {
+        "num_bits": 4,
+        "type": "int",
+        "symmetric": False,
+        "strategy": "group",
+        "group_size": 64,
+    }
+
+
+def test_the_int4_group_divides_every_smollm2_layer() -> None:
+    assert 576 % INT4_GROUP == 0 and 1536 % INT4_GROUP == 0
 
 
 @pytest.mark.parametrize("name", sorted(RECIPES))

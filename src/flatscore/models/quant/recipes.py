@@ -42,7 +42,10 @@ class Recipe(BaseModel):
 
     name: str
     description: str
-    scheme: str = Field(description="the compressed-tensors preset scheme (FP8_DYNAMIC, W8A8…)")
+    scheme: str = Field(
+        description="the compressed-tensors preset it is (FP8_DYNAMIC, W8A8…; the int4 ones "
+        "at groups of INT4_GROUP)"
+    )
     modifiers: dict[str, dict[str, Any]] = Field(
         description="llm-compressor modifiers in the order they run, with their arguments"
     )
@@ -73,6 +76,28 @@ _IGNORE = ["lm_head"]
 
 def _quantize(scheme: str) -> dict[str, Any]:
     return {"targets": ["Linear"], "scheme": scheme, "ignore": _IGNORE}
+
+
+INT4_GROUP = 64
+"""The int4 recipes' group size. Not llm-compressor's preset 128: compressed-tensors refuses
+a group size that does not divide every quantized layer's input width, and SmolLM2's 576 is
+4.5 x 128 (flatscore's own int4 arms quantize the ragged last group on its own). 64 divides
+576 and 1536."""
+
+
+def _int4(symmetric: bool) -> dict[str, Any]:
+    """W4A16 (the preset with `symmetric`) at groups of INT4_GROUP."""
+    weights = {
+        "num_bits": 4,
+        "type": "int",
+        "symmetric": symmetric,
+        "strategy": "group",
+        "group_size": INT4_GROUP,
+    }
+    return {
+        "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights}},
+        "ignore": _IGNORE,
+    }
 
 
 RECIPES: dict[str, Recipe] = {
@@ -109,27 +134,27 @@ RECIPES: dict[str, Recipe] = {
         ),
         Recipe(
             name="llmc-w4a16-awq",
-            description="W4A16 AWQ: int4 asymmetric weights, groups of 128, AWQ scales",
+            description="W4A16 AWQ: int4 asymmetric weights, groups of 64, AWQ scales",
             scheme="W4A16_ASYM",
             # llm-compressor 0.14: AWQ only smooths; the quantization modifier after it
             # quantizes with the scales it found.
-            modifiers={"AWQModifier": {}, "QuantizationModifier": _quantize("W4A16_ASYM")},
+            modifiers={"AWQModifier": {}, "QuantizationModifier": _int4(symmetric=False)},
             calibrated=True,
             twin="int4-awq",
         ),
         Recipe(
             name="llmc-w4a16-rtn",
-            description="W4A16 RTN: int4 asymmetric weights, groups of 128, no calibration",
+            description="W4A16 RTN: int4 asymmetric weights, groups of 64, no calibration",
             scheme="W4A16_ASYM",
-            modifiers={"QuantizationModifier": _quantize("W4A16_ASYM")},
+            modifiers={"QuantizationModifier": _int4(symmetric=False)},
             calibrated=False,
             twin="int4",
         ),
         Recipe(
             name="llmc-w4a16-gptq",
-            description="W4A16 GPTQ: int4 symmetric weights, groups of 128",
+            description="W4A16 GPTQ: int4 symmetric weights, groups of 64",
             scheme="W4A16",
-            modifiers={"GPTQModifier": _quantize("W4A16")},
+            modifiers={"GPTQModifier": _int4(symmetric=True)},
             calibrated=True,
         ),
     ]
