@@ -1,7 +1,7 @@
 """flatscore's hand-written arms held against llm-compressor's checkpoints of the same weights.
 
-For each llm-compressor recipe with a hand-written twin (`Recipe.twin`), on the embedded
-model (the reference weights + the shipped adapter, merged): the twin applied in-process
+For each pair of a hand-written arm and an llm-compressor recipe (`--pairs`), on the embedded
+model (the reference weights + the shipped adapter, merged): the arm applied in-process
 (`apply_arm`, as a study runs it) and the recipe's compressed-tensors checkpoint loaded back
 decompressed (`flatscore.models.compressed`). Weights: the share of Linear weights exactly
 equal, the largest and mean absolute difference, the relative error ||W'-W||/||W|| of each
@@ -10,10 +10,11 @@ top-1 agreement and mean KL(ref || arm) at the agent-written tokens of the held-
 transcripts, teacher-forced. Needs the quantization environment (`make quant-env`) for
 checkpoints not yet in the cache, and the `compressed` extra.
 
-Checkpoints that fold scales into the previous layer (AWQ, SmoothQuant) are compared by
-their effective weights: each folded norm's ratio (checkpoint / reference) is multiplied
-back into the columns of the linears it feeds (exact); an up_proj → down_proj fold is
-undone with a least-squares estimate of the per-channel scale from up_proj's rows.
+AWQ checkpoints fold their scales into the previous layer; they are compared by their
+effective weights: each folded norm's ratio (checkpoint / reference) is multiplied back into
+the columns of the linears it feeds (exact), and the up_proj → down_proj fold is undone with
+a least-squares estimate of the per-channel scale from up_proj's rows (v_proj → o_proj is
+not folded: SmolLM2's grouped-query attention makes their widths differ).
 """
 
 from __future__ import annotations
@@ -25,13 +26,24 @@ from typing import Any
 
 from benchmarks.harness import Table
 
-DEFAULT = ("llmc-w8a8-fp8", "llmc-w8a16-int8", "llmc-w4a16-rtn", "llmc-w4a16-awq")
+DEFAULT = (
+    "fp8-w8a8:llmc-w8a8-fp8",
+    "int8:llmc-w8a16-int8",
+    "int4:llmc-w4a16-rtn",
+    "int4-g64:llmc-w4a16-rtn",
+    "int4-awq:llmc-w4a16-awq",
+    "int4-awq-g64:llmc-w4a16-awq",
+)
+"""hand-written arm : recipe. The `-g64` arms are flatscore's int4 grids at the recipes'
+group size (registered here, not shipped): like for like beside the shipped groups of 128."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--model", default="embedded", help="the model spec")
-    parser.add_argument("--recipes", nargs="+", default=list(DEFAULT), help="recipes")
+    parser.add_argument(
+        "--pairs", nargs="+", default=list(DEFAULT), help="HAND_ARM:RECIPE pairs to compare"
+    )
     parser.add_argument("--transcripts", type=int, default=0, help="held-out (0: all)")
 
 
@@ -52,11 +64,10 @@ def _median_max(values: list[float]) -> tuple[float, float]:
     return ordered[len(ordered) // 2], ordered[-1]
 
 
-def effective_weights(model: Any, reference: Any) -> dict[str, Any]:
+def effective_weights(model: Any, reference: Any, awq: bool) -> dict[str, Any]:
     """The checkpoint's Linear weights as functions of the reference's inputs: folded norm
-    scales multiplied back (exact), an up→down fold undone (least-squares scale)."""
-    import torch
-
+    scales multiplied back (exact; a norm left alone has ratio 1), and with `awq` the
+    up→down fold undone (least-squares scale per channel)."""
     from flatscore.models.quant.arms import quantizable_linears
 
     ref_params = dict(reference.named_parameters())
@@ -74,11 +85,9 @@ def effective_weights(model: Any, reference: Any) -> dict[str, Any]:
         ratio = param.detach() / ref_params[name].detach()
         for target in feeds[leaf]:
             out[f"{block}.{target}"] *= ratio
-    for name in [n for n in out if n.endswith("mlp.up_proj")]:
+    for name in [n for n in out if awq and n.endswith("mlp.up_proj")]:
         ref_up = ref_params[f"{name}.weight"].detach()
         scale = (ref_up * ref_up).sum(1) / (ref_up * out[name]).sum(1)
-        if torch.allclose(scale, torch.ones_like(scale), atol=1e-3):
-            continue  # not folded
         out[name] *= scale[:, None]
         down = name.replace("up_proj", "down_proj")
         out[down] /= scale[None, :]
@@ -117,11 +126,22 @@ def compare_weights(ref: dict[str, Any], hand: dict[str, Any], tool: dict[str, A
     )
 
 
+def _register_g64_arms() -> None:
+    from functools import partial
+
+    from flatscore.models.quant.arms import register_arm
+    from flatscore.models.quant.integer import rtn_groupwise_asymmetric
+
+    g64 = partial(rtn_groupwise_asymmetric, bits=4, group_size=64)
+    register_arm("int4-g64", "int4 asymmetric RTN, groups of 64", g64)
+    register_arm("int4-awq-g64", "int4 asymmetric, groups of 64, AWQ scales", g64, awq=True)
+
+
 def run(args: argparse.Namespace) -> list[Table]:
     import torch
 
     from flatscore.models.compressed import load_compressed
-    from flatscore.models.embedded import load_model
+    from flatscore.models.embedded import cache_dir, load_model
     from flatscore.models.local import LocalBackend
     from flatscore.models.quant.arms import apply_arm, quantizable_linears
     from flatscore.models.quant.calibration import bundled, token_sequences
@@ -130,6 +150,7 @@ def run(args: argparse.Namespace) -> list[Table]:
     from flatscore.models.quant.toolchain import make_checkpoint
 
     torch.set_num_threads(args.threads)
+    _register_g64_arms()
     reference = load_model(args.model)
     ref_weights = {
         n: m.weight.detach().clone() for n, m in quantizable_linears(reference.model).items()
@@ -156,23 +177,23 @@ def run(args: argparse.Namespace) -> list[Table]:
         return tally
 
     weight_rows, decision_rows = [], []
-    for name in args.recipes:
+    for pair in args.pairs:
+        twin, name = pair.split(":")
         recipe = get_recipe(name)
-        assert recipe.twin is not None, f"{name} has no hand-written twin"
         print(f"{name}: checkpoint…", flush=True)
         checkpoint = make_checkpoint(recipe, args.model, log=print)
         assert checkpoint.path is not None
         tool = load_compressed(Path(checkpoint.path), name)
-        print(f"{name}: {recipe.twin} in-process…", flush=True)
+        print(f"{name}: {twin} in-process…", flush=True)
         hand = load_model(args.model)
-        apply_arm(hand.model, recipe.twin, calibration)
+        apply_arm(hand.model, twin, calibration, awq_cache=cache_dir() / "awq")
         hand_weights = {n: m.weight.detach() for n, m in quantizable_linears(hand.model).items()}
         row = compare_weights(
             ref_weights, hand_weights, effective_weights(tool.model, reference.model)
         )
         weight_rows.append(
             [
-                f"`{recipe.twin}` / `{name}`",
+                f"`{twin}` / `{name}`",
                 f"{100 * row.equal:.2f}%",
                 f"{row.max_abs:.2e}",
                 f"{row.mean_abs:.2e}",
@@ -186,7 +207,7 @@ def run(args: argparse.Namespace) -> list[Table]:
         t = decisions(tool.model, tool.tokenizer).agreement
         decision_rows.append(
             [
-                f"`{recipe.twin}` / `{name}`",
+                f"`{twin}` / `{name}`",
                 f"{100 * h.top1_agreement:.2f}% / {100 * t.top1_agreement:.2f}%",
                 f"{h.mean_kl:.5f} / {t.mean_kl:.5f}",
             ]

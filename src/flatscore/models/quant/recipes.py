@@ -85,15 +85,15 @@ a group size that does not divide every quantized layer's input width, and SmolL
 576 and 1536."""
 
 
-def _int4(symmetric: bool) -> dict[str, Any]:
-    """W4A16 (the preset with `symmetric`) at groups of INT4_GROUP."""
-    weights = {
-        "num_bits": 4,
-        "type": "int",
-        "symmetric": symmetric,
-        "strategy": "group",
-        "group_size": INT4_GROUP,
-    }
+def _weights_only(bits: int, symmetric: bool, group_size: int | None) -> dict[str, Any]:
+    """Integer weights, no activation quantization: per output channel (`group_size`
+    None) or in groups. Written out because the W8A16 preset is groups of 128."""
+    weights: dict[str, Any] = {"num_bits": bits, "type": "int", "symmetric": symmetric}
+    weights |= (
+        {"strategy": "channel"}
+        if group_size is None
+        else {"strategy": "group", "group_size": group_size}
+    )
     return {
         "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights}},
         "ignore": _IGNORE,
@@ -117,7 +117,7 @@ RECIPES: dict[str, Recipe] = {
             description="INT8 weight-only: int8 symmetric RTN weights, one scale per output "
             "channel (no calibration)",
             scheme="W8A16",
-            modifiers={"QuantizationModifier": _quantize("W8A16")},
+            modifiers={"QuantizationModifier": _weights_only(8, True, None)},
             calibrated=False,
             twin="int8",
         ),
@@ -138,7 +138,10 @@ RECIPES: dict[str, Recipe] = {
             scheme="W4A16_ASYM",
             # llm-compressor 0.14: AWQ only smooths; the quantization modifier after it
             # quantizes with the scales it found.
-            modifiers={"AWQModifier": {}, "QuantizationModifier": _int4(symmetric=False)},
+            modifiers={
+                "AWQModifier": {},
+                "QuantizationModifier": _weights_only(4, False, INT4_GROUP),
+            },
             calibrated=True,
             twin="int4-awq",
         ),
@@ -146,7 +149,7 @@ RECIPES: dict[str, Recipe] = {
             name="llmc-w4a16-rtn",
             description="W4A16 RTN: int4 asymmetric weights, groups of 64, no calibration",
             scheme="W4A16_ASYM",
-            modifiers={"QuantizationModifier": _int4(symmetric=False)},
+            modifiers={"QuantizationModifier": _weights_only(4, False, INT4_GROUP)},
             calibrated=False,
             twin="int4",
         ),
@@ -154,7 +157,7 @@ RECIPES: dict[str, Recipe] = {
             name="llmc-w4a16-gptq",
             description="W4A16 GPTQ: int4 symmetric weights, groups of 64",
             scheme="W4A16",
-            modifiers={"GPTQModifier": _int4(symmetric=True)},
+            modifiers={"GPTQModifier": _weights_only(4, True, INT4_GROUP)},
             calibrated=True,
         ),
     ]
