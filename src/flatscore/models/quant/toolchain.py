@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -82,9 +83,11 @@ def state_sha256(model: Any) -> str:
     return h.hexdigest()
 
 
+@cache
 def reference_checkpoint(model: str = "embedded", adapter: str | None = None) -> tuple[Path, str]:
     """The reference weights (`model` with `adapter`, or the shipped one, merged) saved as a
-    Hugging Face folder under the cache, and their hash; saved once per hash."""
+    Hugging Face folder under the cache, and their hash; saved once per hash, loaded and
+    hashed once per process."""
     from flatscore.models.embedded import load_model
 
     loaded = load_model(model, adapter)
