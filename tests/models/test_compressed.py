@@ -101,3 +101,49 @@ def test_the_fp8_checkpoint_loads_back_with_the_hand_written_fp8_weights() -> No
     assert serving.weight_bytes is not None and serving.resident_weight_bytes is not None
     assert serving.weight_bytes < 0.5 * serving.resident_weight_bytes  # fp8 on disk, fp32 here
     backend.close()
+
+
+@pytest.mark.slow
+@needs_env
+def test_a_study_runs_a_checkpoint_arm_and_records_the_checkpoint(tmp_path: Path) -> None:
+    """`flatscore run` on a study whose arm is an llm-compressor checkpoint: its episodes say
+    which checkpoint played them (recipe, hashes, library versions); the reference's none."""
+    import yaml
+
+    from cli_runner import flatscore
+    from flatscore.models.quant.recipes import get_recipe
+    from flatscore.models.quant.toolchain import make_checkpoint
+
+    study = {
+        "name": "llmc-smoke",
+        "output": "out",
+        "models": [
+            {
+                "name": "smollm2-135m",
+                "kind": "embedded",
+                "sampling": {"temperature": 0, "max_tokens": 24},
+                "arms": {"ref": {}, "llmc-w8a8-fp8": {}},
+            }
+        ],
+        "domains": ["retail"],
+        "split": "test",
+        "tasks_per_domain": 1,
+        "max_steps": 4,
+        "user": {"kind": "scripted"},
+    }
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(study))
+    done = flatscore("run", tmp_path / "study.yaml", timeout=1200)
+    assert done.returncode == 0, done.stderr[-2000:]
+    episodes = [
+        json.loads(line)
+        for f in sorted((tmp_path / "out").glob("*.jsonl"))
+        for line in f.read_text().splitlines()
+    ]
+    by_arm = {e["arm"]: e for e in episodes}
+    assert set(by_arm) == {"ref", "llmc-w8a8-fp8"}
+    assert by_arm["ref"]["serving"]["checkpoint"] is None
+    recorded = by_arm["llmc-w8a8-fp8"]["serving"]["checkpoint"]
+    made = make_checkpoint(get_recipe("llmc-w8a8-fp8"))
+    assert recorded["sha256"] == made.sha256 and recorded["recipe"] == "llmc-w8a8-fp8"
+    assert recorded["libraries"]["llmcompressor"] == "0.14.0.1"
+    assert recorded["stage"] == get_recipe("llmc-w8a8-fp8").stage()
