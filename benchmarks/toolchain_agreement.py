@@ -188,9 +188,9 @@ def run(args: argparse.Namespace) -> list[Table]:
         hand = load_model(args.model)
         apply_arm(hand.model, twin, calibration, awq_cache=cache_dir() / "awq")
         hand_weights = {n: m.weight.detach() for n, m in quantizable_linears(hand.model).items()}
-        row = compare_weights(
-            ref_weights, hand_weights, effective_weights(tool.model, reference.model)
-        )
+        awq = "AWQModifier" in recipe.modifiers
+        tool_weights = effective_weights(tool.model, reference.model, awq)
+        row = compare_weights(ref_weights, hand_weights, tool_weights)
         weight_rows.append(
             [
                 f"`{twin}` / `{name}`",
@@ -203,13 +203,13 @@ def run(args: argparse.Namespace) -> list[Table]:
                 f"{row.between_layers[0]:.4f}, {row.between_layers[1]:.4f}",
             ]
         )
-        h = decisions(hand.model, hand.tokenizer).agreement
-        t = decisions(tool.model, tool.tokenizer).agreement
+        ha = decisions(hand.model, hand.tokenizer).agreement
+        ta = decisions(tool.model, tool.tokenizer).agreement
         decision_rows.append(
             [
                 f"`{twin}` / `{name}`",
-                f"{100 * h.top1_agreement:.2f}% / {100 * t.top1_agreement:.2f}%",
-                f"{h.mean_kl:.5f} / {t.mean_kl:.5f}",
+                f"{100 * ha.top1_agreement:.2f}% / {100 * ta.top1_agreement:.2f}%",
+                f"{ha.mean_kl:.5f} / {ta.mean_kl:.5f}",
             ]
         )
         del hand, tool

@@ -55,7 +55,7 @@ def activation_quantizer(args: dict[str, Any] | None) -> Any:
     if kind == "float" and bits == 8:
         return fp8_e4m3_per_token
     if kind == "int" and args.get("symmetric", True):
-        return partial(int_per_token_symmetric, bits=int(bits))
+        return partial(int_per_token_symmetric, bits=int(bits or 8))
     raise InputError(f"activation quantization {args} is not emulated", field="quant")
 
 
