@@ -31,6 +31,14 @@ def main(job_file: str) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     torch.manual_seed(0)
+    if not torch.accelerator.is_available():
+        # llm-compressor 0.14.0.1's AWQ pins its cached activations in page-locked memory
+        # unconditionally (pipelines/cache.py), which raises "Cannot access accelerator
+        # device when none is available" on a CPU-only host. Pinning only speeds copies to
+        # a GPU: without one, skip it.
+        from llmcompressor.pipelines.cache import IntermediatesCache
+
+        IntermediatesCache.pin_memory = lambda self, *args, **kwargs: None  # type: ignore[method-assign]
     start = time.perf_counter()
     model = AutoModelForCausalLM.from_pretrained(job["reference"], dtype=torch.float32)
     tokenizer = AutoTokenizer.from_pretrained(job["reference"])
