@@ -38,7 +38,7 @@ def main(job_file: str) -> None:
         # a GPU: without one, skip it.
         from llmcompressor.pipelines.cache import IntermediatesCache
 
-        IntermediatesCache.pin_memory = lambda self, *args, **kwargs: None  # type: ignore[method-assign]
+        IntermediatesCache.pin_memory = lambda self, *args, **kwargs: None
     start = time.perf_counter()
     model = AutoModelForCausalLM.from_pretrained(job["reference"], dtype=torch.float32)
     tokenizer = AutoTokenizer.from_pretrained(job["reference"])
