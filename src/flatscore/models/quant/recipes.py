@@ -51,6 +51,10 @@ class Recipe(BaseModel):
     )
     calibrated: bool = Field(description="needs calibration transcripts")
     twin: str | None = Field(None, description="the hand-written arm held against it")
+    samples: int = Field(CALIBRATION_SAMPLES, ge=1, description="calibration transcripts")
+    max_tokens: int = Field(
+        MAX_SEQUENCE_LENGTH, ge=1, description="each transcript's last tokens kept"
+    )
 
     def stage(self) -> dict[str, Any]:
         """The recipe as llm-compressor's YAML reads it (one stage)."""
@@ -63,7 +67,7 @@ class Recipe(BaseModel):
             "recipe": self.name,
             "stage": self.stage(),
             "calibration": (
-                {"samples": CALIBRATION_SAMPLES, "max_sequence_length": MAX_SEQUENCE_LENGTH}
+                {"samples": self.samples, "max_tokens": self.max_tokens, "window": "last"}
                 if self.calibrated
                 else None
             ),

@@ -117,16 +117,18 @@ def _publish(tmp: Path, target: Path) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def calibration_sequences(tokenizer: Any, count: int = CALIBRATION_SAMPLES) -> list[list[int]]:
+def calibration_sequences(
+    tokenizer: Any, count: int = CALIBRATION_SAMPLES, max_tokens: int = MAX_SEQUENCE_LENGTH
+) -> list[list[int]]:
     """Token ids of the first `count` train-split agent transcripts (the `train-split`
-    calibration source), rendered in the agent's chat format, each cut at
-    MAX_SEQUENCE_LENGTH tokens."""
+    calibration source), rendered in the agent's chat format, each cut to its last
+    `max_tokens` tokens (the turns; every transcript opens with the same system prompt)."""
     from flatscore.models.chat_format import encode_conversation, render
 
     out = []
     for conversation in CALIBRATION_SOURCES.make(CALIBRATION)[:count]:
         text = render(conversation.messages, conversation.tools, add_generation_prompt=False).text
-        out.append(list(encode_conversation(tokenizer, text)["input_ids"])[:MAX_SEQUENCE_LENGTH])
+        out.append(list(encode_conversation(tokenizer, text)["input_ids"])[-max_tokens:])
     return out
 
 
@@ -171,7 +173,8 @@ def make_checkpoint(
     sequences = None
     if recipe.calibrated:
         say("tokenizing calibration transcripts (train split, oracle episodes)…")
-        sequences = calibration_sequences(AutoTokenizer.from_pretrained(reference))
+        tokenizer = AutoTokenizer.from_pretrained(reference)
+        sequences = calibration_sequences(tokenizer, recipe.samples, recipe.max_tokens)
     calibration_sha = tokens_sha256(sequences) if sequences is not None else None
     key = checkpoint_key(ref_sha, recipe, calibration_sha)
     folder = checkpoints_dir() / f"{recipe.name}-{key[:16]}"
@@ -188,7 +191,7 @@ def make_checkpoint(
         "out": str(tmp),
         "stage": recipe.stage(),
         "calibration": None,
-        "max_sequence_length": MAX_SEQUENCE_LENGTH,
+        "max_sequence_length": recipe.max_tokens,
     }
     if sequences is not None:
         (tmp / "calibration.json").write_text(json.dumps(sequences))
