@@ -19,6 +19,8 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -181,10 +183,39 @@ def make_checkpoint(
     found = cached_checkpoint(folder)
     if found is not None:
         return found
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with _building(folder):  # another process making the same checkpoint: wait for it
+        found = cached_checkpoint(folder)
+        if found is not None:
+            return found
+        return _make(recipe, reference, ref_sha, sequences, calibration_sha, folder, say)
+
+
+@contextmanager
+def _building(folder: Path) -> Iterator[None]:
+    """An exclusive lock on `<folder>.lock` while the checkpoint is made."""
+    import fcntl
+
+    with folder.with_name(folder.name + ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _make(
+    recipe: Recipe,
+    reference: Path,
+    ref_sha: str,
+    sequences: list[list[int]] | None,
+    calibration_sha: str | None,
+    folder: Path,
+    say: Any,
+) -> Checkpoint:
     python = quant_python()
     if python is None:
         raise InputError(ENV_HINT, field="quant")
-    folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
     job: dict[str, Any] = {
         "reference": str(reference),
