@@ -220,8 +220,8 @@ def run(args: argparse.Namespace) -> list[Table]:
         [
             "hand / llm-compressor",
             "weights equal",
-            "max |H−L|",
-            "mean |H−L|",
+            "max abs(H−L)",
+            "mean abs(H−L)",
             "rel. error vs ref (H / L)",
             "per layer H (median, max)",
             "per layer L (median, max)",
@@ -230,7 +230,7 @@ def run(args: argparse.Namespace) -> list[Table]:
         weight_rows,
         "l" + "r" * 7,
         title="Weights (the 210 decoder Linear layers)",
-        notes=[f"Mean |W| of the reference's Linear weights: {mean_w:.2e}."],
+        notes=[f"Mean abs(W) of the reference's Linear weights: {mean_w:.2e}."],
     )
     positions = forced and sum(len(t) for _, t, _ in forced)
     decisions_table = Table(
