@@ -141,13 +141,18 @@ RECIPES: dict[str, Recipe] = {
             description="W4A16 AWQ: int4 asymmetric weights, groups of 64, AWQ scales",
             scheme="W4A16_ASYM",
             # llm-compressor 0.14: AWQ only smooths; the quantization modifier after it
-            # quantizes with the scales it found.
+            # quantizes with the scales it found. Its grid search runs each layer's
+            # attention or MLP forward per grid point on every calibration token (~5 GFLOP
+            # a token here at its default 20 points): 8 windows of 256 tokens and 5 points
+            # keep it to minutes on a shared 2-core CPU (on a GPU, raise both).
             modifiers={
-                "AWQModifier": {},
+                "AWQModifier": {"n_grid": 5},
                 "QuantizationModifier": _weights_only(4, False, INT4_GROUP),
             },
             calibrated=True,
             twin="int4-awq",
+            samples=8,
+            max_tokens=256,
         ),
         Recipe(
             name="llmc-w4a16-rtn",
