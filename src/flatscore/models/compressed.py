@@ -134,7 +134,7 @@ class CompressedBackend(LocalBackend):
             .joinpath("reference.json")
             .read_text()
         )
-        loaded = load_compressed(folder, f"{reference['name']}@{checkpoint.recipe}")
+        loaded = load_compressed(folder, reference["name"])  # the backend adds "@<arm>"
         apply_compute(loaded.model, compute)
         release_freed_memory()
         backend = cls(loaded, arm=arm, **kwargs)
