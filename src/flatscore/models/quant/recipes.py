@@ -144,8 +144,8 @@ RECIPES: dict[str, Recipe] = {
             # quantizes with the scales it found. Its grid search runs each layer's
             # attention or MLP forward per grid point on every calibration token (~5 GFLOP
             # a token here at its default 20 points): 4 windows of 128 tokens and 3 points
-            # (alpha 0, 1/3, 2/3) keep it to minutes on a shared 2-core CPU. A smoke-sized
-            # search: on a GPU, raise all three.
+            # (no scaling; duo scaling at alpha 0 and 1) keep it to minutes on a shared
+            # 2-core CPU. A smoke-sized search: on a GPU, raise all three.
             modifiers={
                 "AWQModifier": {"n_grid": 3},
                 "QuantizationModifier": _weights_only(4, False, INT4_GROUP),
