@@ -173,6 +173,21 @@ class Timing(StrictModel):
     duration_s: float | None = None
 
 
+class Checkpoint(StrictModel):
+    """A quantized checkpoint made by a toolchain (llm-compressor) from the reference
+    weights: which recipe, with which libraries, from which weights, and its files' hash."""
+
+    recipe: str
+    stage: dict[str, Any] = Field(description="the recipe as the toolchain ran it")
+    sha256: str = Field(description="the checkpoint's weight files")
+    reference_sha256: str = Field(description="the reference weights it was made from")
+    calibration_sha256: str | None = None
+    calibration_sequences: int = Field(0, ge=0)
+    libraries: dict[str, str]
+    seconds: float | None = None
+    path: str | None = None
+
+
 class Serving(StrictModel):
     """What serving the agent's model took, read by the backend when the episode ended (None
     for endpoint arms: their server's memory is not visible from here; for a server
@@ -197,6 +212,7 @@ class Serving(StrictModel):
     server_command: list[str] | None = Field(
         None, description="the command line that started the server"
     )
+    checkpoint: Checkpoint | None = None
 
 
 class Source(StrictModel):

@@ -83,8 +83,15 @@ def _local(spec: BackendSpec) -> Backend:
     from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache  # noqa: F401
 
     from flatscore.models.local import LocalBackend
+    from flatscore.models.quant.recipes import is_recipe
 
     torch.set_num_threads(spec.threads)
+    if is_recipe(spec.quant):  # an llm-compressor checkpoint (flatscore.models.compressed)
+        from flatscore.models.compressed import from_spec
+
+        return from_spec(
+            spec.path, spec.quant, spec.quant, **spec.model_dump(include=_SAME_IN_LOCAL)
+        )
     return LocalBackend.from_spec(
         spec.path, arm=spec.quant, **spec.model_dump(include=_SAME_IN_LOCAL)
     )

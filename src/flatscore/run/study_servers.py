@@ -19,7 +19,7 @@ from flatscore.models.servers import ServerPool
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from flatscore.run.executors.base import EpisodeJob
+    from flatscore.run.jobs import EpisodeJob
     from flatscore.study import BackendSpec
 
 LOG_DIR = "server-logs"
