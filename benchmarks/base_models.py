@@ -26,7 +26,8 @@ from flatscore.console import quiet_third_party
 from flatscore.domains import get_domain
 from flatscore.models.embedded import LoadedModel, load_model
 from flatscore.train.data import example_job, make_example, tokenize
-from flatscore.train.train import TrainConfig, build_model, step_loss
+from flatscore.train.recipe import TrainConfig
+from flatscore.train.train import build_model, step_loss
 
 DECODE_STEPS = 16
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import ROOT, Table, alternate, ratio
+from flatscore.run.arm_backend import arm_backend
 from flatscore.run.reproduce import (
     SLICE_ARMS,
     SLICE_CONCURRENCY,
@@ -182,7 +183,7 @@ def load_models(study: Any) -> None:
 
     model = study.models[0]
     for arm in model.arms:
-        spec = model.backend(arm)
+        spec = arm_backend(model, arm)
         if spec is not None:
             get_backend(spec)
 

@@ -22,8 +22,9 @@ from benchmarks.harness import ROOT, Table
 from flatscore.domains import get_domain
 from flatscore.models.shared import get_backend
 from flatscore.run.driver import plan_study, run_study
-from flatscore.run.study import Study, load_study
+from flatscore.run.study import load_study
 from flatscore.store.jsonl import read_episodes
+from flatscore.study import Study
 
 STUDY = ROOT / "examples" / "embedded-study.yaml"
 

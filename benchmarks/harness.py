@@ -24,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Protocol, TypeVar, cast
 
-from flatscore.analysis.markdown_table import table_lines
+from flatscore.report.markdown_table import table_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 """The repository: benchmarks read its fixtures, examples and test helpers."""
@@ -50,6 +50,8 @@ BENCHMARKS: dict[str, str] = {
     "shared-prefix": "The shared system turn read in place vs copied into each sequence's cache.",
     "arm-cost": "What each embedded arm costs to serve in-process.",
     "arm-agreement": "How far each arm's next-token decisions move from the reference's.",
+    "toolchain-agreement": "flatscore's hand-written arms held against llm-compressor's "
+    "checkpoints of the same weights.",
     "gguf-fidelity": "GGUF files run by llama.cpp beside the in-process arms, against the "
     "torch reference.",
     "load-memory": "Resident memory of loading the demo's arms.",

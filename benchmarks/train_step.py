@@ -18,7 +18,8 @@ from benchmarks.harness import Table
 from flatscore.domains import get_domain
 from flatscore.models.embedded import load_model
 from flatscore.train.data import example_job, make_example, tokenize
-from flatscore.train.train import TrainConfig, build_model, step_loss
+from flatscore.train.recipe import TrainConfig
+from flatscore.train.train import build_model, step_loss
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

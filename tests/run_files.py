@@ -15,9 +15,10 @@ import yaml
 from flatscore.domains import get_domain
 from flatscore.episode import ErrorBudget
 from flatscore.errors import InputError
-from flatscore.run.executors.base import AgentRecipe, EpisodeJob
-from flatscore.run.study import UserSpec, load_study
+from flatscore.run.jobs import AgentRecipe, EpisodeJob
+from flatscore.run.study import load_study
 from flatscore.store.jsonl import read_episodes
+from flatscore.study import UserSpec
 
 
 def write_study(folder: Path, name: str, models: list[dict[str, Any]], **fields: Any) -> Path:

@@ -3,6 +3,9 @@
 The import graph is built with `ast`, not by importing: imports inside functions count (a
 lazy import is still a dependency), `if TYPE_CHECKING:` blocks do not (they never run).
 Nodes are the first-level units of `src/flatscore`: each subpackage, and each loose module.
+One level down, between modules (files), there is no cycle either, counting lazy imports and
+then `TYPE_CHECKING` imports too (a type checker follows them), and nothing `run` builds on
+imports `run` back.
 """
 
 from __future__ import annotations
@@ -29,12 +32,15 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _imported_modules(tree: ast.Module, module: str, is_package: bool) -> Iterator[str]:
-    """Every module a file imports, absolute, skipping `if TYPE_CHECKING:` bodies."""
+def _imported_modules(
+    tree: ast.Module, module: str, is_package: bool, type_checking: bool = False
+) -> Iterator[str]:
+    """Every module a file imports, absolute, skipping `if TYPE_CHECKING:` bodies unless
+    `type_checking`."""
     base = module.split(".") if is_package else module.split(".")[:-1]
 
     def visit(node: ast.AST) -> Iterator[str]:
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
+        if isinstance(node, ast.If) and _is_type_checking(node.test) and not type_checking:
             for branch in node.orelse:
                 yield from visit(branch)
             return
@@ -140,6 +146,119 @@ def test_a_planted_cycle_is_found() -> None:
     target = next(iter(targets))
     graph[target][source] = "planted"
     assert find_cycle(graph) is not None
+
+
+# --- between modules ---------------------------------------------------------------
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the package by dotted name (a package by its `__init__.py`)."""
+    modules = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+def module_graph(type_checking: bool = False) -> Graph:
+    """Module -> modules of the package it imports (the longest module a dotted name names:
+    `from flatscore.run.study import Study` imports `flatscore.run.study`), lazy imports
+    counted, `TYPE_CHECKING` imports too if asked."""
+    modules = _modules()
+    graph: Graph = {module: {} for module in modules}
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        is_package = path.name == "__init__.py"
+        for imported in _imported_modules(tree, module, is_package, type_checking):
+            parts = imported.split(".")
+            while parts and ".".join(parts) not in modules:
+                parts.pop()
+            target = ".".join(parts)
+            if target and target != module:
+                graph[module].setdefault(target, str(path.relative_to(ROOT)))
+    return graph
+
+
+def module_cycles(graph: Graph) -> list[list[str]]:
+    """Every cycle between modules, as its strongly connected component (sorted names)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def connect(node: str) -> None:  # Tarjan's algorithm
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph[node]:
+            if target not in index:
+                connect(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in graph:
+        if node not in index:
+            connect(node)
+    return sorted(found)
+
+
+def _in_unit(module: str, unit: str) -> bool:
+    return module == f"flatscore.{unit}" or module.startswith(f"flatscore.{unit}.")
+
+
+def _check_no_module_cycle(type_checking: bool) -> None:
+    cycles = module_cycles(module_graph(type_checking))
+    shown = ["  " + ", ".join(m.removeprefix("flatscore.") for m in c) for c in cycles]
+    assert not cycles, "import cycles between modules:\n" + "\n".join(shown)
+
+
+def test_no_import_cycle_between_modules() -> None:
+    """Counting lazy imports: a cycle between modules is found however it is closed."""
+    _check_no_module_cycle(type_checking=False)
+
+
+def test_no_import_cycle_between_modules_counting_type_checking_imports() -> None:
+    _check_no_module_cycle(type_checking=True)
+
+
+def test_nothing_run_builds_on_imports_run() -> None:
+    """`run` sits on the study schema, models, agents and the rest: none of the units it
+    imports (nor `study`, the schema) imports `run` back, not even for a type."""
+    units = import_graph()
+    below = {*units["run"], "study"}
+    graph = module_graph(type_checking=True)
+    back = [
+        f"{module} -> {target} ({where})"
+        for module, targets in graph.items()
+        if any(_in_unit(module, unit) for unit in below)
+        for target, where in targets.items()
+        if _in_unit(target, "run")
+    ]
+    assert not back, "imports of run from below it:\n" + "\n".join(back)
+
+
+def test_the_module_graph_finds_a_planted_cycle() -> None:
+    graph = module_graph(type_checking=True)
+    assert "flatscore.study.schema" in graph["flatscore.models.arm_checks"] or any(
+        t.startswith("flatscore.study") for t in graph["flatscore.models.arm_checks"]
+    )  # a TYPE_CHECKING import is seen
+    assert not any(
+        t.startswith("flatscore.study") for t in module_graph()["flatscore.models.arm_checks"]
+    )
+    graph["flatscore.study.schema"]["flatscore.models.arm_checks"] = "planted"
+    assert any("flatscore.study.schema" in c for c in module_cycles(graph))
 
 
 # --- the docs' relative links ---------------------------------------------------------

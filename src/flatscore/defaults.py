@@ -62,6 +62,10 @@ TAU2_TIMEOUT_S: Final[float] = 600.0
 TEMPERATURE: Final[float] = 0.0
 TOP_P: Final[float] = 1.0
 MAX_TOKENS: Final[int] = 256
+AGENT_MAX_TOKENS: Final[int] = 192
+"""The tokens one turn of the registry's model-backed agent may generate (`--agent model` /
+`embedded`, `flatscore.agents.model`; `flatscore eval-embedded`): its own default, below a
+study's `MAX_TOKENS`."""
 
 MAX_BATCH: Final = 16
 """In-process models: sequences one engine decodes together per arm, a full pass of the
@@ -78,7 +82,7 @@ TAU2_SERVE_START_TIMEOUT_S: Final = 900.0
 
 REPAIR_TRIGGER_CHANNELS: Final = ("unknown_tool",)
 """Channels whose failures trigger a repair instruction by default (the study's leak); the
-channels repair can trigger on at all are `flatscore.agents.repair.REPAIR_CHANNELS`."""
+channels repair can trigger on at all are `flatscore.study.agent.REPAIR_CHANNELS`."""
 
 REPAIR_ATTEMPTS: Final = 3
 """Repair instructions per failure chain."""
@@ -150,6 +154,11 @@ docs/analysis.md, "Sequential verdicts")."""
 SEQUENTIAL_RATIO_MARGIN: Final = 1.25
 """The all-channel failed-call ratio below which failures count as bounded (chosen by
 simulation: docs/analysis.md, "Sequential verdicts")."""
+
+SEQUENTIAL_DIFFERENCE_MARGIN: Final = 0.02
+"""… or the extra failed calls per agent call (2 per 100) below which they count as bounded:
+the scale a study reaches when its reference fails rarely (chosen by simulation on the
+committed studies' profiles: docs/analysis.md, "Failures cluster in tasks")."""
 
 SEQUENTIAL_GAMMA_DAMAGE: Final = -2.0
 """Hwang–Shih–DeCani parameter of the spending function of the sequential damage and

@@ -173,9 +173,25 @@ class Timing(StrictModel):
     duration_s: float | None = None
 
 
+class Checkpoint(StrictModel):
+    """A quantized checkpoint made by a toolchain (llm-compressor) from the reference
+    weights: which recipe, with which libraries, from which weights, and its files' hash."""
+
+    recipe: str
+    stage: dict[str, Any] = Field(description="the recipe as the toolchain ran it")
+    sha256: str = Field(description="the checkpoint's weight files")
+    reference_sha256: str = Field(description="the reference weights it was made from")
+    calibration_sha256: str | None = None
+    calibration_sequences: int = Field(0, ge=0)
+    libraries: dict[str, str]
+    seconds: float | None = None
+    path: str | None = None
+
+
 class Serving(StrictModel):
     """What serving the agent's model took, read by the backend when the episode ended (None
-    for endpoint arms: their server's memory is not visible from here).
+    for endpoint arms: their server's memory is not visible from here; for a server
+    flatscore started (`server:` arms), which server, its version and command line).
 
     `weight_bytes` / `bits_per_parameter` are the arm's format as a checkpoint would store it
     (scales included); `resident_weight_bytes` is what the parameters occupy in this process
@@ -191,6 +207,12 @@ class Serving(StrictModel):
     peak_rss_bytes: int | None = Field(None, ge=0)
     pid: int | None = None
     arms_in_process: int | None = Field(None, ge=0)
+    server: str | None = Field(None, description="a server flatscore started: its kind")
+    server_version: str | None = None
+    server_command: list[str] | None = Field(
+        None, description="the command line that started the server"
+    )
+    checkpoint: Checkpoint | None = None
 
 
 class Source(StrictModel):

@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from flatscore.agents.inject import InjectSpec, same_purpose_user_tool
+from flatscore.agents.inject import same_purpose_user_tool
 from flatscore.analysis.analyze import analyze
 from flatscore.domains import get_domain
 from flatscore.errors import InputError
 from flatscore.run.driver import run_study
 from flatscore.run.study import load_study
 from flatscore.store.jsonl import read_episodes
+from flatscore.study import InjectSpec
 
 PHONE = get_domain("telecom").user_toolkit.tool_names()  # type: ignore[union-attr]
 

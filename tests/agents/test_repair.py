@@ -14,7 +14,6 @@ from flatscore.agents.base import Agent, ToolSchema, make_agent, register_agent
 from flatscore.agents.oracle import oracle_plan
 from flatscore.agents.repair import (
     RepairAgent,
-    RepairConfig,
     parse_channels,
     repair_arm_label,
 )
@@ -25,6 +24,7 @@ from flatscore.errors import InputError
 from flatscore.run.episode_loop import EpisodeSpec, run_episode
 from flatscore.run.quick import QuickRun, run_quick
 from flatscore.run.views import user_view
+from flatscore.study import RepairConfig
 from flatscore.users import make_user
 
 Mistake = Literal["name", "args", "malformed"]

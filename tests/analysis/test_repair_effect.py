@@ -20,11 +20,11 @@ from flatscore.analysis.repair_effect import (
     base_arm,
     has_repair_runs,
     is_repaired,
-    markdown_table,
     repair_effects,
 )
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.episode import Episode
+from flatscore.report.effect_tables import repair_table
 
 OK = ("get_user", "ok")
 BAD = ("lookup", "unknown_tool")
@@ -126,7 +126,7 @@ def test_unmatched_runs_warn_and_table_renders(result: RepairEffectResult) -> No
         [repaired(episode("int4", "t0", calls=[BAD, OK]))], AnalysisSettings(bootstrap=100)
     )
     assert lone.cells == [] and "without a matching plain run" in lone.warnings[0]
-    table = markdown_table(result)
+    table = repair_table(result)
     assert "| m | retail | int4 | 4 | 25.0 | 75.0 | +50.0 [" in table
     assert "bf16 (ref)" in table
 

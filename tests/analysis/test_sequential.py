@@ -14,7 +14,13 @@ from scipy.stats import norm
 from scipy.stats import t as student_t
 
 from flatscore.analysis.paired_score import paired_one_sided, paired_test, paired_tost
-from flatscore.analysis.rate_ratio import log_ratio_jackknife, rate_ratio_test
+from flatscore.analysis.rate_ratio import (
+    bound_p,
+    informative_df,
+    rate_ratio_test,
+    ratio_p_greater,
+    score_t,
+)
 from flatscore.analysis.sequential import (
     VERDICTS,
     LookStats,
@@ -74,14 +80,16 @@ def test_one_signed_differences_get_the_exact_sign_flip_p() -> None:
     assert float(paired_one_sided(d, 0.0, upper=False)) == pytest.approx(1.0)
 
 
-def test_jackknife_is_the_rate_ratio_tests() -> None:
+def test_ratio_tests_are_the_fixed_designs_halves() -> None:
     rng = np.random.default_rng(5)
     c = simulate(rng, 50, ratio=1.3)
-    lr, se = log_ratio_jackknife(c.failed_arm, c.calls_arm, c.failed_ref, c.calls_ref)
-    fixed = rate_ratio_test(c.failed_arm, c.calls_arm, c.failed_ref, c.calls_ref)
-    assert np.exp(lr) == pytest.approx(fixed.ratio)
-    p = 2 * student_t.sf(np.abs(lr / se), TASKS - 1)
-    assert p == pytest.approx(fixed.p_value)
+    arrays = (c.failed_arm, c.calls_arm, c.failed_ref, c.calls_ref)
+    fixed = rate_ratio_test(*arrays, interval=False)
+    up = ratio_p_greater(*arrays)
+    assert 2 * np.minimum(up, 1 - up) == pytest.approx(fixed.p_value)
+    t = score_t(*arrays)
+    df = informative_df(c.failed_arm, c.failed_ref)
+    assert up == pytest.approx(student_t.sf(t, df))
 
 
 def test_look_stats_at_the_last_look_are_the_fixed_designs() -> None:
@@ -90,9 +98,11 @@ def test_look_stats_at_the_last_look_are_the_fixed_designs() -> None:
     stats = look_stats(*c.arrays(), DESIGN)
     z = stats.z["damage"][:, -1]
     assert z == pytest.approx(norm.isf(paired_one_sided(c.differences, 0.0, upper=True)))
-    lr, se = log_ratio_jackknife(c.failed_arm, c.calls_arm, c.failed_ref, c.calls_ref)
-    amp = norm.isf(student_t.sf(lr / se, TASKS - 1))
+    arrays = (c.failed_arm, c.calls_arm, c.failed_ref, c.calls_ref)
+    amp = norm.isf(ratio_p_greater(*arrays))
     assert stats.z["amplified"][:, -1] == pytest.approx(amp)
+    bound = norm.isf(bound_p(*arrays, DESIGN.ratio_margin, DESIGN.difference_margin))
+    assert stats.z["bounded"][:, -1] == pytest.approx(bound)
     assert stats.counts == DESIGN.looks(TASKS)
 
 
@@ -110,7 +120,9 @@ def test_a_flat_score_alone_never_stops() -> None:
     assert _verdict([_stats(equivalent=0, amplified=2)]) == [
         ("flat score, amplified failures", True, 24)
     ]
-    assert _verdict([_stats(equivalent=0)]) == [("inconclusive", False, 32)]
+    # At the design's maximum the rule is the fixed design's: equivalence with no
+    # amplification decided is "no damage detected"; the bound only lets it stop early.
+    assert _verdict([_stats(equivalent=0)]) == [("no damage detected", True, 32)]
 
 
 def test_amplification_without_equivalence_is_not_a_verdict() -> None:
@@ -186,10 +198,14 @@ def condition(
     tasks = dec.tasks([stats.counts])[:, 0]
     fixed_damage = (paired_test(c.differences) < DESIGN.alpha) & (c.differences.mean(-1) > 0)
     fixed_eq = paired_tost(c.differences, DESIGN.margin, DESIGN.alpha)[1]
-    fixed_ratio = rate_ratio_test(c.failed_arm, c.calls_arm, c.failed_ref, c.calls_ref)
+    fixed_ratio = rate_ratio_test(
+        c.failed_arm, c.calls_arm, c.failed_ref, c.calls_ref, interval=False
+    )
     fixed_amp = (fixed_ratio.p_value < DESIGN.alpha) & (fixed_ratio.ratio > 1)
     ch = c.channels()
-    per_channel = rate_ratio_test(ch.failed_arm, ch.den_arm, ch.failed_ref, ch.den_ref)
+    per_channel = rate_ratio_test(
+        ch.failed_arm, ch.den_arm, ch.failed_ref, ch.den_ref, interval=False
+    )
     # the fixed design: Holm over the channels at α (two-sided p), amplified = an increase
     p_ch = np.nan_to_num(per_channel.p_value, nan=1.0)
     order = np.argsort(p_ch, axis=-1)

@@ -16,7 +16,8 @@ from flatscore import defaults
 from flatscore.analysis.channels import BUILTIN_RULES
 from flatscore.analysis.settings import POINTS, AnalysisSettings
 from flatscore.errors import InputError
-from flatscore.run.study import load_study, study_from_json, study_json
+from flatscore.run.study import load_study
+from flatscore.study import study_from_json, study_json
 from run_files import study_refusal
 
 

@@ -92,10 +92,10 @@ def test_below_the_task_minimum_nothing_is_tested() -> None:
     assert rc.p_value is None and rc.test is None and "too few" in (rc.note or "")
 
 
-def test_all_of_the_references_failures_in_one_task_get_the_sign_test() -> None:
-    """The reference fails this way only in task 0 (the jackknife has nothing to vary:
-    no ratio test); the arm in tasks 0-9: the ratio exists ((10/50) / (1/41) per call), the
-    sign test says 9 vs 0."""
+def test_all_of_the_references_failures_in_one_task_get_the_ratio_test() -> None:
+    """The reference fails this way only in task 0, the arm in tasks 0-9: the ratio exists
+    ((10/50) / (1/41) per call) and the task-clustered score test decides it (10 tasks where
+    either failed: 9 df); one task cannot bound the ratio from above (no upper end)."""
     eps = []
     for t in range(40):
         ref_calls = [("get_user", "ok")] + ([("toggle_airplane_mode", "fail")] if t == 0 else [])
@@ -105,9 +105,11 @@ def test_all_of_the_references_failures_in_one_task_get_the_sign_test() -> None:
             episode("int4", f"t{t:02d}", 0, arm_calls),
         ]
     rc = _only(eps).channel_amplification["role_confusion"]
-    assert rc.ratio == pytest.approx((10 / 50) / (1 / 41)) and rc.ci_low is None
-    assert rc.test == "task_sign" and (rc.tasks_arm_only, rc.tasks_ref_only) == (9, 0)
-    assert rc.p_value == pytest.approx(2.0**-8) and rc.amplified
+    assert rc.ratio == pytest.approx((10 / 50) / (1 / 41))
+    assert rc.ci_low is not None and rc.ratio is not None and rc.ci_high is None
+    assert 1.0 < rc.ci_low < rc.ratio
+    assert rc.test == "rate_ratio" and rc.p_value is not None and rc.p_value < 0.01
+    assert rc.amplified
 
 
 def _flag_rate(studies: int, mult: float, seed: int, new: bool = False) -> float:

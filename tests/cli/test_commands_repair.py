@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from flatscore.cli import app
 from flatscore.run.quick import QuickRun, run_quick
-from flatscore.run.study import Study
+from flatscore.study import Study
 
 
 def test_repair_effect_command(tmp_path: Path) -> None:

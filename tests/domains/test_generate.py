@@ -149,7 +149,8 @@ def test_training_data_digest_is_unchanged(tmp_path: Path) -> None:
 
     from flatscore.models.embedded import load_model
     from flatscore.train.card_stages import dataset_digest
-    from flatscore.train.train import TrainConfig, load_dataset, load_recipe
+    from flatscore.train.recipe import TrainConfig, load_recipe
+    from flatscore.train.train import load_dataset
 
     torch.set_num_threads(1)
     tokenizer = load_model("embedded-base").tokenizer

@@ -21,6 +21,7 @@ from flatscore.models.gguf_files import (
     reference_file,
 )
 from flatscore.models.gguf_header import read_header
+from flatscore.run.arm_backend import arm_backend
 from flatscore.run.study import load_study
 
 
@@ -107,7 +108,7 @@ def test_backend_of_each_arm(tmp_path: Path) -> None:
         assert EXTRA_HINT in exc.message
         pytest.skip(f"llama-cpp-python is not installed ({EXTRA_HINT})")
     model = study.models[0]
-    specs = {arm: model.backend(arm) for arm in model.arms}
+    specs = {arm: arm_backend(model, arm) for arm in model.arms}
     assert {a: (s.kind, s.path, s.quant, s.threads) for a, s in specs.items() if s} == {
         "ref": ("gguf", "embedded", "ref", 2),
         "q8": ("gguf", "embedded", "q8_0", 2),

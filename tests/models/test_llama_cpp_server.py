@@ -13,27 +13,20 @@ or its server packages are not installed. Differences between the two servers: d
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import os
-import signal
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from flatscore.analysis.analyze import analyze
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.episode import Episode
 from flatscore.models.gguf_files import EXTRA_HINT, llama_cpp_available
+from flatscore.models.servers import ServerPool
 from flatscore.run.driver import run_study
 from flatscore.run.study import parse_study
-from flatscore.run.tau2.endpoints import free_port
 from flatscore.store.jsonl import read_episodes
+from flatscore.study.server import ServerSpec
 
 
 def _server_packages() -> bool:
@@ -56,45 +49,6 @@ pytestmark = [
 DOMAINS = ["retail", "telecom"]
 ARMS = ["llama-cpp", "serve"]  # one arm per server, the same GGUF file behind both
 SERVED = "smollm2"
-
-
-@contextlib.contextmanager
-def serving(cmd: list[str], port: int, log: Path, timeout_s: float = 180) -> Iterator[str]:
-    """Start a server process (its output into `log`), wait until it lists its models, stop
-    it (its whole process group) on exit. Yields its /v1 URL."""
-    url = f"http://127.0.0.1:{port}/v1"
-    with log.open("w") as sink:
-        proc = subprocess.Popen(
-            cmd,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env={**os.environ, "OMP_NUM_THREADS": "1"},
-        )
-    try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if proc.poll() is not None:
-                raise AssertionError(
-                    f"{cmd[2]} exited {proc.returncode}: {log.read_text()[-2000:]}"
-                )
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/models", timeout=5).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"{cmd[2]} not ready in {timeout_s:.0f} s: {log.read_text()[-2000:]}"
-                )
-            time.sleep(0.5)
-        yield url
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def run(urls: dict[str, str], out: Path) -> list[Episode]:
@@ -161,23 +115,16 @@ def test_a_study_against_llama_cpps_own_server_records_as_against_serve(
 ) -> None:
     from flatscore.models.gguf_files import reference_file
 
-    gguf = reference_file("embedded-base")  # the shipped Q4_1 file, as it is
-    ports = {arm: free_port() for arm in ARMS}
-    llama = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(gguf),
-        "--model_alias", SERVED, "--chat_format", "chatml-function-calling",
-        "--host", "127.0.0.1", "--port", str(ports["llama-cpp"]),
-        "--n_ctx", "4096", "--n_threads", "1",
-    ]  # fmt: skip
-    ours = [
-        sys.executable, "-m", "flatscore.cli", "serve", "--kind", "gguf", "--model", str(gguf),
-        "--port", str(ports["serve"]), "--name", SERVED,
-    ]  # fmt: skip
-    with (
-        serving(llama, ports["llama-cpp"], tmp_path / "llama.log") as llama_url,
-        serving(ours, ports["serve"], tmp_path / "serve.log") as serve_url,
-    ):
-        episodes = run({"llama-cpp": llama_url, "serve": serve_url}, tmp_path / "study")
+    gguf = str(reference_file("embedded-base"))  # the shipped Q4_1 file, as it is
+    # both started by flatscore's own launcher (`server:` arms use it too)
+    llama = ServerSpec(kind="llama-cpp", model=gguf, start_timeout_s=180)
+    ours = ServerSpec(kind="flatscore", model=gguf, engine="gguf", start_timeout_s=180)
+    with ServerPool(tmp_path / "logs") as pool:
+        urls = {
+            "llama-cpp": pool.start("llama-cpp", llama, SERVED).url,
+            "serve": pool.start("serve", ours, SERVED).url,
+        }
+        episodes = run(urls, tmp_path / "study")
     third_party = [ep for ep in episodes if ep.arm == "llama-cpp"]
     served = [ep for ep in episodes if ep.arm == "serve"]
     calls, failed = check_recorded(third_party, "llama-cpp")

@@ -9,13 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from flatscore.models.shared import (
-    BACKENDS,
-    BackendSpec,
-    clear_backends,
-    get_backend,
-    loaded_backend_count,
-)
+from flatscore.models.backends import loaded_backend_count
+from flatscore.models.shared import BACKENDS, clear_backends, get_backend
+from flatscore.study import BackendSpec
 
 
 class Fake:

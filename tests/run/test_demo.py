@@ -15,6 +15,7 @@ from rich.console import Console
 
 from flatscore.domains import get_domain
 from flatscore.errors import InputError
+from flatscore.run.arm_backend import arm_backend
 from flatscore.run.demo import (
     DEMO_ARMS,
     DEMO_CONCURRENCY,
@@ -148,9 +149,9 @@ def test_demo_compute_is_recorded_and_a_resume_must_keep_it(tmp_path: Path) -> N
     two kinds of numbers in one arm, so it is refused in one line."""
     bf16 = demo_study(tmp_path / "d", compute="bf16")
     assert "bf16 compute" in bf16.title
-    assert {bf16.models[0].backend(a).compute for a in DEMO_ARMS} == {"bf16"}  # type: ignore[union-attr]
+    assert {arm_backend(bf16.models[0], a).compute for a in DEMO_ARMS} == {"bf16"}  # type: ignore[union-attr]
     fp32 = demo_study(tmp_path / "d")
-    assert fp32.models[0].backend("ref").compute == "fp32"  # type: ignore[union-attr]
+    assert arm_backend(fp32.models[0], "ref").compute == "fp32"  # type: ignore[union-attr]
     (tmp_path / "d" / "runs").mkdir(parents=True)
     (tmp_path / "d" / "runs" / "smollm2-135m__ref.jsonl").write_text("")
     (tmp_path / "d" / "study.json").write_text(fp32.model_dump_json())
@@ -226,7 +227,7 @@ def test_planted_adds_an_inject_arm_on_the_first_arm(tmp_path: Path) -> None:
     study = demo_study(tmp_path / "d", planted=(0.1, 0.05))
     arm = study.models[0].arms["ref-planted"]
     assert arm.inject is not None and (arm.inject.base, arm.inject.role_confusion) == ("ref", 0.1)
-    assert study.models[0].backend("ref-planted") == study.models[0].backend("ref")
+    assert arm_backend(study.models[0], "ref-planted") == arm_backend(study.models[0], "ref")
     assert list(study.models[0].arms)[: len(DEMO_ARMS)] == list(DEMO_ARMS)
 
 

@@ -17,9 +17,10 @@ from flatscore.analysis.sequential import SequentialDesign
 from flatscore.episode import Episode
 from flatscore.run.driver import plan_study, run_study
 from flatscore.run.executors import LocalExecutor
-from flatscore.run.executors.base import EpisodeJob, run_job
+from flatscore.run.jobs import EpisodeJob
 from flatscore.run.look_ahead import HeldFiles, LookAhead
 from flatscore.run.sequential import SequentialPlan
+from flatscore.run.sources import run_job
 from flatscore.run.study import load_study
 from flatscore.store.jsonl import held_file, read_episodes
 from run_files import SEQUENTIAL_STUDY

@@ -13,8 +13,8 @@ import yaml
 from flatscore import defaults
 from flatscore.errors import InputError
 from flatscore.run.driver import StudyOutcome, plan_study, run_study
+from flatscore.run.episode_source import trial_seed
 from flatscore.run.quick import QuickRun, run_quick
-from flatscore.run.sources import trial_seed
 from flatscore.run.study import load_study
 from flatscore.store.jsonl import read_episodes
 from run_files import comparable_episodes

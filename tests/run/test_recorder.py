@@ -12,8 +12,9 @@ from rich.console import Console
 
 from flatscore.episode import Episode, TerminationReason
 from flatscore.errors import RunFailed
-from flatscore.run.executors.base import EpisodeJob, run_job
+from flatscore.run.jobs import EpisodeJob
 from flatscore.run.recorder import OVERALL, Recorder
+from flatscore.run.sources import run_job
 from flatscore.store.jsonl import read_episodes
 from run_files import oracle_jobs
 

@@ -13,6 +13,7 @@ import pytest
 from rich.console import Console
 
 from flatscore.errors import InputError
+from flatscore.run.arm_backend import arm_backend
 from flatscore.run.reproduce import (
     SLICE_ARMS,
     SLICE_KV_MEMORY_MB,
@@ -65,7 +66,7 @@ def test_the_slices_engines_and_their_memory_floor(tmp_path: Path) -> None:
     (369 MiB), 513.25 MiB of fp32 parameters a copy and the KV budgets come to the floor that
     three engines at 256 MiB had, within a MiB; `engine_per_arm` gives every arm its own."""
     model = slice_study(tmp_path / "d", ROOT).models[0]
-    specs = {arm: model.backend(arm) for arm in SLICE_ARMS}
+    specs = {arm: arm_backend(model, arm) for arm in SLICE_ARMS}
     assert specs["ref"] == specs["ref-planted"] != specs["int4-awq"]
     assert specs["ref"].kv_memory_mb == 2 * SLICE_KV_MEMORY_MB
     assert specs["int4-awq"].kv_memory_mb == SLICE_KV_MEMORY_MB
@@ -75,8 +76,8 @@ def test_the_slices_engines_and_their_memory_floor(tmp_path: Path) -> None:
     assert copies == 2 and round(floor) == 2_676
     assert abs(floor - (runtime + 3 * (weights + 256))) < 1
     apart = slice_study(tmp_path / "e", ROOT, engine_per_arm=True).models[0]
-    assert apart.backend("ref") != apart.backend("ref-planted")
-    assert apart.backend("ref").kv_memory_mb == SLICE_KV_MEMORY_MB
+    assert arm_backend(apart, "ref") != arm_backend(apart, "ref-planted")
+    assert arm_backend(apart, "ref").kv_memory_mb == SLICE_KV_MEMORY_MB
 
 
 def test_the_shipped_adapter_is_checked_by_sha256(monkeypatch: pytest.MonkeyPatch) -> None:

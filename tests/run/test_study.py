@@ -9,7 +9,9 @@ import pytest
 import yaml
 
 from flatscore.errors import InputError
-from flatscore.run.study import Study, load_study, parse_study
+from flatscore.run.arm_backend import arm_backend
+from flatscore.run.study import load_study, parse_study
+from flatscore.study import Study
 from run_files import study_refusal
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -57,20 +59,20 @@ def test_backend_per_arm(tmp_path: Path) -> None:
         ]
     }
     study = load_study(write(tmp_path, data))
-    bf16 = study.models[0].backend("bf16", tmp_path)
+    bf16 = arm_backend(study.models[0], "bf16", tmp_path)
     assert bf16 is not None and bf16.url == "http://a:1/v1" and bf16.api_key_env == "KEY"
     assert bf16.cache_path == str(tmp_path / "cache" / "qwen__bf16.sqlite")
-    fp8 = study.models[0].backend("fp8")
+    fp8 = arm_backend(study.models[0], "fp8")
     assert fp8 is not None and fp8.api_key_env == "K2" and fp8.cache_path is None
-    w4 = study.models[1].backend("w4")
+    w4 = arm_backend(study.models[1], "w4")
     assert w4 is not None and (w4.kind, w4.path, w4.quant) == ("embedded", "embedded", "int4")
     assert w4.compute == "fp32"  # the default
     data["models"][1]["compute"] = "bf16"  # type: ignore[index]
-    w4 = load_study(write(tmp_path, data)).models[1].backend("w4")
+    w4 = arm_backend(load_study(write(tmp_path, data)).models[1], "w4")
     assert w4 is not None and w4.compute == "bf16"
     assert w4.adapter is None
     data["models"][1]["adapter"] = "train/adapter"  # type: ignore[index]
-    w4 = load_study(write(tmp_path, data)).models[1].backend("w4")
+    w4 = arm_backend(load_study(write(tmp_path, data)).models[1], "w4")
     # merged before the arm; relative to the study file's folder, like `output`
     assert w4 is not None and w4.adapter == str((tmp_path / "train" / "adapter").resolve())
 
@@ -87,7 +89,7 @@ def test_arms_sharing_weights_share_one_engine_with_room_for_each(tmp_path: Path
     }
     data = {"models": [{"name": "s", "kind": "embedded", "kv_memory_mb": 100, "arms": arms}]}
     model = load_study(write(tmp_path, data)).models[0]
-    specs = {arm: model.backend(arm) for arm in arms}
+    specs = {arm: arm_backend(model, arm) for arm in arms}
     assert specs["ref"] == specs["ref-control"] == specs["ref-planted"]  # one cached engine
     ref, int8 = specs["ref"], specs["int8"]
     assert ref is not None and int8 is not None
@@ -96,7 +98,7 @@ def test_arms_sharing_weights_share_one_engine_with_room_for_each(tmp_path: Path
 
     data["models"][0]["engine_per_arm"] = True  # type: ignore[index]
     model = load_study(write(tmp_path, data)).models[0]
-    own = {arm: model.backend(arm) for arm in arms}
+    own = {arm: arm_backend(model, arm) for arm in arms}
     assert len(set(own.values())) == 4  # four cached engines: one per arm
     for arm, spec in own.items():
         assert spec is not None and (spec.max_batch, spec.kv_memory_mb) == (16, 100.0)
@@ -112,10 +114,10 @@ def test_private_prefix_reaches_the_engine_and_leaves_other_specs_alone(
     from flatscore.models.shared import clear_backends, get_backend
 
     data = {"models": [{"name": "s", "kind": "embedded", "arms": ["ref", "int8"]}]}
-    plain = load_study(write(tmp_path, data)).models[0].backend("int8")
+    plain = arm_backend(load_study(write(tmp_path, data)).models[0], "int8")
     assert plain is not None and plain.private_prefix is None
     data["models"][0]["private_prefix"] = True  # type: ignore[index]
-    spec = load_study(write(tmp_path, data)).models[0].backend("int8")
+    spec = arm_backend(load_study(write(tmp_path, data)).models[0], "int8")
     assert spec is not None and spec.private_prefix is True and spec.batch_invariant
     assert spec.model_copy(update={"private_prefix": None}) == plain
     local = spec.model_copy(update={"kind": "local", "path": str(tiny_model_dir)})
@@ -130,7 +132,8 @@ def test_private_prefix_reaches_the_engine_and_leaves_other_specs_alone(
 
 def test_engine_per_arm_loads_a_copy_per_arm() -> None:
     """Specs equal but for `instance` are separate cache entries: separate loaded models."""
-    from flatscore.models.shared import BackendSpec, clear_backends, get_backend
+    from flatscore.models.shared import clear_backends, get_backend
+    from flatscore.study import BackendSpec
 
     spec = BackendSpec(kind="embedded", threads=1, kv_memory_mb=16)
     try:
@@ -257,7 +260,7 @@ def test_what_a_model_kind_takes_comes_from_its_registration(tmp_path: Path) -> 
     (`register_backend`), not spelled in the study: a kind registered later is named in
     the one-line refusals and gets what it declared."""
     from flatscore.models.shared import BACKENDS, register_backend
-    from flatscore.run.study import ModelSpec
+    from flatscore.study import ModelSpec
 
     def refusal(model: dict[str, object]) -> str:
         path = write(tmp_path, {"models": [model]})
@@ -324,23 +327,49 @@ def test_a_kinds_arm_check_is_the_one_it_registered(tmp_path: Path) -> None:
 
 
 def test_kinds_come_from_the_registries() -> None:
-    """A plug-in registered under a new name is a valid kind: no `Literal` restates names."""
-    from flatscore.models.shared import BACKENDS, BackendSpec
+    """A plug-in registered under a new name is a valid kind: no `Literal` restates names.
+    The schema takes any name (it is data); loading the study checks it against the
+    registries, naming the field."""
+    from flatscore.models.shared import BACKENDS
     from flatscore.run.executors import EXECUTORS, LocalExecutor
-    from flatscore.run.study import ExecutorSpec, ModelSpec, UserSpec
+    from flatscore.study import BackendSpec, ExecutorSpec, ModelSpec, UserSpec
     from flatscore.users.base import USERS
 
+    data = {
+        "models": [{"name": "m", "kind": "remote", "arms": ["a"]}],
+        "domains": ["retail"],
+        "user": {"kind": "echo"},
+        "executor": {"kind": "mine"},
+    }
     EXECUTORS.register("mine", lambda spec, concurrency: LocalExecutor(concurrency))
     USERS.register("echo", lambda **_: None)  # type: ignore[arg-type,return-value]
     BACKENDS.register("remote", lambda spec: None)  # type: ignore[arg-type,return-value]
     try:
-        assert ExecutorSpec(kind="mine").kind == "mine"
-        assert UserSpec(kind="echo").kind == "echo"
-        assert BackendSpec(kind="remote").kind == "remote"
-        assert ModelSpec(name="m", kind="remote", arms={"a": {}}).kind == "remote"
+        study = parse_study(data)
+        assert (study.executor.kind, study.user.kind, study.models[0].kind) == (
+            "mine",
+            "echo",
+            "remote",
+        )
     finally:
         EXECUTORS.unregister("mine")
         USERS.unregister("echo")
         BACKENDS.unregister("remote")
-    with pytest.raises(ValueError, match="unknown executor 'mine'"):
-        ExecutorSpec(kind="mine")
+    assert ExecutorSpec(kind="mine").kind == "mine"  # the schema alone: data
+    assert UserSpec(kind="echo").kind == "echo"
+    assert BackendSpec(kind="remote").kind == "remote"
+    assert ModelSpec(name="m", kind="remote", arms={"a": {}}).kind == "remote"
+    with pytest.raises(InputError) as info:
+        parse_study(data)
+    assert info.value.field == "models.0.kind"
+    assert info.value.message.startswith("unknown model kind 'remote' (known: ")
+    with pytest.raises(InputError) as info:
+        parse_study(
+            {
+                **data,
+                "models": [{"name": "m", "kind": "agent", "agent": "oracle", "arms": ["a"]}],
+                "user": {},
+            }
+        )
+    assert info.value.field == "executor.kind"
+    assert info.value.message.startswith("unknown executor 'mine' (known: ")

@@ -16,7 +16,7 @@ from cli_runner import flatscore
 from flatscore.errors import InputError
 from flatscore.run.driver import plan_study
 from flatscore.run.executors import LocalExecutor
-from flatscore.run.executors.base import EpisodeJob
+from flatscore.run.jobs import EpisodeJob
 from flatscore.run.quick import QuickRun
 from flatscore.run.time_limit import RunStopped, TimeLimit, draining, parse_duration
 from flatscore.store.jsonl import read_episodes

@@ -15,7 +15,7 @@ from cli_runner import flatscore
 from flatscore.errors import InputError
 from flatscore.train.card import render_card
 from flatscore.train.card_stages import stages_of
-from flatscore.train.train import TrainConfig
+from flatscore.train.recipe import TrainConfig
 
 WEIGHTS = "adapter_model.safetensors"
 

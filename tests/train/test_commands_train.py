@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cli_runner import flatscore
-from flatscore.train.train import TrainConfig
+from flatscore.train.recipe import TrainConfig
 
 
 def test_train_refuses_an_existing_run_without_resume(tmp_path: Path) -> None:

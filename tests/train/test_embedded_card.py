@@ -12,7 +12,7 @@ from flatscore.errors import InputError
 from flatscore.train.card import adapter_distance, install_adapter, render_card
 from flatscore.train.card_stages import loss_table
 from flatscore.train.evaluate import ArmDomainSummary
-from flatscore.train.train import TrainConfig
+from flatscore.train.recipe import TrainConfig
 
 
 def _train_dir(tmp_path: Path) -> Path:

@@ -133,7 +133,7 @@ def test_recovery_kinds_cover_the_channels() -> None:
     where the domain allows it (role confusion needs the user's tools), and every task
     gives an example (a planted mistake never spoils the episode)."""
     from flatscore.train.data import build_examples
-    from flatscore.train.train import TrainConfig
+    from flatscore.train.recipe import TrainConfig
 
     examples = build_examples(TrainConfig(variants=1, mistake_share=1.0, data_seed=3))
     kinds = {(e.domain, e.mistake) for e in examples}
@@ -249,7 +249,7 @@ def test_the_plan_takes_every_data_setting_from_the_recipe() -> None:
     """`plan_examples(config)`: variants, seeds, shares, domains and the mistake mix all
     come from the recipe (the one place they are written)."""
     from flatscore.train.data import MistakeMix, plan_examples
-    from flatscore.train.train import TrainConfig
+    from flatscore.train.recipe import TrainConfig
 
     config = TrainConfig(
         variants=3,
@@ -276,7 +276,7 @@ def test_training_episodes_run_through_the_executor_in_plan_order() -> None:
     """The plan's jobs run on the local executor; the episodes come back in plan order and
     do not depend on how many are in flight (each has its own agent, user and draws)."""
     from flatscore.train.data import TRAIN_AGENT, example_from, plan_examples, run_jobs
-    from flatscore.train.train import TrainConfig
+    from flatscore.train.recipe import TrainConfig
 
     jobs = plan_examples(TrainConfig(variants=2, mistake_share=0.5, domains=("telecom",)))[:8]
     assert {j.agent.agent for j in jobs} == {TRAIN_AGENT}

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from flatscore.run.arm_backend import arm_backend
 from flatscore.run.driver import plan_study, run_study
 from flatscore.run.study import load_study
 from run_files import study_episodes
@@ -26,7 +27,7 @@ def test_embedded_study_file_is_the_documented_design() -> None:
     (model,) = study.models
     assert model.kind == "embedded" and model.threads == 1
     assert list(model.arms) == ["ref", "fp8", "int8", "int4-awq", "int4"]
-    assert [model.backend(a).quant for a in model.arms] == list(model.arms)  # type: ignore[union-attr]
+    assert [arm_backend(model, a).quant for a in model.arms] == list(model.arms)  # type: ignore[union-attr]
     assert model.sampling.temperature == 0.5 and model.sampling.top_p == 1.0
     assert (study.domains, study.split, study.task_ids, study.tasks_per_domain) == (
         ["retail", "telecom"],

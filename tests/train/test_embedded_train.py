@@ -158,7 +158,7 @@ def test_a_recovery_stage_starts_from_the_pinned_adapter(
 
 
 def test_a_recipe_file_is_validated_in_one_line(tmp_path: Path) -> None:
-    from flatscore.train.train import load_recipe
+    from flatscore.train.recipe import load_recipe
 
     assert load_recipe(None) == TrainConfig()
     good = tmp_path / "recipe.json"
@@ -176,7 +176,7 @@ def test_a_recipe_file_is_validated_in_one_line(tmp_path: Path) -> None:
 def test_the_committed_recovery_recipe_pins_the_committed_first_stage() -> None:
     """studies/embedded-train-v3/recipe.json starts from studies/embedded-train-v2's adapter."""
     from flatscore.models.adapter import adapter_sha256
-    from flatscore.train.train import load_recipe
+    from flatscore.train.recipe import load_recipe
 
     studies = Path(__file__).resolve().parents[2] / "studies"
     recipe = load_recipe(studies / "embedded-train-v3" / "recipe.json")

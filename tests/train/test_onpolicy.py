@@ -42,7 +42,8 @@ from flatscore.train.onpolicy import (
     rollout_study,
     run_rollouts,
 )
-from flatscore.train.train import OnPolicy, RunOptions, TrainConfig, load_recipe, rollout_source
+from flatscore.train.recipe import OnPolicy, TrainConfig, load_recipe
+from flatscore.train.train import RunOptions, rollout_source
 
 WRONG = "X0000"
 ROOT = Path(__file__).resolve().parents[2]
@@ -471,7 +472,7 @@ def test_planted_rollouts_label_the_planted_call_and_what_the_agent_did_next(
     says it damaged and is flagged planted; the first one's label is the call as the agent
     made it (the dropped argument back), and no state is labelled past a call that never
     succeeded (the gold action the oracle goes on with is still the first one)."""
-    from flatscore.agents.inject import InjectRates
+    from flatscore.study import InjectRates
 
     policy = OnPolicy(
         source_adapter_sha256=SOURCE_SHA,

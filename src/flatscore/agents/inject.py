@@ -26,31 +26,15 @@ import random
 import re
 from typing import Any
 
-from pydantic import Field
-
 from flatscore.agents.base import Agent, ToolSchema
 from flatscore.domains import get_domain
 from flatscore.episode import Message
-from flatscore.strict import StrictModel
+from flatscore.study.agent import InjectSpec
 
 INJECT_KINDS = ("role_confusion", "drop_argument", "wrong_value")
 
 ID = re.compile(r"\b([A-Z]+)\d+\b")
 """An id as the built-in domains write them: capital letters, then digits."""
-
-
-class InjectRates(StrictModel):
-    """How often each kind of damage is planted in an agent tool call."""
-
-    role_confusion: float = Field(0.0, ge=0.0, le=1.0)
-    drop_argument: float = Field(0.0, ge=0.0, le=1.0)
-    wrong_value: float = Field(0.0, ge=0.0, le=1.0)
-
-
-class InjectSpec(InjectRates):
-    """A planted-damage arm: `base` (another arm of the same model) perturbed at run time."""
-
-    base: str = Field(min_length=1)
 
 
 def _words(name: str) -> set[str]:

@@ -16,17 +16,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from flatscore import defaults
 from flatscore.agents.base import Agent, ToolSchema
 from flatscore.episode import Message, Serving
 from flatscore.models.base import Backend, Sampling
-from flatscore.models.shared import BackendSpec, clear_backends, get_backend
+from flatscore.models.shared import clear_backends, get_backend
+from flatscore.study import BackendSpec
 
 if TYPE_CHECKING:
     from flatscore.domains.framework import Task
 
 __all__ = ["ModelAgent", "clear_backends", "make_model_agent", "shared_backend"]
-
-DEFAULT_MAX_TOKENS = 192
 
 
 def turn_seed(episode_seed: int, turn: int) -> int:
@@ -42,7 +42,7 @@ class ModelAgent(Agent):
         self, backend: Backend, sampling: Sampling | None = None, name: str | None = None
     ) -> None:
         self.backend = backend
-        self.sampling = sampling or Sampling(max_tokens=DEFAULT_MAX_TOKENS)
+        self.sampling = sampling or Sampling(max_tokens=defaults.AGENT_MAX_TOKENS)
         self.name = name or backend.name
         self._seed = 0
         self._turn = 0
@@ -104,9 +104,9 @@ def make_model_agent(
     model: str = "embedded",
     arm: str = "ref",
     base_url: str | None = None,
-    temperature: float = 0.0,
-    top_p: float = 1.0,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
+    temperature: float = defaults.TEMPERATURE,
+    top_p: float = defaults.TOP_P,
+    max_tokens: int = defaults.AGENT_MAX_TOKENS,
     logprobs: bool = False,
     top_logprobs: int = 0,
     api_key_env: str | None = "OPENAI_API_KEY",

@@ -20,32 +20,25 @@ amplified a failure channel (mostly hallucinated tool names). Semantics:
   was given, so its view only grows (KV-cache reuse stays valid).
 
 A study's `repair` (or the quick form's `--repair`) wraps each arm's agent in `RepairAgent`
-(`flatscore.run.executors.base.build_agent`).
+(`flatscore.run.builtin.agent.build_agent`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-from flatscore import defaults
 from flatscore.agents.base import Agent, ToolSchema
 from flatscore.analysis.channels import (
-    LEAF_CHANNELS,
-    UNKNOWN_TOOL_LEAVES,
     ChannelRules,
     classify_failed_call,
     load_rules,
 )
 from flatscore.domains import domain_names, get_domain
 from flatscore.episode import Message, Serving, ToolCall, ToolResult
+from flatscore.study.agent import RepairConfig
 
 if TYPE_CHECKING:
     from flatscore.domains.framework import Task
-
-REPAIR_CHANNELS: tuple[str, ...] = ("unknown_tool", *LEAF_CHANNELS)
-"""Channels repair can trigger on; `unknown_tool` stands for all of UNKNOWN_TOOL_LEAVES."""
 
 _HINTS = {
     "role_confusion": "that name is not one of your tools (it is a tool the customer uses on "
@@ -59,37 +52,6 @@ _HINTS = {
     "other": "the tool reported an error",
     "malformed_output": "your reply could not be read as a message or a tool call",
 }
-
-
-class RepairConfig(BaseModel):
-    """How repair runs: the one repair model. A study's `repair` section extends it with
-    `mode` (`flatscore.run.study.RepairSpec`), an arm's recipe carries it as it is, and every
-    repaired episode's metadata records it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    channels: list[str] = Field(
-        default_factory=lambda: list(defaults.REPAIR_TRIGGER_CHANNELS), min_length=1
-    )
-    attempts: int = Field(
-        defaults.REPAIR_ATTEMPTS, ge=1, description="instructions per failure chain"
-    )
-
-    @field_validator("channels")
-    @classmethod
-    def _known(cls, value: list[str]) -> list[str]:
-        bad = [c for c in value if c not in REPAIR_CHANNELS]
-        if bad:
-            raise ValueError(
-                f"unknown repair channel(s) {', '.join(bad)} (known: {', '.join(REPAIR_CHANNELS)})"
-            )
-        return list(dict.fromkeys(value))
-
-    def matches(self, channel: str) -> bool:
-        """Whether a leaf channel is one repair triggers on."""
-        if channel in self.channels:
-            return True
-        return channel in UNKNOWN_TOOL_LEAVES and "unknown_tool" in self.channels
 
 
 def parse_channels(text: str) -> list[str]:

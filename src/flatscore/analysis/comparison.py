@@ -80,10 +80,10 @@ def channel_ratio(
     ref: TaskMatrix, alt: TaskMatrix, num: str, den: str, conf: float, few: str | None
 ) -> ChannelAmplification:
     """rate_arm / rate_ref of one channel (or of all failed calls) on the paired tasks, with
-    the task-clustered interval and uncorrected p (`rate_ratio`); where the channel is too
-    sparse for it (new in the arm, or all of an arm's failures in one task) the exact sign
-    test over tasks (`task_sign`); none below the cell's minimum task count (`few` says
-    so). `amplified` is decided study-wide (`correct_channels`)."""
+    the task-clustered score test, its inverted interval and uncorrected p (`rate_ratio`;
+    an unbounded upper end is null); where the channel is new in the arm (no ratio) the
+    exact sign test over tasks (`task_sign`); none below the cell's minimum task count
+    (`few` says so). `amplified` is decided study-wide (`correct_channels`)."""
     r_ref, r_arm = ref.rate(num, den), alt.rate(num, den)
     c_ref = round(float((ref.column(num) * ref.episodes).sum()))
     c_arm = round(float((alt.column(num) * alt.episodes).sum()))
@@ -109,10 +109,12 @@ def channel_ratio(
         )
         lo, hi, p = (_finite(float(v)) for v in (t.ci_low, t.ci_high, t.p_value))
         if p is None:
-            note = "all of an arm's failures in this channel are in one task: no ratio test"
+            note = "no spread over tasks to test the ratio with"
             sparse = True
         else:
             test = "rate_ratio"
+            if hi is None:
+                note = "the reference's failures sit in too few tasks to bound the ratio from above"
     else:
         note = "the arm never failed this way: no test of an increase"
     arm_only = ref_only = None

@@ -1,4 +1,5 @@
-"""What `flatscore margins` writes (margins.json) and how it is read back and tabulated.
+"""What `flatscore margins` writes (margins.json) and how it is read back (its table:
+`flatscore.report.effect_tables`).
 
 The models live in the analysis package because analysis.json can carry a margins result;
 producing one (teacher-forcing transcripts through a model) is `flatscore.run.margins`."""
@@ -10,7 +11,6 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from flatscore.analysis.margins import ArmMargins, MarginDistribution
-from flatscore.analysis.markdown_table import table_lines
 from flatscore.errors import InputError
 
 DEFINITIONS = {
@@ -52,42 +52,6 @@ class MarginsResult(BaseModel):
     unavailable: list[Unavailable] = Field(default_factory=list)
     definitions: dict[str, str] = Field(default_factory=lambda: dict(DEFINITIONS))
     notes: list[str] = Field(default_factory=list)
-
-
-def markdown_table(result: MarginsResult) -> str:
-    """Flip rate by reference-margin bin, one column per arm (percent, flips/tokens)."""
-    head = ["reference margin", "tokens", *(a.arm for a in result.arms)]
-    rows: list[list[object]] = []
-    if result.arms:
-        for i, b in enumerate(result.arms[0].flip_by_margin):
-            hi = "∞" if b.hi is None else f"{b.hi:g}"
-            cells = []
-            for a in result.arms:
-                x = a.flip_by_margin[i]
-                cells.append(
-                    "—" if x.flip_rate is None else f"{100 * x.flip_rate:.1f}% ({x.flips})"
-                )
-            rows.append([f"[{b.lo:g}, {hi})", b.tokens, *cells])
-        rows.append(
-            [
-                "**all agent tokens**",
-                result.agent_tokens,
-                *(f"{100 * (a.flip_rate or 0):.2f}% ({a.flips})" for a in result.arms),
-            ]
-        )
-        rows.append(
-            [
-                "**decision tokens**",
-                result.decision_tokens,
-                *(
-                    "—"
-                    if a.decision_flip_rate is None
-                    else f"{100 * a.decision_flip_rate:.1f}% ({a.decision_flips})"
-                    for a in result.arms
-                ),
-            ]
-        )
-    return "\n".join(table_lines(head, rows, "lr"))
 
 
 def load_margins(path: Path) -> MarginsResult:

@@ -28,7 +28,6 @@ from pydantic import Field
 from flatscore.analysis.budget import budgets_with, default_budget
 from flatscore.analysis.channels import CHANNELS, LEAF_CHANNELS, load_rules
 from flatscore.analysis.facts import EpisodeFacts, episode_facts
-from flatscore.analysis.markdown_table import table_lines
 from flatscore.analysis.outputs import AnalysisModel, CountMode, Interval
 from flatscore.analysis.paired_score import paired_difference_interval, paired_test
 from flatscore.analysis.precision import ReferenceUndecided, choose_reference, precision_order
@@ -284,53 +283,6 @@ def repair_effects(
     )
 
 
-def markdown_table(result: RepairEffectResult) -> str:
-    """One row per cell and arm: success without / with repair at the default K, the effect
-    and the interaction (points, with CIs)."""
-
-    def pts(iv: Interval | None) -> str:
-        if iv is None or iv.value is None:
-            return "—"
-        ci = (
-            f" [{100 * iv.ci_low:+.1f}, {100 * iv.ci_high:+.1f}]"
-            if iv.ci_low is not None and iv.ci_high is not None
-            else ""
-        )
-        return f"{100 * iv.value:+.1f}{ci}"
-
-    k = result.default_K
-    head = [
-        "model",
-        "domain",
-        "arm",
-        "tasks",
-        f"S({k}) without",
-        f"S({k}) with",
-        "repair effect",
-        "interaction vs ref",
-        "repair turns",
-    ]
-    rows: list[list[object]] = []
-    for cell in result.cells:
-        for a in cell.arms:
-            pk = next(p for p in a.effect_by_K if k == p.K)
-            ref = " (ref)" if a.arm == cell.reference else ""
-            rows.append(
-                [
-                    cell.model,
-                    cell.domain,
-                    f"{a.arm}{ref}",
-                    a.paired_tasks,
-                    f"{100 * pk.success_without:.1f}",
-                    f"{100 * pk.success_with:.1f}",
-                    pts(a.effect),
-                    pts(a.interaction),
-                    a.repair_instructions,
-                ]
-            )
-    return "\n".join(table_lines(head, rows, "lllr"))
-
-
 __all__ = [
     "DEFINITIONS",
     "LEAF_CHANNELS",
@@ -340,6 +292,5 @@ __all__ = [
     "base_arm",
     "has_repair_runs",
     "is_repaired",
-    "markdown_table",
     "repair_effects",
 ]

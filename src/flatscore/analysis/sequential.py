@@ -10,9 +10,11 @@ per-task statistics of the fixed design:
   paired_one_sided`, the statistic of the fixed design's paired test; α/2, as the fixed
   design's two-sided test at α);
 - **equivalence**: the gap inside ±margin (both one-sided tests of TOST, α each);
-- **amplified**: the all-channel failed-call ratio above 1 (`rate_ratio.
-  log_ratio_jackknife`, t(n − 1); α/2);
-- **bounded**: that ratio below `ratio_margin` (α);
+- **amplified**: the all-channel failed-call ratio above 1 (`rate_ratio.ratio_p_greater`,
+  the fixed design's task-clustered score test, t(n − 1); α/2);
+- **bounded**: that ratio below `ratio_margin` or the extra failed calls per agent call
+  below `difference_margin` (`rate_ratio.bound_p`: each at α/2, so the claim holds at α on
+  whichever scale the study reaches);
 - **channel amplified**, per channel of the fixed design's family: its rate ratio above 1
   (or, too sparse for a ratio, the exact sign test over tasks; `sequential_channels`; α/2).
 Each test has group-sequential boundaries from the Hwang–Shih–DeCani spending function with
@@ -28,11 +30,14 @@ intersection–union test at α).
 A comparison stops at the first look where damage is decided ("visible damage"), or where
 equivalence is decided together with amplification of all failed calls or of any channel
 ("flat score, amplified failures") or with the bound ("no damage detected"). It does not
-stop on "no damage detected" before its last look while some channel's one-sided p is
-below α/2 uncorrected (`channel_hold`: a channel that leans towards amplified): it reads
-on until that channel is decided or its evidence fades. Otherwise it runs to its maximum,
-where the last look spends what the spending function has left, and ends "inconclusive".
-A flat score alone never stops a comparison.
+stop on "no damage detected" before the design's last look (its maximum, whether or not
+the data have reached it yet: a live run's newest look is not its last) while some
+channel's one-sided p is below α/2 uncorrected (`channel_hold`: a channel that leans
+towards amplified): it reads on until that channel is decided or its evidence fades.
+Otherwise it runs to its maximum, where the last look spends what the spending function has
+left and reads as the fixed design does: equivalence with no amplification decided is "no
+damage detected" (the bound is what lets a comparison stop *early* on it), anything else
+undecided "inconclusive". A flat score alone never stops a comparison.
 
 Everything is vectorised over leading axes (studies × comparisons): the simulation test
 decides thousands of studies at once.
@@ -47,12 +52,11 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 from scipy.stats import norm
-from scipy.stats import t as student_t
 
 from flatscore import defaults
 from flatscore.analysis.outputs import AnalysisModel
 from flatscore.analysis.paired_score import paired_one_sided
-from flatscore.analysis.rate_ratio import log_ratio_jackknife
+from flatscore.analysis.rate_ratio import bound_p, ratio_p_greater
 from flatscore.analysis.sequential_channels import ChannelCounts, channel_z
 from flatscore.analysis.spending import hsd_boundaries
 
@@ -79,6 +83,9 @@ class SequentialDesign(AnalysisModel):
     first_look_share: float = Field(defaults.SEQUENTIAL_FIRST_LOOK, ge=0, lt=1)
     margin: float = Field(defaults.TOST_MARGIN, gt=0, lt=1)
     ratio_margin: float = Field(defaults.SEQUENTIAL_RATIO_MARGIN, gt=1)
+    difference_margin: float = Field(defaults.SEQUENTIAL_DIFFERENCE_MARGIN, ge=0, lt=1)
+    """Extra failed calls per agent call below which failures count as bounded (beside
+    `ratio_margin`: either scale clears)."""
     alpha: float = Field(defaults.ALPHA, gt=0, lt=1)
     gamma_damage: float = defaults.SEQUENTIAL_GAMMA_DAMAGE
     """Hwang–Shih–DeCani parameter of the damage and amplification tests' spending."""
@@ -171,20 +178,17 @@ def look_stats(
     n_max = max(maximum or 0, d.shape[-1])
     counts = [c for c in design.looks(n_max) if c <= d.shape[-1]]
     out: dict[str, list[np.ndarray]] = {name: [] for name in TESTS}
-    log_margin = float(np.log(design.ratio_margin))
     for n in counts:
         head = d[..., :n]
         out["damage"].append(_z(paired_one_sided(head, 0.0, upper=True)))
         out["equivalent_low"].append(_z(paired_one_sided(head, -design.margin, upper=True)))
         out["equivalent_high"].append(_z(paired_one_sided(head, design.margin, upper=False)))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            lr, se = log_ratio_jackknife(*(a[..., :n] for a in parts))
-            ok = np.isfinite(lr) & np.isfinite(se) & (se > 0)
-            df = max(n - 1, 1)
-            amp = student_t.sf(np.where(ok, lr / np.where(ok, se, 1.0), 0.0), df)
-            bound = student_t.cdf(np.where(ok, (lr - log_margin) / np.where(ok, se, 1.0), 0.0), df)
-        out["amplified"].append(_z(np.where(ok, amp, np.nan)))
-        out["bounded"].append(_z(np.where(ok, bound, np.nan)))
+        fa, ca, fr, cr = (a[..., :n] for a in parts)
+        has_ratio = (fa.sum(axis=-1) > 0) & (fr.sum(axis=-1) > 0)
+        amp = ratio_p_greater(fa, ca, fr, cr)
+        out["amplified"].append(_z(np.where(has_ratio, amp, np.nan)))
+        bound = bound_p(fa, ca, fr, cr, design.ratio_margin, design.difference_margin)
+        out["bounded"].append(_z(bound))
     lead = d.shape[:-1]
     z = {k: np.stack(v, axis=-1) if v else np.zeros((*lead, 0)) for k, v in out.items()}
     if channels is None or not channels.names:
@@ -313,7 +317,8 @@ def decide(stats: list[LookStats], design: SequentialDesign) -> Decisions:
     stopped = np.zeros(shape, dtype=bool)
     look = np.zeros(shape, dtype=np.int64)
     verdict = np.zeros(shape, dtype=np.int64)
-    last = np.array(lengths) - 1
+    last = np.array(lengths) - 1  # the last look the data reach
+    final = np.array([len(design.looks(s.maximum)) - 1 for s in stats])  # the design's
     comp = np.arange(m)
     hold = norm.isf(design.channel_hold or design.levels()["channel"])
     for k in range(looks):
@@ -336,7 +341,8 @@ def decide(stats: list[LookStats], design: SequentialDesign) -> Decisions:
         rejected["bounded"] |= active & (z["bounded"][..., k] >= bounds["bounded"][:, k])
         eqv = rejected["equivalent"]
         harm = rejected["amplified"] | any_channel
-        clean = rejected["bounded"] & (~leaning | (k == last))
+        at_max = k == final
+        clean = (rejected["bounded"] & ~leaning) | (at_max & ~harm)
         code = np.where(rejected["damage"], 1, np.where(eqv & harm, 2, np.where(eqv & clean, 3, 0)))
         stop = active & ((code > 0) | (k == last))
         verdict = np.where(stop, code, verdict)

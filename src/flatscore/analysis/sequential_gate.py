@@ -69,8 +69,7 @@ def sequential_gate(
         return " ".join(
             [
                 HEADLINES[gate.verdict],
-                f"(sequential, margin ±{100 * o.tost_margin:.1f} points at K = "
-                f"{result.settings.default_K})",
+                f"(sequential, margin {o.margin_text()} at K = {result.settings.default_K})",
                 *(f"{c.domain}: {c.candidate} vs {c.reference} — {c.reason}." for c in cells),
             ]
         )

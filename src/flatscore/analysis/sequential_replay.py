@@ -31,7 +31,7 @@ from flatscore.analysis.sequential import (
 )
 from flatscore.analysis.sequential_channels import ChannelCounts
 from flatscore.analysis.sequential_result import SequentialComparison, SequentialSummary
-from flatscore.analysis.settings import AnalysisSettings
+from flatscore.analysis.settings import AnalysisSettings, in_points
 from flatscore.analysis.stats import stable_rng
 from flatscore.analysis.task_matrix import MALFORMED, TaskMatrix, task_matrix
 from flatscore.episode import Episode
@@ -53,8 +53,12 @@ def describe(design: SequentialDesign) -> str:
         f"one-sided α = {levels['damage']:g}) and amplification (all-channel failed-call "
         f"ratio > 1, α = {levels['amplified']:g}) with Holm across the study's comparisons "
         "(group-sequential form); equivalence (TOST ±"
-        f"{100 * design.margin:g} points, α = {levels['equivalent_low']:g} each side) and a "
-        f"bounded ratio (< ×{design.ratio_margin:g}, α = {levels['bounded']:g}) uncorrected; "
+        f"{in_points(design.margin):g} points, α = {levels['equivalent_low']:g} each side) and a "
+        f"bound on failed calls (ratio < ×{design.ratio_margin:g} or fewer than "
+        f"{in_points(design.difference_margin):g} extra per 100 agent calls, "
+        f"α = {levels['bounded']:g}) uncorrected, which alone lets a comparison stop early on "
+        '"no damage detected" (at the maximum it reads as the fixed design); '
+        "a comparison with a channel leaning towards amplified waits for the maximum; "
         "Hwang–Shih–DeCani spending, γ = "
         f"{design.gamma_damage:g} (damage, amplification) and {design.gamma_equivalence:g} "
         "(equivalence, bound); the last look spends what is left"

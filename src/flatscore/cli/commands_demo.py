@@ -119,6 +119,7 @@ def _fresh(
     scripted user), its report and headline verdicts."""
     from pydantic import ValidationError
 
+    from flatscore.run.checks import check_study
     from flatscore.run.demo import (
         DEMO_ARMS,
         DEMO_CONCURRENCY,
@@ -126,7 +127,6 @@ def _fresh(
         demo_study,
         run_demo,
     )
-    from flatscore.run.study import check_names
 
     if compute is None or compute == "auto":
         from flatscore.models.compute import auto_compute
@@ -151,7 +151,7 @@ def _fresh(
         )
     except ValidationError as exc:
         raise from_validation(exc, field=_flag) from None
-    check_names(study)
+    check_study(study, field=_flag)
     run_demo(study, progress=progress, console=console)
 
 

@@ -45,8 +45,8 @@ def margins(
     """Flip rate by reference logit margin, margins at tool-name tokens, winning alternatives."""
     import torch
 
-    from flatscore.analysis.margins_result import markdown_table
     from flatscore.analysis.outputs import rounded_json
+    from flatscore.report.effect_tables import margins_table
     from flatscore.run.margins import run_margins
 
     for path in runs:
@@ -73,7 +73,7 @@ def margins(
         f"reference arm {result.reference_arm!r}",
         highlight=False,
     )
-    console.print(markdown_table(result), highlight=False, markup=False, soft_wrap=True)
+    console.print(margins_table(result), highlight=False, markup=False, soft_wrap=True)
     for u in result.unavailable:
         console.print(f"{u.arm}: unavailable: {u.reason}", highlight=False, markup=False)
     console.print(f"wrote {out}", style="dim")

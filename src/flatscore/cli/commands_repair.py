@@ -43,10 +43,11 @@ def repair_effect(
 ) -> None:
     """Repair effect S_with(K) − S_without(K) per arm, and its interaction with precision."""
     from flatscore.analysis.outputs import rounded_json
-    from flatscore.analysis.repair_effect import markdown_table, repair_effects
+    from flatscore.analysis.repair_effect import repair_effects
     from flatscore.analysis.settings import AnalysisSettings
     from flatscore.formats import load_runs
     from flatscore.formats.pipeline import expand_inputs
+    from flatscore.report.effect_tables import repair_table
 
     options = AnalysisSettings.from_flags(
         reference=reference, count=count, bootstrap=bootstrap, seed=seed, budgets=budgets
@@ -62,7 +63,7 @@ def repair_effect(
     result = repair_effects(episodes, options)
     if not result.cells:
         raise InputError("no arm was run both with and without repair")
-    table = markdown_table(result)
+    table = repair_table(result)
     warnings = result.warnings + [w for c in result.cells for w in c.warnings]
     console.print(table, highlight=False, markup=False, soft_wrap=True)
     for w in warnings:

@@ -25,7 +25,7 @@ from flatscore.defaults import MAX_BUDGET
 from flatscore.errors import InputError
 
 if TYPE_CHECKING:
-    from flatscore.run.study import Study
+    from flatscore.study import Study
 
 
 def _parse_options(pairs: list[str]) -> dict[str, Any]:
@@ -302,8 +302,9 @@ class StudyOverrides:
     def apply(self, study: Study) -> Study:
 
         from flatscore.errors import validating
+        from flatscore.run.checks import check_executor_kind
         from flatscore.run.executors import RayExecutor
-        from flatscore.run.study import ExecutorSpec
+        from flatscore.study import ExecutorSpec
 
         updates: dict[str, Any] = {}
         if self.out is not None:
@@ -312,8 +313,12 @@ class StudyOverrides:
             updates["concurrency"] = self.concurrency
         ex = study.executor
         if self.executor is not None:
-            with validating(field=lambda loc: "--executor"):  # the registry knows the names
+            with validating(field=lambda loc: "--executor"):
                 ex = ExecutorSpec.model_validate({**ex.model_dump(), "kind": self.executor})
+            try:  # the registry knows the names
+                check_executor_kind(ex.kind)
+            except ValueError as exc:
+                raise InputError(str(exc), field="--executor") from None
         if self.ray_address is not None or self.ray_cpus is not None:
             if ex.kind != RayExecutor.name:
                 raise InputError("--ray-address/--ray-cpus need --executor ray", field="--executor")

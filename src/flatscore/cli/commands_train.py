@@ -55,7 +55,8 @@ def train_embedded_command(
     episodes of the train split, or on the agent's own failed states (an on-policy recipe)."""
     from flatscore.models.adapter import ADAPTER_DIR
     from flatscore.models.embedded import cache_dir
-    from flatscore.train.train import RunOptions, load_recipe, train
+    from flatscore.train.recipe import load_recipe
+    from flatscore.train.train import RunOptions, train
 
     options = opt.model_from(RunOptions, locals())  # the flags named as its fields
     target = out or cache_dir() / "train" / "embedded"

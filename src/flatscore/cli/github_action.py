@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flatscore.analysis.markdown_table import table_lines
 from flatscore.analysis.settings import in_points
 from flatscore.defaults import TIGHT_K, TOST_MARGIN
+from flatscore.report.markdown_table import table_lines
 
 GATE = [sys.executable, "-m", "flatscore.cli", "gate"]
 TRUE, FALSE = ("true", "yes", "1", "on"), ("false", "no", "0", "off", "")

@@ -99,6 +99,10 @@ COMMANDS: dict[str, Lazy] = {
         ("commands_import", "commands_inspect", "commands_model_card"),
         "Export runs: flat tables, Inspect logs, model cards.",
     ),
+    "arms": Lazy(
+        "commands_arms",
+        "Precision arms made by a quantization toolchain (llm-compressor checkpoints).",
+    ),
     "archive": Lazy(
         "commands_archive", "Move a study's run files through git as append-only xz chunks."
     ),

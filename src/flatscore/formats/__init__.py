@@ -12,7 +12,11 @@ from pathlib import Path
 
 from flatscore.episode import Episode
 from flatscore.errors import InputError
+from flatscore.formats.tau2 import episode_from_simulation, inspect_tau2, read_tau2
+from flatscore.formats.tau2_import import import_tau2
 from flatscore.store.jsonl import read_episodes
+
+__all__ = ["episode_from_simulation", "import_tau2", "inspect_tau2", "load_runs", "read_tau2"]
 
 
 def load_runs(paths: Iterable[str | Path], **tau2_options: object) -> Iterator[Episode]:
@@ -30,8 +34,6 @@ def load_runs(paths: Iterable[str | Path], **tau2_options: object) -> Iterator[E
 
             episodes = read_inspect(path)
         else:
-            from flatscore.formats.tau2 import read_tau2
-
             episodes = read_tau2(path, **tau2_options)  # type: ignore[arg-type]
         for episode in episodes:
             n += 1

@@ -11,20 +11,22 @@ from typing import TYPE_CHECKING, Any
 from flatscore.errors import InputError
 
 if TYPE_CHECKING:
-    from flatscore.run.study import ArmSpec, ModelSpec
+    from flatscore.study import ArmSpec, ModelSpec
 
 
 def check_torch_arms(model: ModelSpec, i: int, file: str | None) -> None:
     """Torch in-process: every arm names an in-process precision format (`ARMS`)."""
     from flatscore.models.quant.arms import ARMS  # imports torch (the `local` extra)
+    from flatscore.models.quant.recipes import RECIPES
 
     for arm_name, arm in model.arms.items():
         if arm.control_of is not None:
             continue  # it runs the arm it replicates, checked as that arm
         if arm.inject is not None:
             continue  # its base arm is checked
-        if (arm.quant or arm_name) not in ARMS:
-            raise unknown_quant("precision format", ", ".join(ARMS.names()), arm_name, arm, i, file)
+        if (arm.quant or arm_name) not in ARMS and (arm.quant or arm_name) not in RECIPES:
+            known = ", ".join([*ARMS.names(), *RECIPES])
+            raise unknown_quant("precision format", known, arm_name, arm, i, file)
 
 
 def check_gguf_arms(model: ModelSpec, i: int, file: str | None) -> None:

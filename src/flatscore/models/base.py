@@ -15,9 +15,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from flatscore import defaults
 from flatscore.episode import Message, Serving, TokenLogprob, TokenUsage
 from flatscore.registry import Registry
+from flatscore.study.backend import SamplingSpec
 
 ToolChoice = Literal["auto", "none", "required"] | dict[str, Any]
 COMPUTES: Registry[Callable[[Any], None]] = Registry(
@@ -26,17 +26,6 @@ COMPUTES: Registry[Callable[[Any], None]] = Registry(
 """A local model's compute settings by name (fp32, bf16, fp16): each puts a loaded model (its
 precision arm applied) in that compute, in place (`flatscore.models.compute`, which imports
 torch: registered on first use)."""
-
-
-class SamplingSpec(BaseModel):
-    """The decoding settings a study file gives (a model's, shared by every arm on purpose;
-    an LLM user simulator's): the part of `Sampling` a person chooses."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    temperature: float = Field(defaults.TEMPERATURE, ge=0.0)
-    top_p: float = Field(defaults.TOP_P, gt=0.0, le=1.0)
-    max_tokens: int = Field(defaults.MAX_TOKENS, ge=1)
 
 
 class Sampling(SamplingSpec):

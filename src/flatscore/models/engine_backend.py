@@ -28,7 +28,7 @@ class Decoding:
     at a stop token, a stop string or `max_tokens`."""
 
     def __init__(self, backend: EngineBackend, sampling: Sampling) -> None:
-        from flatscore.models import cancel
+        import flatscore.models.cancel as cancel
 
         # The caller's cancellation signal (a served client that went away), checked on the
         # engine thread between tokens.

@@ -128,8 +128,8 @@ class GgufBackend(EngineBackend):
         self.llm.close()
 
     def serving(self) -> Serving:
+        from flatscore.models.backends import loaded_backend_count
         from flatscore.models.footprint import peak_rss_bytes, process_id
-        from flatscore.models.shared import loaded_backend_count
 
         parameters = int(self.llm._model.n_params())
         size = int(self.llm._model.size())

@@ -161,8 +161,8 @@ class LocalBackend(EngineBackend):
 
     def serving(self) -> Serving:
         """The arm's weight footprint (computed once) and the process's peak memory now."""
+        from flatscore.models.backends import loaded_backend_count
         from flatscore.models.footprint import peak_rss_bytes, process_id, weight_footprint
-        from flatscore.models.shared import loaded_backend_count
 
         if self._footprint is None:
             self._footprint = weight_footprint(self.model, self.arm)

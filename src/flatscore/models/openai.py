@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import shlex
 import threading
 import time
 import weakref
@@ -25,8 +26,7 @@ import httpx
 from pydantic import Field
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
-from flatscore import defaults
-from flatscore.episode import Message, TokenUsage
+from flatscore.episode import Message, Serving, TokenUsage
 from flatscore.models.base import Backend, BackendError, ContextWindowExceeded, Generation, Sampling
 from flatscore.models.cache import ResponseCache
 from flatscore.models.chat_format import render_call
@@ -37,21 +37,10 @@ from flatscore.models.wire import (
     request_message_to_wire,
 )
 from flatscore.store.redaction import register_secret
-from flatscore.strict import StrictModel
+from flatscore.study.backend import Endpoint
+from flatscore.study.server import ServedBy
 
 _CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too many tokens")
-
-
-class Endpoint(StrictModel):
-    """How requests reach an OpenAI-compatible endpoint: the one model of these settings,
-    which a study's model (`ModelSpec`), a backend (`BackendSpec`), this backend's config
-    and τ²'s endpoints (`Tau2Endpoint`) all extend. `api_key_env` names the variable
-    holding the key (None: no key)."""
-
-    api_key_env: str | None = None
-    timeout_s: float = Field(defaults.ENDPOINT_TIMEOUT_S, gt=0)
-    max_retries: int = Field(defaults.ENDPOINT_RETRIES, ge=0)
-    endpoint_concurrency: int = Field(defaults.ENDPOINT_CONCURRENCY, ge=1)
 
 
 class OpenAIConfig(Endpoint):
@@ -63,6 +52,9 @@ class OpenAIConfig(Endpoint):
     max_backoff_s: float = Field(30.0, ge=0)
     cache_path: Path | None = None
     extra_body: dict[str, Any] = Field(default_factory=dict)
+    served_by: ServedBy | None = Field(
+        None, description="the server flatscore started for this arm (`server:` arms)"
+    )
 
 
 class OpenAIBackend(Backend):
@@ -137,7 +129,10 @@ class OpenAIBackend(Backend):
         without a seed: caching would make every trial identical)."""
         if self.cache is None or (not sampling.greedy and sampling.seed is None):
             return None
-        return {"url": self.url, "body": body}
+        served = self.config.served_by
+        # a server flatscore started listens on another port each run: key by what it serves
+        url = self.url if served is None else shlex.join(_without_port(served.command))
+        return {"url": url, "body": body}
 
     @staticmethod
     def _check(response: httpx.Response) -> dict[str, Any]:
@@ -309,6 +304,19 @@ class OpenAIBackend(Backend):
             raise self._transport_error(exc) from exc
         return self._read(response), time.perf_counter() - start
 
+    def serving(self) -> Serving | None:
+        """For a server flatscore started: which server, its version and command line."""
+        served = self.config.served_by
+        if served is None:
+            return None
+        return Serving(
+            backend=self.name,
+            server=served.kind,
+            server_version=served.version,
+            server_command=list(served.command),
+            pid=served.pid,
+        )
+
     def close(self) -> None:
         """Close the pooled clients (and the cache). An async client whose event loop is
         still open is closed on it; one whose loop is closed lost its connections with it."""
@@ -322,3 +330,12 @@ class OpenAIBackend(Backend):
         self._per_loop.clear()
         if self.cache is not None:
             self.cache.close()
+
+
+def _without_port(command: tuple[str, ...]) -> list[str]:
+    """A server's command line without its port (the value after `--port`)."""
+    out = list(command)
+    for i, arg in enumerate(out[:-1]):
+        if arg == "--port":
+            out[i + 1] = "PORT"
+    return out

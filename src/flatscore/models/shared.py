@@ -11,67 +11,17 @@ import atexit
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
-from pydantic import ConfigDict, Field, field_validator
-
-from flatscore import defaults
 from flatscore.models.arm_checks import check_gguf_arms, check_torch_arms
-from flatscore.models.base import COMPUTES
-from flatscore.models.openai import Endpoint, OpenAIBackend, OpenAIConfig
-from flatscore.registry import Registry
+from flatscore.models.backends import BACKENDS
+from flatscore.models.openai import OpenAIBackend, OpenAIConfig
+from flatscore.study.backend import BackendSpec, Endpoint
 
 if TYPE_CHECKING:
     from flatscore.models.base import Backend
-    from flatscore.run.study import ModelSpec
+    from flatscore.study import ModelSpec
 
 ArmCheck = Callable[["ModelSpec", int, "str | None"], None]
 """A kind's check of a study model's arms (`models[i]` of study `file`): raises InputError."""
-
-
-class BackendSpec(Endpoint):
-    """How to reach one model in one precision: in-process or over HTTP. Frozen, hence
-    hashable: a worker process loads each distinct backend once (`get_backend`)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    kind: str = Field(description="a registered backend (`BACKENDS`, `register_backend`)")
-    path: str = "embedded"
-    adapter: str | None = Field(
-        None, description="embedded/local: a LoRA adapter directory merged into the weights"
-    )
-    quant: str = "ref"
-    url: str | None = None
-    served_model: str | None = None
-    cache_path: str | None = None
-    threads: int = Field(1, ge=1)
-    compute: str = Field("fp32", description="a registered compute setting (`COMPUTES`)")
-    kv_memory_mb: float | None = Field(defaults.KV_MEMORY_MB, gt=0)
-    max_batch: int = Field(
-        defaults.MAX_BATCH, ge=1, description="local: sequences one engine decodes together"
-    )
-    batch_invariant: bool = True
-    private_prefix: bool | None = Field(
-        None,
-        description="local: each sequence copies the shared system turn into its own cache "
-        "once per turn instead of joining it in every layer of every step (the same numbers, "
-        "~1.17x faster padded decode steps, more KV memory); None: only when unpadded",
-    )
-    instance: str | None = Field(
-        None,
-        description="a label only: specs equal but for it load separate copies (an arm "
-        "that shares weights with another gets an engine of its own: "
-        "ModelSpec.engine_per_arm)",
-    )
-
-    @field_validator("kind")
-    @classmethod
-    def _registered(cls, value: str) -> str:
-        """The registry, not a `Literal`, lists the kinds (`BACKENDS`, below)."""
-        return BACKENDS.check(value)
-
-    @field_validator("compute")
-    @classmethod
-    def _registered_compute(cls, value: str) -> str:
-        return COMPUTES.check(value)
 
 
 def get_backend(spec: BackendSpec) -> Backend:
@@ -100,11 +50,14 @@ _SAME_IN_OPENAI = {*Endpoint.model_fields, "cache_path"}
 
 
 def _openai(spec: BackendSpec) -> Backend:
+    if spec.url is None and spec.server is not None:
+        raise RuntimeError(f"the server of {spec.served_model} was not started")
     assert spec.url is not None and spec.served_model is not None  # validated by Study
     return OpenAIBackend(
         OpenAIConfig(
             base_url=spec.url,
             model=spec.served_model,
+            served_by=spec.served_by,
             **spec.model_dump(include=_SAME_IN_OPENAI),
         )
     )
@@ -130,8 +83,15 @@ def _local(spec: BackendSpec) -> Backend:
     from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache  # noqa: F401
 
     from flatscore.models.local import LocalBackend
+    from flatscore.models.quant.recipes import is_recipe
 
     torch.set_num_threads(spec.threads)
+    if is_recipe(spec.quant):  # an llm-compressor checkpoint (flatscore.models.compressed)
+        from flatscore.models.compressed import from_spec
+
+        return from_spec(
+            spec.path, spec.quant, spec.quant, **spec.model_dump(include=_SAME_IN_LOCAL)
+        )
     return LocalBackend.from_spec(
         spec.path, arm=spec.quant, **spec.model_dump(include=_SAME_IN_LOCAL)
     )
@@ -144,10 +104,6 @@ def _gguf(spec: BackendSpec) -> Backend:
     return GgufBackend.from_spec(
         spec.path, spec.quant, threads=spec.threads, kv_memory_mb=spec.kv_memory_mb
     )
-
-
-BACKENDS: Registry[Backend] = Registry("backend", cached=True)
-"""How each `BackendSpec.kind` is loaded; holds the loaded backends (one per spec)."""
 
 
 class StudyFields(NamedTuple):
@@ -203,12 +159,7 @@ def kind_needs(kind: str, field: str) -> bool:
 
 
 _IN_PROCESS = ("path", "adapter", "quant", "compute")
-register_backend("openai", _openai, takes=["api_key_env"], needs=["url", "served_model"])
+register_backend("openai", _openai, takes=["api_key_env", "server"], needs=["url", "served_model"])
 register_backend("embedded", _local, takes=_IN_PROCESS, check_arms=check_torch_arms)
 register_backend("local", _local, takes=_IN_PROCESS, needs=["path"], check_arms=check_torch_arms)
 register_backend("gguf", _gguf, takes=["path", "quant", "file"], check_arms=check_gguf_arms)
-
-
-def loaded_backend_count() -> int:
-    """How many backends this process holds (they share its memory and CPU)."""
-    return len(BACKENDS.made())

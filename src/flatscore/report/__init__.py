@@ -12,28 +12,16 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict
-
 from flatscore.analysis.channels import BUILTIN_RULES, ChannelRules, load_rules
 from flatscore.analysis.outputs import rounded_json
 from flatscore.analysis.result import AnalysisResult
 from flatscore.episode import Episode
+from flatscore.report.paths import ReportPaths
 
 if TYPE_CHECKING:
     from flatscore.report.reproduction import Banner
 
 __all__ = ["ReportPaths", "rules_for", "write_report"]
-
-
-class ReportPaths(BaseModel):
-    """Where the report's files were written."""
-
-    model_config = ConfigDict(frozen=True)
-
-    html: Path
-    summary: Path
-    analysis: Path
-    tables: Path
 
 
 def rules_for(analysis: AnalysisResult) -> ChannelRules:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from flatscore.analysis.markdown_table import table_lines
 from flatscore.analysis.result import AnalysisResult, ArmCost
 from flatscore.report.cost_rows import quality_cost_rows, tight_k
 from flatscore.report.markdown_escape import md_escape
+from flatscore.report.markdown_table import table_lines
 
 
 def _get(c: ArmCost | None, name: str) -> float | None:

@@ -77,7 +77,7 @@ def _sections(analysis: AnalysisResult) -> list[tuple[str, str]]:
 
 def _optional_figures(analysis: AnalysisResult) -> dict[str, Any]:
     """Repair-effect and margin figures and tables (markdown text shown as preformatted)."""
-    from flatscore.analysis import margins_result, repair_effect
+    from flatscore.report.effect_tables import margins_table, repair_table
     from flatscore.report.margins_figures import flip_curve_figure, repair_effect_figure
 
     out: dict[str, Any] = {"repair_svgs": [], "repair_table": None, "margins_svg": None}
@@ -86,10 +86,10 @@ def _optional_figures(analysis: AnalysisResult) -> dict[str, Any]:
             Markup(repair_effect_figure(f"repair-{i}", cell))
             for i, cell in enumerate(analysis.repair.cells)
         ]
-        out["repair_table"] = repair_effect.markdown_table(analysis.repair)
+        out["repair_table"] = repair_table(analysis.repair)
     if analysis.margins is not None:
         out["margins_svg"] = Markup(flip_curve_figure("margins", analysis.margins))
-        out["margins_table"] = margins_result.markdown_table(analysis.margins)
+        out["margins_table"] = margins_table(analysis.margins)
     if analysis.cost is not None:
         from flatscore.report.cost_figures import cost_figure
         from flatscore.report.cost_text import cost_table

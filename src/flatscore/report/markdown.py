@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from flatscore.analysis.markdown_table import table_lines
 from flatscore.analysis.result import AnalysisResult, Cell, FloorStat
 from flatscore.analysis.sequential_result import decided_text, study_text
 from flatscore.report.cost_text import cost_lines
 from flatscore.report.markdown_escape import md_escape
+from flatscore.report.markdown_table import table_lines
 from flatscore.report.verdicts import cell_reason, cell_verdict, headlines, pct, pts, pval, ratio
 
 CODE_PHRASES = ("`flatscore power`",)

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from flatscore.analysis.channels import UNKNOWN_TOOL_LEAVES
 from flatscore.analysis.comparison import gap_amplification
-from flatscore.analysis.markdown_table import table_lines
 from flatscore.analysis.outputs import Interval
 from flatscore.analysis.repair_effect import EffectPoint, RepairArmEffect, RepairEffectResult
 from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, Comparison, GapPoint
+from flatscore.report.markdown_table import table_lines
 from flatscore.report.terminal import pct, signed, signed_ci  # `flatscore analyze`'s formats
 
 TIGHT_KS = (0, 2, 5)

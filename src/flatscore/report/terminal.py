@@ -28,7 +28,7 @@ from flatscore.report.verdicts import (
 )
 
 if TYPE_CHECKING:
-    from flatscore.report import ReportPaths
+    from flatscore.report.paths import ReportPaths
 
 VERDICT_STYLE = {
     "visible damage": "bold red",

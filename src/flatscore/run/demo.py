@@ -30,7 +30,7 @@ from flatscore import defaults
 from flatscore.console import make_console
 from flatscore.errors import InputError
 from flatscore.run.driver import StudyOutcome, print_outcome, run_study
-from flatscore.run.study import Study, study_from_json
+from flatscore.study import Study, study_from_json
 
 DEMO_ARMS: tuple[str, ...] = ("ref", "int8", "int4-awq")
 DEMO_TASKS = 9

@@ -48,14 +48,17 @@ from flatscore.errors import InputError
 from flatscore.report import ReportPaths
 from flatscore.report.rebuild import rebuild
 from flatscore.report.terminal import print_verdicts
+from flatscore.run.episode_source import ArmRun, EpisodeSource, Prepare
 from flatscore.run.executors import make_executor
-from flatscore.run.executors.base import EpisodeJob, Executor
+from flatscore.run.executors.base import Executor
+from flatscore.run.jobs import EpisodeJob
 from flatscore.run.look_ahead import run_looks
 from flatscore.run.recorder import Recorder
 from flatscore.run.sequential import SequentialPlan, planned_looks, printer, report_state
-from flatscore.run.sources import SOURCES, ArmRun, EpisodeSource, Prepare, source_of
-from flatscore.run.study import Study, study_json
+from flatscore.run.sources import SOURCES, source_of
+from flatscore.run.study_servers import StudyServers, needs_server
 from flatscore.store.jsonl import RunCounts, finished_episode_ids
+from flatscore.study import Study, study_json
 
 RUNS_DIR = "runs"
 
@@ -107,7 +110,7 @@ def plan_study(study: Study, run_file: Path | None = None) -> StudyPlan:
 
 def _owner(domain: str) -> EpisodeSource:
     source = source_of(domain)
-    if source is None:  # the study schema checked the names
+    if source is None:  # the study's checks refused unknown names
         raise InputError(f"no episode source runs domain {domain!r}", field="domains")
     return source
 
@@ -209,6 +212,12 @@ def run_study(
             stack.enter_context(SOURCES.make(name).session(study, say))
             for name in dict.fromkeys(job.source for job in plan.jobs)
         ]
+        # `server:` arms: their servers up before any episode runs (flatscore.run.study_servers)
+        servers = stack.enter_context(StudyServers(out if run_file is None else out.parent, say))
+        if any(needs_server(job) for job in plan.jobs):
+            done = finished_in(plan, resume)
+            servers.start([j for j in plan.jobs if j.episode_id not in done[j.run]])
+            prepares.insert(0, servers.prepare)
         prepare = _chained([p for p in prepares if p is not None])
         if study.stopping == "sequential":
             counts = run_sequential(

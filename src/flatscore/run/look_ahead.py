@@ -24,10 +24,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from flatscore.episode import Episode
-from flatscore.run.executors.base import EpisodeJob, Executor, JobFeed
+from flatscore.run.episode_source import Prepare
+from flatscore.run.executors.base import Executor, JobFeed
+from flatscore.run.jobs import EpisodeJob
 from flatscore.run.recorder import Recorder
 from flatscore.run.sequential import SequentialPlan
-from flatscore.run.sources import Prepare
 from flatscore.store.jsonl import (
     EpisodeWriter,
     OutputLock,

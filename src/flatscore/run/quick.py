@@ -21,8 +21,9 @@ from flatscore import defaults
 from flatscore.agents.base import agent_names, make_agent
 from flatscore.domains import domain_names
 from flatscore.errors import InputError, validating
+from flatscore.run.checks import check_study
 from flatscore.run.driver import StudyOutcome, run_study
-from flatscore.run.study import ErrorBudgetSpec, RepairSpec, RunSettings, Study, check_names
+from flatscore.study import ErrorBudgetSpec, RepairSpec, RunSettings, Study
 from flatscore.users.base import user_names
 
 
@@ -86,7 +87,7 @@ class QuickRun(RunSettings, ErrorBudgetSpec):
                 "repair": self.repair.model_dump(),
             }
         )
-        check_names(study)
+        check_study(study, field=_flag)
         return study
 
 

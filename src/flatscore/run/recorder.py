@@ -17,7 +17,7 @@ from rich.progress import TaskID
 from flatscore.console import progress as make_progress
 from flatscore.episode import Episode, TerminationReason
 from flatscore.errors import RunFailed
-from flatscore.run.executors.base import EpisodeJob
+from flatscore.run.jobs import EpisodeJob
 from flatscore.store.jsonl import EpisodeWriter, RunCounts
 
 OVERALL = "all cells"

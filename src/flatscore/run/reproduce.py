@@ -29,8 +29,9 @@ from flatscore.episode import Episode
 from flatscore.errors import InputError
 from flatscore.report import ReportPaths
 from flatscore.report.reproduction import Banner
-from flatscore.run.study import Study, load_study
+from flatscore.run.study import load_study
 from flatscore.store.compare import Reproduction, reproduce
+from flatscore.study import Study
 
 V2_STUDY_FILE = Path("examples") / "embedded-study-v2.yaml"
 V2_ARCHIVE = Path("studies") / "embedded-study-v2" / "runs"

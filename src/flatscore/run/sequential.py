@@ -34,7 +34,7 @@ from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.stats import stable_rng
 from flatscore.console import styled
 from flatscore.episode import Episode
-from flatscore.run.executors.base import EpisodeJob
+from flatscore.run.jobs import EpisodeJob
 from flatscore.store.jsonl import read_episodes
 
 Cell = tuple[str, str]

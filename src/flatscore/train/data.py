@@ -38,9 +38,9 @@ from flatscore.episode import Episode, ErrorBudget, Message
 from flatscore.models.chat_format import encode_conversation, render
 from flatscore.run.episode_loop import GREETING
 from flatscore.run.executors import AgentRecipe, EpisodeJob, LocalExecutor
-from flatscore.run.study import UserSpec
 from flatscore.run.views import agent_view
-from flatscore.train.train import TrainConfig
+from flatscore.study import UserSpec
+from flatscore.train.recipe import TrainConfig
 
 DOMAINS = ("retail", "telecom")
 STUDY = "train-embedded"

@@ -15,15 +15,14 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from flatscore import defaults
-from flatscore.agents.model import DEFAULT_MAX_TOKENS
 from flatscore.analysis.arm_stats import arm_stats
 from flatscore.analysis.channels import LEAF_CHANNELS, load_rules
 from flatscore.analysis.facts import EpisodeFacts, episode_facts
 from flatscore.episode import Episode
 from flatscore.models.shared import clear_backends
 from flatscore.run.driver import run_study
-from flatscore.run.study import Study
 from flatscore.store.jsonl import read_episodes
+from flatscore.study import Study
 
 EVAL_ARMS = ("ref", "int8", "int4", "int4-awq", "int3")
 EVAL_DOMAINS = ("retail", "telecom")
@@ -118,7 +117,7 @@ def eval_study(
                     "kind": "embedded" if model == "embedded" else "local",
                     "path": None if model == "embedded" else model,
                     "arms": [arm],
-                    "sampling": {"max_tokens": DEFAULT_MAX_TOKENS},
+                    "sampling": {"max_tokens": defaults.AGENT_MAX_TOKENS},
                     "threads": threads,
                 }
             ],

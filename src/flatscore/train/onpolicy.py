@@ -38,11 +38,12 @@ from flatscore.domains.framework import Task
 from flatscore.episode import Episode, Message
 from flatscore.errors import InputError
 from flatscore.run.driver import RUNS_DIR, run_study
-from flatscore.run.study import Study, parse_study
+from flatscore.run.study import parse_study
 from flatscore.run.views import agent_view
 from flatscore.store.jsonl import read_episodes
+from flatscore.study import Study
 from flatscore.train.data import Example, build_examples, tokenize
-from flatscore.train.train import OnPolicy, TrainConfig
+from flatscore.train.recipe import OnPolicy, TrainConfig
 
 ROLLOUTS = "rollouts"
 STUDY_NAME = "onpolicy"

@@ -12,11 +12,11 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from flatscore.analysis.markdown_table import table_lines
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.domains import domain_names, get_domain
 from flatscore.episode import Episode, TerminationReason
 from flatscore.errors import InputError
+from flatscore.report.markdown_table import table_lines
 
 RECOVERY_TARGET = 0.35
 REPEAT_TARGET = 0.30

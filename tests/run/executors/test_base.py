@@ -5,17 +5,13 @@ from __future__ import annotations
 import asyncio
 import pickle
 
-from flatscore.agents.repair import RepairAgent, RepairConfig
+from flatscore.agents.repair import RepairAgent
 from flatscore.episode import ErrorBudget
-from flatscore.run.executors.base import (
-    AgentRecipe,
-    EpisodeJob,
-    build_agent,
-    build_user,
-    run_job,
-    run_job_sync,
-)
-from flatscore.run.study import UserSpec
+from flatscore.run.builtin.agent import build_agent, build_user
+from flatscore.run.executors.base import run_job_sync
+from flatscore.run.jobs import AgentRecipe, EpisodeJob
+from flatscore.run.sources import run_job
+from flatscore.study import RepairConfig, UserSpec
 
 
 def job(arm: str = "ref", label: str = "oracle", **recipe: object) -> EpisodeJob:
@@ -80,11 +76,12 @@ def test_episode_records_its_source_and_checkpoint() -> None:
 
 def test_build_user_takes_the_kind_from_its_registry() -> None:
     """A user simulator registered by a plug-in is built by its name, with the options its
-    spec gives; whether it needs a model is read from its factory (`backend`)."""
+    spec gives; whether it needs a model is read from its factory (`backend`), where the
+    study is checked."""
     import pytest
-    from pydantic import ValidationError
 
-    from flatscore.models.shared import BackendSpec
+    from flatscore.run.checks import check_user_backend
+    from flatscore.study import BackendSpec
     from flatscore.users import ScriptedUser, register_user
     from flatscore.users.base import USERS
 
@@ -95,9 +92,9 @@ def test_build_user_takes_the_kind_from_its_registry() -> None:
     try:
         user = build_user(UserSpec(kind="patient", patience=7), 300)
         assert isinstance(user, Patient) and user.patience == 7
-        with pytest.raises(ValidationError, match="'backend' does not apply"):
-            UserSpec(kind="patient", backend=BackendSpec(kind="embedded"))
-        with pytest.raises(ValidationError, match="user simulator 'llm' needs 'backend'"):
-            UserSpec(kind="llm")
+        with pytest.raises(ValueError, match="'backend' does not apply"):
+            check_user_backend(UserSpec(kind="patient", backend=BackendSpec(kind="embedded")))
+        with pytest.raises(ValueError, match="user simulator 'llm' needs 'backend'"):
+            check_user_backend(UserSpec(kind="llm"))
     finally:
         USERS.unregister("patient")

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from flatscore.run.executors import LocalExecutor
-from flatscore.run.executors.base import EpisodeJob
+from flatscore.run.jobs import EpisodeJob
 from run_files import oracle_jobs
 
 jobs = oracle_jobs

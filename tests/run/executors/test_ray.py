@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from flatscore.run.driver import run_study
-from flatscore.run.study import Study, load_study
+from flatscore.run.study import load_study
+from flatscore.study import Study
 from run_files import study_episodes
 
 pytestmark = [

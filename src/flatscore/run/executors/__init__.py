@@ -4,18 +4,11 @@
 from __future__ import annotations
 
 from flatscore.registry import Registry
-from flatscore.run.executors.base import (
-    AgentRecipe,
-    EpisodeJob,
-    Executor,
-    build_agent,
-    build_user,
-    run_job,
-    run_job_sync,
-)
+from flatscore.run.executors.base import Executor, JobFeed, run_job_sync
 from flatscore.run.executors.local import LocalExecutor
 from flatscore.run.executors.ray import RayExecutor
-from flatscore.run.study import ExecutorSpec
+from flatscore.run.jobs import AgentRecipe, EpisodeJob
+from flatscore.study import ExecutorSpec
 
 
 def _local(spec: ExecutorSpec, concurrency: int) -> Executor:
@@ -47,10 +40,9 @@ __all__ = [
     "AgentRecipe",
     "EpisodeJob",
     "Executor",
+    "JobFeed",
     "LocalExecutor",
-    "build_agent",
-    "build_user",
+    "RayExecutor",
     "make_executor",
-    "run_job",
     "run_job_sync",
 ]

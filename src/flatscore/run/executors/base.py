@@ -1,16 +1,10 @@
-"""The pluggable executor interface, and what travels to wherever an episode runs.
+"""The pluggable executor interface.
 
-An executor takes `EpisodeJob`s and yields finished `Episode`s as they complete; it never
-writes files. The study driver owns the run files and is the one writer, so a local run and
-a Ray run produce the same JSONL, and resume works the same way for both.
-
-An `EpisodeJob` is plain data (pydantic, picklable): the episode's coordinates (domain,
-task, trial, seed, arm, budget), recipes for its agent and user, and the episode source that
-planned it (`flatscore.run.sources`) with that source's own recipe where it has one (τ²'s
-orchestrator runs a τ² job: `flatscore.run.tau2`).
-`build_agent` / `build_user` turn recipes into objects inside the process that runs the
-episode; loaded model backends are cached per process, so a worker loads each (model, arm)
-once.
+An executor takes `EpisodeJob`s (`flatscore.run.jobs`) and yields finished `Episode`s as
+they complete; it never writes files. The study driver owns the run files and is the one
+writer, so a local run and a Ray run produce the same JSONL, and resume works the same way
+for both. Each job is run by the episode source that planned it (`run_job`,
+`flatscore.run.sources`); sources never call executors back.
 """
 
 from __future__ import annotations
@@ -18,71 +12,10 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
-from dataclasses import fields
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from flatscore.agents.base import Agent, make_agent
-from flatscore.agents.inject import InjectAgent, InjectSpec
-from flatscore.agents.model import ModelAgent
-from flatscore.agents.repair import RepairAgent, RepairConfig
-from flatscore.domains import get_domain
-from flatscore.episode import Episode, ErrorBudget, make_episode_id
-from flatscore.models.base import Backend, Sampling, SamplingSpec
-from flatscore.models.shared import BackendSpec, get_backend
-from flatscore.run.episode_loop import EpisodeSpec, run_episode
-from flatscore.run.study import UserSpec
-from flatscore.users.base import User, make_user
-
-
-class AgentRecipe(BaseModel):
-    """How to build the agent of one arm: a model backend (+ sampling) or a registered
-    agent (+ options), optionally wrapped in reflective repair. `label` becomes
-    `Episode.model`, so every arm of a model lands in the same analysis cell."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    label: str
-    agent: str | None = None
-    options: dict[str, Any] = Field(default_factory=dict)
-    backend: BackendSpec | None = None
-    sampling: SamplingSpec = Field(default_factory=SamplingSpec)
-    repair: RepairConfig | None = None
-    checkpoint: str | None = None
-    control_of: str | None = None
-    """A negative control: the arm this one replicates (recorded in episode metadata)."""
-    inject: InjectSpec | None = None  # planted damage on the agent's calls (inside repair)
-
-
-class EpisodeJob(BaseModel):
-    """One episode to run, anywhere. `run` names the run file it belongs to."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    run: str
-    study: str
-    arm: str
-    domain: str
-    task_id: str
-    trial: int
-    seed: int
-    max_steps: int
-    error_budget: ErrorBudget
-    timeout_s: float | None = None
-    agent: AgentRecipe
-    user: UserSpec
-    source: str = "builtin"
-    """The episode source that planned the job and runs it (`flatscore.run.sources`)."""
-    recipe: BaseModel | None = None
-    """The source's own recipe, where flatscore's loop does not run the episode (τ²: its
-    agent and user endpoints; `agent` then only labels the episode)."""
-
-    @property
-    def episode_id(self) -> str:
-        """Unique in the study: the model is part of it (two models may share arm names)."""
-        arm = f"{self.agent.label}/{self.arm}"
-        return make_episode_id(self.study, arm, self.domain, self.task_id, self.trial)
+from flatscore.episode import Episode
+from flatscore.run.jobs import EpisodeJob
+from flatscore.run.sources import run_job
 
 
 class JobFeed:
@@ -125,83 +58,6 @@ class Executor(ABC):
 
     def close(self) -> None:  # noqa: B027  optional hook
         """Release workers or connections."""
-
-
-# ---------------------------------------------------------------- building in a worker
-
-
-def sampling_of(spec: SamplingSpec, seed: int) -> Sampling:
-    return Sampling(**spec.model_dump(), seed=seed)
-
-
-def model_agent(backend: Backend, sampling: Sampling) -> Agent:
-    """The model-backed agent (`flatscore.agents.model`) over one backend."""
-    return ModelAgent(backend, sampling=sampling)
-
-
-def build_agent(recipe: AgentRecipe, seed: int) -> Agent:
-    """A fresh agent for one episode, built from its recipe in this process."""
-    agent: Agent
-    if recipe.backend is None:
-        assert recipe.agent is not None
-        agent = make_agent(recipe.agent, **recipe.options)
-    else:
-        agent = model_agent(get_backend(recipe.backend), sampling_of(recipe.sampling, seed))
-    if recipe.inject is not None:
-        agent = InjectAgent(agent, recipe.inject)
-    if recipe.repair is not None:
-        agent = RepairAgent(agent, recipe.repair)
-    agent.name = recipe.label
-    return agent
-
-
-def build_user(spec: UserSpec, seed: int) -> User:
-    """The user simulator `spec.kind` names (`USERS`): one reached through a model gets its
-    backend and sampling, any other its patience (`UserSpec` checks which applies)."""
-    if spec.backend is None:
-        return make_user(spec.kind, patience=spec.patience)
-    backend = get_backend(spec.backend)
-    return make_user(spec.kind, backend=backend, sampling=sampling_of(spec.sampling, seed))
-
-
-_SPEC_FROM_JOB = {f.name for f in fields(EpisodeSpec)} - {"domain", "task"}
-"""What an episode's spec takes from its job as it is (trial, seed, study, arm, bounds)."""
-
-
-async def run_job(job: EpisodeJob) -> Episode:
-    """Run one job to its finished episode in this process, by the source that planned it."""
-    from flatscore.run.sources import job_source
-
-    return await job_source(job).run(job)
-
-
-async def run_builtin_job(job: EpisodeJob) -> Episode:
-    """A built-in domain's job: flatscore's episode loop with the job's agent and user."""
-    domain = get_domain(job.domain)
-    spec = EpisodeSpec(
-        domain=domain,
-        task=domain.task(job.task_id),
-        **{name: value for name, value in job if name in _SPEC_FROM_JOB},
-    )
-    # Building may load a model (seconds): keep the event loop free meanwhile.
-    agent = await asyncio.to_thread(build_agent, job.agent, job.seed)
-    user = await asyncio.to_thread(build_user, job.user, job.seed)
-    episode = await run_episode(spec, agent, user)
-    # Provenance the study label hides: which backend/weights (or agent) played the arm.
-    metadata = {**episode.metadata, "played_by": job.agent.agent}
-    if job.agent.backend is not None:
-        backend = get_backend(job.agent.backend)
-        metadata["played_by"] = backend.name
-        loaded = getattr(backend, "loaded", None)  # local backends: where the weights came from
-        if loaded is not None:
-            metadata["weights"] = loaded.description
-        if job.agent.backend.compute != "fp32":  # fp32 episodes stay as they always were
-            metadata["compute"] = job.agent.backend.compute
-    if job.agent.checkpoint is not None:
-        metadata["checkpoint"] = job.agent.checkpoint
-    if job.agent.control_of is not None:
-        metadata["control_of"] = job.agent.control_of
-    return episode.model_copy(update={"episode_id": job.episode_id, "metadata": metadata})
 
 
 _LOOP: asyncio.AbstractEventLoop | None = None

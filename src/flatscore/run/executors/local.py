@@ -26,7 +26,9 @@ from collections import Counter
 from collections.abc import AsyncGenerator, Sequence
 
 from flatscore.episode import Episode
-from flatscore.run.executors.base import EpisodeJob, Executor, JobFeed, as_feed, run_job
+from flatscore.run.executors.base import Executor, JobFeed, as_feed
+from flatscore.run.jobs import EpisodeJob
+from flatscore.run.sources import run_job
 from flatscore.run.time_limit import RunStopped, draining
 
 

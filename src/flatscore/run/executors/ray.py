@@ -21,7 +21,8 @@ from typing import Any
 
 from flatscore.episode import Episode
 from flatscore.errors import InputError
-from flatscore.run.executors.base import EpisodeJob, Executor, JobFeed, as_feed, run_job_sync
+from flatscore.run.executors.base import Executor, JobFeed, as_feed, run_job_sync
+from flatscore.run.jobs import EpisodeJob
 from flatscore.run.time_limit import RunStopped, draining
 
 

@@ -1,8 +1,9 @@
 """τ²-bench run live by flatscore: a study's `tau2:<domain>` domains, every arm against its
 own endpoint, τ²'s code unchanged (see `runner` and docs/tau2-live.md). Needs the optional
-`tau2` extra only when such a study runs; the study schema (`spec`) never imports τ²."""
+`tau2` extra only when such a study runs; the study schema (`flatscore.study.tau2`) never
+imports τ²."""
 
-from flatscore.run.tau2.spec import (
+from flatscore.study.tau2 import (
     TAU2_PREFIX,
     Tau2Spec,
     Tau2UserSpec,

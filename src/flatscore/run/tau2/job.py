@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from flatscore.models.openai import Endpoint
+from flatscore.study import Endpoint
 
 if TYPE_CHECKING:
-    from flatscore.run.executors.base import EpisodeJob
+    from flatscore.run.jobs import EpisodeJob
 
 
 class Tau2Endpoint(Endpoint):

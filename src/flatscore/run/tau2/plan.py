@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from flatscore.errors import InputError
 from flatscore.models.shared import BACKENDS, kind_takes
-from flatscore.run.study import AGENT_KIND
+from flatscore.run.arm_backend import arm_backend
 from flatscore.run.tau2 import lib
 from flatscore.run.tau2.job import Tau2Endpoint, Tau2Recipe
-from flatscore.run.tau2.spec import Tau2Spec, Tau2UserSpec, tau2_domain
+from flatscore.study import AGENT_KIND, Tau2Spec, Tau2UserSpec
+from flatscore.study.tau2 import tau2_domain
 
 if TYPE_CHECKING:
-    from flatscore.run.study import ModelSpec, Study
+    from flatscore.study import ModelSpec, Study
 
 LOG_FILE = "tau2.log"
 RUN_SUFFIX = "__tau2"
@@ -82,6 +83,12 @@ def task_ids(study: Study, domain: str) -> list[str]:
 def _agent_endpoint(model: ModelSpec, arm: str, limits: dict[str, Any]) -> Tau2Endpoint:
     spec = model.arms[arm]
     if kind_takes(model.kind, "url"):  # a server that is up
+        if spec.server is not None:
+            raise InputError(
+                f"arm {arm!r} of model {model.name!r}: server arms run on the built-in "
+                "domains only (for τ² domains, start the server and give its url)",
+                field="models",
+            )
         assert spec.url is not None and spec.served_model is not None
         return Tau2Endpoint.openai(
             spec.url, spec.served_model, spec.api_key_env or model.api_key_env, **limits
@@ -89,7 +96,7 @@ def _agent_endpoint(model: ModelSpec, arm: str, limits: dict[str, Any]) -> Tau2E
     if kind_takes(model.kind, "file"):  # llama.cpp: the file and type the arm plays
         from flatscore.models.gguf_files import quant_type
 
-        backend = model.backend(arm)
+        backend = arm_backend(model, arm)
         assert backend is not None
         return Tau2Endpoint.serve(
             backend.path, quant_type(backend.quant) or backend.quant, gguf=True, **limits

@@ -1,4 +1,4 @@
-"""One τ² simulation job, in whatever process runs it (`flatscore.run.executors.base.run_job`
+"""One τ² simulation job, in whatever process runs it (`flatscore.run.sources.run_job`
 hands every job with a `tau2` recipe here): τ²'s own tasks, environment, user simulator,
 orchestrator and evaluator, with τ²'s LLM agent pointed at the arm's endpoint; the result is
 converted by the importer's own code into the job's episode.
@@ -36,7 +36,7 @@ from flatscore.run.tau2 import lib
 from flatscore.run.tau2.job import Tau2Endpoint, job_recipe
 
 if TYPE_CHECKING:
-    from flatscore.run.executors.base import EpisodeJob
+    from flatscore.run.jobs import EpisodeJob
 
 SOURCE_FORMAT = "tau2-live"
 T = TypeVar("T")

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flatscore.episode import Episode, ErrorBudget
-from flatscore.run.executors.base import AgentRecipe, EpisodeJob
-from flatscore.run.sources import ArmRun, EpisodeSource, Prepare, safe_name, seed_base
-from flatscore.run.study import Study
+from flatscore.run.episode_source import ArmRun, EpisodeSource, Prepare, safe_name, seed_base
+from flatscore.run.jobs import AgentRecipe, EpisodeJob
 from flatscore.run.tau2.plan import RUN_SUFFIX, check_study, recipe, task_ids, tau2_seeds, tau2_spec
-from flatscore.run.tau2.spec import check_tau2_domains, is_tau2_domain, tau2_domain
+from flatscore.study import Study
+from flatscore.study.tau2 import check_tau2_domains, is_tau2_domain, tau2_domain
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -1,18 +1,19 @@
 """The study file's `tau2:` section: how τ²-bench domains named `tau2:<domain>` are run.
 
-Kept apart from `flatscore.run.study` so that the study file stays one schema while everything
+Kept apart from `flatscore.study.schema` so that the study file stays one schema while everything
 specific to τ²-bench (task sets, its user simulator endpoint, its step limit) lives here.
-Nothing in this module imports τ²-bench: a study is validated without the `tau2` extra.
+Nothing in this module imports τ²-bench: a study is validated without the `tau2` extra. The
+user's backend kind is checked against the registry where the study is loaded
+(`flatscore.run.checks`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic import AliasChoices, Field
 
 from flatscore import defaults
-from flatscore.models.shared import BACKENDS, kind_needs, kind_takes, kinds_taking
 from flatscore.strict import StrictModel
 
 TAU2_PREFIX = "tau2:"
@@ -45,27 +46,6 @@ class Tau2UserSpec(StrictModel):
     llm_args: dict[str, Any] = Field(
         default_factory=dict, description="extra litellm arguments (e.g. top_p)"
     )
-
-    @field_validator("kind")
-    @classmethod
-    def _registered(cls, value: str) -> str:
-        """The registry, not a `Literal`, lists the kinds."""
-        return BACKENDS.check(value)
-
-    @model_validator(mode="after")
-    def _reachable(self) -> Tau2UserSpec:
-        """The kind's registered study fields (`register_backend`) decide: `url` and
-        `served_model` for a server that is up, `path` where it is needed."""
-        if kind_takes(self.kind, "url"):
-            missing = [f for f in ("url", "served_model") if getattr(self, f) is None]
-            if missing:
-                raise ValueError(f"a user of kind {self.kind!r} needs {' and '.join(missing)}")
-        elif self.url is not None or self.served_model is not None:
-            kinds = "/".join(kinds_taking("url"))
-            raise ValueError(f"url/served_model apply to kind {kinds} only")
-        if kind_needs(self.kind, "path") and not self.path:
-            raise ValueError(f"kind {self.kind!r} needs 'path': a .gguf file or a model folder")
-        return self
 
 
 class Tau2Spec(StrictModel):

@@ -9,9 +9,18 @@ from pathlib import Path
 from flatscore.agents.repair import repair_arm_label
 from flatscore.domains import domain_names, get_domain
 from flatscore.episode import Episode, ErrorBudget
-from flatscore.run.executors.base import AgentRecipe, EpisodeJob, run_builtin_job
-from flatscore.run.sources import BUILTIN, ArmRun, EpisodeSource, safe_name, seed_base, trial_seed
-from flatscore.run.study import Study
+from flatscore.run.arm_backend import arm_backend
+from flatscore.run.builtin.job import run_builtin_job
+from flatscore.run.episode_source import (
+    BUILTIN,
+    ArmRun,
+    EpisodeSource,
+    safe_name,
+    seed_base,
+    trial_seed,
+)
+from flatscore.run.jobs import AgentRecipe, EpisodeJob
+from flatscore.study import Study
 
 
 def study_task_ids(study: Study) -> list[str] | None:
@@ -48,7 +57,7 @@ class BuiltinSource(EpisodeSource):
                         label=model.name,
                         agent=model.agent,
                         options=played.options,
-                        backend=model.backend(arm_name, study.output_dir),
+                        backend=arm_backend(model, arm_name, study.output_dir),
                         sampling=model.sampling,
                         repair=study.repair.config() if repaired else None,
                         checkpoint=played.checkpoint,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from flatscore.analysis.markdown_table import row, table_lines
+from flatscore.report.markdown_table import row, table_lines
 
 
 def test_a_table_has_header_alignment_and_rows() -> None:
