@@ -52,12 +52,22 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
-def test_pass_is_exit_0_with_one_paragraph(
+def test_pass_is_exit_0_with_a_short_first_line_then_one_paragraph(
     flatscore: Callable[..., CliResult], runs: dict[str, Path]
 ) -> None:
     r = flatscore("gate", runs["ref"], runs["same"], *FAST)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.startswith("PASS") and len(r.stdout.strip().splitlines()) == 1
+    first, *details = r.stdout.strip().splitlines()
+    assert first.startswith("PASS") and len(first) <= 200 and "retail: pass" in first
+    assert len(details) == 1 and "margin ±7.5 points" in details[0]  # the details below it
+
+
+def test_the_same_episodes_on_both_sides_are_refused(
+    flatscore: Callable[..., CliResult], runs: dict[str, Path]
+) -> None:
+    r = flatscore("gate", runs["ref"], runs["ref"], *FAST)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().count("\n") == 0 and "the same episodes" in r.stderr
 
 
 def test_damage_is_exit_3_and_json_says_why(

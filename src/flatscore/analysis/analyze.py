@@ -8,7 +8,7 @@ correct the p-values across the whole study and decide the verdicts (`comparison
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 import numpy as np
 
@@ -46,10 +46,14 @@ Grouped = dict[tuple[str, str], dict[str, list[EpisodeFacts]]]
 
 
 def _group(
-    episodes: Iterable[Episode], rules: ChannelRules, controls: dict[tuple[str, str], str]
+    episodes: Iterable[Episode],
+    rules: ChannelRules,
+    controls: dict[tuple[str, str], str],
+    planted: set[tuple[str, str]] | None = None,
 ) -> tuple[Grouped, dict[tuple[str, str, str], int], int, Counter[str]]:
     """Episodes by cell and arm; `controls` collects (model, arm) → the arm a negative
-    control replicates (its episodes say so in `metadata.control_of`)."""
+    control replicates (its episodes say so in `metadata.control_of`), `planted` the
+    (model, arm) whose damage was planted (`metadata.injected`): neither is a reference."""
     cells: Grouped = defaultdict(lambda: defaultdict(list))
     infra: Counter[tuple[str, str, str]] = Counter()
     tau2: Counter[str] = Counter()
@@ -59,6 +63,8 @@ def _group(
         control = ep.metadata.get("control_of")
         if isinstance(control, str):
             controls[(ep.model, ep.arm)] = control
+        if planted is not None and isinstance(ep.metadata.get("injected"), dict):
+            planted.add((ep.model, ep.arm))
         tau2["inferred_errors"] += int(ep.metadata.get("tau2_inferred_errors", 0) or 0)
         tau2["trial_from_order"] += bool(ep.metadata.get("tau2_trial_from_file_order"))
         if ep.is_infrastructure_error:
@@ -117,7 +123,8 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
         unique = balanced(unique)
         warnings += left_out(read_all, len(unique))
     controls: dict[tuple[str, str], str] = {}
-    grouped, infra, read, tau2 = _group(unique, rules, controls)
+    planted: set[tuple[str, str]] = set()
+    grouped, infra, read, tau2 = _group(unique, rules, controls, planted)
     if read == 0:
         raise InputError("no episodes in the input")
     if options.reference is not None and not any(options.reference in a for a in grouped.values()):
@@ -164,6 +171,7 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
             options,
             controls,
             (model, domain) in sequential_runs,
+            planted,
         )
         drafts.append((cell, comparisons))
 
@@ -260,6 +268,7 @@ def _cell(
     options: AnalysisSettings,
     controls: dict[tuple[str, str], str],
     per_pair: bool = False,
+    planted: Collection[tuple[str, str]] = (),
 ) -> tuple[dict[str, object], list[Comparison]]:
     """One cell's arms and (not yet corrected) comparisons. A negative control is never
     chosen as the reference. `per_pair` (a sequential run's cell): each comparison on the
@@ -270,11 +279,14 @@ def _cell(
         cell_warnings.append(f"reference {named!r} not in this cell; deciding from the arm names")
         named = None
     try:
-        candidates = [a for a in arms if (model, a) not in controls] or list(arms)
+        candidates = [
+            a for a in arms if (model, a) not in controls and (model, a) not in planted
+        ] or list(arms)
         reference, reason = choose_reference(candidates, named)
     except ReferenceUndecided as exc:
         raise InputError(
-            f"{model} / {domain}: {exc}; name it with --reference", field="--reference"
+            f"{model} / {domain}: {exc}, and the run files do not record their study's "
+            "reference; name it with --reference"
         ) from None
     order = [reference, *(a for a in precision_order(arms) if a != reference)]
     stats = {

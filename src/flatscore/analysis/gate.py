@@ -128,7 +128,11 @@ class GateResult(AnalysisModel):
             summary="",
             cells=cells,
             options=options,
-            warnings=[*analysis.warnings, *(w for c in analysis.cells for w in c.warnings)],
+            warnings=list(  # each once: a cell's warning may repeat the analysis'
+                dict.fromkeys(
+                    [*analysis.warnings, *(w for c in analysis.cells for w in c.warnings)]
+                )
+            ),
         )
         return result.model_copy(update={"summary": summary(result)})
 
@@ -159,6 +163,12 @@ def prepare(
     cand_arm = _one_arm(candidate, candidate_arm, "candidate")
     refs = [ep for ep in reference if ep.arm == ref_arm]
     cands = [ep for ep in candidate if ep.arm == cand_arm]
+    if refs and {ep.episode_id for ep in refs} == {ep.episode_id for ep in cands}:
+        raise InputError(
+            "the reference and the candidate are the same episodes: give the candidate's runs "
+            "as the second input",
+            field="candidate",
+        )
     models = sorted({ep.model for ep in refs})
     if len(models) != 1:
         raise InputError(

@@ -32,6 +32,8 @@ class Interval(AnalysisModel):
 
 
 def _rounded(value: Any, digits: int) -> Any:
+    if isinstance(value, float) and value == 0.0:
+        return 0.0  # never -0.0
     if isinstance(value, float) and math.isfinite(value) and value != 0.0:
         return float(f"{value:.{digits}g}")
     if isinstance(value, dict):

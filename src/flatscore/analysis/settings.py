@@ -116,6 +116,18 @@ class AnalysisSettings(AnalysisModel):
         description="also decide every comparison as a sequential study would have "
         "(`flatscore.analysis.sequential_replay`); recorded in analysis.json when on",
     )
+    fixed_design: bool = Field(
+        False,
+        exclude_if=lambda on: not on,
+        description="read a sequential run's files as a fixed design (`--fixed-design`; by "
+        "default a run that stopped sequentially is read sequentially); recorded when on",
+    )
+    from_runs: list[str] | None = Field(
+        None,
+        exclude_if=lambda v: not v,
+        description="the settings taken from the study the run files record "
+        "(`metadata.study_analysis`, `flatscore.analysis.recorded`), not given by the user",
+    )
     sequential_max_tasks: int | None = Field(
         None,
         ge=1,

@@ -20,7 +20,9 @@ def parse_trials(text: str) -> list[int]:
     InputError naming --trials)."""
 
     def problem(part: str, bounds: tuple[int, int] | None) -> str | None:
-        if bounds is None or bounds[0] < 1 or bounds[1] < bounds[0] or bounds[1] > MAX_BUDGET:
+        if bounds is not None and bounds[1] < bounds[0]:
+            return f"bad trial range {part!r}: end before start"
+        if bounds is None or bounds[0] < 1 or bounds[1] > MAX_BUDGET:
             return f"bad trial list {text!r}: expected trials counted from 1, e.g. 1-2 or 1,3"
         return None
 

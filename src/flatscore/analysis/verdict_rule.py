@@ -107,13 +107,14 @@ class Decision:
 
 def points(x: float, signed: bool = True) -> str:
     """A difference of fractions, in points: 0.375 → '+37.5 points'."""
-    return f"{100 * x:{'+' if signed else ''}.1f} points"
+    return f"{round(100 * x, 1) + 0.0:{'+' if signed else ''}.1f} points"  # + 0.0: no -0.0
 
 
 def _ci(b: BudgetTest) -> str:
     if b.ci_low is None or b.ci_high is None:
         return "no interval"
-    return f"unadjusted 95% CI {100 * b.ci_low:+.1f} to {100 * b.ci_high:+.1f} points"
+    low, high = (round(100 * v, 1) + 0.0 for v in (b.ci_low, b.ci_high))  # no -0.0
+    return f"unadjusted 95% CI {low:+.1f} to {high:+.1f} points"
 
 
 def _p(b: BudgetTest) -> str:
@@ -130,6 +131,15 @@ def _bound(b: BudgetTest, alpha: float) -> str:
 def _beyond(b: BudgetTest) -> bool:
     """A significant drop whose drop beyond the margin is not ruled out."""
     return b.significant and (b.gap or 0.0) > 0 and not b.drop_ruled_out
+
+
+def _beyond_words(b: BudgetTest, e: Evidence) -> str:
+    """A significant drop against the margin, in the words its intervals allow: "shown"
+    where even the 95% interval's lower end lies beyond the margin, else "not ruled out"."""
+    m = points(e.margin, signed=False)
+    if b.ci_low is not None and b.ci_low > e.margin:
+        return f"a drop beyond ±{m} is shown (the 95% interval's lower end {points(b.ci_low)})"
+    return f"a drop beyond ±{m} is not ruled out ({_bound(b, e.alpha)})"
 
 
 def _head(d: BudgetTest, e: Evidence) -> str:
@@ -162,7 +172,7 @@ def decide(e: Evidence) -> Decision:
         return Decision(
             "visible damage",
             f"significant success drop at the default K = {d.K}: {points(gap)} ({_ci(d)}, "
-            f"{_p(d)}); a drop beyond ±{m} is not ruled out ({_bound(d, e.alpha)}){tail}",
+            f"{_p(d)}); {_beyond_words(d, e)}{tail}",
         )
     head = _head(d, e)
     amplified = list(e.failure_reasons)

@@ -33,6 +33,7 @@ def analyze(
     dedupe: opt.Dedupe = False,
     balanced: opt.Balanced = False,
     sequential: opt.Sequential = False,
+    fixed_design: opt.FixedDesign = False,
     trials: opt.Trials = None,
 ) -> None:
     """Per-channel error rates, S(K), amplification, invariance, recovery and paired statistics."""
@@ -48,7 +49,8 @@ def analyze(
         channel_rules=channel_rules,
         dedupe=dedupe,
         balanced=balanced,  # applied and recorded by the analysis
-        sequential=sequential,
+        sequential=sequential or None,
+        fixed_design=fixed_design or None,
         trials=trials,  # likewise
         **(flags or {}),
     )

@@ -6,13 +6,34 @@ as in every command."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from flatscore import defaults
 from flatscore.cli import options as opt
 from flatscore.cli.app import app, console
+from flatscore.errors import InputError
+
+if TYPE_CHECKING:
+    from flatscore.analysis.gate import GateResult
+
+FIRST_LINE = 200
+"""The most characters of the gate's first line (what a CI log shows of a step)."""
+
+
+def gate_lines(result: GateResult) -> list[str]:
+    """The gate's verdict as a CI log shows it: a first line of at most `FIRST_LINE`
+    characters (the verdict and each domain's), then the paragraph's details below it."""
+    from flatscore.analysis.gate import HEADLINES
+
+    head = HEADLINES[result.verdict]
+    domains = "; ".join(f"{c.domain}: {c.verdict}" for c in result.cells)
+    first = f"{head} ({domains})" if domains else head
+    if len(first) > FIRST_LINE:
+        first = first[: FIRST_LINE - 1] + "…"
+    rest = result.summary.removeprefix(head).strip()
+    return [first, rest] if rest else [first]
 
 
 @app.command()
@@ -54,6 +75,7 @@ def gate(
         ),
     ] = None,
     sequential: opt.Sequential = False,
+    fixed_design: opt.FixedDesign = False,
     max_tasks: Annotated[
         int | None,
         typer.Option(
@@ -65,20 +87,29 @@ def gate(
     from flatscore.analysis.gate import GateOptions
     from flatscore.analysis.gate import gate as run_gate
     from flatscore.analysis.outputs import rounded_json
+    from flatscore.analysis.recorded import fill_recorded, gate_family_note, is_sequential_run
     from flatscore.cli import json_out as out
     from flatscore.formats.pipeline import read_runs
 
     chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
+    given = {  # a flag left at its default leaves the study's recorded setting to fill it
+        "tost_margin": (margin, opt.TOST_MARGIN_POINTS),
+        "tight_budget": (tight_budget, defaults.TIGHT_K),
+        "bootstrap": (bootstrap, defaults.BOOTSTRAP),
+        "seed": (seed, defaults.ANALYSIS_SEED),
+        "count": (count, defaults.COUNT),
+    }
     options = GateOptions.from_flags(
-        tost_margin=margin,
-        tight_budget=tight_budget,
         default_budget=default_budget,
         channels=chosen,
-        bootstrap=bootstrap,
-        seed=seed,
-        count=count,
+        **{k: None if value == default else value for k, (value, default) in given.items()},
     )
     out.check(json_out, [reference, candidate])
+    if sequential and fixed_design:
+        raise InputError(
+            "--sequential and --fixed-design ask for opposite readings; give one",
+            field="--fixed-design",
+        )
     with console.status("reading both runs, analysing…"):
         runs = (
             read_runs([reference]),
@@ -87,16 +118,26 @@ def gate(
             reference_arm,
             candidate_arm,
         )
+        both = [*runs[0], *runs[1]]
+        options, disagree = fill_recorded(both, options, leave_out={"reference"})
+        runs = (runs[0], runs[1], options, reference_arm, candidate_arm)
+        if not fixed_design and is_sequential_run(both):
+            sequential = True  # read as it was run, like every command
         if sequential:
             from flatscore.analysis.sequential_gate import sequential_gate
 
             result = sequential_gate(*runs, max_tasks=max_tasks)
+            note = gate_family_note(both)
+            if note is not None:
+                result.warnings.append(note)
         else:
             result = run_gate(*runs)
+        result.warnings[:0] = disagree
     if json_out is not None:
         out.write(rounded_json(result), json_out)
     if json_out != out.STDOUT:
-        console.print(result.summary)
-        for w in result.warnings:
-            console.print(f"warning: {w}", style="yellow")
+        for line in gate_lines(result):
+            console.print(line, highlight=False)
+        for w in dict.fromkeys(result.warnings):
+            console.print(f"warning: {w}", style="yellow", highlight=False)
     raise typer.Exit(result.exit_code)

@@ -33,6 +33,9 @@ def export_model_card_command(
     budgets: opt.Budgets = None,
     flags: dict[str, Any] | None = None,
     balanced: opt.Balanced = False,
+    sequential: opt.Sequential = False,
+    fixed_design: opt.FixedDesign = False,
+    trials: opt.Trials = None,
     name: Annotated[
         str, typer.Option(help="The model-index name of each card ({model}, {arm}).")
     ] = "{model}-{arm}",
@@ -50,12 +53,22 @@ def export_model_card_command(
         options = AnalysisSettings.from_flags(reference=reference, budgets=budgets, **(flags or {}))
     if balanced:
         options = options.model_copy(update={"balanced": True})
+    if sequential:
+        options = options.model_copy(update={"sequential": True})
+    if fixed_design:
+        options = options.model_copy(update={"fixed_design": True, "sequential": False})
+    if trials is not None:
+        picked = AnalysisSettings.from_flags(trials=trials).trials
+        options = options.model_copy(update={"trials": picked})
     with console.status("reading episodes and analysing…"):
         analysed = analyze_runs(runs, options)
     result = analysed.result
     for line in analysed.dropped:
         console.print(f"warning: {line}", style="yellow", highlight=False)
-    for card in write_model_cards(result, out, tight_k=tight_budget, name_template=name):
+    tight = tight_budget
+    if tight_budget == defaults.TIGHT_K:  # not given: the reading's, below its default K
+        tight = min(result.settings.tight_budget, max(result.settings.default_K - 1, 0))
+    for card in write_model_cards(result, out, tight_k=tight, name_template=name):
         verdicts = ", ".join(f"{d}: {v}" for d, v in card.verdicts.items())
         console.print(f"{card.model} / {card.arm} ({verdicts}) → {card.path}", highlight=False)
     console.print(f"every arm's table → {out / RESULTS_FILE}", highlight=False)

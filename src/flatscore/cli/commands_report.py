@@ -33,6 +33,7 @@ def report(
     dedupe: opt.Dedupe = False,
     balanced: opt.Balanced = False,
     sequential: opt.Sequential = False,
+    fixed_design: opt.FixedDesign = False,
     trials: opt.Trials = None,
     title: Annotated[
         str | None,
@@ -67,6 +68,8 @@ def report(
         options = options.model_copy(update={"balanced": True})
     if sequential:
         options = options.model_copy(update={"sequential": True})
+    if fixed_design:
+        options = options.model_copy(update={"fixed_design": True, "sequential": False})
     if trials is not None:  # likewise
         picked = AnalysisSettings.from_flags(trials=trials).trials
         options = options.model_copy(update={"trials": picked})

@@ -78,6 +78,13 @@ Sequential = Annotated[
         "many tasks (docs/analysis.md, 'Sequential verdicts')."
     ),
 ]
+FixedDesign = Annotated[
+    bool,
+    typer.Option(
+        help="Read a sequential run's files as a fixed design (by default a run that "
+        "stopped sequentially is read sequentially, as it was run)."
+    ),
+]
 Trials = Annotated[
     str | None,
     typer.Option(
@@ -104,7 +111,9 @@ annotation and default, in the order --help lists them."""
 def settings_flags(*leave_out: str) -> Callable[[Command], Command]:
     """The command takes `SETTINGS_FLAGS` (less `leave_out`) where its parameter
     `flags: dict[str, Any]` stands (so --help lists them there), and receives their values
-    as that dict, keyed by `AnalysisSettings.from_flags`'s names."""
+    as that dict, keyed by `AnalysisSettings.from_flags`'s names; a flag left at its default
+    is None there, so the settings built from it leave it unset and a study's recorded
+    setting (`analysis.recorded`) may fill it."""
     names = [name for name in SETTINGS_FLAGS if name not in leave_out]
 
     def decorate(func: Command) -> Command:
@@ -123,6 +132,8 @@ def settings_flags(*leave_out: str) -> Callable[[Command], Command]:
         @functools.wraps(func)
         def command(**values: Any) -> Any:
             flags = {name: values.pop(name) for name in names}
+            given = _given(flags)
+            flags = {name: v if name in given else None for name, v in flags.items()}
             return func(**values, flags=flags)
 
         command.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
@@ -130,6 +141,13 @@ def settings_flags(*leave_out: str) -> Callable[[Command], Command]:
         return command  # type: ignore[return-value]
 
     return decorate
+
+
+def _given(flags: dict[str, Any]) -> set[str]:
+    """The flags given a value other than their default: the others are left for a study's
+    recorded settings to fill (`analysis.recorded`); a flag given its default value reads
+    the same either way unless the study recorded another value."""
+    return {n for n, v in flags.items() if v != SETTINGS_FLAGS[n][1]}
 
 
 def model_from(model: type[Model], values: Mapping[str, Any]) -> Model:

@@ -54,7 +54,17 @@ class CardRow:
     def verdict(self) -> str:
         if self.comparison is None:
             return REFERENCE_VERDICT
-        return self.comparison.verdict or "inconclusive"
+        from flatscore.report.verdicts import lead_verdict  # the reading's verdict
+
+        return lead_verdict(self.comparison)[0] or "inconclusive"
+
+    @property
+    def verdict_shown(self) -> str:
+        """The verdict as the card's table shows it: the other reading's named beside it where
+        it differs (`report.verdicts.verdict_text`)."""
+        from flatscore.report.verdicts import verdict_text
+
+        return REFERENCE_VERDICT if self.comparison is None else verdict_text(self.comparison)
 
     @property
     def failed_calls(self) -> ChannelAmplification | None:

@@ -17,6 +17,7 @@ from flatscore.analysis.balanced import balanced
 from flatscore.analysis.comparable import check_comparable
 from flatscore.analysis.identity import unique_episodes
 from flatscore.analysis.margins_result import load_margins
+from flatscore.analysis.recorded import reading_of
 from flatscore.analysis.result import AnalysisResult
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.trials import pick_trials
@@ -45,6 +46,12 @@ def expand_inputs(paths: Sequence[Path]) -> list[Path]:
         if not path.exists():
             raise InputError("file not found", file=str(path))
         runs = sorted(path.rglob("*.jsonl")) if path.is_dir() else []
+        if path.is_dir() and not runs and not (path / "results.json").exists():
+            raise InputError(
+                "no runs here: neither flatscore runs (*.jsonl, in any subfolder) nor τ² "
+                "results (results.json)",
+                file=str(path),
+            )
         out.extend(runs or [path])
     return out
 
@@ -73,8 +80,9 @@ def analyze_labelled(
     attached = load_margins(margins) if margins is not None else None
     episodes, dropped = unique_episodes(labelled, settings.dedupe)
     check_comparable(episodes)
+    settings, disagree = reading_of(episodes, settings)
     result = analyze(episodes, settings)
-    result.warnings[:0] = dropped
+    result.warnings[:0] = dropped + disagree
     if attached is not None:
         result.margins = attached
     shown = pick_trials(episodes, settings.trials)
@@ -87,6 +95,8 @@ def analyze_runs(
     paths: Sequence[Path], settings: AnalysisSettings, *, margins: Path | None = None
 ) -> Analysed:
     """Files → analysis: read every run (folders expanded), refuse duplicates (drop them with
-    a warning under `settings.dedupe`), refuse inputs that cannot be compared, analyse.
+    a warning under `settings.dedupe`), refuse inputs that cannot be compared, fill the
+    settings the user did not give from the study the files record and read a sequential
+    run sequentially (`analysis.recorded.reading_of`), analyse.
     `margins` attaches a `flatscore margins` result (margins.json)."""
     return analyze_labelled(labelled_runs(paths), settings, margins=margins)

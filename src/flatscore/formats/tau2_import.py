@@ -81,6 +81,15 @@ def import_tau2(
 ) -> ImportSummary:
     """Append the episodes of every τ² path to the run `out`; raises InputError on bad input
     unless `skip_invalid`, in which case the bad simulations are listed in the summary."""
+    paths = list(paths)
+    for path in map(Path, paths):
+        if path.name.endswith((".jsonl", ".jsonl.xz")):
+            raise InputError(
+                "already flatscore's run format (a JSONL run): give it to flatscore analyze or "
+                "report as it is; import tau2 reads τ²-bench results (.json files or result "
+                "directories)",
+                file=str(path),
+            )
     summary = ImportSummary(out=str(out))
     reasons: Counter[str] = Counter()
     with EpisodeWriter(out, atomic=True) as writer:

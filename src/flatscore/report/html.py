@@ -35,7 +35,18 @@ from flatscore.report.html_text import Footnotes, markdown_table, prose
 from flatscore.report.reproduction import Banner, cell_lines
 from flatscore.report.terminal import channel_change
 from flatscore.report.transcripts import browser_payload, cell_key
-from flatscore.report.verdicts import CHANNEL_WORDS, TONE, headlines, pct, pts, pval, ratio
+from flatscore.report.verdicts import (
+    CHANNEL_WORDS,
+    TONE,
+    cell_reason,
+    cell_verdict,
+    headlines,
+    pct,
+    pts,
+    pval,
+    ratio,
+    verdict_text,
+)
 
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("verdicts", "Verdicts"),
@@ -145,7 +156,7 @@ def _environment() -> Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(pts=pts, pct=pct, ratio=ratio, p=pval, num=_num, ci=_ci, change=_change)
-    env.filters.update(prose=prose, mdtable=markdown_table)
+    env.filters.update(prose=prose, mdtable=markdown_table, verdict=verdict_text)
     return env
 
 
@@ -314,7 +325,9 @@ def _cell_context(index: int, cell: Cell, analysis: AnalysisResult) -> dict[str,
         "key": cell_key(cell.model, cell.domain),
         "cell": cell,
         "arms": arms,
-        "tone": TONE.get(cell.verdict, "warn"),
+        "tone": TONE.get(cell_verdict(cell), "warn"),
+        "verdict": cell_verdict(cell),
+        "reason": cell_reason(cell),
         "headlines": headlines(cell, settings),
         "budget_svg": Markup(budget_svg),
         "budgets": budgets,

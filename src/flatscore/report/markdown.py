@@ -13,7 +13,7 @@ from flatscore.analysis.sequential_result import decided_text, study_text
 from flatscore.report.cost_text import cost_lines
 from flatscore.report.markdown_escape import md_escape
 from flatscore.report.markdown_table import table_lines
-from flatscore.report.verdicts import headlines, pct, pts, pval, ratio
+from flatscore.report.verdicts import cell_reason, cell_verdict, headlines, pct, pts, pval, ratio
 
 CODE_PHRASES = ("`flatscore power`",)
 """Commands our own sentences quote: shown as code, not as escaped backticks."""
@@ -99,9 +99,9 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
         lines += [md_escape(study_text(analysis.sequential)) + ".", ""]
     for cell in analysis.cells:
         lines += [
-            f"## {md_escape(cell.model)} · {md_escape(cell.domain)}: **{cell.verdict}**",
+            f"## {md_escape(cell.model)} · {md_escape(cell.domain)}: **{cell_verdict(cell)}**",
             "",
-            md_escape(cell.verdict_reason),
+            md_escape(cell_reason(cell)),
             "",
         ]
         for h in headlines(cell, s):

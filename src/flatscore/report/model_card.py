@@ -17,6 +17,7 @@ from flatscore.analysis.result import AnalysisResult, BudgetPoint
 from flatscore.errors import InputError
 from flatscore.formats.model_card import CardRow, card_rows, model_index
 from flatscore.report.markdown_table import table_lines
+from flatscore.report.verdicts import signed_ci_pts, signed_pts
 
 CARD_FILE = "README.md"
 RESULTS_FILE = "results.md"
@@ -35,10 +36,7 @@ def _gap(row: CardRow) -> str:
     g = row.comparison.gap_default
     if g.gap is None:
         return "n/a"
-    text = f"{-100 * g.gap:+.1f}"  # the arm's success minus the reference's, in points
-    if g.ci_low is not None and g.ci_high is not None:
-        text += f" [{-100 * g.ci_high:+.1f}, {-100 * g.ci_low:+.1f}]"
-    return text
+    return signed_pts(g.gap) + signed_ci_pts(g.ci_low, g.ci_high)  # reference − arm
 
 
 def results_table(rows: list[CardRow], default_k: int, tight_k: int) -> str:
@@ -49,7 +47,7 @@ def results_table(rows: list[CardRow], default_k: int, tight_k: int) -> str:
         "tasks × trials",
         f"S(K={default_k}) % [95% CI]",
         f"S(K={tight_k}) % [95% CI]",
-        f"vs reference at K={default_k} (points)",
+        f"Gap(K={default_k}), reference − arm (points)",
         "failed calls vs reference",
         "verdict",
     ]
@@ -64,7 +62,7 @@ def results_table(rows: list[CardRow], default_k: int, tight_k: int) -> str:
                 _ci(r.tight),
                 _gap(r),
                 times(r.failed_calls) if r.failed_calls is not None else "—",
-                r.verdict if r.comparison is None else f"**{r.verdict}**",
+                r.verdict if r.comparison is None else f"**{r.verdict_shown}**",
             ]
             for r in rows
         ),

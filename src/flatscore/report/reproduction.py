@@ -13,7 +13,13 @@ from pydantic import BaseModel
 
 from flatscore.analysis.result import AnalysisResult, Comparison
 from flatscore.analysis.sequential_result import decided_text
-from flatscore.report.verdicts import TONE, lead_verdict, pts
+from flatscore.report.verdicts import (
+    TONE,
+    cell_verdict,
+    lead_verdict,
+    signed_ci_pts,
+    signed_pts,
+)
 
 MASKED = "flat score, amplified failures"
 
@@ -49,20 +55,39 @@ class CellLines(BaseModel):
 
 
 def _masked_line(c: Comparison, default_k: int) -> str | None:
-    """ "S(K) level at K = 9 (gap +3.9 [+0.7, +7.7] points), apart at K = 0 (+16.2 [...])"."""
+    """ "S(K) level at K = 9 (gap +3.9 [-0.7, +7.7] points), apart at K = 0 (+16.2 [...])":
+    each word only where its interval says so (`interval_words`); None where the small
+    budget's gap is not shown above 0 (nothing is masked then)."""
     at = {g.K: g for g in c.gap}
     low, high = at.get(min(at, default=0)), at.get(default_k)
     if low is None or high is None or low.K == high.K:
         return None
+    if interval_words(low.ci_low, low.ci_high) != "apart":
+        return None
 
     def gap(g: object) -> str:
         v, lo, hi = (getattr(g, f) for f in ("gap", "ci_low", "ci_high"))
-        return f"{pts(v)} [{pts(lo)}, {pts(hi)}] points"
+        return f"{signed_pts(v)}{signed_ci_pts(lo, hi)} points"
 
-    return (
-        f"{c.arm}: S(K) level with {c.reference}'s at K = {high.K} (gap {gap(high)}), "
-        f"apart at K = {low.K} (gap {gap(low)}): the error budget masks its failures"
-    )
+    if interval_words(high.ci_low, high.ci_high) == "level":
+        at_default = f"S(K) level with {c.reference}'s at K = {high.K} (gap {gap(high)})"
+        how = "the error budget masks its failures"
+    else:
+        at_default = f"S(K) below {c.reference}'s at K = {high.K} (gap {gap(high)})"
+        how = "the error budget hides part of its failures"
+    return f"{c.arm}: {at_default}, further apart at K = {low.K} (gap {gap(low)}): {how}"
+
+
+def interval_words(low: float | None, high: float | None) -> str:
+    """What a gap's interval allows a sentence to say: "level" (it holds 0), "apart" (it
+    lies wholly above 0: the arm does worse), "ahead" (wholly below 0), "unknown" (none)."""
+    if low is None or high is None:
+        return "unknown"
+    if low > 0:
+        return "apart"
+    if high < 0:
+        return "ahead"
+    return "level"
 
 
 def cell_lines(analysis: AnalysisResult) -> list[CellLines]:
@@ -91,8 +116,8 @@ def cell_lines(analysis: AnalysisResult) -> list[CellLines]:
         out.append(
             CellLines(
                 key=f"{cell.model} · {cell.domain}",
-                verdict=str(cell.verdict),
-                tone=TONE.get(str(cell.verdict), "warn"),
+                verdict=cell_verdict(cell),
+                tone=TONE.get(cell_verdict(cell), "warn"),
                 arms=arms,
                 masked=masked,
             )

@@ -17,7 +17,15 @@ from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, ChannelAmp
 from flatscore.analysis.sequential_result import decided_text, study_text
 from flatscore.console import styled
 from flatscore.report.terminal_fit import fit
-from flatscore.report.verdicts import headlines
+from flatscore.report.verdicts import (
+    cell_reason,
+    cell_verdict,
+    headlines,
+    lead_verdict,
+    signed_ci_pts,
+    signed_pts,
+    verdict_text,
+)
 
 if TYPE_CHECKING:
     from flatscore.report.paths import ReportPaths
@@ -56,14 +64,12 @@ def channel_change(a: ChannelAmplification) -> str:
 
 
 def signed(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:+.1f}"
+    return signed_pts(x)
 
 
 def signed_ci(lo: float | None, hi: float | None) -> str:
     """' [-39.0, +39.0]' (points) for a difference; nothing when there is no interval."""
-    if lo is None or hi is None:
-        return ""
-    return f" [{100 * lo:+.1f}, {100 * hi:+.1f}]"
+    return signed_ci_pts(lo, hi)
 
 
 def _s_at(arm: ArmStats, k: int) -> float | None:
@@ -73,13 +79,14 @@ def _s_at(arm: ArmStats, k: int) -> float | None:
 def verdict_lines(result: AnalysisResult) -> list[Text]:
     lines = []
     for cell in result.cells:
-        style = VERDICT_STYLE[cell.verdict]
+        verdict = cell_verdict(cell)
+        style = VERDICT_STYLE[verdict]
         lines.append(
             Text.assemble(
                 (f"{cell.model} / {cell.domain}", "bold"),
                 ": ",
-                (cell.verdict, style),
-                f" — {cell.verdict_reason}  ",
+                (verdict, style),
+                f" — {cell_reason(cell)}  ",
                 (f"(risk screen: {cell.risk_screen.verdict})", "dim"),
             )
         )
@@ -189,7 +196,7 @@ def comparisons_table(cell: Cell, k_small: int, k_default: int) -> Table:
             "—" if c.p_value is None else f"{c.p_value:.3g}",
             "—" if c.p_adjusted is None else f"{c.p_adjusted:.3g}",
             "yes" if c.tost_equivalent else "no",
-            Text(str(c.verdict), style=VERDICT_STYLE[c.verdict or "nothing to compare"]),
+            Text(verdict_text(c), style=VERDICT_STYLE[lead_verdict(c)[0] or "nothing to compare"]),
         )
     return table
 
@@ -233,7 +240,7 @@ def print_verdicts(
     is `Text`, so names and paths print literally on any console."""
     for cell in analysis.cells:
         console.print(
-            styled((f"{cell.model} · {cell.domain}", "bold"), f": {cell.verdict}"),
+            styled((f"{cell.model} · {cell.domain}", "bold"), f": {cell_verdict(cell)}"),
             highlight=False,
         )
         for h in headlines(cell, analysis.settings):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from flatscore.analysis.comparison import channel_shift
+from flatscore.analysis.comparison import VERDICT_ORDER, channel_shift
 from flatscore.analysis.result import (
     ArmStats,
     Cell,
@@ -140,6 +140,41 @@ def lead_verdict(c: Comparison) -> tuple[str, str]:
     return (fixed, "") if s.verdict == fixed else (s.verdict, fixed)
 
 
+FIXED_NOTE = "fixed design on the same tasks: {}"
+"""What every surface says beside a sequential verdict that the fixed design's differs from."""
+
+
+def verdict_text(c: Comparison) -> str:
+    """The comparison's verdict as every surface shows it: the reading's verdict, with the
+    other reading's named beside it where it differs ("inconclusive (fixed design on the
+    same tasks: no damage detected)")."""
+    verdict, fixed = lead_verdict(c)
+    return f"{verdict} ({FIXED_NOTE.format(fixed)})" if fixed else verdict
+
+
+def cell_verdict(cell: Cell) -> str:
+    """The cell's verdict as every surface shows it: its worst comparison by the reading's
+    verdicts (`lead_verdict`); a cell without comparisons keeps the analysis' verdict."""
+    leads = [lead_verdict(c)[0] for c in cell.comparisons]
+    known = [v for v in leads if v in VERDICT_ORDER]
+    if not known:
+        return str(cell.verdict)
+    return min(known, key=VERDICT_ORDER.index)
+
+
+def cell_reason(cell: Cell) -> str:
+    """The cell's reason beside `cell_verdict`: the analysis' reason, and which comparison's
+    sequential verdict leads where the reading's verdict differs from the fixed design's."""
+    verdict = cell_verdict(cell)
+    if verdict == cell.verdict:
+        return cell.verdict_reason
+    arms = [c.arm for c in cell.comparisons if lead_verdict(c)[0] == verdict]
+    return (
+        f"{', '.join(arms)}: {verdict}, read sequentially as the run stopped "
+        f"({FIXED_NOTE.format(cell.verdict)}: {cell.verdict_reason})"
+    )
+
+
 def _lead_advice(c: Comparison, verdict: str) -> str:
     if verdict == c.verdict:
         return advice(c)
@@ -167,7 +202,7 @@ class Headline:
     @property
     def fixed_note(self) -> str:
         """What the summary, the HTML and the terminal say beside a differing verdict."""
-        return f"fixed design on the same tasks: {self.fixed_verdict}" if self.fixed_verdict else ""
+        return FIXED_NOTE.format(self.fixed_verdict) if self.fixed_verdict else ""
 
 
 def pts(value: float | None, digits: int = 1) -> str:
@@ -176,6 +211,27 @@ def pts(value: float | None, digits: int = 1) -> str:
         return "not computed"
     text = f"{100 * value:.{digits}f}"
     return text[1:] if text.startswith("-") and not text.strip("-0.") else text  # no "-0.0"
+
+
+SIGN_CONVENTION = "reference − arm: positive where the arm does worse"
+"""Every gap and difference flatscore prints (Gap(K), success and loop differences): the
+reference's value minus the arm's, in every output (docs/analysis.md, glossary)."""
+
+
+def signed_pts(value: float | None, digits: int = 1) -> str:
+    """A difference in points with its sign (`+3.9`, `-1.5`; `0.0`, never `-0.0`); "—" when
+    there is none."""
+    if value is None:
+        return "—"
+    text = f"{100 * value:+.{digits}f}"
+    return text[1:] if not text.strip("+-0.") else text
+
+
+def signed_ci_pts(low: float | None, high: float | None, digits: int = 1) -> str:
+    """' [-39.0, +39.0]' (points) for a difference's interval; nothing without one."""
+    if low is None or high is None:
+        return ""
+    return f" [{signed_pts(low, digits)}, {signed_pts(high, digits)}]"
 
 
 def pct(value: float | None, digits: int = 1) -> str:

@@ -40,6 +40,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from flatscore.analysis.recorded import RECORD_KEY, study_record
 from flatscore.analysis.result import AnalysisResult
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.console import make_console, styled
@@ -128,6 +129,13 @@ def analysis_options(study: Study) -> AnalysisSettings:
     )
 
 
+def study_metadata(study: Study) -> dict[str, object]:
+    """What every episode of the study records of its analysis settings, so that its run
+    files are read as the study file says (`flatscore.analysis.recorded`)."""
+    comparisons = sum((len(m.arms) - 1) * len(study.domains) for m in study.models)
+    return {RECORD_KEY: study_record(study.analysis, comparisons)}
+
+
 def write_study_report(study: Study) -> tuple[AnalysisResult, ReportPaths]:
     """Analyse every run under the output folder and write the report into it."""
     out = study.output_dir
@@ -142,6 +150,7 @@ async def execute_plan(
     progress: bool = True,
     console: Console | None = None,
     prepare: Callable[[list[EpisodeJob]], list[EpisodeJob]] | None = None,
+    metadata: dict[str, object] | None = None,
 ) -> RunCounts:
     """Run the plan's unfinished jobs: with `resume`, every job without a result in its run
     file (never run, or its last attempt an infrastructure error). `prepare` sees the jobs
@@ -152,7 +161,7 @@ async def execute_plan(
         todo = prepare(todo)
     files = list(dict.fromkeys(run.path for run in plan.runs))
     console = console or make_console(stderr=True)
-    recorder = Recorder(files, plan.cell_of, console, progress=progress)
+    recorder = Recorder(files, plan.cell_of, console, progress=progress, metadata=metadata)
     try:
         with recorder:
             recorder.plan(plan.jobs, finished={i for ids in done.values() for i in ids})
@@ -223,6 +232,7 @@ def run_study(
                     progress=progress,
                     console=console,
                     prepare=prepare,
+                    metadata=study_metadata(study),
                 )
             )
     paths = result = None
@@ -255,7 +265,7 @@ def run_sequential(
     files = list(dict.fromkeys(run.path for run in plan.runs))
     say_line = printer(say)
     done = finished_in(plan, resume)
-    recorder = Recorder(files, plan.cell_of, say, progress=progress)
+    recorder = Recorder(files, plan.cell_of, say, progress=progress, metadata=study_metadata(study))
     try:
         with recorder:
             counts = asyncio.run(

@@ -34,8 +34,11 @@ class Recorder:
         console: Console,
         *,
         progress: bool = True,
+        metadata: dict[str, object] | None = None,
     ) -> None:
         self.started = time.perf_counter()
+        self.metadata = metadata or {}
+        """Added to every episode's metadata (the study's analysis settings)."""
         self.writers = {str(path): EpisodeWriter(path, reruns=True) for path in files}
         self.cell_of = cell_of
         self.bar = make_progress(console, "ok {task.fields[ok]}", enabled=progress)
@@ -91,6 +94,7 @@ class Recorder:
         )
 
     def write(self, job: EpisodeJob, episode: Episode) -> None:
+        episode.metadata.update(self.metadata)
         self.writers[job.run].write(episode)
         self.written += 1
         self.terminations[episode.termination_reason.value] += 1
