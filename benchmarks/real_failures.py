@@ -55,6 +55,7 @@ from benchmarks.harness import ROOT, Table
 from flatscore.analysis.analyze import analyze
 from flatscore.analysis.comparable import check_comparable
 from flatscore.analysis.identity import unique_episodes
+from flatscore.analysis.outputs import rounded_json
 from flatscore.analysis.result import AnalysisResult
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.episode import Episode
@@ -254,7 +255,7 @@ def analyze_like_the_cli(episodes: list[Episode], flags: AnalysisFlags) -> dict[
     check_comparable(unique)
     result: AnalysisResult = analyze(unique, options)
     result.warnings[:0] = dropped
-    loaded: dict[str, Any] = json.loads(result.model_dump_json())
+    loaded: dict[str, Any] = json.loads(rounded_json(result))
     return loaded
 
 

@@ -15,8 +15,8 @@ from flatscore import __version__
 from flatscore.analysis.comparison import times
 from flatscore.analysis.result import AnalysisResult, BudgetPoint
 from flatscore.errors import InputError
-from flatscore.formats.model_card import CardRow, card_rows, model_index
 from flatscore.report.markdown_table import table_lines
+from flatscore.report.model_index import CardRow, card_rows, model_index
 from flatscore.report.verdicts import signed_ci_pts, signed_pts
 
 CARD_FILE = "README.md"
