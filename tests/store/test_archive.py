@@ -260,8 +260,14 @@ def test_study_v3s_committed_analysis_rebuilds_from_its_archive(tmp_path: Path) 
     }
     assert decided[("retail", "fp8-w8a8")] == ("flat score, amplified failures", 114)
     assert decided[("telecom", "ref-planted")] == ("flat score, amplified failures", 96)
-    assert decided[("telecom", "int8")] == ("inconclusive", 114)
+    # failures counted with the task-clustered score test: telecom's 8-bit arms clear at the
+    # maximum, and int4's 422 failed calls against 22 (20 of them in one task) are amplified
+    assert decided[("telecom", "int8")] == ("no damage detected", 114)
+    assert decided[("telecom", "fp8-w8a8")] == ("no damage detected", 114)
     assert decided[("retail", "int4")] == ("visible damage", 30)
+    telecom = next(cell for cell in result["cells"] if cell["domain"] == "telecom")
+    int4 = next(c for c in telecom["comparisons"] if c["arm"] == "int4")
+    assert int4["failed_calls"]["amplified"] and int4["failed_calls"]["ci_low"] > 1
 
 
 # 456 episodes, 5,000 resamples: a few seconds
