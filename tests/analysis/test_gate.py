@@ -138,8 +138,15 @@ def test_a_small_study_is_inconclusive_and_says_how_many_tasks_would_decide() ->
 
 
 def test_the_same_arm_name_on_both_sides_is_told_apart() -> None:
-    result = gate(run("bf16", 80), run("bf16", 80), FAST)
+    """Two runs of an arm of one name (ids alike: the same study, tasks and trials) that are
+    not the same episodes: the candidate is renamed, not refused."""
+    result = gate(run("bf16", 80), run("bf16", 80, lookups=2), FAST)
     assert result.cells[0].candidate == "bf16 (candidate)" and result.verdict == "pass"
+
+
+def test_the_same_episodes_on_both_sides_are_refused() -> None:
+    with pytest.raises(InputError, match="the same episodes"):
+        gate(run("bf16", 80), run("bf16", 80), FAST)
 
 
 @pytest.mark.parametrize(

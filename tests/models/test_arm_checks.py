@@ -7,6 +7,7 @@ from pathlib import Path
 
 import yaml
 
+from flatscore.run.arm_backend import arm_backend
 from flatscore.run.study import load_study
 from run_files import study_refusal
 
@@ -22,7 +23,7 @@ def test_a_recipe_is_an_arm_of_an_in_process_model(tmp_path: Path) -> None:
         _study(tmp_path, {"ref": {}, "llmc-w8a8-fp8": {}, "awq": {"quant": "llmc-w4a16-awq"}})
     )
     (model,) = study.models
-    specs = {arm: model.backend(arm) for arm in model.arms}
+    specs = {arm: arm_backend(model, arm) for arm in model.arms}
     assert {arm: s.quant for arm, s in specs.items() if s} == {
         "ref": "ref",
         "llmc-w8a8-fp8": "llmc-w8a8-fp8",

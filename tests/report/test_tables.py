@@ -66,7 +66,7 @@ def test_tables_carry_the_known_rates_success_and_gaps() -> None:
     assert budget[2:6] == ["0.0", "0.0", "50.0", "50.0"]
     assert _row(text, "S(K)", "retail", "ref")[2:6] == ["0.0", "100.0", "100.0", "100.0"]
     # Gap = S_ref − S_arm: both fail at K = 0 (ref's one failed call), 100 points at K = 2
-    assert budget[6].startswith("+0.0") and budget[7].startswith("+100.0")
+    assert budget[6].startswith("0.0 ") and budget[7].startswith("+100.0")
     assert budget[8].startswith("+50.0") and budget[9].startswith("+50.0")
     # Gap(2) / Gap(9) = 2, but Gap(9) on these few tasks is not distinguishable from 0: none
     assert budget[10] == "—"
@@ -123,7 +123,7 @@ def test_repair_tables_carry_the_known_effect_and_interaction() -> None:
     assert effect[2:6] == ["unknown_tool", "4", "25.0", "75.0"]
     assert effect[6].startswith("+50.0 [") and effect[8].startswith("+50.0 [")
     assert effect[9] == "2 (2)"
-    assert _row(text, "Repair effect", "retail", "ref")[6].startswith("+0.0")
+    assert _row(text, "Repair effect", "retail", "ref")[6].startswith("0.0 ")
     assert _row(text, "Repair effect", "retail", "ref")[8] == "—"
     # unknown_tool calls / agent calls (one episode per task): 5 / 6 without, 2 / 5 with
     rates = _row(text, "Repaired channels", "retail", "int4")
