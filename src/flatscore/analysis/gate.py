@@ -163,7 +163,12 @@ def prepare(
     cand_arm = _one_arm(candidate, candidate_arm, "candidate")
     refs = [ep for ep in reference if ep.arm == ref_arm]
     cands = [ep for ep in candidate if ep.arm == cand_arm]
-    if refs and {ep.model_dump_json() for ep in refs} == {ep.model_dump_json() for ep in cands}:
+    same_ids = {ep.episode_id for ep in refs} == {ep.episode_id for ep in cands}
+    if (
+        refs
+        and same_ids
+        and {e.model_dump_json() for e in refs} == {e.model_dump_json() for e in cands}
+    ):
         raise InputError(
             "the reference and the candidate are the same episodes: give the candidate's runs "
             "as the second input",
