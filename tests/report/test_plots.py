@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from scipy.stats import rankdata
 
 from flatscore.report import plots
+from flatscore.report.svg import text_width
 
 BANDS = [
     plots.Band("bf16", [0, 1, 2], [0.5, 0.7, 0.8], [0.4, 0.6, 0.7], [0.6, 0.8, 0.9]),
@@ -81,6 +82,24 @@ def test_labels_are_escaped_text_not_markup() -> None:
     assert not any(el.tag.endswith("img") for el in root.iter())
     texts = "".join(t.text or "" for t in root.iter() if t.tag.endswith("text"))
     assert "<img src=x" in texts  # shown literally (truncated), and no math parsing of $…$
+
+
+def test_a_label_at_the_right_edge_is_written_leftwards_inside_the_figure() -> None:
+    """The name the reference made least (its point on the right edge) gets its label on the
+    point's left: written rightwards it would run past the figure and be cut off."""
+    ref = {f"name_{i}": 10 - i for i in range(5)} | {"find_customer_by_phone_number": 1}
+    arm = {**ref, "find_customer_by_phone_number": 30}
+    svg = plots.rank_figure("edge", ref, arm, "ref", "arm", 0.9, 0.0)
+    root = ET.fromstring(svg)
+    width = float(root.attrib["viewBox"].split()[2])
+    labels = [t for t in root.iter() if t.tag.endswith("text") and t.get("font-size") == "7"]
+    edge = next(t for t in labels if (t.text or "").startswith("find_customer"))
+    assert edge.get("text-anchor") == "end" and float(edge.attrib["x"]) < width
+    for t in labels:  # every label's right end inside the figure
+        right = float(t.attrib["x"])
+        if t.get("text-anchor") == "start":
+            right += text_width(t.text or "", 7.0)
+        assert right <= width, t.text
 
 
 @given(st.dictionaries(st.sampled_from("abcdefgh"), st.integers(0, 5), min_size=1))

@@ -404,7 +404,10 @@ def rank_figure(
             "center",
         )
     for text, x, y in labels:  # last: a label over another text is left out
-        p.label(x, y, text, 7.0, dx=4, dy=3, optional=True)
+        if p.x(x) + 4 + text_width(text, 7.0) <= width - 2:
+            p.label(x, y, text, 7.0, dx=4, dy=3, optional=True)
+        else:  # it would run past the figure's right edge: written leftwards of its point
+            p.label(x, y, text, 7.0, dx=-4, dy=3, anchor="end", optional=True)
     d.close_group()
     return d.render()
 
