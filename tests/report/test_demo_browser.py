@@ -57,12 +57,16 @@ def test_the_first_screen_says_what_reproduced_and_every_verdict(
     assert headline.text == count and headline.is_displayed()
     top = driver.execute_script("return arguments[0].getBoundingClientRect().top", headline)
     assert 0 <= top < 400  # on the first screen, under the sticky header
-    banner = driver.find_element(By.ID, "reproduced").text
+    banner = driver.find_element(By.ID, "first-screen").text
+    # the count tops the first screen, each comparison's line under it once
+    assert driver.find_elements(By.CSS_SELECTOR, "#first-screen h2") == [headline]
+    arms = driver.find_elements(By.CSS_SELECTOR, "#first-screen li[data-arm]")
+    assert len(arms) == sum(len(cell.comparisons) for cell in demo.analysis.cells) == 12
     for verdict in ("visible damage", "no damage detected", "flat score, amplified failures"):
         assert verdict in banner, verdict
     lines = {
         el.get_attribute("data-cell"): el.text
-        for el in driver.find_elements(By.CSS_SELECTOR, "#reproduced .verdict-lines")
+        for el in driver.find_elements(By.CSS_SELECTOR, "#first-screen .verdict-lines")
     }
     assert set(lines) == {"smollm2-135m · retail", "smollm2-135m · telecom"}
     retail, telecom = lines["smollm2-135m · retail"], lines["smollm2-135m · telecom"]
@@ -72,9 +76,10 @@ def test_the_first_screen_says_what_reproduced_and_every_verdict(
     assert "fp8-w8a8 vs ref: visible damage" in retail
     for text in (retail, telecom):
         assert "ref-planted vs ref: flat score, amplified failures" in text
-        assert "decided after" in text  # the sequential replay
+        assert "114 paired tasks read; sequential replay:" in text
+        assert "decided after" in text  # the replay's decision beside the study's verdict
         masked = next(line for line in text.splitlines() if line.startswith("ref-planted: S(K)"))
-        # "level" only where the K = 9 interval holds 0 (report.reproduction.interval_words)
+        # "level" only where the K = 9 interval holds 0 (report.first_screen.interval_words)
         assert "ref's at K = 9" in masked and "further apart at K = 0" in masked
     # the study's own numbers (docs/embedded-study-v2.md): planted retail Gap(0) +16.2
     assert "(gap +16.2 [+11.8, +22.1] points)" in retail
@@ -84,6 +89,8 @@ def test_the_banner_is_in_summary_md(demo: DemoResult) -> None:
     summary = demo.report.summary.read_text("utf-8")
     assert summary.startswith("**")
     assert "episodes reproduced exactly on this machine**" in summary.splitlines()[0]
-    assert "- int4-awq vs ref: visible damage · sequential: visible damage, decided after" in (
-        summary
-    )
+    assert (
+        "- int4-awq vs ref: visible damage · 114 paired tasks read; sequential replay: visible "
+        "damage, decided after"
+    ) in summary
+    assert "Read sequentially, this study would have stopped after" in summary  # its saving

@@ -1,5 +1,5 @@
-"""Words checked against their intervals: the banner's "level" / "further apart" sentence
-(`report.reproduction`) says "level" only where the default budget's gap interval holds 0,
+"""Words checked against their intervals: the first screen's "level" / "further apart" sentence
+(`report.first_screen`) says "level" only where the default budget's gap interval holds 0,
 makes no masking claim where the small budget's does, and every signed number in points
 prints without "-0.0" — each template tried with intervals on both sides of its threshold."""
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from flatscore.analysis.result import GapPoint
 from flatscore.analysis.verdict_rule import _beyond_words, points
-from flatscore.report.reproduction import _masked_line, interval_words
+from flatscore.report.first_screen import _masked_line, interval_words
 from flatscore.report.verdicts import signed_ci_pts, signed_pts
 
 

@@ -31,8 +31,9 @@ import flatscore.report.plots as plots
 from flatscore.analysis.channels import ChannelRules
 from flatscore.analysis.result import CHANNELS, AnalysisResult, Cell, Comparison
 from flatscore.episode import Episode
+from flatscore.report.first_screen import first_screen
 from flatscore.report.html_text import Footnotes, markdown_table, prose
-from flatscore.report.reproduction import Banner, cell_lines
+from flatscore.report.reproduction import Banner
 from flatscore.report.terminal import channel_change
 from flatscore.report.transcripts import browser_payload, cell_key
 from flatscore.report.verdicts import (
@@ -363,7 +364,8 @@ def render_html(
     generated_at: str | None = None,
     banner: Banner | None = None,
 ) -> str:
-    """The whole report page as one string (`banner`: a reproduction's first screen)."""
+    """The whole report page as one string, opening with its first screen (`first_screen`);
+    `banner`: a reproduction's count above it."""
     env = _environment()
     script = env.get_template("_script.html.j2").render()
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
@@ -395,5 +397,5 @@ def render_html(
         script=Markup(script),
         csp=csp,
         banner=banner,
-        banner_cells=cell_lines(analysis) if banner is not None else [],
+        screen=first_screen(analysis),
     )

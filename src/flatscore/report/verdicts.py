@@ -135,9 +135,16 @@ def lead_verdict(c: Comparison) -> tuple[str, str]:
     fixed-design run, leave the fixed design's verdict in the lead."""
     fixed = str(c.verdict or "")
     s = c.sequential
-    if s is None or not s.ran_sequentially or (not s.decided and s.more_tasks):
+    if s is None or not sequential_leads(c):
         return fixed, ""
     return (fixed, "") if s.verdict == fixed else (s.verdict, fixed)
+
+
+def sequential_leads(c: Comparison) -> bool:
+    """The sequential verdict is the study's (`lead_verdict`): the run stopped sequentially
+    and the comparison is decided or at its maximum."""
+    s = c.sequential
+    return s is not None and s.ran_sequentially and (s.decided or not s.more_tasks)
 
 
 FIXED_NOTE = "fixed design on the same tasks: {}"
