@@ -16,7 +16,7 @@ import pytest
 from rich.console import Console
 from rich.table import Table
 
-from cli_runner import flatscore
+from cli_runner import flatscore_process as flatscore
 from flatscore.console import PlainProgress, make_console, progress, styled
 from flatscore.report.terminal import verdict_lines
 

@@ -7,6 +7,8 @@ condition; model: tests/sequential_model.py). The measured numbers are in docs/a
 from __future__ import annotations
 
 import functools
+import math
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -36,6 +38,7 @@ from sequential_model import rule_verdicts as _verdict
 
 DESIGN = SequentialDesign()
 STUDIES = 2000
+SMALL_STUDIES = 200
 TASKS = 114
 PROFILES = (0.6, 0.9)
 
@@ -189,9 +192,10 @@ def condition(
     pairing: str,
     ratio: float = 1.0,
     planted: bool = False,
+    studies: int = STUDIES,
 ) -> Row:
     channel_ratios = PLANTED if planted else None
-    c = simulate(rng, STUDIES, gap, s, COUPLINGS[pairing], ratio, channel_ratios=channel_ratios)
+    c = simulate(rng, studies, gap, s, COUPLINGS[pairing], ratio, channel_ratios=channel_ratios)
     stats = look_stats(*c.arrays(), DESIGN, channels=c.channels())
     dec = decide([stats], DESIGN)
     verdict = dec.verdict[:, 0]
@@ -241,88 +245,110 @@ CONDITIONS = [
 
 
 @functools.cache
-def table(seed: int = 47) -> list[Row]:
+def table(seed: int = 47, studies: int = STUDIES) -> list[Row]:
     rng = np.random.default_rng(seed)
-    return [condition(rng, *c) for c in CONDITIONS]
+    return [condition(rng, *c, studies=studies) for c in CONDITIONS]
 
 
-def _rows(**match: float | str) -> list[Row]:
-    rows = [r for r in table() if all(r[k] == v for k, v in match.items())]
-    assert rows
-    return rows
+@dataclass(frozen=True)
+class Size:
+    """The simulation at `studies` per condition; `tol` widens each bound by two Monte
+    Carlo standard errors of a 5% rate at that size (none at the full 2,000)."""
+
+    studies: int
+
+    @property
+    def tol(self) -> float:
+        return 0.0 if self.studies >= STUDIES else 2 * math.sqrt(0.05 * 0.95 / self.studies)
+
+    def rows(self, **match: float | str) -> list[Row]:
+        rows = [r for r in table(studies=self.studies) if all(r[k] == v for k, v in match.items())]
+        assert rows
+        return rows
 
 
-def test_no_gap_damage_claimed_at_most_5_percent() -> None:
-    for r in _rows(gap=0.0, ratio=1.0):
-        assert r["damage"] <= 0.05, r
+@pytest.fixture(
+    params=[
+        pytest.param(STUDIES, id="full", marks=pytest.mark.slow),
+        pytest.param(SMALL_STUDIES, id="small"),
+    ]
+)
+def size(request: pytest.FixtureRequest) -> Size:
+    """The full-size simulation in the slow tier; a 200-study version in the fast suite."""
+    return Size(request.param)
 
 
-def test_null_channels_flagged_at_most_5_percent() -> None:
+def test_no_gap_damage_claimed_at_most_5_percent(size: Size) -> None:
+    for r in size.rows(gap=0.0, ratio=1.0):
+        assert r["damage"] <= 0.05 + size.tol, r
+
+
+def test_null_channels_flagged_at_most_5_percent(size: Size) -> None:
     """No channel changed (every condition but the planted one and ×2): a channel is
     decided amplified in ≤ 5% of studies."""
-    for r in _rows(ratio=1.0, channels="uniform"):
-        assert r["channel"] <= 0.05, r
+    for r in size.rows(ratio=1.0, channels="uniform"):
+        assert r["channel"] <= 0.05 + size.tol, r
 
 
-def test_planted_single_channel_amplification_is_decided() -> None:
+def test_planted_single_channel_amplification_is_decided(size: Size) -> None:
     """×3 on the 5% channel (×1.10 on all failed calls, inside the ×1.25 bound), no gap:
     "flat score, amplified failures" in ≥ 80% with coupled trials, and wherever equivalence
     is shown about as often (within 5 points); "no damage detected" (the control missed)
     in ≤ 5%."""
-    for r in _rows(channels="planted", pairing="coupled"):
-        assert r["flat score, amplified failures"] >= 0.80, r
-    for r in _rows(channels="planted"):
-        assert r["no damage detected"] <= 0.05, r
+    for r in size.rows(channels="planted", pairing="coupled"):
+        assert r["flat score, amplified failures"] >= 0.80 - size.tol, r
+    for r in size.rows(channels="planted"):
+        assert r["no damage detected"] <= 0.05 + size.tol, r
         flat = float(r["flat score, amplified failures"])
-        assert flat >= float(r["fixed_equivalent"]) - 0.05, r
+        assert flat >= float(r["fixed_equivalent"]) - 0.05 - size.tol, r
 
 
-def test_gap_at_the_margin_equivalence_claimed_at_most_5_percent() -> None:
-    for r in _rows(gap=0.075):
-        assert r["equivalent"] <= 0.05, r
+def test_gap_at_the_margin_equivalence_claimed_at_most_5_percent(size: Size) -> None:
+    for r in size.rows(gap=0.075):
+        assert r["equivalent"] <= 0.05 + size.tol, r
 
 
-def test_doubled_failures_flat_score_is_flat_score_amplified_failures() -> None:
-    for r in _rows(gap=0.0, ratio=2.0, pairing="coupled"):
-        assert r["flat score, amplified failures"] >= 0.80, r
+def test_doubled_failures_flat_score_is_flat_score_amplified_failures(size: Size) -> None:
+    for r in size.rows(gap=0.0, ratio=2.0, pairing="coupled"):
+        assert r["flat score, amplified failures"] >= 0.80 - size.tol, r
 
 
-def test_a_20_point_gap_is_decided_early() -> None:
-    for r in _rows(gap=0.2):
-        assert r["visible damage"] >= 0.95, r
-        assert r["median_tasks"] <= 0.35, r
+def test_a_20_point_gap_is_decided_early(size: Size) -> None:
+    for r in size.rows(gap=0.2):
+        assert r["visible damage"] >= 0.95 - size.tol, r
+        assert r["median_tasks"] <= 0.35 + size.tol, r
 
 
-def test_coupled_no_gap_is_no_damage_detected_early() -> None:
-    for r in _rows(gap=0.0, ratio=1.0, pairing="coupled", channels="uniform"):
-        assert r["no damage detected"] >= 0.80, r
-        assert r["median_tasks"] <= 0.60, r
+def test_coupled_no_gap_is_no_damage_detected_early(size: Size) -> None:
+    for r in size.rows(gap=0.0, ratio=1.0, pairing="coupled", channels="uniform"):
+        assert r["no damage detected"] >= 0.80 - size.tol, r
+        assert r["median_tasks"] <= 0.60 + size.tol, r
 
 
-def test_power_at_the_maximum_within_5_points_of_the_fixed_design() -> None:
+def test_power_at_the_maximum_within_5_points_of_the_fixed_design(size: Size) -> None:
     """Damage at gaps 7.5 and 10, equivalence with no gap, amplification at ×2: the
     sequential test's rate of ever deciding is within 5 points of the fixed design's."""
-    for r in _rows(ratio=1.0, channels="uniform"):
+    for r in size.rows(ratio=1.0, channels="uniform"):
         if float(r["gap"]) in (0.075, 0.1):
-            assert float(r["damage"]) >= float(r["fixed_damage"]) - 0.05, r
+            assert float(r["damage"]) >= float(r["fixed_damage"]) - 0.05 - size.tol, r
         if r["gap"] == 0.0:
-            assert float(r["equivalent"]) >= float(r["fixed_equivalent"]) - 0.05, r
-    for r in _rows(ratio=2.0):
-        assert float(r["amplified"]) >= float(r["fixed_amplified"]) - 0.05, r
+            assert float(r["equivalent"]) >= float(r["fixed_equivalent"]) - 0.05 - size.tol, r
+    for r in size.rows(ratio=2.0):
+        assert float(r["amplified"]) >= float(r["fixed_amplified"]) - 0.05 - size.tol, r
 
 
-def test_family_wise_error_over_four_null_comparisons() -> None:
+def test_family_wise_error_over_four_null_comparisons(size: Size) -> None:
     """Four comparisons with neither a gap nor more failures (coupled trials, one study =
     four comparisons decided together with Holm): damage or amplification claimed for any of
     them in ≤ 5% of studies."""
     rng = np.random.default_rng(470)
-    sims = [simulate(rng, STUDIES, 0.0, 0.9, 0.0) for _ in range(4)]
+    sims = [simulate(rng, size.studies, 0.0, 0.9, 0.0) for _ in range(4)]
     stats = [look_stats(*c.arrays(), DESIGN, channels=c.channels()) for c in sims]
     dec = decide(stats, DESIGN)
-    assert dec.damage.any(axis=-1).mean() <= 0.05
-    assert dec.amplified.any(axis=-1).mean() <= 0.05
+    assert dec.damage.any(axis=-1).mean() <= 0.05 + size.tol
+    assert dec.amplified.any(axis=-1).mean() <= 0.05 + size.tol
     assert dec.channel_owner.size == 4 * 5
-    assert dec.channels.any(axis=-1).mean() <= 0.05
+    assert dec.channels.any(axis=-1).mean() <= 0.05 + size.tol
 
 
 def markdown(rows: list[Row]) -> str:

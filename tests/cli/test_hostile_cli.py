@@ -173,6 +173,7 @@ PLANNED = len(
 )
 
 
+@pytest.mark.slow  # a whole run in a second process; the lock's PID line: tests/store/test_jsonl.py
 def test_a_second_run_on_the_same_file_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "R.jsonl"
     long = [*RUN[:-4], "3", *RUN[-3:]]  # --trials 3: still running when the second starts

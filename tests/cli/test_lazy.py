@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import typer
 
-from cli_runner import flatscore
+from cli_runner import flatscore_process as flatscore
 from flatscore.cli import app
 from flatscore.cli.lazy import COMMANDS, LazyGroup
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from analysis_builders import episode
-from cli_runner import flatscore
+from cli_runner import flatscore_process as flatscore
 from flatscore.store.jsonl import EpisodeWriter
 
 

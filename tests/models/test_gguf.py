@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_runner import flatscore
+from cli_runner import flatscore_process as flatscore
 from flatscore.episode import Message
 from flatscore.models.base import Sampling
 from flatscore.models.gguf_files import EXTRA_HINT, llama_cpp_available, resolve_arm

@@ -291,6 +291,7 @@ def embedded_study_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Rep
     return paths, episodes
 
 
+@pytest.mark.slow  # study v1's whole page; fast: v3's, tests/report/test_first_screen_browser.py
 def test_the_embedded_study_report_opens(
     driver: WebDriver,
     embedded_study_report: tuple[ReportPaths, int],

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from flatscore.run.driver import plan_study
 from flatscore.run.quick import QuickRun
 from flatscore.store.jsonl import read_episodes
@@ -32,6 +34,7 @@ def _lines(path: Path) -> int:
     return path.read_bytes().count(b"\n") if path.exists() else 0
 
 
+@pytest.mark.slow  # a killed run resumed end to end; fast: test_driver.py's resume after a kill
 def test_kill_then_resume(tmp_path: Path) -> None:
     out = tmp_path / "run.jsonl"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}

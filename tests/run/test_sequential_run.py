@@ -105,6 +105,7 @@ def test_the_plan_batches_tasks_up_to_each_look(tmp_path: Path) -> None:
     assert {seq.rank(j) for j in second} == set(range(8, 16))
 
 
+@pytest.mark.slow  # killed and resumed end to end; fast: tests/run/test_sequential_looks.py
 def test_a_killed_run_resumed_decides_as_the_uninterrupted_one(
     uninterrupted: Path, tmp_path: Path
 ) -> None:

@@ -130,6 +130,7 @@ def test_private_prefix_reaches_the_engine_and_leaves_other_specs_alone(
         clear_backends()
 
 
+@pytest.mark.slow  # loads the embedded model once per arm
 def test_engine_per_arm_loads_a_copy_per_arm() -> None:
     """Specs equal but for `instance` are separate cache entries: separate loaded models."""
     from flatscore.models.shared import clear_backends, get_backend

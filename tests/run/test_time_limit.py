@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from cli_runner import flatscore
+from cli_runner import flatscore_process as flatscore
 from flatscore.errors import InputError
 from flatscore.run.driver import plan_study
 from flatscore.run.executors import LocalExecutor
@@ -100,6 +100,7 @@ def test_a_run_stops_even_if_started_with_sigint_blocked(tmp_path: Path) -> None
     assert "time limit 3s reached" in done.stdout
 
 
+@pytest.mark.slow  # a real run drained end to end; fast: the executor's drain below
 def test_a_drained_run_finishes_what_is_in_flight_then_stops(tmp_path: Path) -> None:
     out = tmp_path / "run.jsonl"
     started = time.monotonic()

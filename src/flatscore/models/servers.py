@@ -273,20 +273,32 @@ class ServerProcess:
 
     def stop(self) -> None:
         """SIGTERM to its process group (a server's workers too), SIGKILL if it lingers."""
-        proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            if proc.poll() is not None:
-                break
+        stop_all([self])
+
+
+def stop_all(servers: list[ServerProcess], wait_s: float = STOP_WAIT_S) -> None:
+    """Stop every server at once: SIGTERM to each process group, one shared wait, then
+    SIGKILL to every group. The SIGKILL runs whatever interrupts the wait (a second
+    Ctrl-C, the time limit's second SIGINT), so no server outlives the run."""
+    procs = [p for p in (s.proc for s in servers) if p is not None]
+    for server in servers:
+        server.proc = None
+    try:
+        for proc in procs:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + wait_s
+        for proc in procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    finally:
+        for proc in procs:
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, sig)
-            try:
-                proc.wait(timeout=STOP_WAIT_S)
-            except subprocess.TimeoutExpired:
-                continue
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)  # what the server left in its group
+                os.killpg(proc.pid, signal.SIGKILL)  # what lingers, and what it left in its group
+        for proc in procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)  # reaped: no zombie left behind
 
 
 def _safe(name: str) -> str:
@@ -317,8 +329,7 @@ class ServerPool:
         return server.served_by()
 
     def close(self) -> None:
-        for server in self.servers.values():
-            server.stop()
+        stop_all(list(self.servers.values()))
 
     def __enter__(self) -> ServerPool:
         return self
