@@ -25,11 +25,27 @@ def _run(out: Path, resume: bool = False, **settings: Any) -> StudyOutcome:
     return run_quick(quick, out, resume=resume, progress=False)
 
 
+def _some_tasks(per_domain: int = 12) -> list[str]:
+    """The first test-split tasks of each built-in domain (the fast suite's slice)."""
+    from flatscore.domains import get_domain
+
+    return [t.id for d in ("retail", "telecom") for t in get_domain(d).tasks("test")[:per_domain]]
+
+
+@pytest.mark.slow  # 2 × 228 episodes; the same on 24 tasks below
 def test_same_seeds_give_identical_episodes(tmp_path: Path) -> None:
     _run(tmp_path / "a.jsonl", concurrency=1)
     _run(tmp_path / "b.jsonl", concurrency=8)
     a, b = comparable_episodes([tmp_path / "a.jsonl"]), comparable_episodes([tmp_path / "b.jsonl"])
     assert len(a) == 228 and a == b
+
+
+def test_same_seeds_give_identical_episodes_on_some_tasks(tmp_path: Path) -> None:
+    tasks = _some_tasks()
+    _run(tmp_path / "a.jsonl", concurrency=1, task_ids=tasks, agent_options={"slip_rate": 0.3})
+    _run(tmp_path / "b.jsonl", concurrency=8, task_ids=tasks, agent_options={"slip_rate": 0.3})
+    a, b = comparable_episodes([tmp_path / "a.jsonl"]), comparable_episodes([tmp_path / "b.jsonl"])
+    assert len(a) == len(tasks) == 24 and a == b
 
 
 def test_quick_form_is_the_one_model_study(tmp_path: Path) -> None:
@@ -86,17 +102,23 @@ def test_trials_get_their_own_seed_and_arms_share_them(tmp_path: Path) -> None:
     assert users(x) == users(y)  # same seed, same user behaviour in both arms
 
 
-def test_resume_runs_only_what_is_missing(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "tasks",
+    [pytest.param(None, id="test-split", marks=pytest.mark.slow), pytest.param(24, id="24-tasks")],
+)
+def test_resume_runs_only_what_is_missing(tmp_path: Path, tasks: int | None) -> None:
     out = tmp_path / "r.jsonl"
-    first = _run(out, trials=1)
-    assert (first.written, first.skipped, first.succeeded) == (228, 0, 228)
+    some = {} if tasks is None else {"task_ids": _some_tasks(tasks // 2)}
+    n = tasks or 228
+    first = _run(out, trials=1, **some)
+    assert (first.written, first.skipped, first.succeeded) == (n, 0, n)
     with pytest.raises(InputError, match="pass --resume"):
-        _run(out, trials=1)
-    second = _run(out, resume=True, trials=2)
-    assert (second.planned, second.skipped, second.written) == (456, 228, 228)
+        _run(out, trials=1, **some)
+    second = _run(out, resume=True, trials=2, **some)
+    assert (second.planned, second.skipped, second.written) == (2 * n, n, n)
     ids = [e.episode_id for e in read_episodes(out)]
-    assert len(ids) == len(set(ids)) == 456
-    two_trials = QuickRun.parse(domains=["retail", "telecom"], trials=2).to_study()
+    assert len(ids) == len(set(ids)) == 2 * n
+    two_trials = QuickRun.parse(domains=["retail", "telecom"], trials=2, **some).to_study()
     assert set(ids) == {j.episode_id for j in plan_study(two_trials).jobs}
 
 
