@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from analysis_builders import episode
+from flatscore.cli.embedded_card_runs import recovery_table, runs_section
 from flatscore.episode import Episode
 from flatscore.errors import InputError
 from flatscore.store.jsonl import EpisodeWriter
-from flatscore.train.card_runs import cells, read_runs, recovery_table, runs_section
+from flatscore.train.card_runs import cells, read_runs
 
 OK, MISSING = ("get_order", "ok"), ("get_order", "entity_not_found")
 

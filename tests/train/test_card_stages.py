@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from cli_runner import flatscore
+from flatscore.cli.embedded_card import render_card
 from flatscore.errors import InputError
-from flatscore.train.card import render_card
 from flatscore.train.card_stages import stages_of
 from flatscore.train.recipe import TrainConfig
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from flatscore.cli.embedded_card import render_card
 from flatscore.errors import InputError
-from flatscore.train.card import adapter_distance, install_adapter, render_card
+from flatscore.train.card import adapter_distance, install_adapter
 from flatscore.train.card_stages import loss_table
 from flatscore.train.evaluate import ArmDomainSummary
 from flatscore.train.recipe import TrainConfig

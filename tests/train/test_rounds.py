@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from flatscore.cli.embedded_round import round_table, verdict
 from flatscore.errors import InputError
 from flatscore.store.archive import archived, chunks
-from flatscore.train.rounds import RoundRow, round_rows, round_table, verdict
+from flatscore.train.rounds import RoundRow, round_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 

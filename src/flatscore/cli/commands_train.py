@@ -114,9 +114,9 @@ def eval_embedded_command(
 
     import torch
 
+    from flatscore.cli.embedded_card_runs import eval_table
     from flatscore.domains import get_domain
     from flatscore.models.adapter import ADAPTER_ENV, shipped_adapter
-    from flatscore.train.card import eval_table
     from flatscore.train.evaluate import EVAL_ARMS, EVAL_DOMAINS, run_arm, summarize
 
     torch.set_num_threads(threads)
@@ -196,9 +196,9 @@ def embedded_card_command(
     ] = None,
 ) -> None:
     """Write the embedded adapter's model card from the training and evaluation files."""
+    from flatscore.cli.embedded_card import write_card
     from flatscore.errors import InputError
     from flatscore.models.adapter import ADAPTER_DIR
-    from flatscore.train.card import write_card
 
     if not (train_dir / "config.json").is_file():
         raise InputError("is not a training directory (no config.json)", file=str(train_dir))
@@ -230,7 +230,8 @@ def embedded_round_command(
     trials: opt.Trials = None,
 ) -> None:
     """An on-policy round's numbers for the reference on the test set, against the targets."""
-    from flatscore.train.rounds import round_rows, round_table
+    from flatscore.cli.embedded_round import round_table
+    from flatscore.train.rounds import round_rows
 
     lines = round_table(round_rows(runs, arm, trials))
     console.print("\n".join(lines), highlight=False, soft_wrap=True)

@@ -16,7 +16,6 @@ from flatscore.analysis.settings import AnalysisSettings
 from flatscore.domains import domain_names, get_domain
 from flatscore.episode import Episode, TerminationReason
 from flatscore.errors import InputError
-from flatscore.report.markdown_table import table_lines
 
 RECOVERY_TARGET = 0.35
 REPEAT_TARGET = 0.30
@@ -51,6 +50,15 @@ class RoundRow(BaseModel):
     def masking(self) -> float | None:
         """S(9) − S(0) in points."""
         return None if self.s0 is None or self.s9 is None else 100 * (self.s9 - self.s0)
+
+    @property
+    def targets(self) -> dict[str, bool | None]:
+        """Whether each per-domain target holds (None: no value), by name."""
+        return {
+            "success": None if self.success is None else self.success >= SUCCESS_TARGET,
+            "recovery": None if self.recovery is None else self.recovery >= RECOVERY_TARGET,
+            "repeats": None if self.repeat_share is None else self.repeat_share <= REPEAT_TARGET,
+        }
 
     @property
     def whole(self) -> bool:
@@ -107,87 +115,3 @@ def round_rows(runs: Sequence[Path], arm: str = "ref", trials: str | None = None
     if not rows:
         raise InputError(f"no episode of arm {arm!r} in the runs", field="--arm")
     return rows
-
-
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f}%"
-
-
-def _mark(ok: bool | None) -> str:
-    return "" if ok is None else (" ✓" if ok else " ✗")
-
-
-def round_table(rows: Sequence[RoundRow]) -> list[str]:
-    """The rows against the targets (✓ met, ✗ not), and one verdict line."""
-    table = []
-    for r in rows:
-        table.append(
-            [
-                r.model,
-                r.domain,
-                f"{r.episodes} episodes, {r.tasks} of {r.test_tasks or '?'} tasks"
-                + ("" if r.whole else " (not the whole test set once)"),
-                _pct(r.success) + _mark(None if r.success is None else r.success >= SUCCESS_TARGET),
-                _pct(r.recovery)
-                + _mark(None if r.recovery is None else r.recovery >= RECOVERY_TARGET),
-                _pct(r.repeat_share)
-                + _mark(None if r.repeat_share is None else r.repeat_share <= REPEAT_TARGET),
-                _pct(r.s0),
-                _pct(r.s9),
-                "–" if r.masking is None else f"{r.masking:.1f}",
-            ]
-        )
-    head = [
-        "model",
-        "domain",
-        "scope",
-        f"success (≥ {SUCCESS_TARGET:.0%})",
-        f"recovery (≥ {RECOVERY_TARGET:.0%})",
-        f"repeats (≤ {REPEAT_TARGET:.0%})",
-        "S(0)",
-        "S(9)",
-        f"S(9) − S(0) (≥ {MASKING_TARGET:g} in one domain)",
-    ]
-    counts = [
-        [
-            r.model,
-            r.domain,
-            f"{r.failed_calls} / {r.agent_calls}",
-            str(r.reissued_calls),
-            str(r.step_cap),
-        ]
-        for r in rows
-    ]
-    counts_head = [
-        "model",
-        "domain",
-        "failed / agent calls",
-        "calls re-issuing a call that had succeeded",
-        "episodes ended at the step cap",
-    ]
-    return [
-        *table_lines(head, table, "lll"),
-        "",
-        *table_lines(counts_head, counts, "llr"),
-        "",
-        verdict(rows),
-    ]
-
-
-def verdict(rows: Sequence[RoundRow]) -> str:
-    """Whether every target holds, on whole test sets."""
-    if not all(r.whole for r in rows):
-        return "not judged: a domain is not the whole test set, one trial per task"
-    missed = [
-        f"{r.domain} {name}"
-        for r in rows
-        for name, ok in (
-            ("success", (r.success or 0) >= SUCCESS_TARGET),
-            ("recovery", (r.recovery or 0) >= RECOVERY_TARGET),
-            ("repeats", r.repeat_share is not None and r.repeat_share <= REPEAT_TARGET),
-        )
-        if not ok
-    ]
-    if not any((r.masking or 0) >= MASKING_TARGET for r in rows):
-        missed.append("S(9) − S(0) in every domain")
-    return "targets met" if not missed else "targets not met: " + ", ".join(missed)
