@@ -162,7 +162,7 @@ def test_other_runs_are_read_in_a_seeded_random_order() -> None:
         if s is not None
     }
     assert got == _expected(order, eps)
-    assert result.sequential is not None and "seeded random order" in result.sequential.order
+    assert result.sequential is not None and result.sequential.ordered_by == "seeded"
     assert analyze(eps, settings) == result  # reproducible
 
 

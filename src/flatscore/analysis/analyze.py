@@ -19,7 +19,6 @@ from flatscore.analysis.budget import budgets_with, default_budget, recorded_max
 from flatscore.analysis.channels import ChannelRules, load_rules
 from flatscore.analysis.comparison import VERDICT_ORDER, compare, correct_channels, finalize
 from flatscore.analysis.cost import cost_summary
-from flatscore.analysis.definitions import definitions
 from flatscore.analysis.facts import EpisodeFacts, episode_facts
 from flatscore.analysis.identity import unique_episodes
 from flatscore.analysis.noise_floor import CellFloor, noise_floor
@@ -235,16 +234,7 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
     result = AnalysisResult(
         flatscore_version=flatscore.__version__,
         settings=settings,
-        definitions=definitions(
-            options.count,
-            default_k,
-            options.tost_margin,
-            options.correction,
-            options.bootstrap,
-            options.bootstrap_min_tasks,
-            alpha=options.alpha,
-            tight_k=options.tight_budget,
-        ),
+        definitions={},  # words, from the settings: the report's (`report.definitions`)
         episodes_read=read,
         infrastructure_errors=sum(infra.values()),
         cells=cells,

@@ -390,10 +390,15 @@ class Settings(AnalysisSettings):
 class AnalysisResult(AnalysisModel):
     """analysis.json: `cells` plus the settings and the definition text each number follows."""
 
+    # Its words are the report's: `analyze` leaves `definitions` (and the sequential
+    # reading's) empty; `flatscore.report.analysis_text.worded` fills them in from the
+    # settings when the analysis is written or shown.
+
     schema_version: int = ANALYSIS_SCHEMA_VERSION
     flatscore_version: str
     settings: Settings
     definitions: dict[str, str]
+    """The definition each number follows, in words (empty until the report words it)."""
     episodes_read: int
     infrastructure_errors: int
     cells: list[Cell]

@@ -30,8 +30,12 @@ from flatscore.analysis.sequential import (
     look_stats,
 )
 from flatscore.analysis.sequential_channels import ChannelCounts
-from flatscore.analysis.sequential_result import SequentialComparison, SequentialSummary
-from flatscore.analysis.settings import AnalysisSettings, in_points
+from flatscore.analysis.sequential_result import (
+    SequentialComparison,
+    SequentialSummary,
+    TaskOrder,
+)
+from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.stats import stable_rng
 from flatscore.analysis.task_matrix import MALFORMED, TaskMatrix, task_matrix
 from flatscore.episode import Episode
@@ -43,26 +47,6 @@ FinishRank = dict[tuple[str, str, str, str], int]
 
 def design_for(options: AnalysisSettings) -> SequentialDesign:
     return SequentialDesign(margin=options.tost_margin, alpha=options.alpha)
-
-
-def describe(design: SequentialDesign) -> str:
-    levels = design.levels()
-    return (
-        f"looks every {design.look_every} paired tasks from {design.first_look_share:.0%} of "
-        "the maximum on, and at the maximum; damage (gap > 0, "
-        f"one-sided α = {levels['damage']:g}) and amplification (all-channel failed-call "
-        f"ratio > 1, α = {levels['amplified']:g}) with Holm across the study's comparisons "
-        "(group-sequential form); equivalence (TOST ±"
-        f"{in_points(design.margin):g} points, α = {levels['equivalent_low']:g} each side) and a "
-        f"bound on failed calls (ratio < ×{design.ratio_margin:g} or fewer than "
-        f"{in_points(design.difference_margin):g} extra per 100 agent calls, "
-        f"α = {levels['bounded']:g}) uncorrected, which alone lets a comparison stop early on "
-        '"no damage detected" (at the maximum it reads as the fixed design); '
-        "a comparison with a channel leaning towards amplified waits for the maximum; "
-        "Hwang–Shih–DeCani spending, γ = "
-        f"{design.gamma_damage:g} (damage, amplification) and {design.gamma_equivalence:g} "
-        "(equivalence, bound); the last look spends what is left"
-    )
 
 
 def finish_ranks(episodes: Sequence[Episode]) -> tuple[FinishRank, set[tuple[str, str]]]:
@@ -257,17 +241,13 @@ def replay(
             else sum(f.task_id in common_by_cell[ci] for f in reference)
         )
     any_sequential = bool(sequential_cells & {(c.model, c.domain) for c in cells})
-    order_text = (
-        "tasks in the order the sequential run read them (its recorded task order)"
-        if any_sequential and planned
-        else "tasks in the order their episodes finished (a sequential run)"
-        if any_sequential
-        else f"tasks in a seeded random order per cell (seed {options.seed} and the cell's "
-        "model and domain; the run was not sequential)"
+    ordered_by: TaskOrder = (
+        "recorded" if any_sequential and planned else "finished" if any_sequential else "seeded"
     )
     summary = SequentialSummary(
-        order=order_text,
-        design=describe(design),
+        order="",  # words: the report's (`report.sequential_text`)
+        design="",
+        ordered_by=ordered_by,
         tasks=int(tasks_read.sum()),
         tasks_available=sum(
             maxima.get((cells[ci].model, cells[ci].domain), len(order)) for ci, _, order in plans

@@ -39,13 +39,23 @@ class SequentialComparison(AnalysisModel):
     the study's, not a replay of a fixed-design run (absent for a replay)."""
 
 
+TaskOrder = Literal["recorded", "finished", "seeded"]
+"""How a sequential reading ordered each cell's tasks: the order a sequential run recorded
+(`metadata.task_rank`), the order its episodes finished, or a seeded random permutation (the
+run was not sequential)."""
+
+
 class SequentialSummary(AnalysisModel):
     """The study as a sequential run would have read it."""
 
     order: str
-    """How tasks were ordered: as their episodes finished, or a seeded random order."""
+    """How tasks were ordered: as their episodes finished, or a seeded random order (words:
+    `analyze` leaves them empty, `flatscore.report.sequential_text` fills them in)."""
     design: str
-    """Looks, margins, spending functions and the multiplicity correction, in words."""
+    """Looks, margins, spending functions and the multiplicity correction, in words (filled
+    in by the report, from the settings)."""
+    ordered_by: TaskOrder | None = Field(None, exclude=True)
+    """`order` as data; not part of the record (None when read back from analysis.json)."""
     tasks: int
     """Paired tasks read over all comparisons."""
     tasks_available: int
@@ -68,11 +78,3 @@ def decided_text(c: SequentialComparison) -> str:
     if c.more_tasks:
         return f"open after {c.tasks} tasks: the planned looks allow {c.more_tasks} more"
     return f"{c.verdict}: undecided after all {c.tasks_available} tasks"
-
-
-def study_text(s: SequentialSummary) -> str:
-    """The whole study's saving, in one sentence."""
-    return (
-        f"sequential reading: {s.tasks} of {s.tasks_available} paired tasks and {s.episodes} "
-        f"of {s.episodes_available} episodes ({100 * s.saving:.0f}% saved); {s.order}"
-    )

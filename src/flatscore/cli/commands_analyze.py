@@ -37,10 +37,10 @@ def analyze(
     trials: opt.Trials = None,
 ) -> None:
     """Per-channel error rates, S(K), amplification, invariance, recovery and paired statistics."""
-    from flatscore.analysis.outputs import rounded_json
     from flatscore.analysis.settings import AnalysisSettings
     from flatscore.cli import json_out as out
     from flatscore.formats.pipeline import analyze_runs, expand_inputs
+    from flatscore.report import analysis_json
     from flatscore.report.terminal import render
 
     options = AnalysisSettings.from_flags(
@@ -59,10 +59,10 @@ def analyze(
     with console.status("reading episodes and bootstrapping…"):
         result = analyze_runs(paths, options, margins=margins).result
     if json_out == out.STDOUT:  # the JSON alone on stdout, for machines
-        out.write(rounded_json(result), json_out)
+        out.write(analysis_json(result), json_out)
         return
     render(result, console)
-    if json_out is not None and out.write(rounded_json(result), json_out):
+    if json_out is not None and out.write(analysis_json(result), json_out):
         console.print(f"wrote {json_out}", style="dim")
 
 

@@ -33,8 +33,11 @@ def rules_for(analysis: AnalysisResult) -> ChannelRules:
 
 def analysis_json(analysis: AnalysisResult) -> str:
     """analysis.json's text: pydantic's field order, two-space indent, floats to
-    `defaults.JSON_DIGITS` significant digits, one final newline."""
-    return rounded_json(analysis) + "\n"
+    `defaults.JSON_DIGITS` significant digits, one final newline; its words filled in
+    (`analysis_text.worded`)."""
+    from flatscore.report.analysis_text import worded
+
+    return rounded_json(worded(analysis)) + "\n"
 
 
 def write_report(

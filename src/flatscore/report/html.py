@@ -31,6 +31,7 @@ import flatscore.report.plots as plots
 from flatscore.analysis.channels import ChannelRules
 from flatscore.analysis.result import CHANNELS, AnalysisResult, Cell, Comparison
 from flatscore.episode import Episode
+from flatscore.report.analysis_text import worded
 from flatscore.report.first_screen import first_screen
 from flatscore.report.html_text import Footnotes, markdown_table, prose
 from flatscore.report.reproduction import Banner
@@ -366,6 +367,7 @@ def render_html(
 ) -> str:
     """The whole report page as one string, opening with its first screen (`first_screen`);
     `banner`: a reproduction's count above it."""
+    analysis = worded(analysis)
     env = _environment()
     script = env.get_template("_script.html.j2").render()
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")

@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from flatscore.analysis.result import AnalysisResult, Cell, FloorStat
-from flatscore.analysis.sequential_result import decided_text, study_text
+from flatscore.analysis.sequential_result import decided_text
 from flatscore.report.cost_text import cost_lines
 from flatscore.report.markdown_escape import md_escape
 from flatscore.report.markdown_table import table_lines
+from flatscore.report.sequential_text import study_text
 from flatscore.report.verdicts import cell_reason, cell_verdict, headlines, pct, pts, pval, ratio
 
 CODE_PHRASES = ("`flatscore power`",)
@@ -96,7 +97,7 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
         "",
     ]
     if analysis.sequential is not None:
-        lines += [md_escape(study_text(analysis.sequential)) + ".", ""]
+        lines += [md_escape(study_text(analysis.sequential, s)) + ".", ""]
     for cell in analysis.cells:
         lines += [
             f"## {md_escape(cell.model)} · {md_escape(cell.domain)}: **{cell_verdict(cell)}**",

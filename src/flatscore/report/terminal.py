@@ -14,8 +14,9 @@ from rich.text import Text
 
 from flatscore.analysis.channels import LEAF_CHANNELS
 from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, ChannelAmplification
-from flatscore.analysis.sequential_result import decided_text, study_text
+from flatscore.analysis.sequential_result import decided_text
 from flatscore.console import styled
+from flatscore.report.sequential_text import study_text
 from flatscore.report.terminal_fit import fit
 from flatscore.report.verdicts import (
     cell_reason,
@@ -96,7 +97,7 @@ def verdict_lines(result: AnalysisResult) -> list[Text]:
                     Text(f"  {c.arm} vs {c.reference}, sequential: " + decided_text(c.sequential))
                 )
     if result.sequential is not None:
-        lines.append(Text(study_text(result.sequential), "dim"))
+        lines.append(Text(study_text(result.sequential, result.settings), "dim"))
     return lines
 
 

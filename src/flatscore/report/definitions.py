@@ -1,26 +1,20 @@
-"""The definition text each reported number follows (docs/analysis.md, "Definitions"), written into
-analysis.json and shown next to the numbers, so output says which definition it follows."""
+"""The definition text each reported number follows (docs/analysis.md, "Definitions"),
+written into analysis.json and shown next to the numbers, so output says which definition it
+follows. Composed from the analysis' settings alone (`analysis_text.worded` fills it in)."""
 
 from __future__ import annotations
 
-from flatscore.defaults import ALPHA, BOOTSTRAP_MIN_TASKS, TIGHT_K
+from flatscore.analysis.result import Settings
 
 
-def definitions(
-    count: str,
-    default_k: int,
-    margin: float,
-    correction: str,
-    n_boot: int,
-    min_tasks: int = BOOTSTRAP_MIN_TASKS,
-    *,
-    alpha: float = ALPHA,
-    tight_k: int = TIGHT_K,
-) -> dict[str, str]:
+def definitions(settings: Settings) -> dict[str, str]:
+    count, default_k, margin = settings.count, settings.default_K, settings.tost_margin
+    n_boot, min_tasks = settings.bootstrap, settings.bootstrap_min_tasks
+    alpha, tight_k = settings.alpha, settings.tight_budget
     counted = (
         "agent and user failed calls (like τ²)" if count == "all" else "agent failed calls only"
     )
-    corr = "Holm" if correction == "holm" else "Benjamini–Hochberg"
+    corr = "Holm" if settings.correction == "holm" else "Benjamini–Hochberg"
     return {
         "agent_tool_call": "A function call issued by the agent (requestor agent). User-side "
         "calls are counted separately and never enter agent channel rates.",
