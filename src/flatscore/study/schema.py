@@ -85,6 +85,16 @@ CONTROL_SEED_OFFSET = 10_000
 """A control arm's default seed base: the study's seed + 10,000 (trial seeds never meet)."""
 
 
+def _takes_nothing_of_its_own(
+    arm_name: str, arm: ArmSpec, fields: tuple[str, ...], why: str
+) -> None:
+    """An arm played by another arm (an inject arm, a control) sets none of `fields` and no
+    options: the error says `why` and what to remove."""
+    given = [f for f in fields if getattr(arm, f)]
+    if given or arm.options:
+        raise ValueError(f"arm {arm_name!r}: {why}; remove {', '.join(given) or 'options'}")
+
+
 class ModelSpec(Endpoint):
     """A model and its arms. `name` labels the model in every episode (the analysis groups
     cells by it), so keep it the same across arms. The endpoint settings (`Endpoint`:
@@ -190,16 +200,12 @@ class ModelSpec(Endpoint):
                         f"arm {arm_name!r}: inject.base must name another arm of this model "
                         f"that is not itself injected (arms: {', '.join(self.arms)})"
                     )
-                given = [
-                    f
-                    for f in ("quant", "url", "served_model", "api_key_env", "file", "server")
-                    if getattr(arm, f)
-                ]
-                if given or arm.options:
-                    raise ValueError(
-                        f"arm {arm_name!r}: an inject arm takes everything from its base arm "
-                        f"{arm.inject.base!r}; remove {', '.join(given) or 'options'}"
-                    )
+                _takes_nothing_of_its_own(
+                    arm_name,
+                    arm,
+                    ("quant", "url", "served_model", "api_key_env", "file", "server"),
+                    f"an inject arm takes everything from its base arm {arm.inject.base!r}",
+                )
                 continue
             if self.kind != AGENT_KIND and arm.options:
                 raise ValueError(f"arm {arm_name!r}: options apply to kind {AGENT_KIND} only")
@@ -221,16 +227,12 @@ class ModelSpec(Endpoint):
                     f"arm {arm_name!r}: control_of must name another, non-control arm of "
                     f"this model (got {arm.control_of!r})"
                 )
-            own = [
-                f
-                for f in ("quant", "url", "served_model", "checkpoint", "file", "server")
-                if getattr(arm, f)
-            ]
-            if own or arm.options:
-                raise ValueError(
-                    f"arm {arm_name!r}: a control replicates {arm.control_of!r} as it is; "
-                    f"remove {', '.join(own or ['options'])}"
-                )
+            _takes_nothing_of_its_own(
+                arm_name,
+                arm,
+                ("quant", "url", "served_model", "checkpoint", "file", "server"),
+                f"a control replicates {arm.control_of!r} as it is",
+            )
         arm_servers(self.server, {name: arm.server for name, arm in self.arms.items()})
         return self
 
