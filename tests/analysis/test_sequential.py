@@ -20,7 +20,7 @@ from flatscore.analysis.rate_ratio import (
     bound_p,
     informative_df,
     rate_ratio_test,
-    ratio_p_greater,
+    ratio_p,
     score_t,
 )
 from flatscore.analysis.sequential import (
@@ -88,7 +88,7 @@ def test_ratio_tests_are_the_fixed_designs_halves() -> None:
     c = simulate(rng, 50, ratio=1.3)
     arrays = (c.failed_arm, c.calls_arm, c.failed_ref, c.calls_ref)
     fixed = rate_ratio_test(*arrays, interval=False)
-    up = ratio_p_greater(*arrays)
+    up = ratio_p(*arrays)
     assert 2 * np.minimum(up, 1 - up) == pytest.approx(fixed.p_value)
     t = score_t(*arrays)
     df = informative_df(c.failed_arm, c.failed_ref)
@@ -102,7 +102,7 @@ def test_look_stats_at_the_last_look_are_the_fixed_designs() -> None:
     z = stats.z["damage"][:, -1]
     assert z == pytest.approx(norm.isf(paired_one_sided(c.differences, 0.0, upper=True)))
     arrays = (c.failed_arm, c.calls_arm, c.failed_ref, c.calls_ref)
-    amp = norm.isf(ratio_p_greater(*arrays))
+    amp = norm.isf(ratio_p(*arrays))
     assert stats.z["amplified"][:, -1] == pytest.approx(amp)
     bound = norm.isf(bound_p(*arrays, DESIGN.ratio_margin, DESIGN.difference_margin))
     assert stats.z["bounded"][:, -1] == pytest.approx(bound)

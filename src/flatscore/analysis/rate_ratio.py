@@ -39,6 +39,7 @@ task-clustered (sandwich) t with n − 1 degrees of freedom.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from scipy import stats
@@ -117,30 +118,20 @@ def score_t(
     return np.where(exists, t, np.nan)
 
 
-def ratio_p_greater(
+def ratio_p(
     y_arm: np.ndarray,
     x_arm: np.ndarray,
     y_ref: np.ndarray,
     x_ref: np.ndarray,
     theta: float = 1.0,
+    alternative: Literal["greater", "less"] = "greater",
 ) -> np.ndarray:
-    """One-sided p for "rate ratio above θ" (NaN: no test); the sequential looks use it."""
+    """One-sided p for "rate ratio above θ" (`alternative="less"`: below θ); NaN: no test.
+    The sequential looks use it above 1, the bound on failed calls below its margin."""
     t = score_t(y_arm, x_arm, y_ref, x_ref, theta)
     df = informative_df(y_arm, y_ref)
-    return np.where(np.isnan(t), np.nan, stats.t.sf(np.nan_to_num(t), df))
-
-
-def ratio_p_below(
-    y_arm: np.ndarray,
-    x_arm: np.ndarray,
-    y_ref: np.ndarray,
-    x_ref: np.ndarray,
-    theta: float,
-) -> np.ndarray:
-    """One-sided p for "rate ratio below θ" (NaN: no test)."""
-    t = score_t(y_arm, x_arm, y_ref, x_ref, theta)
-    df = informative_df(y_arm, y_ref)
-    return np.where(np.isnan(t), np.nan, stats.t.cdf(np.nan_to_num(t), df))
+    tail = stats.t.sf if alternative == "greater" else stats.t.cdf
+    return np.where(np.isnan(t), np.nan, tail(np.nan_to_num(t), df))
 
 
 def difference_p_below(
@@ -176,7 +167,7 @@ def bound_p(
     """One-sided p for "no amplification": ratio below `ratio_margin` or extra failed calls
     per agent call below `difference_margin`, each at half the level (Bonferroni): 2 × the
     smaller p, capped at 1; NaN where neither test exists."""
-    r = ratio_p_below(y_arm, x_arm, y_ref, x_ref, ratio_margin)
+    r = ratio_p(y_arm, x_arm, y_ref, x_ref, ratio_margin, "less")
     d = difference_p_below(y_arm, x_arm, y_ref, x_ref, difference_margin)
     best = np.fmin(r, d)
     return np.where(np.isnan(best), np.nan, np.minimum(1.0, 2.0 * best))

@@ -10,7 +10,7 @@ per-task statistics of the fixed design:
   paired_one_sided`, the statistic of the fixed design's paired test; α/2, as the fixed
   design's two-sided test at α);
 - **equivalence**: the gap inside ±margin (both one-sided tests of TOST, α each);
-- **amplified**: the all-channel failed-call ratio above 1 (`rate_ratio.ratio_p_greater`,
+- **amplified**: the all-channel failed-call ratio above 1 (`rate_ratio.ratio_p`,
   the fixed design's task-clustered score test, t(n − 1); α/2);
 - **bounded**: that ratio below `ratio_margin` or the extra failed calls per agent call
   below `difference_margin` (`rate_ratio.bound_p`: each at α/2, so the claim holds at α on
@@ -56,7 +56,7 @@ from scipy.stats import norm
 from flatscore import defaults
 from flatscore.analysis.outputs import AnalysisModel
 from flatscore.analysis.paired_score import paired_one_sided
-from flatscore.analysis.rate_ratio import bound_p, ratio_p_greater
+from flatscore.analysis.rate_ratio import bound_p, ratio_p
 from flatscore.analysis.sequential_channels import ChannelCounts, channel_z
 from flatscore.analysis.spending import hsd_boundaries
 
@@ -185,7 +185,7 @@ def look_stats(
         out["equivalent_high"].append(_z(paired_one_sided(head, design.margin, upper=False)))
         fa, ca, fr, cr = (a[..., :n] for a in parts)
         has_ratio = (fa.sum(axis=-1) > 0) & (fr.sum(axis=-1) > 0)
-        amp = ratio_p_greater(fa, ca, fr, cr)
+        amp = ratio_p(fa, ca, fr, cr)
         out["amplified"].append(_z(np.where(has_ratio, amp, np.nan)))
         bound = bound_p(fa, ca, fr, cr, design.ratio_margin, design.difference_margin)
         out["bounded"].append(_z(bound))

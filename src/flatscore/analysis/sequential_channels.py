@@ -5,7 +5,7 @@ A flat score with one amplified channel is "flat score, amplified failures" in t
 design even when the all-channel ratio is not significant (a dropped argument in a few
 calls is a small share of all failures). The sequential decision tests the same channels on
 the tasks read so far, one-sided (more failures in the arm), with the fixed design's test:
-the task-clustered score test of the rate ratio (`rate_ratio.ratio_p_greater`, t(n − 1)),
+the task-clustered score test of the rate ratio (`rate_ratio.ratio_p`, t(n − 1)),
 and, for a channel the reference has not failed in on those tasks (no ratio), the exact
 sign test over tasks (`task_sign`: tasks where only the arm fails this way against tasks
 where only the reference does). The score statistic is normalised by its own per-task
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import binom, norm
 
-from flatscore.analysis.rate_ratio import ratio_p_greater
+from flatscore.analysis.rate_ratio import ratio_p
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def channel_p(
     """One-sided p for "the channel's rate ratio is above 1" on all tasks given (last axis):
     the score test's where the reference failed this way, the sign test's where it did not
     and the arm did, else NaN (no test)."""
-    p_ratio = ratio_p_greater(failed_arm, den_arm, failed_ref, den_ref)
+    p_ratio = ratio_p(failed_arm, den_arm, failed_ref, den_ref)
     has_ratio = (failed_ref.sum(axis=-1) > 0) & (failed_arm.sum(axis=-1) > 0)
     failed = failed_arm.sum(axis=-1) > 0
     p_sign = sign_test_greater(failed_arm, failed_ref)
