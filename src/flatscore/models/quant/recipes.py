@@ -104,25 +104,38 @@ def _weights_only(bits: int, symmetric: bool, group_size: int | None) -> dict[st
     }
 
 
+def _rounding(
+    name: str, description: str, scheme: str, quantization: dict[str, Any], twin: str
+) -> Recipe:
+    """A recipe that only rounds (one `QuantizationModifier`, no calibration), held against
+    the hand-written arm `twin`."""
+    return Recipe(
+        name=name,
+        description=description,
+        scheme=scheme,
+        modifiers={"QuantizationModifier": quantization},
+        calibrated=False,
+        twin=twin,
+    )
+
+
 RECIPES: dict[str, Recipe] = {
     r.name: r
     for r in [
-        Recipe(
-            name="llmc-w8a8-fp8",
-            description="FP8 dynamic: fp8 e4m3 weights, one scale per output channel; "
-            "activations fp8 per token at run time (no calibration)",
-            scheme="FP8_DYNAMIC",
-            modifiers={"QuantizationModifier": _quantize("FP8_DYNAMIC")},
-            calibrated=False,
+        _rounding(
+            "llmc-w8a8-fp8",
+            "FP8 dynamic: fp8 e4m3 weights, one scale per output channel; activations fp8 "
+            "per token at run time (no calibration)",
+            "FP8_DYNAMIC",
+            _quantize("FP8_DYNAMIC"),
             twin="fp8-w8a8",
         ),
-        Recipe(
-            name="llmc-w8a16-int8",
-            description="INT8 weight-only: int8 symmetric RTN weights, one scale per output "
-            "channel (no calibration)",
-            scheme="W8A16",
-            modifiers={"QuantizationModifier": _weights_only(8, True, None)},
-            calibrated=False,
+        _rounding(
+            "llmc-w8a16-int8",
+            "INT8 weight-only: int8 symmetric RTN weights, one scale per output channel (no "
+            "calibration)",
+            "W8A16",
+            _weights_only(8, True, None),
             twin="int8",
         ),
         Recipe(
@@ -155,12 +168,11 @@ RECIPES: dict[str, Recipe] = {
             samples=4,
             max_tokens=128,
         ),
-        Recipe(
-            name="llmc-w4a16-rtn",
-            description="W4A16 RTN: int4 asymmetric weights, groups of 64, no calibration",
-            scheme="W4A16_ASYM",
-            modifiers={"QuantizationModifier": _weights_only(4, False, INT4_GROUP)},
-            calibrated=False,
+        _rounding(
+            "llmc-w4a16-rtn",
+            "W4A16 RTN: int4 asymmetric weights, groups of 64, no calibration",
+            "W4A16_ASYM",
+            _weights_only(4, False, INT4_GROUP),
             twin="int4",
         ),
         Recipe(
