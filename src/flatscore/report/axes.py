@@ -426,6 +426,17 @@ class Panel:
             rotate=True,
         )
 
+    def empty(self, text: str) -> None:
+        """A message in the middle of a panel that has nothing to draw."""
+        self.d.text(
+            self.left + self.width / 2,
+            self.top + self.height / 2,
+            text,
+            FONT_SIZE,
+            "middle",
+            "center",
+        )
+
     def title(self, text: str, size: float = TITLE_SIZE) -> None:
         self.d.text(self.left, self.top - 6, text, size, "start", "bottom")
 

@@ -291,14 +291,7 @@ def _draw_intervals(
     """One row per item: the ratio and its CI on a log axis (decades only, so the ticks
     never run together); an interval with no upper bound ends in an arrowhead at the edge."""
     if not items:
-        panel.d.text(
-            panel.left + panel.width / 2,
-            panel.top + panel.height / 2,
-            "no comparison",
-            FONT_SIZE,
-            "middle",
-            "center",
-        )
+        panel.empty("no comparison")
         return
     shown = [it for it in items if finite(it.value) and it.value is not None and it.value > 0]
     values = [v for it in shown for v in (it.value, it.low, it.high) if v and finite(v)]
@@ -395,14 +388,7 @@ def rank_figure(
         labels = [(_short(n), ref_rank[n], arm_rank[n]) for n in by_volume[:label_top]]
     else:
         p.frame()
-        d.text(
-            p.left + p.width / 2,
-            p.top + p.height / 2,
-            "no hallucinated tool names",
-            FONT_SIZE,
-            "middle",
-            "center",
-        )
+        p.empty("no hallucinated tool names")
     for text, x, y in labels:  # last: a label over another text is left out
         if p.x(x) + 4 + text_width(text, 7.0) <= width - 2:
             p.label(x, y, text, 7.0, dx=4, dy=3, optional=True)
