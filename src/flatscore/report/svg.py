@@ -167,10 +167,13 @@ class Drawing:
         opacity: float = 1.0,
         clip: str | None = None,
     ) -> None:
-        fade = f' fill-opacity="{num(opacity)}"' if opacity < 1 else ""
-        self.parts.append(
-            f'<rect x="{num(x)}" y="{num(y)}" width="{num(max(w, 0.0))}" '
-            f'height="{num(max(h, 0.0))}" fill="{colour}"{fade}{_clip(clip)}/>'
+        size = f'width="{num(max(w, 0.0))}" height="{num(max(h, 0.0))}"'
+        self._shape(
+            "rect",
+            f'x="{num(x)}" y="{num(y)}" {size} fill="{colour}"',
+            "fill-opacity",
+            opacity,
+            clip,
         )
 
     def circle(
@@ -183,11 +186,17 @@ class Drawing:
         opacity: float = 1.0,
         clip: str | None = None,
     ) -> None:
-        fade = f' opacity="{num(opacity)}"' if opacity < 1 else ""
-        self.parts.append(
-            f'<circle cx="{num(x)}" cy="{num(y)}" r="{num(r)}" fill="{fill or colour}" '
-            f'stroke="{colour}"{fade}{_clip(clip)}/>'
+        at = f'cx="{num(x)}" cy="{num(y)}" r="{num(r)}"'
+        self._shape(
+            "circle", f'{at} fill="{fill or colour}" stroke="{colour}"', "opacity", opacity, clip
         )
+
+    def _shape(
+        self, tag: str, attributes: str, fade: str, opacity: float, clip: str | None
+    ) -> None:
+        """One element; below full opacity, `fade` names the attribute that says so."""
+        faded = f' {fade}="{num(opacity)}"' if opacity < 1 else ""
+        self.parts.append(f"<{tag} {attributes}{faded}{_clip(clip)}/>")
 
     def text(
         self,
