@@ -69,28 +69,45 @@ def port_free(port: int) -> bool:
     return True
 
 
+SPELLINGS = {
+    "llama-cpp": ("llama_cpp.server", "--model_alias", "--n_ctx"),
+    "vllm": ("vllm.entrypoints.openai.api_server", "--served-model-name", "--max-model-len"),
+}
+"""The OpenAI-compatible servers flatscore starts as they are: the module, and how each
+spells the model name requests use and the context length."""
+
+
 def command_line(spec: ServerSpec, port: int, served_name: str) -> list[str]:
     """The command that serves `spec` on loopback `port` under the model name
     `served_name` (what requests name), with the kind's shared flags, then `spec.args`."""
     python = spec.python or sys.executable
-    if spec.kind == "llama-cpp":
+    if spec.kind == "flatscore":
         cmd = [
-            python, "-m", "llama_cpp.server",
+            python, "-c", "from flatscore.cli import main; main()", "serve",
+            "--kind", spec.engine or "local",
             "--model", str(spec.model),
-            "--model_alias", served_name,
-            "--host", HOST, "--port", str(port),
-            "--n_ctx", str(spec.max_model_len),
+            "--arm", spec.quant or "ref",
+            "--port", str(port),
+            "--threads", str(spec.threads),
+            "--name", served_name,
+        ]  # fmt: skip
+        return [*cmd, *spec.args]
+    if spec.kind not in SPELLINGS:
+        raise ValueError(f"unknown server kind {spec.kind!r}")
+    module, name, length = SPELLINGS[spec.kind]
+    weights = spec.model if spec.kind == "llama-cpp" else spec.checkpoint
+    cmd = [
+        python, "-m", module, "--model", str(weights), name, served_name,
+        "--host", HOST, "--port", str(port), length, str(spec.max_model_len),
+    ]  # fmt: skip
+    if spec.kind == "llama-cpp":
+        cmd += [
             "--n_threads", str(spec.threads), "--n_threads_batch", str(spec.threads),
             "--seed", str(spec.seed),
             "--chat_format", spec.chat_format or LLAMA_CPP_CHAT_FORMAT,
         ]  # fmt: skip
-    elif spec.kind == "vllm":
-        cmd = [
-            python, "-m", "vllm.entrypoints.openai.api_server",
-            "--model", str(spec.checkpoint),
-            "--served-model-name", served_name,
-            "--host", HOST, "--port", str(port),
-            "--max-model-len", str(spec.max_model_len),
+    else:
+        cmd += [
             "--seed", str(spec.seed),
             "--max-logprobs", str(spec.max_logprobs),
             "--generation-config", "vllm",
@@ -101,18 +118,6 @@ def command_line(spec: ServerSpec, port: int, served_name: str) -> list[str]:
             cmd += ["--chat-template", spec.chat_template]
         if spec.gpu_memory_utilization is not None:
             cmd += ["--gpu-memory-utilization", str(spec.gpu_memory_utilization)]
-    elif spec.kind == "flatscore":
-        cmd = [
-            python, "-c", "from flatscore.cli import main; main()", "serve",
-            "--kind", spec.engine or "local",
-            "--model", str(spec.model),
-            "--arm", spec.quant or "ref",
-            "--port", str(port),
-            "--threads", str(spec.threads),
-            "--name", served_name,
-        ]  # fmt: skip
-    else:
-        raise ValueError(f"unknown server kind {spec.kind!r}")
     return [*cmd, *spec.args]
 
 
