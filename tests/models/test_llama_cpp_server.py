@@ -13,7 +13,6 @@ or its server packages are not installed. Differences between the two servers: d
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -21,29 +20,18 @@ import pytest
 from flatscore.analysis.analyze import analyze
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.episode import Episode
-from flatscore.models.gguf_files import EXTRA_HINT, llama_cpp_available
 from flatscore.models.servers import ServerPool
 from flatscore.run.driver import run_study
 from flatscore.run.study import parse_study
 from flatscore.store.jsonl import read_episodes
 from flatscore.study.server import ServerSpec
-
-
-def _server_packages() -> bool:
-    names = ("fastapi", "sse_starlette", "starlette_context", "pydantic_settings", "uvicorn")
-    return all(importlib.util.find_spec(n) is not None for n in names)
-
+from server_processes import NEEDS_LLAMA_CPP_SERVER
 
 pytestmark = [
     # ~1 min of llama.cpp on 2 cores: out of `make test`'s budget; CI runs it on its own
     # (`make test-servers`, called by .ci/run after `make test`)
     pytest.mark.slow,
-    pytest.mark.skipif(not llama_cpp_available(), reason=EXTRA_HINT),
-    pytest.mark.skipif(
-        not _server_packages(),
-        reason="llama.cpp's server packages are not installed: pip install 'flatscore[gguf]' "
-        "(fastapi, sse-starlette, starlette-context, pydantic-settings, uvicorn)",
-    ),
+    *NEEDS_LLAMA_CPP_SERVER,
 ]
 
 DOMAINS = ["retail", "telecom"]

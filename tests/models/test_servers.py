@@ -7,7 +7,6 @@ tests/run/test_server_arms.py."""
 
 from __future__ import annotations
 
-import os
 import socket
 import sys
 import time
@@ -18,6 +17,7 @@ import pytest
 
 from flatscore.models.servers import ServerPool, ServerProcess, ServerStartError, log_tail
 from flatscore.study.server import ServerSpec
+from server_processes import gone
 
 STAND_IN = """#!{python}
 import http.server, json, subprocess, sys, time
@@ -55,22 +55,6 @@ def stand_in(tmp_path: Path, mode: str) -> str:
     script.write_text(STAND_IN.format(python=sys.executable, mode=mode))
     script.chmod(0o755)
     return str(script)
-
-
-def gone(pid: int, within_s: float = 20.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        try:  # our own child: gone once reaped
-            if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                return True
-        except ChildProcessError:
-            pass
-        time.sleep(0.1)
-    return False
 
 
 def spec(python: str, **kw: object) -> ServerSpec:

@@ -13,7 +13,6 @@ llama-cpp-python or its server packages are not installed."""
 from __future__ import annotations
 
 import importlib.metadata
-import importlib.util
 import os
 import re
 import signal
@@ -29,23 +28,10 @@ import httpx
 import pytest
 import yaml
 
-from flatscore.models.gguf_files import EXTRA_HINT, llama_cpp_available
 from flatscore.store.jsonl import read_episodes
+from server_processes import NEEDS_LLAMA_CPP_SERVER
 
-
-def _server_packages() -> bool:
-    names = ("fastapi", "sse_starlette", "starlette_context", "pydantic_settings", "uvicorn")
-    return all(importlib.util.find_spec(n) is not None for n in names)
-
-
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not llama_cpp_available(), reason=EXTRA_HINT),
-    pytest.mark.skipif(
-        not _server_packages(),
-        reason="llama.cpp's server packages are not installed: pip install 'flatscore[gguf]'",
-    ),
-]
+pytestmark = [pytest.mark.slow, *NEEDS_LLAMA_CPP_SERVER]
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 

@@ -3,33 +3,16 @@ when the run fails, and when flatscore itself is killed outright."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 from flatscore.run.tau2.endpoints import ServerPool
-
-
-def _gone(pid: int, within_s: float = 30.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        try:  # a zombie of ours counts as gone once reaped
-            if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                return True
-        except ChildProcessError:
-            pass
-        time.sleep(0.2)
-    return False
+from server_processes import gone
 
 
 @pytest.mark.slow  # starts the embedded model in a server process
@@ -43,7 +26,7 @@ def test_pool_serves_then_stops_on_error(tmp_path: Path) -> None:
         assert models["data"][0]["id"] == endpoint.model == "embedded@ref"
         pids = [s.proc.pid for s in pool.servers.values() if s.proc]
         raise RuntimeError("boom")
-    assert len(pids) == 1 and _gone(pids[0])
+    assert len(pids) == 1 and gone(pids[0], 30.0)
 
 
 @pytest.mark.slow
@@ -63,7 +46,7 @@ def test_server_dies_with_a_killed_parent(tmp_path: Path) -> None:
     child = int(parent.stdout.readline())
     parent.send_signal(signal.SIGKILL)
     parent.wait()
-    assert _gone(child)
+    assert gone(child, 30.0)
 
 
 @pytest.mark.slow  # starts the embedded model in a server process
@@ -98,5 +81,5 @@ def test_tau2_servers_fill_in_the_jobs_endpoints_and_stop(tmp_path: Path) -> Non
         models = httpx.get(f"{recipe.agent.url}/models", timeout=10).json()
         assert models["data"][0]["id"] == "embedded@ref"
         pids = [s.proc.pid for s in servers.pool.servers.values() if s.proc]
-    assert len(pids) == 1 and _gone(pids[0])
+    assert len(pids) == 1 and gone(pids[0], 30.0)
     assert (tmp_path / "serve-logs").is_dir()
