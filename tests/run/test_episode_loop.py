@@ -56,8 +56,10 @@ class Sleeping(Agent):
         return text("late")
 
 
-class PhoneFumbler(User):
-    """Opens, then calls a phone tool that does not exist every turn (a failing user)."""
+class Opener(User):
+    """Opens with `opening`, then answers every later turn with `later`."""
+
+    opening = ""
 
     def start(self, task: Task, seed: int, goal_reached: Callable[[], bool]) -> None:
         self.turns = 0
@@ -65,7 +67,19 @@ class PhoneFumbler(User):
     async def act(self, messages: list[Message], tools: list[ToolSchema]) -> Message:
         self.turns += 1
         if self.turns == 1:
-            return Message(role="user", content="No service.")
+            return Message(role="user", content=self.opening)
+        return self.later(messages)
+
+    def later(self, messages: list[Message]) -> Message:
+        raise NotImplementedError
+
+
+class PhoneFumbler(Opener):
+    """Opens, then calls a phone tool that does not exist every turn (a failing user)."""
+
+    opening = "No service."
+
+    def later(self, messages: list[Message]) -> Message:
         if messages[-1].role == "tool":
             return Message(role="user", content="It failed.")
         return Message(role="user", tool_calls=[ToolCall(id="", name="fly", arguments={})])
@@ -211,19 +225,15 @@ def test_agent_exceptions(exc: Exception, reason: TerminationReason) -> None:
     assert str(exc) in ep.metadata["error"]
 
 
-class RaisingUser(User):
+class RaisingUser(Opener):
     """Opens normally, then fails on its second turn (after the agent's first reply)."""
+
+    opening = "Where is my order?"
 
     def __init__(self, exc: Exception) -> None:
         self.exc = exc
 
-    def start(self, task: Task, seed: int, goal_reached: Callable[[], bool]) -> None:
-        self.turns = 0
-
-    async def act(self, messages: list[Message], tools: list[ToolSchema]) -> Message:
-        self.turns += 1
-        if self.turns == 1:
-            return Message(role="user", content="Where is my order?")
+    def later(self, messages: list[Message]) -> Message:
         raise self.exc
 
 
