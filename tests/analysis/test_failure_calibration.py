@@ -28,6 +28,12 @@ def false_amplification(d: Draw) -> tuple[float, float]:
     return float(np.mean(p < ALPHA)), float(np.mean((p < ALPHA) & (t.ratio > 1)))
 
 
+def against_ref(arm: str, domain: str, tasks: int, studies: int, seed: int) -> Draw:
+    """Study v3's `arm` against its reference in `domain`, `tasks` common tasks resampled."""
+    ref = profile(V3, "ref", domain)
+    return paired_draw(profile(V3, arm, domain), ref, tasks, studies, np.random.default_rng(seed))
+
+
 def synthetic_null(studies: int, seed: int, base: float) -> Draw:
     c = simulate(np.random.default_rng(seed), studies, base=base)
     return Draw(c.failed_arm, c.calls_arm, c.failed_ref, c.calls_ref, c.differences)
@@ -74,13 +80,7 @@ def test_one_task_holding_the_references_failures_in_resampled_studies() -> None
     ones (200 studies): the increase is significant in ≥ 90% with the interval's lower end
     above 1; no finite interval spans five orders of magnitude (an end the data cannot bound
     is unbounded, not a number). The jackknife found 20%."""
-    d = paired_draw(
-        profile(V3, "int4", "telecom"),
-        profile(V3, "ref", "telecom"),
-        30,
-        200,
-        np.random.default_rng(66),
-    )
+    d = against_ref("int4", "telecom", 30, 200, seed=66)
     t = rate_ratio_test(*d.rates())
     found = (np.nan_to_num(t.p_value, nan=1.0) < ALPHA) & (t.ci_low > 1)
     print(f"v3 int4 telecom 30 tasks: {found.mean():.3f}")
@@ -96,13 +96,7 @@ def test_the_bound_is_not_claimed_for_an_amplified_arm() -> None:
     c = simulate(np.random.default_rng(67), 400, ratio=1.5, base=0.1)
     smooth = bound_p(c.failed_arm, c.calls_arm, c.failed_ref, c.calls_ref, 1.25, 0.02)
     assert np.mean(smooth < ALPHA) <= 0.05
-    d = paired_draw(
-        profile(V3, "int4", "retail"),
-        profile(V3, "ref", "retail"),
-        114,
-        100,
-        np.random.default_rng(68),
-    )
+    d = against_ref("int4", "retail", 114, 100, seed=68)
     assert not np.any(bound_p(*d.rates(), 1.25, 0.02) < ALPHA)
 
 
