@@ -37,6 +37,8 @@ from benchmarks.harness import ROOT, Table
 from flatscore.analysis.analyze import analyze
 from flatscore.analysis.gate import GateOptions, gate
 from flatscore.episode import Episode
+from flatscore.report.analysis_text import worded
+from flatscore.report.gate_text import worded_gate
 from flatscore.report.rebuild import options_from_settings, settings_from_file
 from flatscore.store import archive
 from flatscore.store.jsonl import read_episodes
@@ -90,7 +92,7 @@ def items(episodes: list[Episode], domain: str) -> list[list[Any]]:
 def flatscore_side(study: Study, arms: dict[str, list[Episode]]) -> dict[tuple[str, str], Any]:
     """Per (domain, arm): the gate's cell and the study analysis' comparison."""
     options = options_from_settings(settings_from_file(study.docs / "analysis.json"))
-    result = analyze([ep for eps in arms.values() for ep in eps], options)
+    result = worded(analyze([ep for eps in arms.values() for ep in eps], options))
     out: dict[tuple[str, str], Any] = defaultdict(dict)
     for cell in result.cells:
         for comp in cell.comparisons:
@@ -99,7 +101,7 @@ def flatscore_side(study: Study, arms: dict[str, list[Episode]]) -> dict[tuple[s
         if arm == REFERENCE:
             continue
         print(f"{study.name}: gating {arm}", file=sys.stderr)
-        verdict = gate(arms[REFERENCE], episodes, GateOptions())
+        verdict = worded_gate(gate(arms[REFERENCE], episodes, GateOptions()))
         for gate_cell in verdict.cells:
             out[(gate_cell.domain, arm)]["gate"] = gate_cell
     return out

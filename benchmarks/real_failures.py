@@ -55,11 +55,11 @@ from benchmarks.harness import ROOT, Table
 from flatscore.analysis.analyze import analyze
 from flatscore.analysis.comparable import check_comparable
 from flatscore.analysis.identity import unique_episodes
-from flatscore.analysis.outputs import rounded_json
 from flatscore.analysis.result import AnalysisResult
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.episode import Episode
 from flatscore.errors import InputError
+from flatscore.report import analysis_json
 from flatscore.store import archive
 
 DOMAINS = ("retail", "telecom")
@@ -255,7 +255,7 @@ def analyze_like_the_cli(episodes: list[Episode], flags: AnalysisFlags) -> dict[
     check_comparable(unique)
     result: AnalysisResult = analyze(unique, options)
     result.warnings[:0] = dropped
-    loaded: dict[str, Any] = json.loads(rounded_json(result))
+    loaded: dict[str, Any] = json.loads(analysis_json(result))
     return loaded
 
 

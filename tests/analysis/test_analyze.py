@@ -11,6 +11,7 @@ from analysis_builders import episode
 from flatscore.analysis.analyze import AnalysisOptions, analyze
 from flatscore.analysis.result import AnalysisResult
 from flatscore.errors import InputError
+from flatscore.report.analysis_text import worded
 
 NOT_FOUND = "Error: User not found"
 NOT_PENDING = "Error: Non-pending order cannot be cancelled"
@@ -247,7 +248,7 @@ def test_a_big_but_untestable_drop_is_inconclusive_not_no_damage() -> None:
         eps.append(episode("bf16", f"t{t}", 0, [("get_user", "ok")], success=True))
         eps.append(episode("int4", f"t{t}", 0, [("get_user", "ok")], success=t == 0))
         eps.append(episode("int8", f"t{t}", 0, [("get_user", "ok")], success=True))
-    r = analyze(eps, AnalysisOptions(bootstrap=200))
+    r = worded(analyze(eps, AnalysisOptions(bootstrap=200)))
     by_arm = {c.arm: c for c in r.cells[0].comparisons}
     assert by_arm["int4"].p_value == pytest.approx(2 * norm.sf(3 / math.sqrt(3)))
     assert not by_arm["int4"].significant
@@ -272,7 +273,7 @@ def test_a_6_of_6_drop_on_6_tasks_is_visible_damage() -> None:
     for t in range(6):
         eps.append(episode("bf16", f"t{t}", 0, [("get_user", "ok")], success=True))
         eps.append(episode("int4", f"t{t}", 0, [("get_user", "ok")], success=False))
-    c = analyze(eps, AnalysisOptions(bootstrap=200)).cells[0].comparisons[0]
+    c = worded(analyze(eps, AnalysisOptions(bootstrap=200))).cells[0].comparisons[0]
     assert c.p_value == pytest.approx(2 * norm.sf(6 / math.sqrt(6)))
     assert c.gap_default.ci_low > 0 and c.verdict == "visible damage"
     assert "+100.0 points" in c.verdict_reason and "+100.0%" not in c.verdict_reason
@@ -362,7 +363,7 @@ def moved_study() -> list:
 
 
 def test_failures_moved_between_channels_in_words() -> None:
-    r = analyze(moved_study(), AnalysisOptions(bootstrap=200))
+    r = worded(analyze(moved_study(), AnalysisOptions(bootstrap=200)))
     c = r.cells[0].comparisons[0]
     assert c.failed_calls is not None and c.failed_calls.ratio == pytest.approx(1.0)
     assert not c.failed_calls.amplified

@@ -7,6 +7,7 @@ import pytest
 
 from analysis_builders import episode
 from flatscore.analysis.analyze import AnalysisOptions, analyze
+from flatscore.report.analysis_text import worded
 
 
 def test_a_significant_gain_is_never_visible_damage() -> None:
@@ -16,7 +17,7 @@ def test_a_significant_gain_is_never_visible_damage() -> None:
     for t in range(60):
         eps.append(episode("bf16", f"t{t}", 0, [("get_user", "ok")], success=t % 2 == 0))
         eps.append(episode("int4", f"t{t}", 0, [("get_user", "ok")], success=True))
-    r = analyze(eps, AnalysisOptions(bootstrap=200))
+    r = worded(analyze(eps, AnalysisOptions(bootstrap=200)))
     c = r.cells[0].comparisons[0]
     assert c.significant and c.gap_default.gap == pytest.approx(-0.5)
     assert c.verdict != "visible damage" and r.cells[0].verdict != "visible damage"
@@ -55,7 +56,7 @@ def test_verdict_reasons_format_p_like_the_headlines() -> None:
     for t in range(60):
         eps.append(episode("bf16", f"t{t}", 0, [("get_user", "ok")], success=True))
         eps.append(episode("int4", f"t{t}", 0, [("get_user", "ok")], success=t % 4 == 0))
-    c = analyze(eps, AnalysisOptions(bootstrap=200)).cells[0].comparisons[0]
+    c = worded(analyze(eps, AnalysisOptions(bootstrap=200))).cells[0].comparisons[0]
     assert c.verdict == "visible damage" and c.p_adjusted is not None
     assert pval(c.p_adjusted) == "< 0.001"
     assert "adjusted p < 0.001" in (c.verdict_reason or "")

@@ -8,6 +8,7 @@ import pytest
 
 from analysis_builders import episode
 from flatscore.analysis.analyze import AnalysisOptions, analyze
+from flatscore.report.analysis_text import worded
 from flatscore.report.terminal import render
 from flatscore.run.demo import DEMO_ARMS, DEMO_TASKS
 
@@ -27,7 +28,7 @@ def demo_study(solved: dict[str, int], tasks: int = 6) -> list:
 
 
 def test_all_arms_six_of_six_is_not_equivalence() -> None:
-    r = analyze(demo_study(dict.fromkeys(ARMS, 6)), AnalysisOptions(bootstrap=200))
+    r = worded(analyze(demo_study(dict.fromkeys(ARMS, 6)), AnalysisOptions(bootstrap=200)))
     for cell in r.cells:
         assert cell.verdict == "inconclusive"
         for c in cell.comparisons:

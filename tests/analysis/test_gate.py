@@ -6,9 +6,17 @@ from __future__ import annotations
 import pytest
 
 from analysis_builders import episode
-from flatscore.analysis.gate import EXIT_CODES, GateOptions, gate
+from flatscore.analysis.gate import EXIT_CODES, GateOptions, GateResult
+from flatscore.analysis.gate import gate as decide
 from flatscore.episode import Episode
 from flatscore.errors import InputError
+from flatscore.report.gate_text import worded_gate
+
+
+def gate(*runs: object, **arms: object) -> GateResult:
+    """The gate's result as the command gives it: decided, then worded (its reasons)."""
+    return worded_gate(decide(*runs, **arms))  # type: ignore[arg-type]
+
 
 FAST = GateOptions(bootstrap=300, simulations=100)
 

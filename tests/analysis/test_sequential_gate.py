@@ -11,9 +11,16 @@ import numpy as np
 
 from analysis_builders import episode
 from cli_runner import flatscore
-from flatscore.analysis.sequential_gate import sequential_gate
+from flatscore.analysis.gate import GateResult
+from flatscore.analysis.sequential_gate import sequential_gate as decide
 from flatscore.episode import Episode
+from flatscore.report.gate_text import worded_gate
 from sequential_model import simulate
+
+
+def sequential_gate(*runs: list[Episode], max_tasks: int | None = None) -> GateResult:
+    """The sequential gate's result as the command gives it: decided, then worded."""
+    return worded_gate(decide(*runs, max_tasks=max_tasks))
 
 
 def _runs(gap: float, seed: int, tasks: int = 114, trials: int = 4) -> tuple[list, list]:

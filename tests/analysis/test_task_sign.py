@@ -13,6 +13,7 @@ from analysis_builders import episode
 from flatscore.analysis.analyze import AnalysisOptions, analyze
 from flatscore.analysis.result import Comparison
 from flatscore.analysis.task_sign import task_sign_test
+from flatscore.report.analysis_text import worded
 
 OPTS = AnalysisOptions(bootstrap=200, seed=0)
 
@@ -54,7 +55,7 @@ def _role_confusion_study(arm_tasks: int, tasks: int = 40) -> list:
 
 
 def _only(eps: list) -> Comparison:
-    (cell,) = analyze(eps, OPTS.model_copy(update={"reference": "ref"})).cells
+    (cell,) = worded(analyze(eps, OPTS.model_copy(update={"reference": "ref"}))).cells
     (c,) = cell.comparisons
     return c
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from flatscore.analysis.verdict_rule import BudgetTest, Evidence, decide
+from flatscore.analysis.verdict_rule import BudgetTest, Clause, Evidence, decide
+from flatscore.report.verdict_reason import decision_words
 
 FLAT = BudgetTest(
     K=9,
@@ -28,8 +29,10 @@ def _evidence(paired: int, needed: int) -> Evidence:
 @pytest.mark.parametrize("needed", [2, 10, 30])
 def test_exactly_the_tasks_the_channels_need_tests_them(needed: int) -> None:
     at = decide(_evidence(needed, needed))
-    assert at.verdict == "no damage detected", at.reason
-    assert "channels not tested" not in at.reason
+    assert at.verdict == "no damage detected", at.undecided
+    assert (at.head, at.amplified, at.undecided) == ("equivalent", (), ())
     short = decide(_evidence(needed - 1, needed))
     assert short.verdict == "inconclusive"
-    assert f"channels not tested: {needed - 1} paired task(s)" in short.reason
+    assert short.undecided == (Clause("channels not tested"),)
+    words = decision_words(short)
+    assert f"channels not tested: {needed - 1} paired task(s), their intervals need" in words

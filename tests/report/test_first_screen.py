@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from flatscore.analysis.result import AnalysisResult
-from flatscore.analysis.sequential_result import decided_text
 from flatscore.report.first_screen import decision_point, first_screen
+from flatscore.report.sequential_text import decided_text
 from flatscore.report.verdicts import lead_verdict
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"

@@ -12,8 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from flatscore.analysis.result import GapPoint
-from flatscore.analysis.verdict_rule import _beyond_words, points
+from flatscore.analysis.stats import points
 from flatscore.report.first_screen import _masked_line, interval_words
+from flatscore.report.verdict_reason import beyond_words
 from flatscore.report.verdicts import signed_ci_pts, signed_pts
 
 
@@ -82,7 +83,7 @@ def test_a_significant_drop_beyond_the_margin_is_shown_only_where_the_interval_s
 ) -> None:
     drop = SimpleNamespace(ci_low=ci_low, drop_bound=0.629)
     evidence = SimpleNamespace(margin=0.075, alpha=0.05)
-    text = _beyond_words(drop, evidence)  # type: ignore[arg-type]
+    text = beyond_words(drop, evidence)  # type: ignore[arg-type]
     assert text.startswith("a drop beyond ±7.5 points ") and words in text
 
 

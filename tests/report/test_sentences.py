@@ -23,6 +23,7 @@ from flatscore.analysis.noise_floor import MIN_REFERENCE_NAMES
 from flatscore.analysis.result import AnalysisResult, Cell, Comparison
 from flatscore.episode import Episode
 from flatscore.formats import load_runs
+from flatscore.report.analysis_text import worded
 from flatscore.report.markdown import render_summary
 from flatscore.report.verdicts import gap_grows, headlines
 
@@ -145,6 +146,7 @@ def _risk(cell: Cell) -> None:
 
 def check(analysis: AnalysisResult) -> Counter[str]:
     """Assert every claim of every headline; return how often each claim was made."""
+    analysis = worded(analysis)  # the reasons, as the report writes them
     said: Counter[str] = Counter()
     for cell in analysis.cells:
         _risk(cell)

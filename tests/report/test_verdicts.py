@@ -114,6 +114,7 @@ def test_failures_that_moved_are_said_in_the_summary() -> None:
     level (60 tasks: bad_arguments 1 → 2, entity_not_found 2 → 1 per episode on most)."""
     from analysis_builders import episode
     from flatscore.analysis.analyze import AnalysisOptions, analyze
+    from flatscore.report.analysis_text import worded
 
     eps = []
     for t in range(60):
@@ -122,7 +123,7 @@ def test_failures_that_moved_are_said_in_the_summary() -> None:
         ok = [("get_user", "ok")] * (1 + t % 3)
         moved = ref if t % 5 == 0 else arm  # some tasks unchanged: a finite SE
         eps += [episode("bf16", f"t{t}", 0, ref + ok), episode("int8", f"t{t}", 0, moved + ok)]
-    analysis = analyze(eps, AnalysisOptions(bootstrap=200))
+    analysis = worded(analyze(eps, AnalysisOptions(bootstrap=200)))
     (h,) = headlines(analysis.cells[0], analysis.settings)
     failures = h.sentences[1]
     assert "All failed calls together: ×1.00" in failures and "not significantly more" in failures

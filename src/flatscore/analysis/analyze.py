@@ -17,7 +17,13 @@ from flatscore.analysis.arm_stats import arm_stats
 from flatscore.analysis.balanced import balanced, left_out
 from flatscore.analysis.budget import budgets_with, default_budget, recorded_max_errors
 from flatscore.analysis.channels import ChannelRules, load_rules
-from flatscore.analysis.comparison import VERDICT_ORDER, compare, correct_channels, finalize
+from flatscore.analysis.comparison import (
+    VERDICT_ORDER,
+    compare,
+    correct_channels,
+    finalize,
+    worst,
+)
 from flatscore.analysis.cost import cost_summary
 from flatscore.analysis.facts import EpisodeFacts, episode_facts
 from flatscore.analysis.identity import unique_episodes
@@ -75,15 +81,6 @@ def _group(
         for facts in arms.values():
             facts.sort(key=lambda f: (f.task_id, f.trial, f.episode_id))
     return cells, dict(infra), read, tau2
-
-
-def _severity(c: Comparison) -> tuple[int, float, str]:
-    """Worst verdict first; among equal verdicts the largest success drop."""
-    return (
-        VERDICT_ORDER.index(c.verdict or "nothing to compare"),
-        -(c.gap_default.gap or 0),
-        c.arm,
-    )
 
 
 def _input_warnings(tau2: Counter[str]) -> list[str]:
@@ -201,16 +198,10 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
             )
             for c in comparisons
         ]
-        if done:
-            worst = min(done, key=_severity)
-            verdict, why = (
-                worst.verdict,
-                f"{worst.arm} vs {worst.reference}: {worst.verdict_reason}",
-            )
-        else:
-            verdict, why = "nothing to compare", "only one arm: no comparison was made"
+        verdict = worst(done).verdict if done else "nothing to compare"
         cell["risk_screen"] = with_outcome(cell["risk_screen"], done)  # type: ignore[arg-type]
-        cells.append(Cell(**cell, comparisons=done, verdict=verdict, verdict_reason=why))
+        # the reason in words is the report's (`report.verdict_reason`)
+        cells.append(Cell(**cell, comparisons=done, verdict=verdict, verdict_reason=""))
 
     sources: Counter[str] = Counter(f.tool_list_source for f in all_facts)
     settings = Settings(

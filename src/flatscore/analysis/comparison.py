@@ -12,11 +12,12 @@ below that their intervals are null with a note, and nothing is called amplified
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
 
-from flatscore.analysis.channels import CHANNELS, LEAF_CHANNELS
+from flatscore.analysis.channels import CHANNELS
 from flatscore.analysis.facts import TRAJECTORY_METRICS
 from flatscore.analysis.invariance import novel_fraction, rowwise_spearman, spearman_rho
 from flatscore.analysis.paired_score import (
@@ -39,10 +40,10 @@ from flatscore.analysis.result import (
     Verdict,
 )
 from flatscore.analysis.settings import AnalysisSettings, Correction
-from flatscore.analysis.stats import adjust_pvalues, p_is, percentile_ci, ratio
+from flatscore.analysis.stats import adjust_pvalues, percentile_ci, points, ratio
 from flatscore.analysis.task_matrix import MALFORMED, TaskMatrix
 from flatscore.analysis.task_sign import task_sign_test
-from flatscore.analysis.verdict_rule import BudgetTest, Evidence, points
+from flatscore.analysis.verdict_rule import BudgetTest, Evidence
 from flatscore.analysis.verdict_rule import decide as decide_verdict
 
 VERDICT_ORDER: tuple[Verdict, ...] = (
@@ -408,98 +409,14 @@ def compare(
     )
 
 
-def times(a: ChannelAmplification) -> str:
-    """'×1.27 [unadjusted 95% CI 1.08, 1.49]' (the interval left out when there is none);
-    a channel with no ratio: 'new: 0 → 96 calls'; the sign test's task counts where it was
-    the test."""
-    text = f"×{a.ratio:.2f}" if a.ratio is not None else f"new: 0 → {a.count_arm} calls"
-    if a.ci_low is not None and a.ci_high is not None:
-        text += f" [unadjusted 95% CI {a.ci_low:.2f}, {a.ci_high:.2f}]"
-    if a.test == "task_sign":
-        text += (
-            f" (exact sign test over tasks: {a.tasks_arm_only} task(s) only in the arm, "
-            f"{a.tasks_ref_only} only in the reference)"
-        )
-    return text
-
-
-def _adj(a: ChannelAmplification) -> str:
-    return p_is(a.p_adjusted, "adjusted p") if a.p_adjusted is not None else "no test"
-
-
-def _changed(a: ChannelAmplification, alpha: float) -> bool:
-    return a.p_adjusted is not None and a.p_adjusted < alpha
-
-
-def channel_shift(c: Comparison, alpha: float) -> str | None:
-    """'failures moved between channels: …' when some leaf channel changed significantly
-    (corrected, either direction) while all failed calls together did not rise; None
-    otherwise. Each side lists its significant channels, or else its largest point move
-    marked not significant."""
-    total = c.failed_calls
-    if total is None or total.amplified:
-        return None
-    amp = {ch: amp for ch, amp in c.channel_amplification.items() if ch in LEAF_CHANNELS}
-    moved = {ch for ch, a in amp.items() if _changed(a, alpha)}
-    if not moved:
-        return None
-
-    def side(up: bool) -> str:
-        chs = [
-            ch
-            for ch, a in amp.items()
-            if a.ratio is not None and a.ratio != 1 and (a.ratio > 1) == up and a.p_value
-        ]
-        sig = [ch for ch in chs if ch in moved]
-        if sig:
-            return ", ".join(f"{ch} {times(amp[ch])} ({_adj(amp[ch])})" for ch in sig)
-        if not chs:
-            return "none"
-        most = max(chs, key=lambda ch: abs(amp[ch].count_arm - amp[ch].count_ref))
-        return f"{most} {times(amp[most])} (not significant, {_adj(amp[most])})"
-
-    return (
-        f"failures moved between channels: up {side(True)}; down {side(False)}; "
-        f"all failed calls {times(total)} ({_adj(total)}), not more in total"
-    )
-
-
-def channel_reasons(c: Comparison) -> list[str]:
-    """The failure findings that make a flat score 'amplified failures': more failed calls
-    overall, and each amplified channel (corrected test)."""
-    reasons = []
-    if c.failed_calls is not None and c.failed_calls.amplified:
-        reasons.append(
-            f"more failed calls overall: {times(c.failed_calls)} ({_adj(c.failed_calls)})"
-        )
-    if c.amplified_channels:
-        amp = c.channel_amplification
-        reasons.append(
-            "amplified channel(s): "
-            + ", ".join(f"{ch} {times(amp[ch])} ({_adj(amp[ch])})" for ch in c.amplified_channels)
-        )
-    return reasons
-
-
 def evidence(
     c: Comparison, settings: AnalysisSettings, channels: list[str] | None = None
 ) -> Evidence:
     """What the verdict rule reads from a comparison; `channels` (the gate's `--channels`)
     restricts which amplified or new channels count (None: all, and all failed calls)."""
-    reasons = channel_reasons(c) if channels is None else []
-    amplified = [ch for ch in c.amplified_channels if channels is None or ch in channels]
-    if channels is not None and amplified:
-        amp = c.channel_amplification
-        reasons.append(
-            "amplified channel(s): "
-            + ", ".join(f"{ch} {times(amp[ch])} ({_adj(amp[ch])})" for ch in amplified)
-        )
     g = c.gap_growth
-    growth = (
-        f"gap grows at K={c.gap_amplification.k_small} ({points(g.value)})"
-        if g.ci_low is not None and g.ci_low > 0 and g.value is not None
-        else None
-    )
+    counted = [ch for ch in c.amplified_channels if channels is None or ch in channels]
+    total = c.failed_calls
     new = {
         ch: a.count_arm
         for ch, a in c.channel_amplification.items()
@@ -512,12 +429,12 @@ def evidence(
         margin=c.tost_margin,
         alpha=settings.alpha,
         budgets=budgets,
-        failure_reasons=reasons,
-        gap_growth=growth,
+        more_failed_calls=channels is None and total is not None and total.amplified,
+        amplified_channels=counted,
+        gap_grows=g.ci_low is not None and g.ci_low > 0 and g.value is not None,
         new_channels=new,
         paired_tasks=c.paired_tasks,
         min_tasks=settings.bootstrap_min_tasks,
-        shift=channel_shift(c, settings.alpha),
     )
 
 
@@ -579,5 +496,19 @@ def finalize(
             "budget_tests": tests,
         }
     )
-    decision = decide_verdict(evidence(done, settings))
-    return done.model_copy(update={"verdict": decision.verdict, "verdict_reason": decision.reason})
+    return done.model_copy(update={"verdict": decide_verdict(evidence(done, settings)).verdict})
+
+
+def worst(comparisons: Sequence[Comparison]) -> Comparison:
+    """The comparison whose verdict a cell takes: the worst verdict, and among equal
+    verdicts the largest success drop."""
+    return min(comparisons, key=_severity)
+
+
+def _severity(c: Comparison) -> tuple[int, float, str]:
+    """Worst verdict first; among equal verdicts the largest success drop."""
+    return (
+        VERDICT_ORDER.index(c.verdict or "nothing to compare"),
+        -(c.gap_default.gap or 0),
+        c.arm,
+    )

@@ -13,7 +13,7 @@ The gate's verdict is the worst cell's: damage > inconclusive > pass.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import Field
@@ -68,6 +68,13 @@ class MoreData(AnalysisModel):
     tasks: int | None
     trials: int | None
     note: str
+    """In words (`flatscore.report.gate_text`); empty until the gate's result is worded."""
+    reference_trials: int = Field(1, exclude=True)
+    """The trials per task the reference ran (what `tasks` is counted at)."""
+    paired: int = Field(0, exclude=True)
+    """The paired tasks the cell has (what `trials` is counted at)."""
+    error: str | None = Field(None, exclude=True)
+    """Why the power analysis does not apply, where it does not."""
 
 
 class GateCell(AnalysisModel):
@@ -84,11 +91,14 @@ class GateCell(AnalysisModel):
     channels_tested: bool
     verdict: GateVerdict
     reason: str
+    """In words (`flatscore.report.gate_text`); empty until the gate's result is worded."""
     more_data: MoreData | None = None
     analysis_verdict: Verdict | None = None
     """The analysis' verdict on the same comparison ("visible damage", "flat score,
     amplified failures", ...: docs/analysis.md); `verdict_rule.GATE_OF` maps it to the
     gate's."""
+    comparison: Comparison | None = Field(None, exclude=True)
+    """The analysis' comparison the cell decided from (what its reason says)."""
 
     @classmethod
     def for_comparison(cls, cell: Cell, comp: Comparison, reference: str, **rest: Any) -> GateCell:
@@ -108,9 +118,12 @@ class GateResult(AnalysisModel):
     verdict: GateVerdict
     exit_code: int
     summary: str
+    """One paragraph in words (`flatscore.report.gate_text`); empty until it is worded."""
     cells: list[GateCell]
     options: GateOptions
     warnings: list[str] = Field(default_factory=list)
+    sequential: bool = Field(False, exclude=True)
+    """Decided by the sequential verdicts (`gate --sequential`)."""
 
     @classmethod
     def of(
@@ -118,23 +131,23 @@ class GateResult(AnalysisModel):
         cells: list[GateCell],
         options: GateOptions,
         analysis: AnalysisResult,
-        summary: Callable[[GateResult], str],
+        sequential: bool = False,
     ) -> GateResult:
-        """The verdict of the worst cell, the analysis' warnings, and `summary`'s paragraph."""
+        """The verdict of the worst cell and the analysis' warnings."""
         overall = min((c.verdict for c in cells), key=SEVERITY.index)
-        result = cls(
+        return cls(
             verdict=overall,
             exit_code=EXIT_CODES[overall],
             summary="",
             cells=cells,
             options=options,
+            sequential=sequential,
             warnings=list(  # each once: a cell's warning may repeat the analysis'
                 dict.fromkeys(
                     [*analysis.warnings, *(w for c in analysis.cells for w in c.warnings)]
                 )
             ),
         )
-        return result.model_copy(update={"summary": summary(result)})
 
 
 def _one_arm(episodes: Sequence[Episode], arm: str | None, role: str) -> str:
@@ -210,10 +223,6 @@ def _analysis(episodes: list[Episode], reference: str, o: GateOptions) -> Analys
     return analyze(_with_budget(episodes, k) if k is not None else episodes, o.analysis(reference))
 
 
-def _pts(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:+.1f}"
-
-
 def _more_data(ref: ArmStats, paired: int, k: int, o: GateOptions) -> MoreData:
     """Smallest study that detects a drop of the margin's size at K with 80% power."""
     success = ref.success_rate
@@ -233,23 +242,10 @@ def _more_data(ref: ArmStats, paired: int, k: int, o: GateOptions) -> MoreData:
         tasks = next((n for n in sizes if detects(n, trials)), None)
         more_trials = next((t for t in TRIAL_COUNTS if t > trials and detects(paired, t)), None)
     except ValueError as exc:
-        return MoreData(K=k, tasks=None, trials=None, note=f"power analysis not applicable: {exc}")
-    margin = f"{o.margin_points:.1f} points"
-    note = (
-        f"a drop of {margin} at K = {k} is detected with {TARGET_POWER:.0%} power at "
-        + " or ".join(
-            x
-            for x in (
-                f"{tasks} tasks × {trials} trial(s)" if tasks else "",
-                f"{paired} tasks × {more_trials} trials" if more_trials else "",
-            )
-            if x
-        )
-        if tasks or more_trials
-        else f"even {SIZE_FACTORS[-1]:g}× the tasks would not detect a drop of {margin} at "
-        f"K = {k} with {TARGET_POWER:.0%} power (power simulation: docs/analysis.md)"
+        return MoreData(K=k, tasks=None, trials=None, note="", paired=paired, error=str(exc))
+    return MoreData(
+        K=k, tasks=tasks, trials=more_trials, note="", reference_trials=trials, paired=paired
     )
-    return MoreData(K=k, tasks=tasks, trials=more_trials, note=note)
 
 
 def gate(
@@ -285,7 +281,6 @@ def gate(
         amplified = [ch for ch in comp.amplified_channels if o.channels is None or ch in o.channels]
         new = e.new_channels
         tested = comp.paired_tasks >= minimum
-        reason = decision.reason
         more = None
         if verdict == "inconclusive":
             ref_stats = next(a for a in cell.arms if a.arm == ref_arm)
@@ -302,19 +297,12 @@ def gate(
                 channels_tested=tested,
                 verdict=verdict,
                 analysis_verdict=comp.verdict,  # its own: --channels restricts only the gate
-                reason=reason,
+                reason="",  # in words: `report.gate_text`
                 more_data=more,
+                comparison=comp,
             )
         )
-    return GateResult.of(cells, o, base, paragraph)
-
-
-HEADLINES: dict[GateVerdict, str] = {
-    "pass": "PASS: the candidate may replace the reference.",
-    "damage": "DAMAGE: the candidate may not replace the reference.",
-    "inconclusive": "INCONCLUSIVE: the data cannot decide yet.",
-}
-"""The first words of the gate's paragraph, fixed or sequential."""
+    return GateResult.of(cells, o, base)
 
 
 def candidate_comparison(cell: Cell, candidate: str, reference: str) -> Comparison:
@@ -327,22 +315,3 @@ def candidate_comparison(cell: Cell, candidate: str, reference: str) -> Comparis
             field="candidate",
         )
     return comp
-
-
-def paragraph(result: GateResult) -> str:
-    """One readable paragraph: the verdict, then each cell's reason."""
-    o = result.options
-    parts = [
-        HEADLINES[result.verdict],
-        f"(margin {o.margin_text()}, budgets K = "
-        f"{', '.join(str(b.K) for b in result.cells[0].budgets) if result.cells else '-'})",
-    ]
-    for c in result.cells:
-        text = (
-            f"{c.domain}: {c.candidate} vs {c.reference} on {c.paired_tasks} tasks — "
-            f"{c.verdict}: {c.reason}"
-        )
-        if c.more_data is not None:
-            text += f"; {c.more_data.note}"
-        parts.append(text + ".")
-    return " ".join(parts)

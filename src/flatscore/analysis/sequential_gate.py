@@ -18,14 +18,12 @@ from collections.abc import Sequence
 from flatscore.analysis.analyze import analyze
 from flatscore.analysis.comparison import default_test
 from flatscore.analysis.gate import (
-    HEADLINES,
     GateCell,
     GateOptions,
     GateResult,
     candidate_comparison,
     prepare,
 )
-from flatscore.analysis.sequential_result import decided_text
 from flatscore.analysis.verdict_rule import GATE_OF
 from flatscore.episode import Episode
 from flatscore.errors import InputError
@@ -61,17 +59,8 @@ def sequential_gate(
                 amplified_channels=[],
                 channels_tested=True,
                 verdict=GATE_OF[seq.verdict],
-                reason="sequential: " + decided_text(seq),
+                reason="",  # in words: `report.gate_text`
+                comparison=comp,
             )
         )
-
-    def summary(gate: GateResult) -> str:
-        return " ".join(
-            [
-                HEADLINES[gate.verdict],
-                f"(sequential, margin {o.margin_text()} at K = {result.settings.default_K})",
-                *(f"{c.domain}: {c.candidate} vs {c.reference} — {c.reason}." for c in cells),
-            ]
-        )
-
-    return GateResult.of(cells, o, result, summary)
+    return GateResult.of(cells, o, result, sequential=True)

@@ -65,16 +65,3 @@ class SequentialSummary(AnalysisModel):
     episodes_available: int
     saving: float
     """1 − episodes / episodes_available."""
-
-
-def decided_text(c: SequentialComparison) -> str:
-    """'visible damage, decided after 16 of 114 tasks' (or 'inconclusive after all 114')."""
-    if c.decided:
-        which = f" ({', '.join(c.amplified_channels)})" if c.amplified_channels else ""
-        return f"{c.verdict}{which}, decided after {c.tasks} of {c.tasks_available} tasks"
-    if c.more_tasks and c.tasks == 0:
-        first = f" (the first at {c.first_look} tasks)" if c.first_look else ""
-        return f"open: no planned look yet{first}; the planned looks allow {c.more_tasks} more"
-    if c.more_tasks:
-        return f"open after {c.tasks} tasks: the planned looks allow {c.more_tasks} more"
-    return f"{c.verdict}: undecided after all {c.tasks_available} tasks"

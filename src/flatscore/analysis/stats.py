@@ -63,6 +63,11 @@ def format_p(value: float | None) -> str:
     return "< 0.001" if value < 0.001 else f"{value:.3f}"
 
 
+def points(x: float, signed: bool = True) -> str:
+    """A difference of fractions, in points: 0.375 → '+37.5 points'."""
+    return f"{round(100 * x, 1) + 0.0:{'+' if signed else ''}.1f} points"  # + 0.0: no -0.0
+
+
 def p_is(value: float | None, name: str = "p") -> str:
     """`p = 0.012` or `p < 0.001` in a sentence (not `p = < 0.001`)."""
     text = format_p(value)

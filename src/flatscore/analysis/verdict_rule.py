@@ -23,6 +23,10 @@ In order, for one arm against its reference:
    tolerance the margin sets: the reason names it ("a significant 2.0-point drop, inside the
    ±7.5-point margin"), and it is not damage.
 
+`decide` returns the verdict and what decided it, as data (`Decision`: the default budget's
+result, and the clauses that made the verdict); the reason in words is the report's
+(`flatscore.report.verdict_reason`).
+
 The sequential rule (`sequential`) reads the same way: damage or equivalence, whichever is
 decided, and a flat score stops as "amplified failures" only with amplification decided.
 `gate` maps 1 and 2 to damage (exit 3), 3 to inconclusive (4), 4 to pass (0): `GATE_OF`.
@@ -34,8 +38,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from flatscore.analysis.outputs import AnalysisModel
-from flatscore.analysis.settings import in_points
-from flatscore.analysis.stats import p_is
 
 Verdict = Literal[
     "flat score, amplified failures",
@@ -82,50 +84,60 @@ class Evidence:
     alpha: float
     budgets: list[BudgetTest]
     """The default budget first, then the tight budget when it was tested."""
-    failure_reasons: list[str] = field(default_factory=list)
-    """Amplification findings: more failed calls overall, each amplified channel."""
-    gap_growth: str | None = None
-    """Set (the words) when Gap(K_small) − Gap(K_default) is significantly above 0."""
+    more_failed_calls: bool = False
+    """All failed calls amplified (corrected test); not counted under the gate's `--channels`."""
+    amplified_channels: list[str] = field(default_factory=list)
+    """Channels amplified (corrected test), those of `--channels` only where the gate names some."""
+    gap_grows: bool = False
+    """Gap(K_small) − Gap(K_default) significantly above 0."""
     new_channels: dict[str, int] = field(default_factory=dict)
     """Channels the reference never failed in and the arm did, with no test: failed calls."""
     paired_tasks: int = 0
     min_tasks: int = 0
     """Paired tasks the channel intervals need (`bootstrap_min_tasks`)."""
-    shift: str | None = None
-    """'failures moved between channels: …', appended to the reason."""
+
+
+Head = Literal["drop inside the margin", "gain", "equivalent", "drop ruled out", "not significant"]
+"""What the default budget's success difference shows, where it is not visible damage."""
+
+ClauseKind = Literal[
+    # amplified failures
+    "more failed calls",
+    "amplified channels",
+    "tight drop",
+    "gap growth",
+    # what leaves a comparison undecided
+    "too few tasks",
+    "not ruled out",
+    "not flat",
+    "tight not ruled out",
+    "new channels",
+    "channels not tested",
+]
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One finding of the rule; `test`: the budget it is about, where it is about one."""
+
+    kind: ClauseKind
+    test: BudgetTest | None = None
 
 
 @dataclass(frozen=True)
 class Decision:
+    """The verdict and what decided it: the default budget's result (`head`; None for visible
+    damage), the amplified failures, and what leaves the comparison undecided."""
+
     verdict: Verdict
-    reason: str
+    evidence: Evidence
+    head: Head | None = None
+    amplified: tuple[Clause, ...] = ()
+    undecided: tuple[Clause, ...] = ()
 
     @property
     def gate(self) -> GateVerdict:
         return GATE_OF[self.verdict]
-
-
-def points(x: float, signed: bool = True) -> str:
-    """A difference of fractions, in points: 0.375 → '+37.5 points'."""
-    return f"{round(100 * x, 1) + 0.0:{'+' if signed else ''}.1f} points"  # + 0.0: no -0.0
-
-
-def _ci(b: BudgetTest) -> str:
-    if b.ci_low is None or b.ci_high is None:
-        return "no interval"
-    low, high = (round(100 * v, 1) + 0.0 for v in (b.ci_low, b.ci_high))  # no -0.0
-    return f"unadjusted 95% CI {low:+.1f} to {high:+.1f} points"
-
-
-def _p(b: BudgetTest) -> str:
-    return p_is(b.p_adjusted, "adjusted p") if b.p_adjusted is not None else "no test"
-
-
-def _bound(b: BudgetTest, alpha: float) -> str:
-    """TOST's upper test in words: the upper end of the (1 − 2·alpha) interval."""
-    if b.drop_bound is None:
-        return "no interval"
-    return f"the {100 * (1 - 2 * alpha):g}% interval's upper end {points(b.drop_bound)}"
 
 
 def _beyond(b: BudgetTest) -> bool:
@@ -133,97 +145,51 @@ def _beyond(b: BudgetTest) -> bool:
     return b.significant and (b.gap or 0.0) > 0 and not b.drop_ruled_out
 
 
-def _beyond_words(b: BudgetTest, e: Evidence) -> str:
-    """A significant drop against the margin, in the words its intervals allow: "shown"
-    where even the 95% interval's lower end lies beyond the margin, else "not ruled out"."""
-    m = points(e.margin, signed=False)
-    if b.ci_low is not None and b.ci_low > e.margin:
-        return f"a drop beyond ±{m} is shown (the 95% interval's lower end {points(b.ci_low)})"
-    return f"a drop beyond ±{m} is not ruled out ({_bound(b, e.alpha)})"
-
-
-def _head(d: BudgetTest, e: Evidence) -> str:
-    """The default budget's success difference, its test and TOST in one clause."""
+def _head(d: BudgetTest) -> Head:
+    """The default budget's success difference, its test and TOST."""
     gap = d.gap or 0.0
-    m = points(e.margin, signed=False)
-    at = f"success difference at K = {d.K}"
     if d.significant and gap > 0 and d.drop_ruled_out:
-        return (
-            f"{at}: a significant {100 * gap:.1f}-point drop, inside the "
-            f"±{in_points(e.margin):.1f}-point margin ({_ci(d)}, {_p(d)}; {_bound(d, e.alpha)})"
-        )
+        return "drop inside the margin"
     if d.significant and gap < 0:
-        return f"{at} {points(gap)}: a significant gain ({_ci(d)}, {_p(d)})"
-    head = f"{at} {points(gap)}, not significant ({_ci(d)}, {_p(d)})"
+        return "gain"
     if d.equivalent:
-        return f"{head}; equivalent within ±{m} (TOST {p_is(d.tost_p)})"
+        return "equivalent"
     if d.drop_ruled_out:
-        return f"{head}; a drop beyond ±{m} is ruled out ({_bound(d, e.alpha)})"
-    return head
+        return "drop ruled out"
+    return "not significant"
 
 
 def decide(e: Evidence) -> Decision:
-    """The verdict and the numbers that decided it (see the module docstring)."""
+    """The verdict and the findings that decided it (see the module docstring)."""
     d = e.budgets[0]
     gap = d.gap or 0.0
-    m = points(e.margin, signed=False)
-    tail = f"; {e.shift}" if e.shift else ""
     if _beyond(d):
-        return Decision(
-            "visible damage",
-            f"significant success drop at the default K = {d.K}: {points(gap)} ({_ci(d)}, "
-            f"{_p(d)}); {_beyond_words(d, e)}{tail}",
-        )
-    head = _head(d, e)
-    amplified = list(e.failure_reasons)
-    amplified += [
-        f"significant success drop at the tight K = {b.K}: {points(b.gap or 0.0)} "
-        f"({_ci(b)}, {_p(b)}; {_bound(b, e.alpha)})"
-        for b in e.budgets[1:]
-        if _beyond(b)
-    ]
-    if e.gap_growth:
-        amplified.append(e.gap_growth)
+        return Decision("visible damage", e)
+    amplified = [Clause("more failed calls")] if e.more_failed_calls else []
+    if e.amplified_channels:
+        amplified.append(Clause("amplified channels"))
+    amplified += [Clause("tight drop", b) for b in e.budgets[1:] if _beyond(b)]
+    if e.gap_grows:
+        amplified.append(Clause("gap growth"))
     if d.drop_ruled_out and amplified:
-        return Decision("flat score, amplified failures", f"{head}; " + "; ".join(amplified) + tail)
+        return Decision("flat score, amplified failures", e, _head(d), tuple(amplified))
     undecided = []
     if not d.drop_ruled_out:
         if not d.significant and gap > e.margin:
-            undecided.append(f"the drop is beyond ±{m} but not significant: too few tasks to tell")
+            undecided.append(Clause("too few tasks"))
         else:
-            undecided.append(
-                f"a drop beyond ±{m} at K = {d.K} is not ruled out ({_bound(d, e.alpha)})"
-            )
+            undecided.append(Clause("not ruled out", d))
         if amplified:
-            undecided.append(
-                "amplified failures, with a score not shown flat: " + "; ".join(amplified)
-            )
+            undecided.append(Clause("not flat"))
     undecided += [
-        f"a drop beyond ±{m} at the tight K = {b.K} is not ruled out ({_bound(b, e.alpha)})"
+        Clause("tight not ruled out", b)
         for b in e.budgets[1:]
         if not b.drop_ruled_out and not _beyond(b)
     ]
     if e.new_channels:
-        undecided.append(
-            "channel(s) new in the arm, with no test at this study size: "
-            + ", ".join(
-                f"{ch} ({n} failed calls, none in the reference)"
-                for ch, n in e.new_channels.items()
-            )
-        )
+        undecided.append(Clause("new channels"))
     if e.paired_tasks < e.min_tasks:
-        undecided.append(
-            f"channels not tested: {e.paired_tasks} paired task(s), their intervals need "
-            f"≥ {e.min_tasks}"
-        )
+        undecided.append(Clause("channels not tested"))
     if undecided:
-        return Decision("inconclusive", f"{head}: " + "; ".join(undecided) + tail)
-    tight = "".join(
-        f"; at the tight K = {b.K} {points(b.gap or 0.0)}, a drop beyond ±{m} ruled out "
-        f"({_bound(b, e.alpha)})"
-        for b in e.budgets[1:]
-    )
-    return Decision(
-        "no damage detected",
-        f"{head}{tight}; no channel amplified, no gap growth at small K{tail}",
-    )
+        return Decision("inconclusive", e, _head(d), tuple(amplified), tuple(undecided))
+    return Decision("no damage detected", e, _head(d))

@@ -25,7 +25,7 @@ FIRST_LINE = 200
 def gate_lines(result: GateResult) -> list[str]:
     """The gate's verdict as a CI log shows it: a first line of at most `FIRST_LINE`
     characters (the verdict and each domain's), then the paragraph's details below it."""
-    from flatscore.analysis.gate import HEADLINES
+    from flatscore.report.gate_text import HEADLINES
 
     head = HEADLINES[result.verdict]
     domains = "; ".join(f"{c.domain}: {c.verdict}" for c in result.cells)
@@ -90,6 +90,7 @@ def gate(
     from flatscore.analysis.recorded import fill_recorded, gate_family_note, is_sequential_run
     from flatscore.cli import json_out as out
     from flatscore.formats.pipeline import read_runs
+    from flatscore.report.gate_text import worded_gate
 
     chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
     given = {  # a flag left at its default leaves the study's recorded setting to fill it
@@ -133,6 +134,7 @@ def gate(
         else:
             result = run_gate(*runs)
         result.warnings[:0] = disagree
+        result = worded_gate(result)
     if json_out is not None:
         out.write(rounded_json(result), json_out)
     if json_out != out.STDOUT:

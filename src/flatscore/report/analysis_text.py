@@ -1,20 +1,26 @@
 """The analysis' text fields, filled in from its numbers and settings: the definition each
-number follows and the sequential reading's design and task order. `analyze` leaves them
-empty (text is the report's); analysis.json, report.html, summary.md and the terminal carry
-them. An analysis read back from analysis.json has them already and keeps its own."""
+number follows, each comparison's and each cell's verdict reason, and the sequential
+reading's design and task order. `analyze` leaves them empty (text is the report's);
+analysis.json, report.html, summary.md and the terminal carry them. An analysis read back
+from analysis.json has them already and keeps its own."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from flatscore.analysis.result import AnalysisResult
+from flatscore.analysis.comparison import worst
+from flatscore.analysis.result import AnalysisResult, Cell, Settings
 from flatscore.report.definitions import definitions
 from flatscore.report.sequential_text import worded_summary
+from flatscore.report.verdict_reason import reason
 
 
 def worded(analysis: AnalysisResult) -> AnalysisResult:
     """`analysis` with its text fields filled in (itself when nothing is missing)."""
     update: dict[str, Any] = {}
+    cells = [_worded_cell(cell, analysis.settings) for cell in analysis.cells]
+    if any(new is not old for new, old in zip(cells, analysis.cells, strict=True)):
+        update["cells"] = cells
     if not analysis.definitions:
         update["definitions"] = definitions(analysis.settings)
     if analysis.sequential is not None:
@@ -22,3 +28,20 @@ def worded(analysis: AnalysisResult) -> AnalysisResult:
         if sequential is not analysis.sequential:
             update["sequential"] = sequential
     return analysis.model_copy(update=update) if update else analysis
+
+
+def _worded_cell(cell: Cell, settings: Settings) -> Cell:
+    """The cell with each comparison's reason and its own (the worst comparison's)."""
+    if cell.verdict_reason and all(c.verdict_reason for c in cell.comparisons):
+        return cell
+    comparisons = [
+        c if c.verdict_reason else c.model_copy(update={"verdict_reason": reason(c, settings)})
+        for c in cell.comparisons
+    ]
+    why = cell.verdict_reason
+    if not why and comparisons:
+        w = worst(comparisons)
+        why = f"{w.arm} vs {w.reference}: {w.verdict_reason}"
+    elif not why:
+        why = "only one arm: no comparison was made"
+    return cell.model_copy(update={"comparisons": comparisons, "verdict_reason": why})

@@ -12,7 +12,8 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from flatscore.analysis.result import AnalysisResult, Comparison
-from flatscore.analysis.sequential_result import SequentialSummary, decided_text
+from flatscore.analysis.sequential_result import SequentialSummary
+from flatscore.report.sequential_text import decided_text
 from flatscore.report.verdicts import (
     FIXED_NOTE,
     TONE,

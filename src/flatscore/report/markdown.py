@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from flatscore.analysis.result import AnalysisResult, Cell, FloorStat
-from flatscore.analysis.sequential_result import decided_text
+from flatscore.report.analysis_text import worded
 from flatscore.report.cost_text import cost_lines
 from flatscore.report.markdown_escape import md_escape
 from flatscore.report.markdown_table import table_lines
-from flatscore.report.sequential_text import study_text
+from flatscore.report.sequential_text import decided_text, study_text
 from flatscore.report.verdicts import cell_reason, cell_verdict, headlines, pct, pts, pval, ratio
 
 CODE_PHRASES = ("`flatscore power`",)
@@ -84,6 +84,7 @@ def _floor_table(cell: Cell) -> list[str]:
 
 def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None) -> str:
     """The Markdown summary: one section per cell, a headline per arm, a small table."""
+    analysis = worded(analysis)
     s = analysis.settings
     lines = [
         "# flatscore summary",

@@ -12,11 +12,11 @@ from pathlib import Path
 import yaml
 
 from flatscore import __version__
-from flatscore.analysis.comparison import times
 from flatscore.analysis.result import AnalysisResult, BudgetPoint
 from flatscore.errors import InputError
 from flatscore.report.markdown_table import table_lines
 from flatscore.report.model_index import CardRow, card_rows, model_index
+from flatscore.report.verdict_reason import times
 from flatscore.report.verdicts import signed_ci_pts, signed_pts
 
 CARD_FILE = "README.md"

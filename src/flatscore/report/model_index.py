@@ -28,6 +28,7 @@ from typing import Any
 
 from flatscore.analysis.result import AnalysisResult, BudgetPoint, ChannelAmplification, Comparison
 from flatscore.errors import InputError
+from flatscore.report.analysis_text import worded
 
 TASK_TYPE = "text-generation"
 TASK_NAME = "tool-calling agent (flatscore)"
@@ -84,6 +85,7 @@ def _point(curve: list[BudgetPoint], k: int, where: str) -> BudgetPoint:
 
 def card_rows(result: AnalysisResult, tight_k: int) -> list[CardRow]:
     """Every (model, domain, arm) of the analysis, reference first in each cell."""
+    result = worded(result)  # each row's verdict reason
     default_k = result.settings.default_K
     if tight_k >= default_k:
         raise InputError(

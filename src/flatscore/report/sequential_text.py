@@ -1,13 +1,14 @@
 """The sequential reading in words (`analyze --sequential`; docs/analysis.md, "Sequential
-verdicts"): the design, the order tasks were read in, and the study's saving. The analysis
-holds them as data (`SequentialSummary.ordered_by`, the settings)."""
+verdicts"): the design, the order tasks were read in, each comparison's decision and the
+study's saving. The analysis holds them as data (`SequentialSummary.ordered_by`,
+`SequentialComparison`, the settings)."""
 
 from __future__ import annotations
 
 from flatscore.analysis.result import Settings
 from flatscore.analysis.sequential import SequentialDesign
 from flatscore.analysis.sequential_replay import design_for
-from flatscore.analysis.sequential_result import SequentialSummary, TaskOrder
+from flatscore.analysis.sequential_result import SequentialComparison, SequentialSummary, TaskOrder
 from flatscore.analysis.settings import in_points
 
 
@@ -60,3 +61,16 @@ def study_text(s: SequentialSummary, settings: Settings) -> str:
         f"sequential reading: {s.tasks} of {s.tasks_available} paired tasks and {s.episodes} "
         f"of {s.episodes_available} episodes ({100 * s.saving:.0f}% saved); {s.order}"
     )
+
+
+def decided_text(c: SequentialComparison) -> str:
+    """'visible damage, decided after 16 of 114 tasks' (or 'inconclusive after all 114')."""
+    if c.decided:
+        which = f" ({', '.join(c.amplified_channels)})" if c.amplified_channels else ""
+        return f"{c.verdict}{which}, decided after {c.tasks} of {c.tasks_available} tasks"
+    if c.more_tasks and c.tasks == 0:
+        first = f" (the first at {c.first_look} tasks)" if c.first_look else ""
+        return f"open: no planned look yet{first}; the planned looks allow {c.more_tasks} more"
+    if c.more_tasks:
+        return f"open after {c.tasks} tasks: the planned looks allow {c.more_tasks} more"
+    return f"{c.verdict}: undecided after all {c.tasks_available} tasks"

@@ -14,9 +14,9 @@ from rich.text import Text
 
 from flatscore.analysis.channels import LEAF_CHANNELS
 from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, ChannelAmplification
-from flatscore.analysis.sequential_result import decided_text
 from flatscore.console import styled
-from flatscore.report.sequential_text import study_text
+from flatscore.report.analysis_text import worded
+from flatscore.report.sequential_text import decided_text, study_text
 from flatscore.report.terminal_fit import fit
 from flatscore.report.verdicts import (
     cell_reason,
@@ -78,6 +78,8 @@ def _s_at(arm: ArmStats, k: int) -> float | None:
 
 
 def verdict_lines(result: AnalysisResult) -> list[Text]:
+    """Each cell's verdict and reason (a worded analysis: `analysis_text.worded`), then
+    each sequential reading."""
     lines = []
     for cell in result.cells:
         verdict = cell_verdict(cell)
@@ -204,6 +206,7 @@ def comparisons_table(cell: Cell, k_small: int, k_default: int) -> Table:
 
 def render(result: AnalysisResult, console: Console) -> None:
     """Print the verdicts, then per cell the arms table and the comparisons table."""
+    result = worded(result)
     s = result.settings
     for line in verdict_lines(result):
         console.print(line, highlight=False)

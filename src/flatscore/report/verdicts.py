@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from flatscore.analysis.comparison import VERDICT_ORDER, channel_shift
+from flatscore.analysis.comparison import VERDICT_ORDER
 from flatscore.analysis.result import (
     ArmStats,
     Cell,
@@ -19,6 +19,7 @@ from flatscore.analysis.result import (
     Settings,
 )
 from flatscore.analysis.stats import format_p, p_is
+from flatscore.report.verdict_reason import channel_shift
 
 CHANNEL_WORDS: dict[str, str] = {
     "unknown_tool": "calling tools that do not exist",
