@@ -1,6 +1,6 @@
-"""The analysis' words are the report's: `analyze` leaves the definitions and the sequential
-reading's task order and design empty, `worded` fills them in from the settings, and
-analysis.json read back keeps its own."""
+"""The analysis' words are the report's: `analyze` leaves the definitions, the verdicts'
+reasons and the sequential reading's task order and design empty, `worded` fills them in
+from the settings and the numbers, and analysis.json read back keeps its own."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from flatscore.analysis.settings import AnalysisSettings
 from flatscore.report import analysis_json
 from flatscore.report.analysis_text import worded
 from flatscore.report.definitions import definitions
+from flatscore.report.verdict_reason import reason
 
 OK, FAIL = ("get_user", "ok"), ("get_user", "fail")
 
@@ -41,6 +42,20 @@ def test_analyze_leaves_the_words_empty_and_worded_fills_them_in() -> None:
     assert words.sequential.design.startswith("looks every ")
     assert "TOST ±7.5 points" in words.sequential.design
     assert worded(words) is words  # nothing left to fill in
+
+
+def test_worded_gives_each_comparison_and_cell_its_reason() -> None:
+    analysis = _analysis()
+    (cell,) = analysis.cells
+    (c,) = cell.comparisons
+    assert (cell.verdict_reason, c.verdict_reason) == ("", "")
+    (cell,) = worded(analysis).cells
+    (c,) = cell.comparisons
+    assert c.verdict_reason == reason(c, analysis.settings)
+    assert c.verdict_reason.startswith("success difference at K = ")
+    assert cell.verdict_reason == f"q vs ref: {c.verdict_reason}"
+    alone = analyze([episode("ref", f"t{t}", 0, [OK]) for t in range(4)], AnalysisSettings())
+    assert worded(alone).cells[0].verdict_reason == "only one arm: no comparison was made"
 
 
 def test_the_words_follow_the_settings() -> None:
