@@ -78,7 +78,7 @@ Kind = Literal["split", "swap", "planted", "identical"]
 @dataclass(frozen=True)
 class Source:
     """A committed study's archive and the trials it is read on (its documented command's
-    `--trials`)."""
+    `--trial-range`)."""
 
     name: str
     runs: Path

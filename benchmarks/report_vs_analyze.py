@@ -1,7 +1,7 @@
 """`flatscore report` against `flatscore analyze` on the same runs, in one process.
 
 Default RUNS: study v2's runs, unpacked from its archive into a temporary folder, with the
-settings of its documented report (`--trials 1-2 --reference ref --budgets 0-9 --bootstrap
+settings of its documented report (`--trial-range 1-2 --reference ref --budgets 0-9 --bootstrap
 5000 --seed 0`). Times what each command does after parsing its flags: reading the episodes
 and the analysis (shared), then `analyze`'s terminal tables or `report`'s four files
 (report.html, summary.md, analysis.json, tables.md). The two writers run in alternating

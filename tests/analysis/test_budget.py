@@ -44,10 +44,10 @@ def test_parse_trials_shares_the_range_syntax_with_its_own_bounds() -> None:
     for bad in ("0", "0-2", "x", "1,,2", "1-1001"):
         with pytest.raises(InputError, match="bad trial list") as err:
             parse_trials(bad)
-        assert err.value.field == "--trials"
+        assert err.value.field == "--trial-range"
     with pytest.raises(InputError, match="bad trial range '2-1': end before start") as err:
         parse_trials("2-1")
-    assert err.value.field == "--trials"
+    assert err.value.field == "--trial-range"
 
 
 def test_default_budget_known_answers() -> None:

@@ -266,16 +266,29 @@ def test_a_tau2_file_with_no_error_limit(tmp_path: Path) -> None:
 def test_trials_pin_the_analysis_and_bad_values_are_one_line(
     run_file: Path, tmp_path: Path
 ) -> None:
-    """`--trials 1` (counted from 1: the episodes' trial 0) is recorded in the settings and
+    """`--trial-range 1` (counted from 1: the episodes' trial 0) is recorded in the settings and
     left out of them without it; no episode of the named trials, or trials not counted from
     1, is one line naming the flag and exit 2."""
     out = tmp_path / "a.json"
-    done = run_flatscore("analyze", str(run_file), "--trials", "1", "--json", str(out))
+    done = run_flatscore("analyze", str(run_file), "--trial-range", "1", "--json", str(out))
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(out.read_text("utf-8"))["settings"]["trials"] == [1]
     done = run_flatscore("analyze", str(run_file), "--json", str(out))
     assert "trials" not in json.loads(out.read_text("utf-8"))["settings"]
     for value, message in (("2", "no episode of trials 2"), ("0", "counted from 1")):
-        done = run_flatscore("analyze", str(run_file), "--trials", value)
-        assert done.returncode == 2 and message in done.stderr and "--trials" in done.stderr
+        done = run_flatscore("analyze", str(run_file), "--trial-range", value)
+        assert done.returncode == 2 and message in done.stderr and "--trial-range" in done.stderr
         assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_the_old_trials_spelling_still_reads_a_range_with_a_warning(
+    run_file: Path, tmp_path: Path
+) -> None:
+    """`--trials` is a count where a command runs episodes; as a range it was renamed
+    `--trial-range` and the old spelling still works, with one warning line."""
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    done = run_flatscore("analyze", str(run_file), "--trials", "1", "--json", str(old))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "--trials is now --trial-range" in done.stderr
+    run_flatscore("analyze", str(run_file), "--trial-range", "1", "--json", str(new))
+    assert json.loads(old.read_text("utf-8")) == json.loads(new.read_text("utf-8"))

@@ -41,8 +41,8 @@ def test_an_empty_folder_names_both_kinds_of_runs(tmp_path: Path) -> None:
 
 def test_a_backwards_trial_range_says_end_before_start(tmp_path: Path) -> None:
     run = _run(tmp_path / "ref.jsonl")
-    line = _one_line(flatscore("analyze", run, "--trials", "9-1"))
-    assert "end before start" in line and "--trials" in line
+    line = _one_line(flatscore("analyze", run, "--trial-range", "9-1"))
+    assert "end before start" in line and "--trial-range" in line
 
 
 def test_an_undecidable_reference_does_not_blame_an_option_not_given(tmp_path: Path) -> None:

@@ -63,7 +63,7 @@ def v3(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("study-v3")
     archive.unpack(ARCHIVE, tmp / "runs")
     done = flatscore(
-        *("report", tmp / "runs", "--out", tmp / "report", "--trials", "1-2"),
+        *("report", tmp / "runs", "--out", tmp / "report", "--trial-range", "1-2"),
         *("--reference", "ref", "--budgets", "0-9", "--tost-margin", "7.5"),
         *("--bootstrap", "200", "--seed", "0", "--correction", "holm", "--sequential"),
     )

@@ -235,7 +235,7 @@ def test_the_committed_study_archive_reproduces_its_analysis(tmp_path: Path) -> 
 # the page)
 def test_study_v2s_committed_analysis_rebuilds_from_its_archive(tmp_path: Path) -> None:
     """docs/embedded-study-v2.md's findings are read on trials 1-2 (114 x 2 per arm and
-    domain); the archive holds more (trial 3 begun in every arm), and `--trials 1-2` keeps
+    domain); the archive holds more (trial 3 begun in every arm), and `--trial-range 1-2` keeps
     the committed analysis.json reproducible byte for byte."""
     docs = ROOT / "studies" / "embedded-study-v2"
     _rebuilds_byte_for_byte(docs / "runs", docs, tmp_path)

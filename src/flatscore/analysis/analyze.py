@@ -111,7 +111,7 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
             raise InputError(
                 f"no episode of trials {trials_text(options.trials)} in the input "
                 "(trials are counted from 1)",
-                field="--trials",
+                field="--trial-range",
             )
         warnings += trials_left_out(options.trials, read_all, len(unique))
     if options.balanced:

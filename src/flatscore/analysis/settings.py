@@ -57,7 +57,7 @@ def _in_points(info: ValidationInfo | FieldSerializationInfo) -> bool:
 def _range_list(
     value: Any, parse: Callable[[str], list[int]], ok: Callable[[int], bool], message: str
 ) -> Any:
-    """A range list (`--budgets`, `--trials`): its text → the list (`parse`, whose
+    """A range list (`--budgets`, `--trial-range`): its text → the list (`parse`, whose
     InputError becomes the field's error); a given list's numbers must be `ok`."""
     if isinstance(value, str):
         try:
@@ -77,6 +77,14 @@ class Price(AnalysisModel):
     per_1m_completion_tokens: float | None = Field(None, ge=0, allow_inf_nan=False)
     per_hour: float | None = Field(None, ge=0, allow_inf_nan=False)
     currency: str = "USD"
+
+
+_FLAGS = {"trials": "--trial-range"}
+"""Settings whose command-line flag is not their name in dashes."""
+
+
+def _flag(name: str) -> str:
+    return _FLAGS.get(name, "--" + name.replace("_", "-"))
 
 
 class AnalysisSettings(AnalysisModel):
@@ -214,7 +222,7 @@ class AnalysisSettings(AnalysisModel):
     def from_flags(cls, **values: Any) -> Self:
         """Settings from command-line flags (`tost_margin` in points; None: the default).
         A bad value is one InputError naming the flag."""
-        with validating(field=lambda loc: "--" + str(loc[0]).replace("_", "-") if loc else None):
+        with validating(field=lambda loc: _flag(str(loc[0])) if loc else None):
             return cls.model_validate(
                 {k: v for k, v in values.items() if v is not None}, context=POINTS
             )

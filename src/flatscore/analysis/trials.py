@@ -1,4 +1,4 @@
-"""The trials analysed (`--trials 1-2`): a committed analysis pinned to the trials it read.
+"""The trials analysed (`--trial-range 1-2`): a committed analysis pinned to the trials it read.
 
 A study that keeps running after its findings were read (a third trial begun in some arms)
 changes what `--balanced` keeps; naming the trials makes the documented command give the
@@ -17,7 +17,7 @@ from flatscore.episode import Episode
 
 def parse_trials(text: str) -> list[int]:
     """'1-2', '1,3' or '1-2,4' → sorted distinct trial numbers counted from 1 (bad text:
-    InputError naming --trials)."""
+    InputError naming --trial-range)."""
 
     def problem(part: str, bounds: tuple[int, int] | None) -> str | None:
         if bounds is not None and bounds[1] < bounds[0]:
@@ -26,7 +26,7 @@ def parse_trials(text: str) -> list[int]:
             return f"bad trial list {text!r}: expected trials counted from 1, e.g. 1-2 or 1,3"
         return None
 
-    return parse_ranges(text, problem, "--trials")
+    return parse_ranges(text, problem, "--trial-range")
 
 
 def trials_text(trials: Sequence[int]) -> str:
@@ -54,6 +54,6 @@ def left_out(trials: Sequence[int], before: int, after: int) -> list[str]:
     if before == after:
         return []
     return [
-        f"--trials {trials_text(trials)}: {before - after} of {before} episodes of other "
+        f"--trial-range {trials_text(trials)}: {before - after} of {before} episodes of other "
         "trials left out"
     ]

@@ -7,10 +7,16 @@ another option) is read as `--json -`, stdout."""
 
 from __future__ import annotations
 
+_TRIAL_RANGE = {"--trials": "--trial-range"}
 RENAMED: dict[str, dict[str, str]] = {
     "gate": {"--margin": "--tost-margin"},
     "run": {"--counted": "--count"},
     "power": {"--K": "--tight-budget"},
+    # `--trials` is a count where a command runs episodes (run, power); a range was renamed
+    "analyze": _TRIAL_RANGE,
+    "report": _TRIAL_RANGE,
+    "export": _TRIAL_RANGE,
+    "embedded-round": _TRIAL_RANGE,
 }
 """command → old option → its name now."""
 

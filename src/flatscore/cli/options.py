@@ -88,10 +88,14 @@ FixedDesign = Annotated[
 Trials = Annotated[
     str | None,
     typer.Option(
+        "--trial-range",
+        "--trials",
         help="Only these trials, counted from 1 (e.g. 1-2): pins an analysis to the trials it "
-        "read while a study goes on"
+        f"read while a study goes on {legacy.deprecated('--trials')}",
     ),
 ]
+"""A range of trials read. `--trials` is a count wherever a command runs episodes (`run`,
+`power`); here it is the old spelling."""
 ProgressBar = Annotated[bool, typer.Option(help="Show a progress bar.")]
 ProgressBars = Annotated[bool, typer.Option(help="Show progress bars.")]
 TorchThreads = Annotated[int, typer.Option(min=1, help="torch threads.")]

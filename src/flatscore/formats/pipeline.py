@@ -28,7 +28,7 @@ from flatscore.formats import load_runs
 
 @dataclass(frozen=True)
 class Analysed:
-    """An analysis and the episodes it analysed (after `--trials` and `--balanced`: what a
+    """An analysis and the episodes it analysed (after `--trial-range` and `--balanced`: what a
     report shows beside the numbers)."""
 
     result: AnalysisResult

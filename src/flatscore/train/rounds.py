@@ -69,7 +69,7 @@ class RoundRow(BaseModel):
 def round_rows(runs: Sequence[Path], arm: str = "ref", trials: str | None = None) -> list[RoundRow]:
     """The numbers of `arm` in each (model, domain) cell of the episodes in `runs` (run
     files, folders of them, or run archives: `flatscore archive pack`'s folders);
-    `trials` as `flatscore analyze --trials` (`1`: the first)."""
+    `trials` as `flatscore analyze --trial-range` (`1`: the first)."""
     from flatscore.analysis.analyze import analyze
     from flatscore.formats import load_runs
     from flatscore.store.archive import archived, chunks
