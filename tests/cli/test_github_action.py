@@ -94,6 +94,7 @@ def test_every_output_is_one_the_step_writes() -> None:
     assert ACTION["runs"]["using"] == "composite"
 
 
+@pytest.mark.slow  # the damage path runs fast in the test below
 def test_int4_awq_is_visible_damage(runs: Path, tmp_path: Path) -> None:
     code, summary, outputs, log = run_gate_step(
         tmp_path, reference=str(runs / "ref.jsonl"), candidate=str(runs / "int4-*.jsonl")

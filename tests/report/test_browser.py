@@ -170,7 +170,7 @@ def test_transcript_filters_and_paired_view(
         print(f"\nscreenshot: {shots / 'paired.png'}")
 
 
-@pytest.fixture(params=["plain", "packed"])
+@pytest.fixture(params=[pytest.param("plain", marks=pytest.mark.slow), "packed"])
 def any_hostile_report(request: pytest.FixtureRequest) -> ReportPaths:
     """The hostile report with its transcripts as plain JSON and gzip-packed."""
     name = "hostile_report" if request.param == "plain" else "packed_hostile_report"

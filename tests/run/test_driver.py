@@ -156,6 +156,7 @@ def test_empty_selection_is_an_input_error(tmp_path: Path) -> None:
         plan_study(study)
 
 
+@pytest.mark.slow  # 60 episodes; study v3's ref-control rebuilds in the fast suite
 def test_a_negative_control_replicates_the_reference_and_comes_out_clean(
     tmp_path: Path,
 ) -> None:

@@ -41,6 +41,7 @@ def test_bad_durations(text: str) -> None:
         parse_duration(text)
 
 
+@pytest.mark.slow  # fast: the SIGINT-blocked run below stops at its limit too
 def test_a_run_stops_at_its_time_limit_and_resumes(tmp_path: Path) -> None:
     out = tmp_path / "run.jsonl"
     done = flatscore(*ARGS, "--out", out, "--time-limit", "4s")

@@ -189,6 +189,7 @@ def test_the_committed_repair_archive_unpacks_and_packs_byte_for_byte(tmp_path: 
     assert sorted(p.name for p in copy.iterdir()) == sorted(p.name for p in committed.iterdir())
 
 
+@pytest.mark.slow  # a nested pytest run; the fix is conftest's autouse fixture
 def test_a_key_registered_by_an_earlier_test_does_not_reach_the_unpacked_runs() -> None:
     """The flaky failure of the test above in a full parallel run (b'*' where the chunk had
     b'0'): a key of digits registered by tests/store/test_redaction.py in the same worker masked
@@ -231,8 +232,8 @@ def test_the_committed_study_archive_reproduces_its_analysis(tmp_path: Path) -> 
     _rebuilds_byte_for_byte(STUDY_V1 / "runs", STUDY_V1, tmp_path)
 
 
-# 3,192 of 3,346 episodes analysed, 5,000 resamples: ~20 s, in the default suite (it guards
-# the page)
+# 3,192 of 3,346 episodes analysed, 5,000 resamples: ~20 s
+@pytest.mark.slow  # v3's rebuild below is the fast suite's
 def test_study_v2s_committed_analysis_rebuilds_from_its_archive(tmp_path: Path) -> None:
     """docs/embedded-study-v2.md's findings are read on trials 1-2 (114 x 2 per arm and
     domain); the archive holds more (trial 3 begun in every arm), and `--trial-range 1-2` keeps

@@ -307,6 +307,7 @@ def _digest(data: list[dict[str, Any]]) -> str:
     return hashlib.sha256(json.dumps(data).encode()).hexdigest()
 
 
+@pytest.mark.slow  # two rollouts and a resumed one
 def test_the_data_is_the_same_after_a_rerun_and_after_a_resumed_rollout(
     runs: Path, tokenizer: Any, tmp_path: Path
 ) -> None:
