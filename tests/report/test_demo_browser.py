@@ -44,6 +44,7 @@ def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
         yield browser
 
 
+@pytest.mark.slow  # fast: study v3's first screen, tests/report/test_first_screen_browser.py
 def test_the_first_screen_says_what_reproduced_and_every_verdict(
     demo: DemoResult, driver: WebDriver
 ) -> None:

@@ -183,6 +183,7 @@ def slow_same(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, list
     return folder, out.getvalue(), calls
 
 
+@pytest.mark.slow  # a whole look-ahead study; fast: the two tests above
 def test_the_run_files_hold_what_the_run_look_by_look_writes(
     slow_same: tuple[Path, str, list[PruneCall]],
 ) -> None:

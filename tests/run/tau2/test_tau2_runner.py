@@ -108,6 +108,7 @@ def _tau2_run_domain(url: str, domain: str, served: str, num_tasks: int, out: Pa
     return out / f"{domain}-{served}.json"
 
 
+@pytest.mark.slow  # τ²'s own runner beside ours; fast: the resume test below runs τ²'s domain
 def test_live_run_equals_tau2s_own_results(server: ReplayServer, tmp_path: Path) -> None:
     lib.load()  # quiet litellm before τ²'s run_domain imports it
     out = tmp_path / "study"
