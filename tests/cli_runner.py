@@ -60,7 +60,8 @@ class CliResult:
 def in_process(*args: str | Path) -> subprocess.CompletedProcess[str]:
     """`main()` with these arguments in this process, its output captured, its exit code as
     the process would have it (SystemExit's code, 0 when it returns)."""
-    commands = importlib.import_module("flatscore.cli.app")  # `flatscore.cli.app` is also the Typer
+    # by its module name: `flatscore.cli.app` as an attribute is the Typer object
+    commands = importlib.import_module("flatscore.cli.app")
     from flatscore.cli import main
 
     # The command consoles were made when flatscore.cli was first imported in this process,
@@ -69,7 +70,8 @@ def in_process(*args: str | Path) -> subprocess.CompletedProcess[str]:
         console.width = PIPE_COLUMNS
     out, err = io.StringIO(), io.StringIO()
     argv, columns = sys.argv, os.environ.get("COLUMNS")
-    sys.argv = ["flatscore", *map(str, args)]
+    command = ["flatscore", *map(str, args)]
+    sys.argv = command
     os.environ["COLUMNS"] = str(PIPE_COLUMNS)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -86,7 +88,7 @@ def in_process(*args: str | Path) -> subprocess.CompletedProcess[str]:
             os.environ.pop("COLUMNS", None)
         else:
             os.environ["COLUMNS"] = columns
-    return subprocess.CompletedProcess(sys.argv, code, out.getvalue(), err.getvalue())
+    return subprocess.CompletedProcess(command, code, out.getvalue(), err.getvalue())
 
 
 def flatscore_process(

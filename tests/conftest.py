@@ -8,7 +8,6 @@ files handed to the workers first (`LONGEST_FIRST`)."""
 from __future__ import annotations
 
 import os
-import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -126,24 +125,13 @@ def tiny_loaded(tiny_model_dir: Path) -> Any:
 
 
 @pytest.fixture
-def flatscore(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> Callable[..., CliResult]:
-    """The one in-process CLI runner: `flatscore(*args)` runs `main()` with those arguments
-    at 200 columns and returns its exit code and captured output (tests/cli_runner.py runs
-    it in a fresh interpreter instead, where a test needs a process of its own)."""
-    from flatscore.cli import main
+def flatscore() -> Callable[..., CliResult]:
+    """`flatscore(*args)`: `main()` in this process with those arguments at 200 columns
+    (`cli_runner.in_process`), its exit code and captured output."""
+    from cli_runner import in_process
 
     def run(*args: str | Path) -> CliResult:
-        monkeypatch.setattr(sys, "argv", ["flatscore", *map(str, args)])
-        monkeypatch.setenv("COLUMNS", "200")
-        capsys.readouterr()
-        try:
-            main()
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        out = capsys.readouterr()
-        return CliResult(code, out.out, out.err)
+        done = in_process(*args)
+        return CliResult(done.returncode, done.stdout, done.stderr)
 
     return run
