@@ -32,6 +32,7 @@ from flatscore import defaults
 from flatscore.analysis.budget import parse_budgets
 from flatscore.analysis.channels import BUILTIN_RULES, ChannelRules, load_rules
 from flatscore.analysis.outputs import AnalysisModel, CountMode
+from flatscore.analysis.trials import FLAG as TRIALS_FLAG
 from flatscore.analysis.trials import parse_trials
 from flatscore.defaults import MAX_BOOTSTRAP, MAX_BUDGET, MIN_BOOTSTRAP, Correction
 from flatscore.errors import InputError, validating
@@ -79,7 +80,7 @@ class Price(AnalysisModel):
     currency: str = "USD"
 
 
-_FLAGS = {"trials": "--trial-range"}
+_FLAGS = {"trials": TRIALS_FLAG}
 """Settings whose command-line flag is not their name in dashes."""
 
 

@@ -14,6 +14,9 @@ from flatscore.analysis.budget import parse_ranges
 from flatscore.defaults import MAX_BUDGET
 from flatscore.episode import Episode
 
+FLAG = "--trial-range"
+"""The command-line option that names the trials read (errors and warnings name it)."""
+
 
 def parse_trials(text: str) -> list[int]:
     """'1-2', '1,3' or '1-2,4' → sorted distinct trial numbers counted from 1 (bad text:
@@ -26,7 +29,7 @@ def parse_trials(text: str) -> list[int]:
             return f"bad trial list {text!r}: expected trials counted from 1, e.g. 1-2 or 1,3"
         return None
 
-    return parse_ranges(text, problem, "--trial-range")
+    return parse_ranges(text, problem, FLAG)
 
 
 def trials_text(trials: Sequence[int]) -> str:
@@ -54,6 +57,6 @@ def left_out(trials: Sequence[int], before: int, after: int) -> list[str]:
     if before == after:
         return []
     return [
-        f"--trial-range {trials_text(trials)}: {before - after} of {before} episodes of other "
+        f"{FLAG} {trials_text(trials)}: {before - after} of {before} episodes of other "
         "trials left out"
     ]
