@@ -10,17 +10,10 @@ from flatscore.agents import make_agent
 from flatscore.domains import get_domain
 from flatscore.run.episode_loop import EpisodeSpec, run_episode
 from flatscore.users import make_user
+from task_slices import EVERY_TASK
 
 
-@pytest.mark.parametrize(
-    ("domain", "stride"),
-    [
-        pytest.param("retail", 1, id="retail-all", marks=pytest.mark.slow),
-        pytest.param("telecom", 1, id="telecom-all", marks=pytest.mark.slow),
-        pytest.param("retail", 4, id="retail-every-4th"),
-        pytest.param("telecom", 4, id="telecom-every-4th"),
-    ],
-)
+@pytest.mark.parametrize(("domain", "stride"), EVERY_TASK)
 def test_noop_fails_every_task_that_needs_a_write(domain: str, stride: int) -> None:
     d = get_domain(domain)
     tasks = [t for t in d.tasks() if d.needs_write(t)]

@@ -13,15 +13,7 @@ from flatscore.domains import get_domain
 from flatscore.episode import Episode, TerminationReason
 from flatscore.run.episode_loop import EpisodeSpec, run_episode
 from flatscore.users import make_user
-
-EVERY_TASK = [
-    pytest.param("retail", 1, id="retail-all", marks=pytest.mark.slow),
-    pytest.param("telecom", 1, id="telecom-all", marks=pytest.mark.slow),
-    pytest.param("retail", 4, id="retail-every-4th"),
-    pytest.param("telecom", 4, id="telecom-every-4th"),
-]
-"""Every task of each domain in the slow tier (~8 s of CPU for retail's 166); every fourth
-task, each template still represented, in the fast suite."""
+from task_slices import EVERY_TASK
 
 
 def _run(domain: str, agent: str, seed: int = 300, stride: int = 1) -> list[Episode]:
