@@ -3,7 +3,8 @@ the CLI replay test): synthetic comparisons, task by task; and chosen statistics
 decision rules (`crossing_stats`, `rule_verdicts`).
 
 Success at the default budget: the model of tests/analysis/test_coverage.py — task solve
-probabilities q ~ Beta(4·s, 4·(1 − s)); the arm solves with q·(1 − gap/s); trials
+probabilities q ~ Beta(c·s, c·(1 − s)), c = 4 (or the `concentration` given: 1.8 with
+s = 0.5 is Beta(0.9, 0.9), tasks mostly near always or never solved); the arm solves with q·(1 − gap/s); trials
 independent, or coupled (each arm trial reuses its reference trial's uniform with
 probability 0.75, as common random numbers do where quantization changes some episodes).
 Failed calls: each episode makes `calls` agent tool calls; a task's per-call failure
@@ -81,8 +82,9 @@ def simulate(
     base: float = 0.3,
     calls: int = 6,
     channel_ratios: tuple[float, ...] | None = None,
+    concentration: float = CONCENTRATION,
 ) -> Comparisons:
-    q = rng.beta(CONCENTRATION * s, CONCENTRATION * (1 - s), (studies, tasks, 1))
+    q = rng.beta(concentration * s, concentration * (1 - s), (studies, tasks, 1))
     u = rng.random((studies, tasks, trials))
     v = np.where(rng.random(u.shape) < coupling, u, rng.random(u.shape))
     ok_ref, ok_arm = u < q, v < q * (1 - gap / s)
@@ -147,7 +149,7 @@ def crossing_stats(
     counts = RULES.looks(tasks)
     z = {}
     for name in TESTS:
-        at = crossing.get(name.removesuffix("_low").removesuffix("_high"))
+        at = crossing.get(name)
         row = np.full(len(counts), -1.0)
         if at is not None:
             row[at:] = 50.0

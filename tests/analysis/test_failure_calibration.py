@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from flatscore.analysis.paired_score import paired_test, paired_tost
+from flatscore.analysis.paired_score import paired_one_sided
 from flatscore.analysis.rate_ratio import bound_p, rate_ratio_test
 from flatscore.analysis.sequential import VERDICTS, SequentialDesign, decide, look_stats
 from real_profiles import V1, V2, V3, Draw, paired_draw, profile, split_null
@@ -101,13 +101,13 @@ def test_the_bound_is_not_claimed_for_an_amplified_arm() -> None:
 
 
 def fixed_clears(d: Draw) -> np.ndarray:
-    """The fixed design's "no damage detected" on all failed calls: no significant success
-    drop, TOST equivalence, no significant increase of failed calls."""
-    damage = (paired_test(d.differences) < ALPHA) & (d.differences.mean(-1) > 0)
-    equivalent = paired_tost(d.differences, DESIGN.margin, ALPHA)[1]
+    """The fixed design's "no damage detected" on all failed calls: a drop beyond the margin
+    ruled out (TOST's upper test; a significant drop inside the margin is not damage), no
+    significant increase of failed calls."""
+    flat = paired_one_sided(d.differences, DESIGN.margin, upper=False) < ALPHA
     t = rate_ratio_test(*d.rates(), interval=False)
     amplified = (np.nan_to_num(t.p_value, nan=1.0) < ALPHA) & (t.ratio > 1)
-    return ~damage & equivalent & ~amplified
+    return flat & ~amplified
 
 
 def sequential_reading(d: Draw) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from scipy.stats import norm
+from scipy.stats import binomtest, norm
 from scipy.stats import t as student_t
 
 from flatscore.analysis.paired_score import paired_one_sided, paired_test, paired_tost
@@ -32,7 +32,7 @@ from flatscore.analysis.sequential import (
     look_counts,
     look_stats,
 )
-from sequential_model import COUPLINGS, PLANTED, RULES, simulate
+from sequential_model import CONCENTRATION, COUPLINGS, PLANTED, RULES, simulate
 from sequential_model import crossing_stats as _stats
 from sequential_model import rule_verdicts as _verdict
 
@@ -40,7 +40,13 @@ DESIGN = SequentialDesign()
 STUDIES = 2000
 SMALL_STUDIES = 200
 TASKS = 114
-PROFILES = (0.6, 0.9)
+PROFILES = (0.6, 0.9, 0.5)
+"""Mean success at the default budget; each a Beta(c·s, c·(1 − s)) of task solve
+probabilities, c = 4 but for the last."""
+HETEROGENEOUS = 0.5
+CONCENTRATIONS = {HETEROGENEOUS: 1.8}
+"""s = 0.5 with c = 1.8 is Beta(0.9, 0.9): most tasks nearly always or nearly never solved,
+strong task heterogeneity as in the committed studies."""
 
 
 # --- the building blocks ------------------------------------------------------------------
@@ -117,33 +123,34 @@ def test_damage_stops_at_its_look() -> None:
 
 
 def test_a_flat_score_alone_never_stops() -> None:
-    """Equivalence at the first look, the ratio decided only at the third: the comparison
-    reads on until then."""
-    assert _verdict([_stats(equivalent=0, bounded=2)]) == [("no damage detected", True, 24)]
-    assert _verdict([_stats(equivalent=0, amplified=2)]) == [
+    """A flat score (a drop beyond the margin ruled out) at the first look, the ratio decided
+    only at the third: the comparison reads on until then."""
+    assert _verdict([_stats(flat=0, bounded=2)]) == [("no damage detected", True, 24)]
+    assert _verdict([_stats(flat=0, amplified=2)]) == [
         ("flat score, amplified failures", True, 24)
     ]
-    # At the design's maximum the rule is the fixed design's: equivalence with no
+    # At the design's maximum the rule is the fixed design's: a flat score with no
     # amplification decided is "no damage detected"; the bound only lets it stop early.
-    assert _verdict([_stats(equivalent=0)]) == [("no damage detected", True, 32)]
+    assert _verdict([_stats(flat=0)]) == [("no damage detected", True, 32)]
 
 
-def test_amplification_without_equivalence_is_not_a_verdict() -> None:
+def test_amplification_without_a_flat_score_is_not_a_verdict() -> None:
     assert _verdict([_stats(amplified=0)]) == [("inconclusive", False, 32)]
     assert _verdict([_stats(amplified=0, damage=3)]) == [("visible damage", True, 32)]
 
 
 def test_damage_takes_precedence_at_the_same_look() -> None:
-    """A significant drop inside the margin (damage and equivalence at once) is damage, as in
-    the fixed design."""
-    assert _verdict([_stats(damage=1, equivalent=1, bounded=0)]) == [("visible damage", True, 16)]
+    """A significant drop at the look where a drop beyond the margin is ruled out is damage
+    (the fixed design, with one look, reads a significant drop inside the margin as "no
+    damage detected"; docs/analysis.md)."""
+    assert _verdict([_stats(damage=1, flat=1, bounded=0)]) == [("visible damage", True, 16)]
 
 
 def test_rejections_are_final() -> None:
-    """Equivalence at look 1 stays decided although its statistic falls back later."""
+    """A flat score at look 1 stays decided although its statistic falls back later."""
     s = _stats(bounded=3)
     z = dict(s.z)
-    z["equivalent_low"] = z["equivalent_high"] = np.array([[50.0, -1.0, -1.0, -1.0]])
+    z["flat"] = np.array([[50.0, -1.0, -1.0, -1.0]])
     stats = LookStats(z=z, counts=s.counts, maximum=s.maximum)
     assert _verdict([stats]) == [("no damage detected", True, 32)]
 
@@ -195,13 +202,22 @@ def condition(
     studies: int = STUDIES,
 ) -> Row:
     channel_ratios = PLANTED if planted else None
-    c = simulate(rng, studies, gap, s, COUPLINGS[pairing], ratio, channel_ratios=channel_ratios)
+    c = simulate(
+        rng,
+        studies,
+        gap,
+        s,
+        COUPLINGS[pairing],
+        ratio,
+        channel_ratios=channel_ratios,
+        concentration=CONCENTRATIONS.get(s, CONCENTRATION),
+    )
     stats = look_stats(*c.arrays(), DESIGN, channels=c.channels())
     dec = decide([stats], DESIGN)
     verdict = dec.verdict[:, 0]
     tasks = dec.tasks([stats.counts])[:, 0]
     fixed_damage = (paired_test(c.differences) < DESIGN.alpha) & (c.differences.mean(-1) > 0)
-    fixed_eq = paired_tost(c.differences, DESIGN.margin, DESIGN.alpha)[1]
+    fixed_flat = paired_one_sided(c.differences, DESIGN.margin, upper=False) < DESIGN.alpha
     fixed_ratio = rate_ratio_test(
         c.failed_arm, c.calls_arm, c.failed_ref, c.calls_ref, interval=False
     )
@@ -225,30 +241,37 @@ def condition(
         **{VERDICTS[i]: float(np.mean(verdict == i)) for i in range(len(VERDICTS))},
         "median_tasks": float(np.median(tasks)) / TASKS,
         "damage": float(dec.damage[:, 0].mean()),
-        "equivalent": float(dec.equivalent[:, 0].mean()),
+        "flat": float(dec.flat[:, 0].mean()),
         "amplified": float(dec.amplified[:, 0].mean()),
         "bounded": float(dec.bounded[:, 0].mean()),
         "channel": float(dec.channel_amplified[:, 0].mean()),
         "fixed_channel": float(fixed_channel.mean()),
         "fixed_damage": float(fixed_damage.mean()),
-        "fixed_equivalent": float(fixed_eq.mean()),
+        "fixed_flat": float(fixed_flat.mean()),
         "fixed_amplified": float(np.nan_to_num(fixed_amp).mean()),
     }
 
 
-CONDITIONS = [
-    (gap, s, pairing, ratio, False)
-    for gap, ratio in ((0.0, 1.0), (0.075, 1.0), (0.2, 1.0), (0.0, 2.0), (0.1, 1.0))
-    for pairing in COUPLINGS
-    for s in PROFILES
-] + [(0.0, s, pairing, 1.0, True) for pairing in COUPLINGS for s in PROFILES]
+def _conditions(profiles: tuple[float, ...]) -> list[tuple[float, float, str, float, bool]]:
+    return [
+        (gap, s, pairing, ratio, False)
+        for gap, ratio in ((0.0, 1.0), (0.075, 1.0), (0.2, 1.0), (0.0, 2.0), (0.1, 1.0))
+        for pairing in COUPLINGS
+        for s in profiles
+    ] + [(0.0, s, pairing, 1.0, True) for pairing in COUPLINGS for s in profiles]
+
+
+CONDITIONS = _conditions(PROFILES[:2]) + _conditions((HETEROGENEOUS,))
+"""The heterogeneous profile's conditions come last, so the others draw what they drew
+before it was added."""
 
 
 @functools.cache
 def table(seed: int = 47, studies: int = STUDIES) -> list[Row]:
-    """Every condition at the full size; the small size keeps the 90%-success profile."""
+    """Every condition at the full size; the small size keeps the 90%-success and the
+    heterogeneous profiles."""
     rng = np.random.default_rng(seed)
-    kept = [c for c in CONDITIONS if studies >= STUDIES or c[1] == PROFILES[-1]]
+    kept = [c for c in CONDITIONS if studies >= STUDIES or c[1] in (0.9, HETEROGENEOUS)]
     return [condition(rng, *c, studies=studies) for c in kept]
 
 
@@ -295,7 +318,7 @@ def test_null_channels_flagged_at_most_5_percent(size: Size) -> None:
 
 def test_planted_single_channel_amplification_is_decided(size: Size) -> None:
     """×3 on the 5% channel (×1.10 on all failed calls, inside the ×1.25 bound), no gap:
-    "flat score, amplified failures" in ≥ 80% with coupled trials, and wherever equivalence
+    "flat score, amplified failures" in ≥ 80% with coupled trials, and wherever a flat score
     is shown about as often (within 5 points); "no damage detected" (the control missed)
     in ≤ 5%."""
     for r in size.rows(channels="planted", pairing="coupled"):
@@ -303,12 +326,36 @@ def test_planted_single_channel_amplification_is_decided(size: Size) -> None:
     for r in size.rows(channels="planted"):
         assert r["no damage detected"] <= 0.05 + size.tol, r
         flat = float(r["flat score, amplified failures"])
-        assert flat >= float(r["fixed_equivalent"]) - 0.05 - size.tol, r
+        assert flat >= float(r["fixed_flat"]) - 0.05 - size.tol, r
 
 
-def test_gap_at_the_margin_equivalence_claimed_at_most_5_percent(size: Size) -> None:
-    for r in size.rows(gap=0.075):
-        assert r["equivalent"] <= 0.05 + size.tol, r
+def reaches_5_percent(hits: int, studies: int) -> bool:
+    """The exact (Clopper–Pearson) 95% interval of a simulated rate reaches 5%: a test's size
+    at its margin is bounded up to Monte-Carlo error (the fixed design's one-sided test runs
+    at 4.7–5.5% in this model; TOST's size test in test_coverage.py does the same)."""
+    return bool(binomtest(hits, studies, 0.05).proportion_ci(0.95).low <= 0.05)
+
+
+@pytest.mark.slow  # the table's 2,000 studies per condition; the fast version is below
+def test_gap_at_the_margin_flat_score_claimed_at_most_5_percent() -> None:
+    for r in Size(STUDIES).rows(gap=0.075):
+        assert reaches_5_percent(round(float(r["flat"]) * STUDIES), STUDIES), r
+
+
+@pytest.mark.parametrize("s", [0.9, HETEROGENEOUS])
+def test_a_flat_score_at_the_margin_is_claimed_at_most_5_percent(s: float) -> None:
+    """The true gap at the margin, independent trials, 3,000 studies of one call an episode
+    (the flat score reads success only): a drop beyond the margin is ruled out in ≤ 5%."""
+    c = simulate(
+        np.random.default_rng(471),
+        3000,
+        0.075,
+        s,
+        calls=1,
+        concentration=CONCENTRATIONS.get(s, CONCENTRATION),
+    )
+    flat = decide([look_stats(*c.arrays(), DESIGN)], DESIGN).flat[:, 0]
+    assert reaches_5_percent(int(flat.sum()), flat.size), flat.mean()
 
 
 def test_doubled_failures_flat_score_is_flat_score_amplified_failures(size: Size) -> None:
@@ -329,15 +376,42 @@ def test_coupled_no_gap_is_no_damage_detected_early(size: Size) -> None:
 
 
 def test_power_at_the_maximum_within_5_points_of_the_fixed_design(size: Size) -> None:
-    """Damage at gaps 7.5 and 10, equivalence with no gap, amplification at ×2: the
+    """Damage at gaps 7.5 and 10, a flat score with no gap, amplification at ×2: the
     sequential test's rate of ever deciding is within 5 points of the fixed design's."""
     for r in size.rows(ratio=1.0, channels="uniform"):
         if float(r["gap"]) in (0.075, 0.1):
             assert float(r["damage"]) >= float(r["fixed_damage"]) - 0.05 - size.tol, r
         if r["gap"] == 0.0:
-            assert float(r["equivalent"]) >= float(r["fixed_equivalent"]) - 0.05 - size.tol, r
+            assert float(r["flat"]) >= float(r["fixed_flat"]) - 0.05 - size.tol, r
     for r in size.rows(ratio=2.0):
         assert float(r["amplified"]) >= float(r["fixed_amplified"]) - 0.05 - size.tol, r
+
+
+def true_sd(trials: int, s: float, concentration: float) -> float:
+    """σ of a task's success difference with no gap and independent trials, exactly: one
+    trial pair has Var(x_ref − x_arm | q) = 2q(1 − q), trials are independent given q, and q
+    ~ Beta(c·s, c·(1 − s))."""
+    a, b = concentration * s, concentration * (1 - s)
+    m1, m2 = a / (a + b), a * (a + 1) / ((a + b) * (a + b + 1))
+    return math.sqrt(2 * (m1 - m2) / trials)
+
+
+def test_heterogeneous_tasks_are_cleared_as_the_true_variance_allows(size: Size) -> None:
+    """Beta(0.9, 0.9) task solve probabilities, no gap, independent trials (114 × 4): a drop
+    beyond the margin is ruled out within 5 points of what the test that knows the true
+    variance can do (mean < margin − z₀.₉₅·σ/√n: 88%), and "no damage detected" within 5
+    points of the two-sided true-variance TOST's 76% (before the flat score was one-sided,
+    the sequential reading cleared 68%)."""
+    se = true_sd(4, HETEROGENEOUS, CONCENTRATIONS[HETEROGENEOUS]) / math.sqrt(TASKS)
+    reach = DESIGN.margin / se - norm.ppf(1 - DESIGN.alpha)
+    one_sided, two_sided = norm.cdf(reach), 2 * norm.cdf(reach) - 1
+    assert one_sided == pytest.approx(0.881, abs=0.002)
+    assert two_sided == pytest.approx(0.762, abs=0.002)
+    (r,) = size.rows(
+        success=HETEROGENEOUS, gap=0.0, ratio=1.0, pairing="independent", channels="uniform"
+    )
+    assert float(r["flat"]) >= one_sided - 0.05 - size.tol, r
+    assert float(r["no damage detected"]) >= two_sided - 0.05 - size.tol, r
 
 
 def test_family_wise_error_over_four_null_comparisons(size: Size) -> None:
@@ -358,7 +432,7 @@ def markdown(rows: list[Row]) -> str:
     head = (
         "| trials | s | true gap | failure ratio | visible damage | flat score, amplified "
         "| no damage | inconclusive | median tasks | damage: seq. / fixed "
-        "| equivalent: seq. / fixed | amplified: seq. / fixed | a channel amplified: seq. / fixed |"
+        "| flat score: seq. / fixed | amplified: seq. / fixed | a channel amplified: seq. / fixed |"
     )
     lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
 
@@ -372,7 +446,7 @@ def markdown(rows: list[Row]) -> str:
             f"| {pct(r['visible damage'])} | {pct(r['flat score, amplified failures'])} "
             f"| {pct(r['no damage detected'])} | {pct(r['inconclusive'])} "
             f"| {pct(r['median_tasks'])} | {pct(r['damage'])} / {pct(r['fixed_damage'])} "
-            f"| {pct(r['equivalent'])} / {pct(r['fixed_equivalent'])} "
+            f"| {pct(r['flat'])} / {pct(r['fixed_flat'])} "
             f"| {pct(r['amplified'])} / {pct(r['fixed_amplified'])} "
             f"| {pct(r['channel'])} / {pct(r['fixed_channel'])} |"
         )

@@ -98,12 +98,12 @@ def test_an_amplified_channel_makes_a_flat_score_amplified_failures() -> None:
     """Equivalence and the bound from the first look, one channel crossing at the third:
     without the channel "no damage detected" at 8 tasks; with it the comparison is held
     back (the channel leans up) and ends "flat score, amplified failures" at 24."""
-    assert _verdict([_stats(equivalent=0, bounded=0)]) == [("no damage detected", True, 8)]
+    assert _verdict([_stats(flat=0, bounded=0)]) == [("no damage detected", True, 8)]
     level = DESIGN.levels()["channel"] / 2  # two channels: Holm's first level
     lean = norm.isf(level) + 0.1  # above the one-look value, below the boundary
     assert lean < boundaries(32, RULES, "channel", level)[0]
     channel = [lean, lean, 50.0, 50.0]
-    assert _verdict([_stats(equivalent=0, bounded=0, channels=(channel, [-1.0] * 4))]) == [
+    assert _verdict([_stats(flat=0, bounded=0, channels=(channel, [-1.0] * 4))]) == [
         ("flat score, amplified failures", True, 24)
     ]
 
@@ -112,11 +112,11 @@ def test_a_leaning_channel_holds_back_no_damage_until_it_fades() -> None:
     """Held back while a channel's one-sided p is below α/2 (uncorrected)."""
     lean = norm.isf(DESIGN.levels()["channel"]) + 0.05
     channel = [lean, 0.0, 0.0, 0.0]
-    assert _verdict([_stats(equivalent=0, bounded=0, channels=(channel, [-1.0] * 4))]) == [
+    assert _verdict([_stats(flat=0, bounded=0, channels=(channel, [-1.0] * 4))]) == [
         ("no damage detected", True, 16)
     ]
     below = norm.isf(DESIGN.levels()["channel"]) - 0.05
-    assert _verdict([_stats(equivalent=0, bounded=0, channels=([below] * 4, [-1.0] * 4))]) == [
+    assert _verdict([_stats(flat=0, bounded=0, channels=([below] * 4, [-1.0] * 4))]) == [
         ("no damage detected", True, 8)
     ]
 
@@ -125,7 +125,7 @@ def test_at_the_last_look_only_a_decided_channel_counts() -> None:
     """A channel leaning up to the end but never crossing its boundary: "no damage detected"
     at the maximum (the veto is for stopping early, not a verdict)."""
     lean = norm.isf(DESIGN.levels()["channel"]) + 0.1
-    assert _verdict([_stats(equivalent=0, bounded=0, channels=([lean] * 4,))]) == [
+    assert _verdict([_stats(flat=0, bounded=0, channels=([lean] * 4,))]) == [
         ("no damage detected", True, 32)
     ]
 
@@ -153,7 +153,7 @@ def test_channel_family_is_holm_over_all_comparisons_channels() -> None:
 def _live(lean: float, design: SequentialDesign) -> tuple[int, bool, int]:
     """A live run of a 32-task design that has read 16 tasks (looks at 8 and 16 of 8, 16,
     24, 32): equivalence and the bound decided from the first look, one channel at `lean`."""
-    full = _stats(32, equivalent=0, bounded=0, channels=([lean] * 4,))
+    full = _stats(32, flat=0, bounded=0, channels=([lean] * 4,))
     z = {k: v[..., :2] for k, v in full.z.items()}
     assert full.channels is not None
     live = LookStats(

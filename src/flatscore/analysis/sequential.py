@@ -9,7 +9,8 @@ per-task statistics of the fixed design:
 - **damage**: the success gap at the default budget above 0 (`paired_score.
   paired_one_sided`, the statistic of the fixed design's paired test; α/2, as the fixed
   design's two-sided test at α);
-- **equivalence**: the gap inside ±margin (both one-sided tests of TOST, α each);
+- **flat**: a drop beyond the margin ruled out (TOST's upper one-sided test, α; the fixed
+  design's "flat score": a possible *gain* beyond the margin does not hold an arm back);
 - **amplified**: the all-channel failed-call ratio above 1 (`rate_ratio.ratio_p`,
   the fixed design's task-clustered score test, t(n − 1); α/2);
 - **bounded**: that ratio below `ratio_margin` or the extra failed calls per agent call
@@ -23,19 +24,18 @@ amplification and the channels (every channel of every comparison: one family) a
 corrected across the study's comparisons by Holm's procedure in its group-sequential form
 (Maurer & Bretz 2013): each open hypothesis of the family is tested at α_family /
 (hypotheses not yet rejected), with boundaries recomputed for that level, so a rejection
-passes its share on to the others at the following tests. Equivalence and the
-bound are not corrected, as TOST is not in the fixed design (each claim is an
-intersection–union test at α).
+passes its share on to the others at the following tests. The flat score and the
+bound are not corrected, as TOST is not in the fixed design (each claim is a test at α).
 
 A comparison stops at the first look where damage is decided ("visible damage"), or where
-equivalence is decided together with amplification of all failed calls or of any channel
+a flat score is decided together with amplification of all failed calls or of any channel
 ("flat score, amplified failures") or with the bound ("no damage detected"). It does not
 stop on "no damage detected" before the design's last look (its maximum, whether or not
 the data have reached it yet: a live run's newest look is not its last) while some
 channel's one-sided p is below α/2 uncorrected (`channel_hold`: a channel that leans
 towards amplified): it reads on until that channel is decided or its evidence fades.
 Otherwise it runs to its maximum, where the last look spends what the spending function has
-left and reads as the fixed design does: equivalence with no amplification decided is "no
+left and reads as the fixed design does: a flat score with no amplification decided is "no
 damage detected" (the bound is what lets a comparison stop *early* on it), anything else
 undecided "inconclusive". A flat score alone never stops a comparison.
 
@@ -70,7 +70,7 @@ VERDICTS: tuple[SequentialVerdict, ...] = (
     "no damage detected",
 )
 """Codes 0–3 of `Decisions.verdict`."""
-TESTS = ("damage", "equivalent_low", "equivalent_high", "amplified", "bounded")
+TESTS = ("damage", "flat", "amplified", "bounded")
 
 
 class SequentialDesign(AnalysisModel):
@@ -90,7 +90,7 @@ class SequentialDesign(AnalysisModel):
     gamma_damage: float = defaults.SEQUENTIAL_GAMMA_DAMAGE
     """Hwang–Shih–DeCani parameter of the damage and amplification tests' spending."""
     gamma_equivalence: float = defaults.SEQUENTIAL_GAMMA_EQUIVALENCE
-    """… and of the equivalence and bound tests'."""
+    """… and of the flat-score and bound tests'."""
     channel_hold: float | None = Field(None, gt=0, lt=1)
     """A channel whose one-sided p is below this holds a comparison back from stopping on
     "no damage detected" before its last look (None: α/2, the fixed design's uncorrected
@@ -113,8 +113,7 @@ class SequentialDesign(AnalysisModel):
         a = self.alpha
         return {
             "damage": a / 2,
-            "equivalent_low": a,
-            "equivalent_high": a,
+            "flat": a,
             "amplified": a / 2,
             "bounded": a,
             "channel": a / 2,
@@ -181,8 +180,7 @@ def look_stats(
     for n in counts:
         head = d[..., :n]
         out["damage"].append(_z(paired_one_sided(head, 0.0, upper=True)))
-        out["equivalent_low"].append(_z(paired_one_sided(head, -design.margin, upper=True)))
-        out["equivalent_high"].append(_z(paired_one_sided(head, design.margin, upper=False)))
+        out["flat"].append(_z(paired_one_sided(head, design.margin, upper=False)))
         fa, ca, fr, cr = (a[..., :n] for a in parts)
         has_ratio = (fa.sum(axis=-1) > 0) & (fr.sum(axis=-1) > 0)
         amp = ratio_p(fa, ca, fr, cr)
@@ -213,7 +211,8 @@ class Decisions:
     decided: np.ndarray
     look: np.ndarray
     damage: np.ndarray
-    equivalent: np.ndarray
+    flat: np.ndarray
+    """A drop beyond the margin ruled out (the fixed design's flat score)."""
     amplified: np.ndarray
     bounded: np.ndarray
     channel_amplified: np.ndarray
@@ -309,9 +308,9 @@ def decide(stats: list[LookStats], design: SequentialDesign) -> Decisions:
         axis=-2,
     )
     families = {t: _Family(stats, design, t) for t in ("damage", "amplified", "channel")}
-    bounds = {t: plain(t) for t in ("equivalent_low", "equivalent_high", "bounded")}
+    bounds = {t: plain(t) for t in ("flat", "bounded")}
     shape = (*lead, m)
-    kinds = ("damage", "amplified", "equivalent", "bounded")
+    kinds = ("damage", "amplified", "flat", "bounded")
     rejected = {t: np.zeros(shape, dtype=bool) for t in kinds}
     ch_rejected = np.zeros((*lead, owner.size), dtype=bool)
     stopped = np.zeros(shape, dtype=bool)
@@ -334,16 +333,15 @@ def decide(stats: list[LookStats], design: SequentialDesign) -> Decisions:
                 mine = owner == i
                 any_channel[..., i] = ch_rejected[..., mine].any(axis=-1)
                 leaning[..., i] = lean[..., mine].any(axis=-1)
-        eq = (z["equivalent_low"][..., k] >= bounds["equivalent_low"][:, k]) & (
-            z["equivalent_high"][..., k] >= bounds["equivalent_high"][:, k]
-        )
-        rejected["equivalent"] |= active & eq
+        rejected["flat"] |= active & (z["flat"][..., k] >= bounds["flat"][:, k])
         rejected["bounded"] |= active & (z["bounded"][..., k] >= bounds["bounded"][:, k])
-        eqv = rejected["equivalent"]
+        flat = rejected["flat"]
         harm = rejected["amplified"] | any_channel
         at_max = k == final
         clean = (rejected["bounded"] & ~leaning) | (at_max & ~harm)
-        code = np.where(rejected["damage"], 1, np.where(eqv & harm, 2, np.where(eqv & clean, 3, 0)))
+        code = np.where(
+            rejected["damage"], 1, np.where(flat & harm, 2, np.where(flat & clean, 3, 0))
+        )
         stop = active & ((code > 0) | (k == last))
         verdict = np.where(stop, code, verdict)
         look = np.where(stop, k, look)
@@ -356,7 +354,7 @@ def decide(stats: list[LookStats], design: SequentialDesign) -> Decisions:
         decided=verdict > 0,
         look=look,
         damage=rejected["damage"],
-        equivalent=rejected["equivalent"],
+        flat=rejected["flat"],
         amplified=rejected["amplified"],
         bounded=rejected["bounded"],
         channel_amplified=amp_channels,

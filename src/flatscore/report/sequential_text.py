@@ -19,8 +19,8 @@ def describe(design: SequentialDesign) -> str:
         "the maximum on, and at the maximum; damage (gap > 0, "
         f"one-sided α = {levels['damage']:g}) and amplification (all-channel failed-call "
         f"ratio > 1, α = {levels['amplified']:g}) with Holm across the study's comparisons "
-        "(group-sequential form); equivalence (TOST ±"
-        f"{in_points(design.margin):g} points, α = {levels['equivalent_low']:g} each side) and a "
+        "(group-sequential form); a flat score (a drop beyond ±"
+        f"{in_points(design.margin):g} points ruled out, one-sided α = {levels['flat']:g}) and a "
         f"bound on failed calls (ratio < ×{design.ratio_margin:g} or fewer than "
         f"{in_points(design.difference_margin):g} extra per 100 agent calls, "
         f"α = {levels['bounded']:g}) uncorrected, which alone lets a comparison stop early on "
@@ -28,7 +28,7 @@ def describe(design: SequentialDesign) -> str:
         "a comparison with a channel leaning towards amplified waits for the maximum; "
         "Hwang–Shih–DeCani spending, γ = "
         f"{design.gamma_damage:g} (damage, amplification) and {design.gamma_equivalence:g} "
-        "(equivalence, bound); the last look spends what is left"
+        "(flat score, bound); the last look spends what is left"
     )
 
 
