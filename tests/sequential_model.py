@@ -26,8 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from analysis_builders import episode
 from flatscore.analysis.sequential import TESTS, VERDICTS, LookStats, SequentialDesign, decide
 from flatscore.analysis.sequential_channels import ChannelCounts
+from flatscore.episode import Episode
 
 CONCENTRATION = 4.0
 COUPLINGS = {"independent": 0.0, "coupled": 0.75}
@@ -132,6 +134,31 @@ def _channel_counts(pos: np.ndarray, edges: np.ndarray) -> np.ndarray:
     counts = np.bincount(keys.ravel(), minlength=len(episodes) * (channels + 1))
     per_episode = counts.reshape(*where.shape[:-1], channels + 1)[..., :channels]
     return np.moveaxis(per_episode, -1, 1)
+
+
+def recorded_run(
+    arms: dict[str, tuple[float, int | None]], tasks: int = 48, trials: int = 2, seed: int = 7
+) -> list[Episode]:
+    """A sequential run as `flatscore run` records it (`stopping: sequential`, the design's
+    maximum `tasks`, each task's rank): the reference `ref` on every task, each arm with its
+    true gap on its first tasks (None: all of them; fewer: the run stopped it there).
+    Independent trials, s = 0.6; every arm drawn from the same seeded stream, so all share the
+    reference's tasks and outcomes and differ only by their gap."""
+    out: list[Episode] = []
+    for i, (arm, (gap, ran)) in enumerate(arms.items()):
+        c = simulate(np.random.default_rng(seed), 1, gap, tasks=tasks, trials=trials)
+        sides = [(arm, c.outcomes_arm, c.failures_arm, ran)]
+        if i == 0:
+            sides.insert(0, ("ref", c.outcomes_ref, c.failures_ref, None))
+        for name, ok, failed, last in sides:
+            for t in range(tasks if last is None else last):
+                for trial in range(trials):
+                    f = int(failed[0, t, trial])
+                    calls = [("get_user", "fail")] * f + [("get_user", "ok")] * (c.calls - f)
+                    ep = episode(name, f"t{t:03d}", trial, calls, success=bool(ok[0, t, trial]))
+                    meta = {"stopping": "sequential", "sequential_max_tasks": tasks, "task_rank": t}
+                    out.append(ep.model_copy(update={"metadata": meta}))
+    return out
 
 
 # --- chosen statistics, for the decision rules -------------------------------------------

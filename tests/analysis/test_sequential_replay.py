@@ -20,7 +20,7 @@ from flatscore.analysis.sequential import VERDICTS, SequentialDesign, decide, lo
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.stats import stable_rng
 from flatscore.episode import Episode, Timing
-from sequential_model import simulate
+from sequential_model import recorded_run, simulate
 
 TASKS, TRIALS = 48, 2
 CONDITIONS = {  # model (one cell each) → (gap, success, coupling, failure ratio)
@@ -213,3 +213,42 @@ def test_only_a_sequential_run_marks_its_verdicts_as_the_runs_own() -> None:
         c.sequential and not c.sequential.ran_sequentially for c in replay.cells[0].comparisons
     )
     assert '"ran_sequentially"' not in replay.model_dump_json()
+
+
+def test_an_early_stop_has_the_gap_at_the_stop_and_says_what_the_fixed_numbers_rest_on() -> None:
+    """Decided before the maximum: `after_stop` holds the gap on the tasks read to the stop
+    with its repeated interval, wider than the fixed design's on those tasks. Where the
+    run's files hold every task the fixed numbers rest on all of them; where the run stopped
+    there (its files end at the stop) they are conditional on stopping — and the interval,
+    which only reads the tasks to the stop, is the same."""
+    options = AnalysisSettings(reference="ref", bootstrap=100, sequential=True)
+    full = analyze(recorded_run({"q": (0.3, None)}), options).cells[0].comparisons[0]
+    s = full.sequential
+    assert s is not None and s.decided and s.verdict == "visible damage" and s.tasks < TASKS
+    a = s.after_stop
+    assert a is not None and a.fixed_design == "all tasks" and a.tasks == s.tasks
+    assert a.confidence == 0.95 and 0.95 < a.nominal_confidence < 1
+    stopped = analyze(recorded_run({"q": (0.3, s.tasks)}), options).cells[0].comparisons[0]
+    assert stopped.paired_tasks == s.tasks and stopped.sequential is not None
+    b = stopped.sequential.after_stop
+    assert b is not None and b.fixed_design == "conditional on stopping"
+    assert b.model_copy(update={"fixed_design": "all tasks"}) == a
+    g = stopped.gap_default  # the fixed design on the stopped run: the same tasks
+    assert b.gap == pytest.approx(g.gap) and g.ci_low is not None and g.ci_high is not None
+    assert b.ci_low < g.ci_low <= g.gap <= g.ci_high < b.ci_high
+
+
+def test_only_a_comparison_decided_before_its_maximum_has_an_after_stop() -> None:
+    eps, _ = _episodes(sequential=False)
+    result = analyze(eps, AnalysisSettings(bootstrap=100, sequential=True, seed=3))
+    seen = set()
+    for cell in result.cells:
+        s = cell.comparisons[0].sequential
+        assert s is not None
+        early = s.decided and s.tasks < s.tasks_available
+        assert (s.after_stop is not None) == early, cell.model
+        seen.add(early)
+        if s.after_stop is not None:
+            assert s.after_stop.fixed_design == "all tasks"  # a replay: every task the run has
+    assert seen == {True, False}
+    assert '"after_stop"' not in analyze(eps, AnalysisSettings(bootstrap=100)).model_dump_json()

@@ -30,7 +30,9 @@ from flatscore.analysis.sequential import (
     look_stats,
 )
 from flatscore.analysis.sequential_channels import ChannelCounts
+from flatscore.analysis.sequential_estimates import repeated_intervals
 from flatscore.analysis.sequential_result import (
+    AfterStop,
     SequentialComparison,
     SequentialSummary,
     TaskOrder,
@@ -132,6 +134,30 @@ def _scaled(episodes: int, tasks: int, maximum: int) -> int:
     return round(episodes * maximum / tasks) if tasks else 0
 
 
+def after_stop(
+    differences: np.ndarray,
+    look: int,
+    stats: LookStats,
+    design: SequentialDesign,
+    fixed_tasks: int,
+    ran_sequentially: bool,
+) -> AfterStop:
+    """The gap at look `look` with its repeated confidence interval; the fixed design's
+    numbers are conditional on stopping when the run itself stopped this comparison short
+    of its maximum (its files hold only the tasks it read)."""
+    r = repeated_intervals(differences, np.array(look), stats.counts, stats.maximum, design)
+    stopped = ran_sequentially and fixed_tasks < stats.maximum
+    return AfterStop(
+        tasks=int(r.tasks),
+        gap=float(r.estimate),
+        ci_low=float(r.low),
+        ci_high=float(r.high),
+        confidence=1.0 - design.alpha,
+        nominal_confidence=float(r.nominal),
+        fixed_design="conditional on stopping" if stopped else "all tasks",
+    )
+
+
 def replay(
     result: AnalysisResult,
     grouped: Mapping[tuple[str, str], Arms],
@@ -145,6 +171,7 @@ def replay(
     k = result.settings.default_K
     plans: list[tuple[int, int, list[str]]] = []  # (cell, comparison, task order)
     stats: list[LookStats] = []
+    differences: list[np.ndarray] = []
     common_by_cell: dict[int, set[str]] = {}
     for ci, cell in enumerate(result.cells):
         arms = grouped[(cell.model, cell.domain)]
@@ -167,9 +194,10 @@ def replay(
             order = order[: maximum or len(order)]
             ref = task_matrix(arms[cell.reference], order, [k], options.count)
             alt = task_matrix(arms[comp.arm], order, [k], options.count)
+            differences.append(ref.column(f"S{k}") - alt.column(f"S{k}"))
             stats.append(
                 look_stats(
-                    ref.column(f"S{k}") - alt.column(f"S{k}"),
+                    differences[-1],
                     alt.column("agent_failed"),
                     alt.column("calls"),
                     ref.column("agent_failed"),
@@ -192,11 +220,13 @@ def replay(
     cells = [c.model_copy(deep=True) for c in result.cells]
     ref_read: dict[int, set[str]] = {}
     used = available = 0
-    for (ci, j, order), st, v, decided, n, channels in zip(
+    for (ci, j, order), st, d, v, decided, at, n, channels in zip(
         plans,
         stats,
+        differences,
         decisions.verdict,
         decisions.decided,
+        decisions.look,
         tasks_read,
         amplified_channels,
         strict=True,
@@ -210,6 +240,7 @@ def replay(
         ref_n = sum(f.task_id in read for f in arms[cell.reference])
         used += arm_n
         designed = (cell.model, cell.domain) in maxima  # a run that stopped: its design's size
+        ran = (cell.model, cell.domain) in sequential_cells
         available += (
             _scaled(arm_n, int(n), st.maximum)
             if designed
@@ -226,7 +257,12 @@ def replay(
                     more_tasks=st.maximum - int(n) if not decided and n < st.maximum else None,
                     first_look=design.looks(st.maximum)[0] if not st.counts else None,
                     amplified_channels=channels,
-                    ran_sequentially=(cell.model, cell.domain) in sequential_cells,
+                    after_stop=(
+                        after_stop(d, int(at), st, design, comp.paired_tasks, ran)
+                        if decided and n < st.maximum
+                        else None
+                    ),
+                    ran_sequentially=ran,
                 )
             }
         )

@@ -11,9 +11,34 @@ from pydantic import Field
 
 from flatscore.analysis.outputs import AnalysisModel
 
+FixedEstimates = Literal["all tasks", "conditional on stopping"]
+"""What the fixed design's numbers of a comparison that stopped early rest on: every task the
+run has (a fixed-design run replayed sequentially), or the tasks a sequential run read before
+it stopped — a sample chosen by the stop, so its estimates lean away from no difference."""
+
 SequentialVerdictText = Literal[
     "visible damage", "no damage detected", "flat score, amplified failures", "inconclusive"
 ]
+
+
+class AfterStop(AnalysisModel):
+    """The success gap at the look a comparison stopped at, before its design's maximum, with
+    a repeated confidence interval (`sequential_estimates`): it accounts for the stop, which
+    the fixed design's interval on the same tasks does not."""
+
+    tasks: int
+    """Paired tasks read at the stop (what the estimate rests on)."""
+    gap: float
+    """Mean per-task success difference at the default budget (reference − arm)."""
+    ci_low: float
+    ci_high: float
+    confidence: float
+    """1 − α: the level the repeated interval holds at every look together."""
+    nominal_confidence: float
+    """The confidence a fixed-design interval as wide would state (1 − 2Φ(−c), c the look's
+    boundary)."""
+    fixed_design: FixedEstimates
+    """What the comparison's fixed-design numbers (gap, ratios, p-values) rest on."""
 
 
 class SequentialComparison(AnalysisModel):
@@ -34,6 +59,9 @@ class SequentialComparison(AnalysisModel):
     """Open with no planned look reached yet: the paired tasks of the first look."""
     amplified_channels: list[str] = Field(default_factory=list, exclude_if=lambda v: not v)
     """Channels decided amplified by the look the comparison stopped at (absent when none)."""
+    after_stop: AfterStop | None = Field(None, exclude_if=lambda v: v is None)
+    """Decided before the design's maximum: the gap at the stop with its repeated confidence
+    interval (absent otherwise)."""
     ran_sequentially: bool = Field(False, exclude_if=lambda v: not v)
     """The run itself stopped this way (its episodes were run sequentially): the verdict is
     the study's, not a replay of a fixed-design run (absent for a replay)."""

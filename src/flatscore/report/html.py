@@ -35,6 +35,7 @@ from flatscore.report.analysis_text import worded
 from flatscore.report.first_screen import first_screen
 from flatscore.report.html_text import Footnotes, markdown_table, prose
 from flatscore.report.reproduction import Banner
+from flatscore.report.sequential_text import after_stop_sentences
 from flatscore.report.terminal import channel_change
 from flatscore.report.transcripts import browser_payload, cell_key
 from flatscore.report.verdicts import (
@@ -331,6 +332,10 @@ def _cell_context(index: int, cell: Cell, analysis: AnalysisResult) -> dict[str,
         "verdict": cell_verdict(cell),
         "reason": cell_reason(cell),
         "headlines": headlines(cell, settings),
+        "after_stop": {
+            c.arm: after_stop_sentences(c.sequential) if c.sequential else []
+            for c in cell.comparisons
+        },
         "budget_svg": Markup(budget_svg),
         "budgets": budgets,
         "s_of": s_of,

@@ -13,7 +13,7 @@ from flatscore.report.analysis_text import worded
 from flatscore.report.cost_text import cost_lines
 from flatscore.report.markdown_escape import md_escape
 from flatscore.report.markdown_table import table_lines
-from flatscore.report.sequential_text import decided_text, study_text
+from flatscore.report.sequential_text import conditional_text, sequential_line, study_text
 from flatscore.report.verdicts import cell_reason, cell_verdict, headlines, pct, pts, pval, ratio
 
 CODE_PHRASES = ("`flatscore power`",)
@@ -116,7 +116,10 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
             lines += [f"  {md_sentence(sentence)}" for sentence in h.sentences]
             seq = next((c.sequential for c in cell.comparisons if c.arm == h.arm), None)
             if seq is not None:
-                lines.append(f"  Sequential: {md_escape(decided_text(seq))}.")
+                lines.append(f"  Sequential: {md_escape(sequential_line(seq))}.")
+                label = conditional_text(seq)
+                if label:
+                    lines.append(f"  {md_escape(label[0].upper() + label[1:])}.")
         lines += [
             "",
             f"Risk screen ({md_escape(cell.reference)} alone): **{cell.risk_screen.verdict}** — "

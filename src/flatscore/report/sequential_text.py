@@ -1,7 +1,7 @@
 """The sequential reading in words (`analyze --sequential`; docs/analysis.md, "Sequential
-verdicts"): the design, the order tasks were read in, each comparison's decision and the
-study's saving. The analysis holds them as data (`SequentialSummary.ordered_by`,
-`SequentialComparison`, the settings)."""
+verdicts"): the design, the order tasks were read in, each comparison's decision, the gap
+after an early stop and the study's saving. The analysis holds them as data
+(`SequentialSummary.ordered_by`, `SequentialComparison`, the settings)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from flatscore.analysis.sequential import SequentialDesign
 from flatscore.analysis.sequential_replay import design_for
 from flatscore.analysis.sequential_result import SequentialComparison, SequentialSummary, TaskOrder
 from flatscore.analysis.settings import in_points
+from flatscore.report.verdicts import signed_ci_pts, signed_pts
 
 
 def describe(design: SequentialDesign) -> str:
@@ -74,3 +75,57 @@ def decided_text(c: SequentialComparison) -> str:
     if c.more_tasks:
         return f"open after {c.tasks} tasks: the planned looks allow {c.more_tasks} more"
     return f"{c.verdict}: undecided after all {c.tasks_available} tasks"
+
+
+def sequential_line(c: SequentialComparison) -> str:
+    """The decision (`decided_text`), with the gap at the stop beside an early one."""
+    gap = stop_gap_text(c)
+    return decided_text(c) + (f"; {gap}" if gap else "")
+
+
+def after_stop_sentences(c: SequentialComparison) -> list[str]:
+    """What the HTML's headline adds for a comparison decided before its maximum: its
+    sequential line, and the conditional-on-stopping label where the run stopped (none
+    otherwise)."""
+    if c.after_stop is None:
+        return []
+    label = conditional_text(c)
+    return [f"Sequential: {sequential_line(c)}."] + (
+        [f"{label[0].upper()}{label[1:]}."] if label else []
+    )
+
+
+def stop_gap_text(c: SequentialComparison) -> str:
+    """'gap at the stop: +31.7 points, repeated 95% CI [+7.9, +54.1] (accounts for
+    stopping)' beside a comparison decided before its maximum; "" otherwise."""
+    a = c.after_stop
+    if a is None:
+        return ""
+    return (
+        f"gap at the stop: {signed_pts(a.gap)} points, repeated {100 * a.confidence:g}% CI"
+        f"{signed_ci_pts(a.ci_low, a.ci_high)} (accounts for stopping)"
+    )
+
+
+LEANS: dict[str, str] = {
+    "visible damage": "the gap away from 0",
+    "flat score, amplified failures": "the gap towards 0, the failed-call ratios away from ×1",
+    "no damage detected": "the gap towards 0, the failed-call ratios towards ×1",
+}
+"""Which way a stop's fixed-design estimates lean, by the verdict that stopped it: a stop
+comes when the deciding statistics cross their boundaries, so the sample it leaves reads
+them past those boundaries (damage: a large gap; equivalence: a small one)."""
+
+
+def conditional_text(c: SequentialComparison) -> str:
+    """The label of a comparison the run itself stopped early: its fixed-design numbers rest
+    on the tasks read before the stop, and lean the way the stop went; "" otherwise."""
+    a = c.after_stop
+    if a is None or a.fixed_design != "conditional on stopping":
+        return ""
+    lean = LEANS.get(c.verdict)
+    return (
+        "the fixed-design estimates of this comparison are conditional on stopping (computed "
+        "on the tasks the run read before it stopped)"
+        + (f", so they lean the way the stop went: {lean}" if lean else "")
+    )
