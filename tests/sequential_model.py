@@ -4,9 +4,10 @@ decision rules (`crossing_stats`, `rule_verdicts`).
 
 Success at the default budget: the model of tests/analysis/test_coverage.py — task solve
 probabilities q ~ Beta(c·s, c·(1 − s)), c = 4 (or the `concentration` given: 1.8 with
-s = 0.5 is Beta(0.9, 0.9), tasks mostly near always or never solved); the arm solves with q·(1 − gap/s); trials
-independent, or coupled (each arm trial reuses its reference trial's uniform with
-probability 0.75, as common random numbers do where quantization changes some episodes).
+s = 0.5 is Beta(0.9, 0.9), tasks mostly near always or never solved); the arm solves with
+q·(1 − gap/s); trials independent, or coupled (each arm trial reuses its reference trial's
+uniform with probability 0.75, as common random numbers do where quantization changes some
+episodes).
 Failed calls: each episode makes `calls` agent tool calls; a task's per-call failure
 probability is r = min(0.5, base·G), G ~ Gamma(2, 1/2) (mean 1: tasks differ), and the arm's
 is ratio·r (≤ 1 for ratios up to 2, so the true ratio is exactly `ratio`); the arm's call

@@ -126,9 +126,7 @@ def test_a_flat_score_alone_never_stops() -> None:
     """A flat score (a drop beyond the margin ruled out) at the first look, the ratio decided
     only at the third: the comparison reads on until then."""
     assert _verdict([_stats(flat=0, bounded=2)]) == [("no damage detected", True, 24)]
-    assert _verdict([_stats(flat=0, amplified=2)]) == [
-        ("flat score, amplified failures", True, 24)
-    ]
+    assert _verdict([_stats(flat=0, amplified=2)]) == [("flat score, amplified failures", True, 24)]
     # At the design's maximum the rule is the fixed design's: a flat score with no
     # amplification decided is "no damage detected"; the bound only lets it stop early.
     assert _verdict([_stats(flat=0)]) == [("no damage detected", True, 32)]
