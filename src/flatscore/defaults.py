@@ -160,7 +160,7 @@ SEQUENTIAL_DIFFERENCE_MARGIN: Final = 0.02
 the scale a study reaches when its reference fails rarely (chosen by simulation on the
 committed studies' profiles: docs/analysis.md, "Failures cluster in tasks")."""
 
-SEQUENTIAL_GAMMA_DAMAGE: Final = -2.5
+SEQUENTIAL_GAMMA_DAMAGE: Final = -2.0
 """Hwang–Shih–DeCani parameter of the spending function of the sequential damage and
 amplification tests (chosen by simulation)."""
 

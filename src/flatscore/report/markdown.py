@@ -11,6 +11,7 @@ from collections.abc import Callable
 from flatscore.analysis.result import AnalysisResult, Cell, FloorStat
 from flatscore.report.analysis_text import worded
 from flatscore.report.cost_text import cost_lines
+from flatscore.report.first_screen import cell_lines
 from flatscore.report.markdown_escape import md_escape
 from flatscore.report.markdown_table import table_lines
 from flatscore.report.sequential_text import conditional_text, sequential_line, study_text
@@ -82,6 +83,21 @@ def _floor_table(cell: Cell) -> list[str]:
     return out + table_lines(head, table, "lrrLrrrr")
 
 
+def verdict_lines(analysis: AnalysisResult) -> list[str]:
+    """The summary's first screen, as report.html's (`first_screen`): every comparison's
+    verdict in one line with where it was decided."""
+    lines = ["## Verdicts", ""]
+    for cell in cell_lines(analysis):
+        for a in cell.arms:
+            label = f" ({md_escape(a.label)})" if a.label else ""
+            note = f" ({md_escape(a.fixed_note)})" if a.fixed_note else ""
+            lines.append(
+                f"- {md_escape(cell.key)} · {md_escape(a.arm)} vs {md_escape(a.reference)}"
+                f"{label}: **{a.verdict}**{note} — {md_escape(a.decision)}"
+            )
+    return [*lines, ""]
+
+
 def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None) -> str:
     """The Markdown summary: one section per cell, a headline per arm, a small table."""
     analysis = worded(analysis)
@@ -99,6 +115,7 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
     ]
     if analysis.sequential is not None:
         lines += [md_escape(study_text(analysis.sequential, s)) + ".", ""]
+    lines += verdict_lines(analysis)
     for cell in analysis.cells:
         lines += [
             f"## {md_escape(cell.model)} · {md_escape(cell.domain)}: **{cell_verdict(cell)}**",
