@@ -1,11 +1,14 @@
 """The noise floor: known answers on hand-built episodes, the arm's values equal to the
-comparison's, an identical replicate sitting exactly on the floor (hypothesis), and a
-simulation that bounds the novelty decision from both sides (false flags and power)."""
+comparison's, an identical replicate sitting exactly on the floor (hypothesis), a
+simulation that bounds the novelty decision from both sides (false flags and power), and
+the signed floors' standard errors (a known answer from explicit resamples, their size
+against the floor's spread across simulated studies, none without resamples)."""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from typing import Literal
 
 import numpy as np
 import pytest
@@ -18,7 +21,7 @@ from flatscore.analysis.analyze import AnalysisOptions, analyze
 from flatscore.analysis.channels import load_rules
 from flatscore.analysis.facts import EpisodeFacts, episode_facts
 from flatscore.analysis.noise_floor import CellFloor, balanced_splits, noise_floor
-from flatscore.analysis.result import Comparison, NoiseFloor
+from flatscore.analysis.result import Comparison, FloorStat, NoiseFloor
 from flatscore.analysis.stats import resample_counts
 from flatscore.analysis.task_matrix import task_matrix
 from flatscore.episode import Episode
@@ -179,3 +182,177 @@ def test_novelty_against_the_floor_is_calibrated_from_both_sides() -> None:
         planted += _decide(ref, _facts(rng, 114, 4, 0.05), i).invariance == "beyond the noise floor"
     assert null / runs <= 0.10, null
     assert planted / runs >= 0.80, planted
+
+
+_TEMPLATE = episode_facts(episode("x", "t", 0, [("get_user", "ok")]), load_rules())
+
+
+def _counted(
+    task: int, trial: int, calls: int, failed: int, recovered: int, succeeded: bool
+) -> EpisodeFacts:
+    """One episode's facts with its agent calls, failed calls and recoveries set."""
+    channels = {**_TEMPLATE.channels, "bad_arguments": failed}
+    return replace(
+        _TEMPLATE,
+        task_id=f"t{task:03d}",
+        trial=trial,
+        agent_calls=calls,
+        agent_failed=failed,
+        channels=channels,
+        recovered=recovered,
+        failed_with_next=failed,
+        succeeded=succeeded,
+    )
+
+
+def _signed_floor(
+    ref: list[EpisodeFacts], arm: list[EpisodeFacts], weights: np.ndarray | None
+) -> dict[str, FloorStat]:
+    tasks = sorted({f.task_id for f in ref})
+    cell = CellFloor(ref, tasks, [0], "all", [], weights)
+    m_ref, m_arm = (task_matrix(x, tasks, [0], "all", []) for x in (ref, arm))
+    return noise_floor(cell, m_ref, m_arm, arm, [0], 0.95).diagnostics
+
+
+def test_signed_floor_standard_error_known_answer() -> None:
+    """4 tasks × 4 trials, one episode each, and 6 hand-written resamples (task counts).
+    Recomputed here with plain numpy: each half's recovery rate is Σ_t w_t·mean recovered /
+    Σ_t w_t·mean failed (failed-call rate: failed / calls); a split's difference is half
+    against half; a resample's floor is the mean over the 3 splits of |resampled − observed|
+    difference (log ratio for the failed-call ratio); the standard error is their standard
+    deviation, and the full-trial one that divided by √2."""
+    rng = np.random.default_rng(3)
+    calls = rng.integers(4, 9, size=(4, 4))
+    failed = rng.integers(1, 4, size=(4, 4))
+    recovered = rng.integers(0, 2, size=(4, 4)) * failed
+    ref = [
+        _counted(t, k, int(calls[t, k]), int(failed[t, k]), int(recovered[t, k]), True)
+        for t in range(4)
+        for k in range(4)
+    ]
+    weights = np.array(
+        [[1, 1, 1, 1], [2, 0, 1, 1], [0, 2, 2, 0], [1, 0, 0, 3], [0, 1, 2, 1], [4, 0, 0, 0]],
+        dtype=np.float64,
+    )
+    d = _signed_floor(ref, ref, weights)
+
+    def half(w: np.ndarray, num: np.ndarray, den: np.ndarray, trials: list[int]) -> np.ndarray:
+        return (w @ num[:, trials].mean(axis=1)) / (w @ den[:, trials].mean(axis=1))
+
+    one = np.ones((1, 4))
+    splits = [([0, 1], [2, 3]), ([0, 2], [1, 3]), ([0, 3], [1, 2])]
+    for key, num, den, log in (
+        ("recovery_difference", recovered, failed, False),
+        ("failed_calls", failed, calls, True),
+    ):
+        f = np.log if log else (lambda x: x)
+
+        def diff(w: np.ndarray, a: list[int], b: list[int]) -> np.ndarray:
+            return f(half(w, num, den, b)) - f(half(w, num, den, a))  # noqa: B023
+
+        observed = [diff(one, a, b)[0] for a, b in splits]
+        sizes = np.mean(
+            [np.abs(diff(weights, a, b) - o) for (a, b), o in zip(splits, observed, strict=True)], 0
+        )
+        se = np.std(sizes, ddof=1)
+        s = d[key]
+        floor = np.mean(np.abs(observed))
+        assert s.floor == pytest.approx(np.exp(floor) if log else floor), key
+        assert s.floor_se == pytest.approx(se), key
+        assert s.floor_full_trials_se == pytest.approx(se / np.sqrt(2)), key
+        assert s.floor_se is not None and s.floor_se > 0
+
+
+def _replicated(rng: np.random.Generator, tasks: int, trials: int) -> dict[str, list[EpisodeFacts]]:
+    """A reference and an independent replicate of it: each task draws its own failure,
+    recovery and success rates (fresh tasks per study, as the task bootstrap assumes)."""
+    out: dict[str, list[EpisodeFacts]] = {"ref": [], "replicate": []}
+    for t in range(tasks):
+        p, q, s = rng.beta(2, 8), rng.beta(3, 3), rng.beta(2, 2)
+        for arm in out.values():
+            for k in range(trials):
+                calls = int(rng.poisson(6)) + 1
+                failed = int(rng.binomial(calls, p))
+                recovered = int(rng.binomial(failed, q))
+                arm.append(_counted(t, k, calls, failed, recovered, bool(rng.random() < s)))
+    return out
+
+
+SIGNED = ("recovery_difference", "failed_calls", "gap.K0")
+STUDIES = 100
+
+
+@pytest.mark.parametrize("trials", [2, 4])
+def test_signed_floor_standard_error_matches_the_spread_across_studies(trials: int) -> None:
+    """100 simulated studies (60 tasks): the mean standard error of each signed floor is
+    within 0.7–1.4× the floor's standard deviation across the studies (log scale for the
+    ratio; measured 0.93–1.04 over 400 studies, 0.76–1.21 over 100 with other seeds). A
+    replicate of the reference lies beyond the floor (past 2 standard errors) in ≤ 25% of
+    the 300 readings (measured 7–17%)."""
+    rng = np.random.default_rng(11)
+    floors: dict[str, list[float]] = {k: [] for k in SIGNED}
+    ses: dict[str, list[float]] = {k: [] for k in SIGNED}
+    beyond = 0
+    for i in range(STUDIES):
+        study = _replicated(rng, 60, trials)
+        tasks = len({f.task_id for f in study["ref"]})
+        weights = resample_counts(tasks, 200, np.random.default_rng(i))
+        d = _signed_floor(study["ref"], study["replicate"], weights)
+        for k in SIGNED:
+            s = d[k]
+            assert s.floor is not None and s.floor_se is not None
+            floors[k].append(float(np.log(s.floor)) if s.kind == "ratio" else s.floor)
+            ses[k].append(s.floor_se)
+            beyond += bool(s.beyond_full_trials())
+    for k in SIGNED:
+        spread = float(np.std(floors[k], ddof=1))
+        assert 0.7 <= np.mean(ses[k]) / spread <= 1.4, (k, np.mean(ses[k]), spread)
+    assert beyond <= 0.25 * STUDIES * len(SIGNED), beyond
+
+
+def test_no_resamples_no_standard_error() -> None:
+    """Too few paired tasks for the bootstrap: the floors stand without a standard error,
+    and analysis.json leaves the fields out."""
+    ref = [_counted(t, k, 5, 2, 1, True) for t in range(3) for k in range(2)]
+    arm = [_counted(t, k, 5, 3, 1, k == 0) for t in range(3) for k in range(2)]
+    d = _signed_floor(ref, arm, None)
+    assert d["recovery_difference"].floor is not None
+    for key in SIGNED:
+        assert d[key].floor_se is None and d[key].floor_full_trials_se is None
+        assert d[key].beyond_full_trials() is None
+        assert "floor_se" not in d[key].model_dump_json()
+    eps = [
+        _halluc(a, f"t{t}", k, {"foo": 1})
+        for a in ("ref", "int4")
+        for t in range(3)
+        for k in (0, 1)
+    ]
+    nf = _only(analyze(eps, OPTS.model_copy(update={"bootstrap_min_tasks": 30})).cells, "int4")
+    assert nf.noise_floor is not None
+    assert all(s.floor_se is None for s in nf.noise_floor.diagnostics.values())
+    assert "floor_se" not in nf.model_dump_json()
+
+
+@pytest.mark.parametrize(
+    ("kind", "arm", "beyond"),
+    [
+        ("difference", 0.045, True),  # floor 0.02 + 2 × 0.01 = 0.04
+        ("difference", -0.045, True),
+        ("difference", 0.035, False),  # past the floor, not past its uncertainty
+        ("ratio", 1.25, True),  # floor ×1.1 · e^(2 × 0.05) = ×1.216
+        ("ratio", 1 / 1.25, True),
+        ("ratio", 1.2, False),
+    ],
+)
+def test_beyond_the_floor_means_past_twice_its_standard_error(
+    kind: Literal["difference", "ratio"], arm: float, beyond: bool
+) -> None:
+    floor = 0.02 if kind == "difference" else 1.1
+    s = FloorStat(
+        kind=kind,
+        arm=arm,
+        floor_full_trials=floor,
+        floor_full_trials_se=0.01 if kind == "difference" else 0.05,
+    )
+    assert s.beyond_full_trials() is beyond
+    assert s.model_copy(update={"floor_full_trials_se": None}).beyond_full_trials() is None

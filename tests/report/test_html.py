@@ -7,6 +7,7 @@ import base64
 import gzip
 import hashlib
 import json
+import math
 import random
 import re
 import warnings
@@ -298,7 +299,9 @@ def test_report_states_where_the_weights_came_from(
 def test_each_cell_shows_its_diagnostics_against_the_noise_floor(
     study_report: ReportPaths,
 ) -> None:
-    """One floor figure per cell (the fixture has 2 trials: one split), with the verdict."""
+    """One floor figure per cell (the fixture has 2 trials: one split), with the verdict; its
+    6 tasks are too few for a bootstrap, so the floors have no standard error and no band
+    past them."""
     html = study_report.html.read_text("utf-8")
     analysis = AnalysisResult.model_validate_json(study_report.analysis.read_text("utf-8"))
     assert html.count('data-plot="floor"') == len(analysis.cells)
@@ -306,3 +309,30 @@ def test_each_cell_shows_its_diagnostics_against_the_noise_floor(
         for c in cell.comparisons:
             assert c.noise_floor is not None and c.noise_floor.splits == 1
             assert f"{c.arm}: {c.noise_floor.invariance}." in html
+            assert all(s.floor_se is None for s in c.noise_floor.diagnostics.values())
+    assert "lighter band" not in html
+
+
+def test_the_floor_figure_states_each_floor_with_its_standard_error(tmp_path: Path) -> None:
+    """With enough tasks for the bootstrap, the caption gives the failed-call and Gap(K)
+    floors the grey bands show with their standard errors (the ratio's as a factor), and
+    the lighter band out to 2 of them."""
+    episodes = study(tasks=30)
+    analysis = analyzed(episodes)
+    html = write_report(analysis, episodes, tmp_path).html.read_text("utf-8")
+    for cell in analysis.cells:
+        nf = cell.comparisons[0].noise_floor
+        assert nf is not None
+        d, k = nf.diagnostics, cell.comparisons[0].gap_amplification.k_small
+        fc, gap = d["failed_calls"], d[f"gap.K{k}"]
+        assert fc.floor_full_trials is not None and fc.floor_full_trials_se is not None
+        assert gap.floor_full_trials is not None and gap.floor_full_trials_se is not None
+        factor = math.exp(fc.floor_full_trials_se)
+        assert f"failed calls ×{fc.floor_full_trials:.2f} (SE ×{factor:.2f})" in html
+        assert (
+            f"Gap(K={k}) ±{100 * gap.floor_full_trials:.1f} points "
+            f"(SE {100 * gap.floor_full_trials_se:.1f})"
+        ) in html
+    assert html.count("The lighter band widens the floor by 2 standard errors") == len(
+        analysis.cells
+    )

@@ -192,3 +192,17 @@ def test_floor_panel_keeps_rho_inside_its_range() -> None:
     assert panel.clipped() is panel  # no limits, nothing clipped
     svg = plots.floor_figure("rho", [bounded])
     ET.fromstring(svg)
+
+
+def test_floor_panel_shades_the_floor_and_its_reach() -> None:
+    """A signed floor ±2 with its reach ±4 (floor + 2 standard errors): two grey spans, the
+    reach lighter and twice as wide."""
+    panel = plots.FloorPanel("Gap", ["int4"], [1.0], band=(-2.0, 2.0), reach=(-4.0, 4.0))
+    svg = plots.floor_figure("reach", [panel])
+    grey = {
+        float(r.get("fill-opacity", "1")): float(r.get("width", "0"))
+        for r in ET.fromstring(svg).iter(f"{NS}rect")
+        if r.get("fill") == "#bbbbbb"
+    }
+    assert set(grey) == {0.2, 0.45}
+    assert grey[0.2] == pytest.approx(2 * grey[0.45], rel=0.01)

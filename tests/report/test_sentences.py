@@ -48,6 +48,26 @@ def _floor(c: Comparison, verdict: str) -> bool:
     return c.noise_floor is not None and c.noise_floor.invariance == verdict
 
 
+def _past_floor(c: Comparison, key: str, value: float | None) -> bool:
+    """The comparison's own difference lies beyond the reference's signed floor at the full
+    trial count plus twice the floor's standard error."""
+    f = c.noise_floor.diagnostics.get(key) if c.noise_floor is not None else None
+    if f is None or value is None or f.floor_full_trials is None or f.floor_full_trials_se is None:
+        return False
+    return abs(value) > f.floor_full_trials + 2 * f.floor_full_trials_se
+
+
+def _gap_past_floor(c: Comparison) -> bool:
+    k = c.gap_amplification.k_small
+    gap = next((g.gap for g in c.gap if k == g.K), None)
+    return _past_floor(c, f"gap.K{k}", gap)
+
+
+def _loop_past_floor(c: Comparison, key: str) -> bool:
+    diff = getattr(c, key)
+    return _past_floor(c, key, None if diff is None else diff.value)
+
+
 CLAIMS: dict[str, Callable[[Comparison], bool]] = {
     "hides the damage": gap_grows,
     "lower success shown at small budgets": gap_grows,
@@ -95,6 +115,13 @@ CLAIMS: dict[str, Callable[[Comparison], bool]] = {
         and (c.gap_default.ci_low or 0) > 0
     ),
     "its noise floor": lambda c: c.noise_floor is not None and c.noise_floor.splits > 0,
+    "the gap exceeds that floor by more than 2 standard errors": _gap_past_floor,
+    "the repeat difference exceeds that floor by more than 2 standard errors": lambda c: (
+        _loop_past_floor(c, "repeat_difference")
+    ),
+    "the re-issue difference exceeds that floor by more than 2 standard errors": lambda c: (
+        _loop_past_floor(c, "reissue_difference")
+    ),
     "New in the arm": lambda c: any(
         a.count_ref == 0 < a.count_arm for a in c.channel_amplification.values()
     ),
@@ -201,6 +228,7 @@ def test_an_analysis_of_the_embedded_runs_with_its_noise_floor() -> None:
     assert len({e.task_id for e in eps}) >= 30
     said = check(analyze(eps, OPTS))
     assert said["its noise floor"]
+    assert said["the gap exceeds that floor by more than 2 standard errors"]
 
 
 @pytest.mark.parametrize("name", ["v0.2", "v1.0"])

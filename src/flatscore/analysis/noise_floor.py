@@ -14,9 +14,12 @@ size) gets a task-bootstrap interval on the cell's resamples, paired with the fl
 is beyond the floor only when that interval excludes 0. Signed differences (Gap(K), channel
 ratios, recovery and trajectory differences) are centred on 0 (or ×1) by symmetry: their
 floor is the mean absolute difference (ratios: on the log scale) over the splits, also shown
-rescaled by 1/√2 to the full trial count (exact for independent trials). That floor is for
-reading; decisions on them stay with the comparison's own intervals, which already measure
-chance at the arm's size.
+rescaled by 1/√2 to the full trial count (exact for independent trials). The floor is itself
+one draw, so it comes with its task-bootstrap standard error: on each of the cell's first
+resamples, the size of each split's difference minus the data's, averaged over the splits as
+the floor is. That floor is for reading (an arm is called beyond it only past the floor plus
+twice its standard error, `FloorStat.beyond_full_trials`); decisions on them stay with the
+comparison's own intervals, which already measure chance at the arm's size.
 """
 
 from __future__ import annotations
@@ -42,8 +45,14 @@ test_noise_floor.py) on a reference with 20 names; with fewer, ρ ranks a handfu
 and the novel share of a half rests on a handful of calls, and invariance is untestable."""
 
 FLOOR_RESAMPLES = 1000
-"""The floor's intervals use the first 1,000 of the cell's bootstrap resamples (ρ is ranked
-once per split and resample; 1,000 keeps the analysis within its speed target)."""
+"""The floor's intervals and standard errors use the first 1,000 of the cell's bootstrap
+resamples (ρ is ranked once per split and resample; 1,000 keeps the analysis within its speed
+target)."""
+
+MIN_DEFINED_SHARE = 0.5
+"""A signed floor's standard error needs the floor defined on at least half the resamples
+(a sparse channel can vanish from a resample): the spread of a few would describe another
+statistic."""
 
 Split = tuple[tuple[int, ...], tuple[int, ...]]
 LEVEL = ("spearman_rho", "novel_fraction")
@@ -76,15 +85,23 @@ class _Sums:
     tasks: np.ndarray
 
 
-def _sums(m: TaskMatrix, mask: np.ndarray, names: np.ndarray, weights: np.ndarray | None) -> _Sums:
+def _sums(
+    m: TaskMatrix,
+    mask: np.ndarray,
+    names: np.ndarray,
+    weights: np.ndarray | None,
+    *,
+    rows: bool = True,
+) -> _Sums:
     """`m`'s sums over the tasks in `mask`, names restricted to the columns `names` (the
-    union of a comparison; the others are zero on both sides and rank nowhere). Resampled
-    sums carry the name counts only: only the level diagnostics are bootstrapped."""
+    union of a comparison; the others are zero on both sides and rank nowhere); one row per
+    resample of `weights` (task counts), else one row. `rows=False` leaves the per-task
+    means out (only the names are needed)."""
     counts = (m.name_means[:, names] * m.episodes[:, None]) * mask[:, None]
+    means = m.means * mask[:, None] if rows else np.empty((len(mask), 0))
     if weights is None:
-        rows = m.means * mask[:, None]
-        return _Sums(rows.sum(axis=0)[None], counts.sum(axis=0)[None], mask.sum()[None])
-    return _Sums(np.empty((len(weights), 0)), weights @ counts, weights @ mask)  # level only
+        return _Sums(means.sum(axis=0)[None], counts.sum(axis=0)[None], mask.sum()[None])
+    return _Sums(weights @ means, weights @ counts, weights @ mask)
 
 
 def _named(*matrices: TaskMatrix) -> np.ndarray:
@@ -170,8 +187,9 @@ class CellFloor:
     def floor(
         self, split: Split, mask: np.ndarray, cols: dict[str, int], gap_ks: Sequence[int]
     ) -> tuple[Values, Values | None]:
-        """Reference half vs reference half on one split's tasks: every diagnostic, and the
-        level ones bootstrapped (None without resamples); cached, arms usually share it."""
+        """Reference half vs reference half on one split's tasks: every diagnostic, and
+        every diagnostic on each resample (None without resamples); cached, arms usually
+        share it."""
         key = (split, mask.tobytes())
         if key not in self._floors:
             r1, r2 = self.ref[split[0]], self.ref[split[1]]
@@ -183,7 +201,8 @@ class CellFloor:
                 # (ρ is symmetric, to the bit): rank each resample once per split.
                 other = self._floors.get(((split[1], split[0]), mask.tobytes()))
                 rho = None if other is None or other[1] is None else other[1]["spearman_rho"]
-                boot = _level(*(_sums(m, mask, names, self.weights) for m in (r1, r2)), rho=rho)
+                b1, b2 = (_sums(m, mask, names, self.weights) for m in (r1, r2))
+                boot = {**_level(b1, b2, rho=rho), **_signed(b1, b2, cols, gap_ks)}
             self._floors[key] = ({**_level(s1, s2), **_signed(s1, s2, cols, gap_ks)}, boot)
         return self._floors[key]
 
@@ -248,13 +267,14 @@ def noise_floor(
         if cell.weights is not None:
             assert floor_bt_s is not None
             _add(floor_bt, floor_bt_s)
-            _add(arm_bt, _level(*(_sums(m, mask, names, cell.weights) for m in (r1, a2))))
+            arm_sums = (_sums(m, mask, names, cell.weights, rows=False) for m in (r1, a2))
+            _add(arm_bt, _level(*arm_sums))
     stats: dict[str, FloorStat] = {}
     for key, value in full.items():
         if key in LEVEL:
             stats[key] = _level_stat(key, value, floor_pt, arm_pt, floor_bt, arm_bt, confidence)
         else:
-            stats[key] = _signed_stat(key, value, floor_pt[key])
+            stats[key] = _signed_stat(key, value, floor_pt[key], floor_bt.get(key))
     half = len(cell.splits[0][0]), len(cell.splits[0][1])
     distinct = len(cell.splits) // 2  # each split appears in both orientations
     own = int((ref_full.name_means.sum(axis=0) > 0).sum())
@@ -269,8 +289,8 @@ def noise_floor(
             f"{distinct} distinct split(s) in both orientations, averaged; the arm is compared "
             "at the same size (reference half vs the arm's other half)"
             + (
-                f"; excess intervals: task bootstrap, first {len(cell.weights)} of the cell's "
-                "resamples"
+                f"; excess intervals and the floors' standard errors: task bootstrap, first "
+                f"{len(cell.weights)} of the cell's resamples"
                 if cell.weights is not None
                 else "; too few paired tasks for a bootstrap interval"
             )
@@ -334,7 +354,11 @@ def _level_stat(
     )
 
 
-def _signed_stat(key: str, value: np.ndarray, per_split: list[np.ndarray]) -> FloorStat:
+def _signed_stat(
+    key: str, value: np.ndarray, per_split: list[np.ndarray], boot: list[np.ndarray] | None
+) -> FloorStat:
+    """The floor of a signed diagnostic: its size over the splits and, with resamples
+    (`boot`, per split), the standard error of that size over the task bootstrap."""
     kind = _kind(key)
     to_scale: Callable[[np.ndarray], np.ndarray] = np.log if kind == "ratio" else np.asarray
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -343,13 +367,38 @@ def _signed_stat(key: str, value: np.ndarray, per_split: list[np.ndarray]) -> Fl
     if sizes.size == 0:
         return FloorStat(kind=kind, arm=_value(value), note="undefined in the reference's halves")
     size = float(sizes.mean())
+    se = None if boot is None else _floor_se(per_split, boot, log=kind == "ratio")
     back = (lambda x: float(np.exp(x))) if kind == "ratio" else float
     return FloorStat(
         kind=kind,
         arm=_value(value),
         floor=back(size),
         floor_full_trials=back(size / np.sqrt(2.0)),
+        floor_se=se,
+        floor_full_trials_se=None if se is None else se / np.sqrt(2.0),
     )
+
+
+def _floor_se(
+    points: Sequence[np.ndarray], boot: Sequence[np.ndarray], *, log: bool
+) -> float | None:
+    """Task-bootstrap standard error of a signed floor. `points` holds each split's
+    difference (ratio when `log`) on the data, `boot` the same on every resample. The
+    halves' true difference is 0 (×1) by symmetry, so each resample's floor is the mean over
+    splits of |resampled − observed| (log ratios): the chance part of each difference, folded
+    at 0 as the data's floor is. The standard error is the standard deviation of those
+    floors (None when under `MIN_DEFINED_SHARE` of the resamples give one). The resampled
+    differences as they are, not minus the data's, would overstate the floor's spread by
+    15–30% (docs/analysis.md, "Noise floor")."""
+    scale: Callable[[np.ndarray], np.ndarray] = np.log if log else np.asarray
+    with np.errstate(divide="ignore", invalid="ignore"):
+        chance = np.abs(np.stack([scale(b) - scale(p) for b, p in zip(boot, points, strict=True)]))
+    finite = np.isfinite(chance)
+    n = finite.sum(axis=0)
+    sizes = np.where(finite, chance, 0.0).sum(axis=0)[n > 0] / n[n > 0]
+    if sizes.size < 2 or sizes.size < MIN_DEFINED_SHARE * chance.shape[1]:
+        return None
+    return float(np.std(sizes, ddof=1))
 
 
 def _invariance(stats: dict[str, FloorStat], intervals: bool) -> tuple[str, str]:

@@ -8,6 +8,7 @@ show points). A number that cannot be computed (0/0, a ratio over a zero referen
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import Field
@@ -22,6 +23,10 @@ from flatscore.analysis.task_sign import METHOD as TASK_SIGN_METHOD
 from flatscore.analysis.verdict_rule import BudgetTest, Verdict
 
 ANALYSIS_SCHEMA_VERSION = 1
+
+FLOOR_SE_REACH = 2.0
+"""An arm is beyond a signed noise floor only when its difference exceeds the floor plus this
+many of the floor's standard errors (docs/analysis.md, "Noise floor")."""
 
 __all__ = [
     "CHANNELS",
@@ -200,19 +205,51 @@ class FloorStat(AnalysisModel):
     with a paired task-bootstrap interval, `beyond_floor` when it excludes 0. `kind`
     difference / ratio: `floor` is the mean absolute difference (ratios: exp of the mean
     |log ratio|) between halves, `floor_full_trials` that size rescaled by 1/√2 to the full
-    trial count; no decision (`beyond_floor` null)."""
+    trial count, each with its task-bootstrap standard error; no decision (`beyond_floor`
+    null): the report calls the arm beyond such a floor only past it by twice its standard
+    error (`beyond_full_trials`)."""
 
     kind: Literal["level", "difference", "ratio"]
     arm: float | None
     """The arm against the full reference, as in the comparison."""
     floor: float | None = None
     floor_full_trials: float | None = None
+    floor_se: float | None = Field(None, exclude_if=lambda v: v is None)
+    """Signed kinds: the task-bootstrap standard error of `floor` (on each of the cell's first
+    resamples, the mean size over the splits of each difference minus the data's); for `kind`
+    ratio on the natural-log scale, the standard error of log(floor), so the floor is
+    uncertain by a factor of about exp(floor_se). Absent without resamples (too few paired
+    tasks) or where under half the resamples define it."""
+    floor_full_trials_se: float | None = Field(None, exclude_if=lambda v: v is None)
+    """`floor_se` rescaled by 1/√2, as `floor_full_trials` is (ratios: log scale)."""
     arm_half: float | None = None
     excess: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
     beyond_floor: bool | None = None
     note: str | None = None
+
+    def reach_full_trials(self) -> float | None:
+        """Signed kinds: where the floor at the full trial count ends with its uncertainty,
+        floor_full_trials + FLOOR_SE_REACH × floor_full_trials_se (ratios: on the log scale,
+        floor_full_trials × exp(FLOOR_SE_REACH × se)); None without a standard error."""
+        floor, se = self.floor_full_trials, self.floor_full_trials_se
+        if self.kind == "level" or floor is None or se is None:
+            return None
+        if self.kind == "ratio":
+            return floor * math.exp(FLOOR_SE_REACH * se)
+        return floor + FLOOR_SE_REACH * se
+
+    def beyond_full_trials(self) -> bool | None:
+        """Signed kinds: whether the arm lies beyond the floor with its uncertainty, |arm|
+        past `reach_full_trials` (ratios: arm outside 1/reach to reach); None without a
+        standard error or an arm value (no claim either way)."""
+        reach, arm = self.reach_full_trials(), self.arm
+        if reach is None or arm is None:
+            return None
+        if self.kind == "ratio":
+            return None if arm <= 0 else bool(abs(math.log(arm)) > math.log(reach))
+        return bool(abs(arm) > reach)
 
 
 class NoiseFloor(AnalysisModel):

@@ -29,7 +29,12 @@ from markupsafe import Markup
 
 import flatscore.report.plots as plots
 from flatscore.analysis.channels import ChannelRules
-from flatscore.analysis.result import CHANNELS, AnalysisResult, Cell, Comparison
+from flatscore.analysis.result import (
+    CHANNELS,
+    AnalysisResult,
+    Cell,
+    Comparison,
+)
 from flatscore.episode import Episode
 from flatscore.report.analysis_text import worded
 from flatscore.report.first_screen import first_screen
@@ -40,9 +45,11 @@ from flatscore.report.terminal import channel_change
 from flatscore.report.transcripts import browser_payload, cell_key
 from flatscore.report.verdicts import (
     CHANNEL_WORDS,
+    REACH,
     TONE,
     cell_reason,
     cell_verdict,
+    floor_size,
     headlines,
     pct,
     pts,
@@ -218,27 +225,62 @@ def _floor_panels(cell: Cell) -> list[plots.FloorPanel]:
                 limits=limits,
             )
         )
-    fc = d[0]["failed_calls"].floor_full_trials
+
+    def around_one(x: float | None) -> tuple[float, float] | None:
+        return None if x is None else (1 / x, x)
+
+    def around_zero(x: float | None) -> tuple[float, float] | None:
+        return None if x is None else (-100 * x, 100 * x)
+
+    fc = d[0]["failed_calls"]
     panels.append(
         plots.FloorPanel(
             title="failed calls, arm ÷ ref",
             arms=arms,
             values=[x["failed_calls"].arm for x in d],
-            band=None if fc is None else (1 / fc, fc),
+            band=around_one(fc.floor_full_trials),
+            reach=around_one(fc.reach_full_trials()),
             log=True,
         )
     )
     gaps = [x.get(f"gap.K{k}") for x in d]
-    g = gaps[0].floor_full_trials if gaps[0] is not None else None
+    g = gaps[0]
     panels.append(
         plots.FloorPanel(
             title=f"Gap(K={k}), points",
             arms=arms,
             values=[None if x is None or x.arm is None else 100 * x.arm for x in gaps],
-            band=None if g is None else (-100 * g, 100 * g),
+            band=None if g is None else around_zero(g.floor_full_trials),
+            reach=None if g is None else around_zero(g.reach_full_trials()),
         )
     )
     return panels
+
+
+def _floor_sizes(cell: Cell) -> str:
+    """The end of the floor figure's caption: the floors its grey bands show, with their
+    standard errors, and what the lighter band means (only where there is one)."""
+    cs = [c for c in cell.comparisons if c.noise_floor is not None and c.noise_floor.splits]
+    if not cs or cs[0].noise_floor is None:
+        return "."
+    d, k = cs[0].noise_floor.diagnostics, cs[0].gap_amplification.k_small
+    shown = [
+        (what, f)
+        for what, f in (
+            ("failed calls", d.get("failed_calls")),
+            (f"Gap(K={k})", d.get(f"gap.K{k}")),
+        )
+        if f is not None and f.floor_full_trials is not None
+    ]
+    if not shown:
+        return "."
+    sizes = ", ".join(f"{what} {floor_size(f)}" for what, f in shown)
+    if not any(f.reach_full_trials() is not None for _, f in shown):
+        return f": {sizes}."
+    return (
+        f", with the floor's task-bootstrap standard error (SE): {sizes}. The lighter band "
+        f"widens the floor by {REACH}: an arm outside it is beyond the floor."
+    )
 
 
 def _ordered_arms(cell: Cell) -> list[int]:
@@ -345,6 +387,7 @@ def _cell_context(index: int, cell: Cell, analysis: AnalysisResult) -> dict[str,
         "rank_svgs": [Markup(s) if s else None for s in rank_svgs],
         "passk_svg": Markup(passk_svg),
         "floor_svg": Markup(floor_svg) if floor_svg else None,
+        "floor_sizes": _floor_sizes(cell),
         "max_k": max((len(a.pass_k) for a in arms), default=0),
         "footnotes": Footnotes(),
     }

@@ -15,7 +15,17 @@ from flatscore.report.first_screen import cell_lines
 from flatscore.report.markdown_escape import md_escape
 from flatscore.report.markdown_table import table_lines
 from flatscore.report.sequential_text import conditional_text, sequential_line, study_text
-from flatscore.report.verdicts import cell_reason, cell_verdict, headlines, pct, pts, pval, ratio
+from flatscore.report.verdicts import (
+    REACH,
+    cell_reason,
+    cell_verdict,
+    floor_se,
+    headlines,
+    pct,
+    pts,
+    pval,
+    ratio,
+)
 
 CODE_PHRASES = ("`flatscore power`",)
 """Commands our own sentences quote: shown as code, not as escaped backticks."""
@@ -29,6 +39,18 @@ def md_sentence(text: str) -> str:
     return text
 
 
+def _beside(s: FloorStat) -> str:
+    """A signed diagnostic's table cell: the arm, its floor at the full trial count with the
+    floor's standard error, and * where the arm lies beyond that floor (`beyond_full_trials`)."""
+    if s.kind == "ratio":
+        arm, size = ratio(s.arm), ratio(s.floor_full_trials)
+    else:
+        arm, size = pts(s.arm), f"±{pts(s.floor_full_trials)}"
+    se = floor_se(s)
+    floor = size if se is None else f"{size}, {se}"
+    return f"{arm} ({floor})" + (" *" if s.beyond_full_trials() else "")
+
+
 def _floor_table(cell: Cell) -> list[str]:
     """Each arm's diagnostics beside the reference's noise floor (docs/analysis.md)."""
     rows = [c for c in cell.comparisons if c.noise_floor is not None and c.noise_floor.splits]
@@ -39,7 +61,9 @@ def _floor_table(cell: Cell) -> list[str]:
         "",
         f"Noise floor: {md_escape(cell.reference)} against itself (its trials split in halves). "
         "ρ and novel share: the arm (full), the arm at the floor's size, the floor; the others: "
-        "the arm, and ± the typical reference-vs-reference difference at the full trial count.",
+        "the arm, and ± the typical reference-vs-reference difference at the full trial count "
+        "with its task-bootstrap standard error (ratios: as a factor); * where the arm exceeds "
+        f"that floor by more than {REACH}.",
         "",
     ]
     head = [
@@ -71,11 +95,11 @@ def _floor_table(cell: Cell) -> list[str]:
                 level(d["spearman_rho"], rho),
                 level(d["novel_fraction"], pct),
                 c.noise_floor.invariance,
-                f"{ratio(fc.arm)} ({ratio(fc.floor_full_trials)})",
-                f"{pts(gap.arm)} (±{pts(gap.floor_full_trials)})",
-                f"{pts(rec.arm)} (±{pts(rec.floor_full_trials)})",
+                _beside(fc),
+                _beside(gap),
+                _beside(rec),
                 *(
-                    f"{pts(x.arm)} (±{pts(x.floor_full_trials)})" if x else "—"
+                    _beside(x) if x else "—"
                     for x in (d.get("repeat_difference"), d.get("reissue_difference"))
                 ),
             ]

@@ -425,7 +425,8 @@ def passk_figure(plot_id: str, curves: Sequence[Band]) -> str:
 @dataclass(frozen=True)
 class FloorPanel:
     """One diagnostic of every arm against the reference's noise floor: `values` per arm
-    with optional intervals, the floor as a line and/or a shaded band (same units)."""
+    with optional intervals, the floor as a line and/or a shaded band (same units), and
+    `reach`, the band out to where an arm counts as beyond the floor (lighter)."""
 
     title: str
     arms: Sequence[str]
@@ -434,6 +435,7 @@ class FloorPanel:
     high: Sequence[float | None] | None = None
     floor: float | None = None
     band: tuple[float, float] | None = None
+    reach: tuple[float, float] | None = None
     log: bool = False
     limits: tuple[float, float] | None = None
     """The values the diagnostic can take (ρ: [−1, 1]): points and interval ends beyond them
@@ -456,9 +458,10 @@ class FloorPanel:
 
 def floor_figure(plot_id: str, panels: Sequence[FloorPanel]) -> str:
     """Each arm's diagnostics (points, one row per arm) against the reference compared with
-    itself (grey line or band): inside the grey, chance alone could have produced it. Arms
-    are rows (named once, on the left), so the figure grows with them and no name is slanted
-    over its neighbour."""
+    itself (grey line or band; a lighter band out to where an arm counts as beyond the
+    floor, its standard error included): inside the grey, chance alone could have produced
+    it. Arms are rows (named once, on the left), so the figure grows with them and no name is
+    slanted over its neighbour."""
     n_arms = max((len(p.arms) for p in panels), default=1)
     width, height = 9.0 * INCH, (ROW_IN * max(n_arms, 3) + 1.1) * INCH
     d = Drawing(
@@ -478,7 +481,7 @@ def floor_figure(plot_id: str, panels: Sequence[FloorPanel]) -> str:
         ys = list(range(len(fp.arms)))
         xs = [v for v in fp.values if v is not None and math.isfinite(v)]
         ends = [v for v in (*(fp.low or []), *(fp.high or [])) if v is not None]
-        extra = [*(fp.band or ()), *([fp.floor] if fp.floor is not None else [])]
+        extra = [*(fp.band or ()), *(fp.reach or ()), *([fp.floor] if fp.floor is not None else [])]
         log = fp.log and bool(xs) and all(v > 0 for v in xs)
         lo, hi = padded([*xs, *ends, *extra], log=log)
         if fp.limits is not None:
@@ -496,6 +499,8 @@ def floor_figure(plot_id: str, panels: Sequence[FloorPanel]) -> str:
             ylabels=names,
             show_ylabels=i == 0,
         )
+        if fp.reach is not None:
+            p.xspan(*fp.reach, "#bbbbbb", 0.2)
         if fp.band is not None:
             p.xspan(*fp.band, "#bbbbbb", 0.45)
         if fp.floor is not None:

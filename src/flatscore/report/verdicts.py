@@ -7,14 +7,17 @@ that means for deployment. Shared by the HTML report and summary.md so both say 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from flatscore.analysis.comparison import VERDICT_ORDER
 from flatscore.analysis.result import (
+    FLOOR_SE_REACH,
     ArmStats,
     Cell,
     ChannelAmplification,
     Comparison,
+    FloorStat,
     GapPoint,
     Settings,
 )
@@ -265,6 +268,29 @@ def ci_pts(low: float | None, high: float | None) -> str:
     return f"unadjusted 95% CI {pts(low)} to {pts(high)} points"
 
 
+REACH = f"{FLOOR_SE_REACH:g} standard errors"
+"""How far past a signed noise floor an arm must lie to be called beyond it, in words."""
+
+
+def floor_se(f: FloorStat) -> str | None:
+    """A signed floor's standard error at the full trial count: "SE 0.9" (points); ratios
+    "SE ×1.06", the factor it makes (the standard error is of the log)."""
+    se = f.floor_full_trials_se
+    if se is None:
+        return None
+    return f"SE ×{math.exp(se):.2f}" if f.kind == "ratio" else f"SE {pts(se)}"
+
+
+def floor_size(f: FloorStat) -> str:
+    """A signed noise floor at the full trial count with its standard error: "±1.4 points
+    (SE 0.9)"; ratios "×1.22 (SE ×1.06)"."""
+    size = (
+        ratio(f.floor_full_trials) if f.kind == "ratio" else f"±{pts(f.floor_full_trials)} points"
+    )
+    se = floor_se(f)
+    return size if se is None else f"{size} ({se})"
+
+
 def gap_at(comparison: Comparison, k: int) -> GapPoint | None:
     return next((g for g in comparison.gap if k == g.K), None)
 
@@ -444,14 +470,16 @@ def _loop_sentence(cell: Cell, c: Comparison) -> str | None:
         return None
     floor = c.noise_floor.diagnostics if c.noise_floor else {}
 
-    def part(what: str, mine: float | None, theirs: float | None, key: str) -> str:
+    def part(what: str, mine: float | None, theirs: float | None, key: str, label: str) -> str:
         diff = getattr(c, key)
         text = f"{pct(mine)} {what} (against {pct(theirs)}"
         if diff is not None and diff.value is not None:
             text += f": {pts(diff.value)} points, {ci_pts(diff.ci_low, diff.ci_high)}"
         f = floor.get(key)
         if f is not None and f.floor_full_trials is not None:
-            text += f"; the reference against itself: ±{pts(f.floor_full_trials)} points"
+            text += f"; the reference against itself: {floor_size(f)}"
+            if f.beyond_full_trials():
+                text += f", and the {label} difference exceeds that floor by more than {REACH}"
         return text + ")"
 
     return (
@@ -461,6 +489,7 @@ def _loop_sentence(cell: Cell, c: Comparison) -> str | None:
             arm.repeat_share,
             ref.repeat_share,
             "repeat_difference",
+            "repeat",
         )
         + "; "
         + part(
@@ -468,6 +497,7 @@ def _loop_sentence(cell: Cell, c: Comparison) -> str | None:
             arm.reissue_share,
             ref.reissue_share,
             "reissue_difference",
+            "re-issue",
         )
         + "."
     )
@@ -487,9 +517,10 @@ def _budget_sentence(c: Comparison) -> str | None:
     floor = c.noise_floor.diagnostics.get(f"gap.K{amp.k_small}") if c.noise_floor else None
     if floor is not None and floor.floor_full_trials is not None:
         text += (
-            f"; the reference against itself differs by {pts(floor.floor_full_trials)} points "
-            "at this budget (its noise floor)"
+            f"; the reference against itself: {floor_size(floor)} at this budget (its noise floor)"
         )
+        if floor.beyond_full_trials():
+            text += f", and the gap exceeds that floor by more than {REACH}"
     return text + "."
 
 
