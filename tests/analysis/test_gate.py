@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from analysis_builders import episode
-from flatscore.analysis.gate import EXIT_CODES, GateOptions, GateResult
+from flatscore.analysis.analyze import analyze
+from flatscore.analysis.gate import EXIT_CODES, Family, GateOptions, GateResult
 from flatscore.analysis.gate import gate as decide
 from flatscore.episode import Episode
 from flatscore.errors import InputError
@@ -150,6 +151,40 @@ def test_the_same_arm_name_on_both_sides_is_told_apart() -> None:
     not the same episodes: the candidate is renamed, not refused."""
     result = gate(run("bf16", 80), run("bf16", 80, lookups=2), FAST)
     assert result.cells[0].candidate == "bf16 (candidate)" and result.verdict == "pass"
+
+
+def test_a_studys_runs_are_gated_over_the_studys_comparisons() -> None:
+    """One study's runs holding other arms beside the two compared (its folder as both
+    inputs, or the reference's file and the folder) are analysed whole, every arm against
+    the reference as `report` does: the candidate's corrected p-value is the study
+    analysis', not that of the two runs alone (two separate runs: the gate's own family)."""
+    ref, int8 = run("bf16", 80), run("int8", 80, failing=30)
+    study = ref + int8 + run("int4", 80, failing=20)  # int8's p the smaller: Holm doubles it
+    whole = gate(study, study, FAST, reference_arm="bf16", candidate_arm="int8")
+    assert whole.family == Family(scope="study", comparisons=2, arms=["int4", "int8"])
+    assert "corrected over the study's 2 comparisons (2 arms)" in whole.summary
+    assert gate(ref, study, FAST, candidate_arm="int8").family.scope == "study"
+    own = gate(ref, int8, FAST)
+    assert own.family == Family(scope="own", comparisons=1, arms=["int8"])
+    assert "corrected over its own 1 comparison)" in own.summary
+
+    reported = analyze(study, FAST.analysis("bf16"))
+    (comp,) = [c for c in reported.cells[0].comparisons if c.arm == "int8"]
+    assert whole.cells[0].budgets[0].p_adjusted == comp.budget_tests[0].p_adjusted
+    alone = own.cells[0].budgets[0]
+    assert comp.budget_tests[0].p_adjusted == pytest.approx(2 * (alone.p_adjusted or 0))
+
+
+def test_runs_of_other_studies_or_copies_are_not_one_study() -> None:
+    """The arms' episodes from two studies, or two copies of one study's episode that
+    differ, are not one study's runs: the gate keeps its own family."""
+    study = run("bf16", 40) + run("int8", 40) + run("int4", 40)
+    other = [e.model_copy(update={"study": "t"}) for e in run("int8", 40) + run("int4", 40)]
+    result = gate(study, other, FAST, reference_arm="bf16", candidate_arm="int8")
+    assert result.family.scope == "own"
+    changed = [e.model_copy(update={"reward": 0.5}) if e.arm == "int4" else e for e in study]
+    result = gate(study, changed, FAST, reference_arm="bf16", candidate_arm="int8")
+    assert result.family.scope == "own" and result.family.comparisons == 1
 
 
 def test_the_same_episodes_on_both_sides_are_refused() -> None:

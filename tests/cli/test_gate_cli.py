@@ -1,5 +1,6 @@
 """`flatscore gate` end to end: every documented exit code (0 pass, 3 damage, 4 inconclusive,
-2 bad input) on run files, τ² results files and the embedded study's committed archive."""
+2 bad input) on run files, τ² results files and the embedded study's committed archive, and
+on study v3's archive the same decisions (and stopping tasks) as its committed analysis."""
 
 from __future__ import annotations
 
@@ -15,12 +16,15 @@ import pytest
 
 from analysis_builders import episode
 from cli_runner import CliResult
+from flatscore.analysis.verdict_rule import GATE_OF
 from flatscore.episode import Episode
+from flatscore.store import archive
 from flatscore.store.jsonl import EpisodeWriter
 
 ROOT = Path(__file__).parents[2]
 TAU2 = ROOT / "tests" / "fixtures" / "tau2"
 ARCHIVE = ROOT / "studies" / "embedded-study" / "runs"
+STUDY_V3 = ROOT / "studies" / "embedded-study-v3"
 FAST = ("--bootstrap", "300")
 
 
@@ -89,9 +93,9 @@ def test_inconclusive_is_exit_4(flatscore: Callable[..., CliResult], runs: dict[
     ("extra", "message"),
     [
         ((), "holds 2 arms"),
-        (("--reference-arm", "bf16", "--tight-budget", "9"), "must be below the default K = 9"),
-        (("--reference-arm", "bf16", "--tost-margin", "0"), "--tost-margin"),
-        (("--reference-arm", "bf16", "--channels", "typo"), "unknown channel"),
+        (("--reference", "bf16", "--tight-budget", "9"), "must be below the default K = 9"),
+        (("--reference", "bf16", "--tost-margin", "0"), "--tost-margin"),
+        (("--reference", "bf16", "--channels", "typo"), "unknown channel"),
     ],
 )
 def test_bad_input_is_exit_2_in_one_line(
@@ -152,3 +156,108 @@ def test_the_embedded_study_int4_awq_is_damage_in_both_domains(
         # Holm over the study's channel family: retail int4-awq's unknown_tool (×1.69) does not
         # survive correction, its bad_arguments and entity_not_found do.
         assert "bad_arguments" in cell["amplified_channels"]
+
+
+def test_the_old_arm_spellings_still_work_with_a_warning(
+    flatscore: Callable[..., CliResult], runs: dict[str, Path]
+) -> None:
+    pair = (runs["ref"], runs["damaged"])
+    new = flatscore(
+        "gate", *pair, "--reference", "bf16", "--candidate", "int4", "--json", "-", *FAST
+    )
+    old = flatscore(
+        "gate", *pair, "--reference-arm", "bf16", "--candidate-arm", "int4", "--json", "-", *FAST
+    )
+    assert new.returncode == old.returncode == 3, new.stderr + old.stderr
+    assert json.loads(new.stdout)["cells"] == json.loads(old.stdout)["cells"]
+    assert "--reference-arm is now --reference" in old.stderr
+    assert "--candidate-arm is now --candidate" in old.stderr and "warning" not in new.stderr
+
+
+@pytest.fixture(scope="module")
+def study_v3(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[tuple[str, str], dict]]:
+    """Study v3's archive unpacked (one run file per arm) and its committed analysis (the
+    output of `analyze --sequential` on it, rebuilt byte for byte by tests/store/
+    test_archive.py): each comparison by (domain, arm)."""
+    runs = tmp_path_factory.mktemp("study-v3") / "runs"
+    archive.unpack(STUDY_V3 / "runs", runs)
+    analysis = json.loads((STUDY_V3 / "analysis.json").read_text("utf-8"))
+    assert {k: analysis["settings"][k] for k in SETTINGS_V3} == SETTINGS_V3
+    comparisons = {
+        (cell["domain"], c["arm"]): c for cell in analysis["cells"] for c in cell["comparisons"]
+    }
+    return runs, comparisons
+
+
+SETTINGS_V3 = {
+    "tost_margin": 0.075,
+    "tight_budget": 2,
+    "bootstrap": 5000,
+    "seed": 0,
+    "correction": "holm",
+}
+"""The committed analysis' settings, which are the gate's defaults: the same reading."""
+
+
+def _gate_v3(
+    flatscore: Callable[..., CliResult], runs: Path, arm: str, *design: str
+) -> dict[str, dict]:
+    done = flatscore("gate", runs, runs, "--reference", "ref", "--candidate", arm, *design,
+                     "--json", "-")  # fmt: skip
+    assert done.returncode in (0, 3, 4), done.stderr
+    data = json.loads(done.stdout)
+    assert data["family"] == {
+        "scope": "study",
+        "comparisons": 12,
+        "arms": ["fp8-w8a8", "int4", "int4-awq", "int8", "ref-control", "ref-planted"],
+    }
+    options = data["options"]
+    assert {k: options[k] for k in SETTINGS_V3} == SETTINGS_V3
+    return {c["domain"]: c for c in data["cells"]}
+
+
+def _same_as_the_study(
+    flatscore: Callable[..., CliResult], study: tuple[Path, dict], arm: str, design: str
+) -> None:
+    """The gate on the study's folder (both inputs) reads the candidate's comparison as
+    `analyze` does: the sequential verdict and the task it stopped at, or the fixed one."""
+    runs, comparisons = study
+    cells = _gate_v3(flatscore, runs, arm, design)
+    assert set(cells) == {"retail", "telecom"}
+    for domain, cell in cells.items():
+        want = comparisons[(domain, arm)]
+        if design == "--sequential":
+            seq = want["sequential"]
+            assert (cell["sequential"]["tasks"], cell["sequential"]["verdict"]) == (
+                seq["tasks"],
+                seq["verdict"],
+            ), (domain, arm)
+            assert cell["analysis_verdict"] == seq["verdict"]
+            assert cell["verdict"] == GATE_OF[seq["verdict"]]
+        else:
+            assert "sequential" not in cell
+            assert cell["analysis_verdict"] == want["verdict"], (domain, arm)
+            assert cell["verdict"] == GATE_OF[want["verdict"]]
+
+
+# int8 in retail: the gate alone stopped at 96 tasks, the study at 102 (Holm over 12); one
+# gate run of ~4 s (the whole study analysed)
+def test_the_gate_stops_a_studys_comparison_where_the_study_did(
+    flatscore: Callable[..., CliResult], study_v3: tuple[Path, dict]
+) -> None:
+    _same_as_the_study(flatscore, study_v3, "int8", "--sequential")
+
+
+ARMS_V3 = ("ref-control", "ref-planted", "int8", "fp8-w8a8", "int4-awq", "int4")
+DESIGNS = ("--sequential", "--fixed-design")
+
+
+@pytest.mark.slow  # 11 gate runs of ~4 s
+@pytest.mark.parametrize(
+    ("arm", "design"),
+    [(a, d) for a in ARMS_V3 for d in DESIGNS if (a, d) != ("int8", "--sequential")],
+)
+def test_the_gate_decides_every_comparison_as_the_study(
+    flatscore: Callable[..., CliResult], study_v3: tuple[Path, dict], arm: str, design: str
+) -> None:
+    _same_as_the_study(flatscore, study_v3, arm, design)

@@ -128,7 +128,9 @@ def test_damage_fails_the_step_even_when_inconclusive_may_pass(runs: Path, tmp_p
 
 def test_fp8_passes_and_a_glob_of_several_files_is_one_input(runs: Path, tmp_path: Path) -> None:
     """Negative control: fp8 passes in both domains; the candidate glob matches two files
-    (fp8's and, as a second file, int4-awq's), so the candidate arm is named."""
+    (fp8's and, as a second file, int4-awq's), so the candidate arm is named — and the gate
+    reads them as the study's runs they are (both arms against ref, as `report` would).
+    The step passes today's option names (no deprecation warning in its log)."""
     code, summary, outputs, log = run_gate_step(
         tmp_path,
         reference=str(runs / "ref.jsonl"),
@@ -139,6 +141,9 @@ def test_fp8_passes_and_a_glob_of_several_files_is_one_input(runs: Path, tmp_pat
     assert outputs["verdict"] == "pass" and outputs["exit-code"] == "0"
     assert summary.count("| **pass** |") == 2 and "≈" in summary
     assert len(json.loads(outputs["decided"])) == 2
+    family = json.loads(Path(outputs["json"]).read_text("utf-8"))["family"]
+    assert family == {"scope": "study", "comparisons": 4, "arms": ["fp8", "int4-awq"]}
+    assert "--candidate fp8" in log and "warning" not in log
 
 
 def test_bad_input_is_an_error_line_exit_2(tmp_path: Path) -> None:

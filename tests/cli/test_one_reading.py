@@ -132,8 +132,18 @@ def test_every_surface_shows_the_readings_verdict(study: Path, tmp_path: Path) -
         assert decided is not None and "sequential" in gate.stdout
         # its family is one comparison, the study's two: the output says so (once)
         assert gate.stdout.count("decided its 2 comparisons together") == 1
+        assert "corrected over its own 1 comparison" in gate.stdout
         if f"after {decided.tasks} of" not in gate.stdout and decided.decided:
             assert "may stop at another task" in gate.stdout
+        # the study's folder as both inputs: the study's family, its stopping task, no note
+        whole = flatscore("gate", runs, runs, "--reference", "ref", "--candidate", arm,
+                          "--json", "-")  # fmt: skip
+        assert whole.returncode == json.loads(whole.stdout)["exit_code"], whole.stderr
+        data = json.loads(whole.stdout)
+        assert data["family"] == {"scope": "study", "comparisons": 2, "arms": ["same", "slips"]}
+        assert data["cells"][0]["sequential"]["tasks"] == decided.tasks
+        assert data["cells"][0]["analysis_verdict"] == verdict
+        assert not any("together" in w for w in data["warnings"])
 
 
 def test_the_gate_reads_the_recorded_settings_unless_given(study: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from cli_runner import flatscore
 from flatscore.agents import make_agent
 from flatscore.analysis.margins_result import MarginsResult
 from flatscore.cli import app
@@ -123,3 +124,13 @@ def test_decision_tokens_spell_the_tool_names() -> None:
     assert names == ["find_user_by_email", "get_order", "cancel_order"]
     for (_, name), text in spelled.items():
         assert name in text and len(text) <= len(name) + 3  # at most a quote/space around it
+
+
+def test_the_reference_logits_old_spelling_is_accepted_with_a_warning(tmp_path: Path) -> None:
+    """`--reference` was margins' reference precision; it is `--reference-logits` now (every
+    other command's `--reference` is an arm of the runs). A missing run stops it early."""
+    args = ("margins", tmp_path / "nope.jsonl", "--arms", "int8", "--out", tmp_path / "m.json")
+    old = flatscore(*args, "--reference", "ref")
+    new = flatscore(*args, "--reference-logits", "ref")
+    assert old.returncode == new.returncode == 2 and "run not found" in old.stderr
+    assert "--reference is now --reference-logits" in old.stderr and "is now" not in new.stderr

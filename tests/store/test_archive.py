@@ -347,8 +347,10 @@ def test_cli_pack_unpack_status(tmp_path: Path) -> None:
     done = flatscore("archive", "unpack", chunks, runs)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"unpacked 18 episodes into {runs}"
-    done = flatscore("archive", "status", chunks, runs, "--study", path)
-    assert done.returncode == 0, done.stderr
+    done = flatscore("archive", "status", chunks, runs, "--study-file", path)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    old_name = flatscore("archive", "status", chunks, runs, "--study", path)  # deprecated
+    assert old_name.stdout == done.stdout and "--study is now --study-file" in old_name.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("smoke: 18 episodes; 3 chunks,")
     assert lines[0].endswith("; 18 of 36 planned episodes done")

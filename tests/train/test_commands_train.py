@@ -38,3 +38,10 @@ def test_an_on_policy_recipe_without_its_source_adapter_is_one_line(tmp_path: Pa
 def test_embedded_round_without_runs_is_one_line(tmp_path: Path) -> None:
     proc = flatscore("embedded-round", tmp_path)
     assert proc.returncode == 2 and "no run archive" in proc.stderr, proc.stderr
+
+
+def test_embedded_rounds_old_arm_spelling_is_the_reference_with_a_warning(tmp_path: Path) -> None:
+    old = flatscore("embedded-round", tmp_path, "--arm", "ref")
+    new = flatscore("embedded-round", tmp_path, "--reference", "ref")
+    assert old.returncode == new.returncode == 2 and "no run archive" in old.stderr
+    assert "--arm is now --reference" in old.stderr and "--arm" not in new.stderr

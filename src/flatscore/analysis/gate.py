@@ -9,12 +9,19 @@ an inconclusive cell also gets the power analysis (`analysis.power`): how many t
 trials) would detect a drop as large as the margin.
 
 The gate's verdict is the worst cell's: damage > inconclusive > pass.
+
+Which comparisons it corrects over (`Family`): when its two inputs are one study's runs that
+hold other arms too (one folder given as both, a reference file and the study's folder), it
+analyses the whole study, every arm against the reference, so its corrections (Holm, the
+sequential design's spending) are `report`'s on the same runs and it reads the candidate's
+comparison from them; two separate runs are analysed alone (its own family).
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 from pydantic import Field
 
@@ -25,6 +32,7 @@ from flatscore.analysis.comparison import evidence
 from flatscore.analysis.outputs import AnalysisModel
 from flatscore.analysis.power import power_analysis
 from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, Comparison
+from flatscore.analysis.sequential_result import SequentialComparison
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.verdict_rule import BudgetTest, GateVerdict, Verdict, decide
 from flatscore.episode import Episode, ErrorBudget
@@ -97,6 +105,9 @@ class GateCell(AnalysisModel):
     """The analysis' verdict on the same comparison ("visible damage", "flat score,
     amplified failures", ...: docs/analysis.md); `verdict_rule.GATE_OF` maps it to the
     gate's."""
+    sequential: SequentialComparison | None = Field(None, exclude_if=lambda v: v is None)
+    """`gate --sequential`: the comparison's sequential reading (its verdict, after how many
+    tasks), as `analyze --sequential` writes it."""
     comparison: Comparison | None = Field(None, exclude=True)
     """The analysis' comparison the cell decided from (what its reason says)."""
 
@@ -114,6 +125,27 @@ class GateCell(AnalysisModel):
         )
 
 
+Scope = Literal["study", "own"]
+
+
+class Family(AnalysisModel):
+    """The comparisons the gate corrected over (the paired tests' and channels' correction,
+    the sequential design's spending): `study`, every arm of the study its inputs hold
+    against the reference (the family of `report` on the same runs); `own`, its own
+    comparison alone (two separate runs)."""
+
+    scope: Scope
+    comparisons: int
+    """Comparisons in the family: arms against the reference, over every cell."""
+    arms: list[str]
+    """The arms compared with the reference."""
+
+    @classmethod
+    def of(cls, analysis: AnalysisResult, scope: Scope) -> Family:
+        comps = [c for cell in analysis.cells for c in cell.comparisons]
+        return cls(scope=scope, comparisons=len(comps), arms=sorted({c.arm for c in comps}))
+
+
 class GateResult(AnalysisModel):
     verdict: GateVerdict
     exit_code: int
@@ -121,6 +153,7 @@ class GateResult(AnalysisModel):
     """One paragraph in words (`flatscore.report.gate_text`); empty until it is worded."""
     cells: list[GateCell]
     options: GateOptions
+    family: Family
     warnings: list[str] = Field(default_factory=list)
     sequential: bool = Field(False, exclude=True)
     """Decided by the sequential verdicts (`gate --sequential`)."""
@@ -131,6 +164,7 @@ class GateResult(AnalysisModel):
         cells: list[GateCell],
         options: GateOptions,
         analysis: AnalysisResult,
+        scope: Scope,
         sequential: bool = False,
     ) -> GateResult:
         """The verdict of the worst cell and the analysis' warnings."""
@@ -141,6 +175,7 @@ class GateResult(AnalysisModel):
             summary="",
             cells=cells,
             options=options,
+            family=Family.of(analysis, scope),
             sequential=sequential,
             warnings=list(  # each once: a cell's warning may repeat the analysis'
                 dict.fromkeys(
@@ -158,10 +193,19 @@ def _one_arm(episodes: Sequence[Episode], arm: str | None, role: str) -> str:
         return arm
     if len(arms) != 1:
         raise InputError(
-            f"the {role} input holds {len(arms)} arms ({arms}); name one with --{role}-arm",
+            f"the {role} input holds {len(arms)} arms ({arms}); name one with --{role}",
             field=role,
         )
     return arms[0]
+
+
+class Prepared(NamedTuple):
+    """The episodes the gate analyses, the two arms' names in them, and the family."""
+
+    episodes: list[Episode]
+    reference: str
+    candidate: str
+    scope: Scope
 
 
 def prepare(
@@ -169,11 +213,15 @@ def prepare(
     candidate: Sequence[Episode],
     reference_arm: str | None = None,
     candidate_arm: str | None = None,
-) -> tuple[list[Episode], str, str]:
-    """The two runs as one study: one arm each, one model name (the reference's), the
-    candidate renamed when both arms have the same name."""
+) -> Prepared:
+    """The two runs as one study: the whole study when they are one study's runs with other
+    arms (`study_runs`); else one arm each, one model name (the reference's), the candidate
+    renamed when both arms have the same name."""
     ref_arm = _one_arm(reference, reference_arm, "reference")
     cand_arm = _one_arm(candidate, candidate_arm, "candidate")
+    study = study_runs(reference, candidate, ref_arm, cand_arm)
+    if study is not None:
+        return Prepared(study, ref_arm, cand_arm, "study")
     refs = [ep for ep in reference if ep.arm == ref_arm]
     cands = [ep for ep in candidate if ep.arm == cand_arm]
     same_ids = {ep.episode_id for ep in refs} == {ep.episode_id for ep in cands}
@@ -198,7 +246,45 @@ def prepare(
         ep.model_copy(update={"model": models[0], "arm": label, "episode_id": f"c:{ep.episode_id}"})
         for ep in cands
     ]
-    return refs + renamed, ref_arm, label
+    return Prepared(refs + renamed, ref_arm, label, "own")
+
+
+def study_runs(
+    reference: Sequence[Episode], candidate: Sequence[Episode], ref_arm: str, cand_arm: str
+) -> list[Episode] | None:
+    """Every episode of the study both arms ran in that the two inputs hold (each once),
+    when they hold another of its arms too: the study `report` reads on these runs. None
+    where the arms are of different studies or models, the inputs hold different copies of
+    an episode (two runs of one study, not one), or the study has no other arm."""
+    if ref_arm == cand_arm:
+        return None
+    refs = [ep for ep in reference if ep.arm == ref_arm]
+    cands = [ep for ep in candidate if ep.arm == cand_arm]
+    names = {ep.study for ep in (*refs, *cands)}
+    if len(names) != 1 or not {ep.model for ep in cands} <= {ep.model for ep in refs}:
+        return None
+    both = _each_once(reference, candidate)
+    if both is None:
+        return None
+    study = [ep for ep in both if ep.study in names]
+    return study if {ep.arm for ep in study} - {ref_arm, cand_arm} else None
+
+
+def _each_once(first: Sequence[Episode], second: Sequence[Episode]) -> list[Episode] | None:
+    """`first`, then the episodes of `second` it does not hold (the same folder given
+    twice, a reference file that is also in the candidate's folder); None when an episode
+    id has other contents in each."""
+    held: defaultdict[str, list[Episode]] = defaultdict(list)
+    for ep in first:
+        held[ep.episode_id].append(ep)
+    out = list(first)
+    for ep in second:
+        same = held.get(ep.episode_id)
+        if not same:
+            out.append(ep)
+        elif not any(e is ep or e == ep for e in same):
+            return None
+    return out
 
 
 def _with_budget(episodes: list[Episode], k: int) -> list[Episode]:
@@ -262,7 +348,7 @@ def gate(
         raise InputError(
             f"unknown channel(s) {unknown}; known: {list(CHANNELS)}", field="--channels"
         )
-    episodes, ref_arm, cand_arm = prepare(reference, candidate, reference_arm, candidate_arm)
+    episodes, ref_arm, cand_arm, scope = prepare(reference, candidate, reference_arm, candidate_arm)
     base = _analysis(episodes, ref_arm, o)
     k_default = base.settings.default_K
     if o.tight_budget >= k_default:
@@ -272,7 +358,7 @@ def gate(
         )
     minimum = base.settings.bootstrap_min_tasks
     cells: list[GateCell] = []
-    for cell in base.cells:
+    for cell in candidate_cells(base, cand_arm, scope):
         comp = candidate_comparison(cell, cand_arm, ref_arm)
         e = evidence(comp, base.settings, o.channels)
         decision = decide(e)
@@ -302,7 +388,15 @@ def gate(
                 comparison=comp,
             )
         )
-    return GateResult.of(cells, o, base)
+    return GateResult.of(cells, o, base, scope)
+
+
+def candidate_cells(result: AnalysisResult, candidate: str, scope: Scope) -> list[Cell]:
+    """The cells the gate decides: of two runs every cell (one the candidate did not run in
+    is an error, `candidate_comparison`); of a study those the candidate ran in (its other
+    models and domains are the study's, not the candidate's)."""
+    ran = [c for c in result.cells if any(a.arm == candidate for a in c.arms)]
+    return ran if scope == "study" and ran else result.cells
 
 
 def candidate_comparison(cell: Cell, candidate: str, reference: str) -> Comparison:

@@ -55,17 +55,19 @@ def recorded_comparisons(episodes: Iterable[Episode]) -> int | None:
     return max(found) if found else None
 
 
-def gate_family_note(episodes: Iterable[Episode], gate_comparisons: int = 1) -> str | None:
-    """Why `flatscore gate` may stop a sequential run's comparison at another task than
-    `flatscore report` on the same runs: the run (and the report) corrected over the study's
-    comparisons, the gate over its own. None where both families are the same."""
+def gate_family_note(episodes: Iterable[Episode], gate_comparisons: int) -> str | None:
+    """Why `flatscore gate` on two separate runs may decide otherwise (and a sequential
+    reading stop at another task) than `flatscore report` on the study's runs: the study
+    corrected over all its comparisons, the gate over its own. None where both families are
+    the same size."""
     study = recorded_comparisons(episodes)
     if study is None or study <= gate_comparisons:
         return None
     return (
         f"the study decided its {study} comparisons together (one correction over all of them); "
-        f"the gate reads {gate_comparisons}, so its sequential reading may stop at another task "
-        "than `flatscore report` on the study's runs, whose decision is the study's"
+        f"the gate corrected over its own {gate_comparisons}, so it may stop at another task "
+        "(or decide otherwise) than `flatscore report` on the study's runs; given the study's "
+        "runs (its folder as both inputs) it reads the study's decision"
     )
 
 

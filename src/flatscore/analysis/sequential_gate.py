@@ -1,10 +1,11 @@
 """`flatscore gate --sequential`: the gate's verdict from the sequential verdicts (docs/gate.md,
 docs/analysis.md "Sequential verdicts").
 
-The two runs are analysed as one study with `sequential` on (`sequential_replay`); each
-cell's comparison is read in its task order and decided at the planned looks: "visible
-damage" and "flat score, amplified failures" are **damage**, "no damage detected" (the gap
-equivalent within the margin and the all-channel failed-call ratio bounded) is **pass**,
+The two runs (or the study they are runs of: `gate.prepare`) are analysed with `sequential`
+on (`sequential_replay`), every comparison of the family together; each cell's comparison
+is read in its task order and decided at the planned looks: "visible damage" and "flat
+score, amplified failures" are **damage**, "no damage detected" (the gap equivalent within
+the margin and the all-channel failed-call ratio bounded) is **pass**,
 anything else **inconclusive** — open, with the tasks the planned looks still allow when the
 runs stop short of the design's maximum (`max_tasks`). Exit codes as the fixed gate's.
 Unlike the fixed gate it decides at the default budget only (the tight budget and single
@@ -21,6 +22,7 @@ from flatscore.analysis.gate import (
     GateCell,
     GateOptions,
     GateResult,
+    candidate_cells,
     candidate_comparison,
     prepare,
 )
@@ -38,11 +40,11 @@ def sequential_gate(
     max_tasks: int | None = None,
 ) -> GateResult:
     o = options or GateOptions()
-    episodes, ref_arm, cand_arm = prepare(reference, candidate, reference_arm, candidate_arm)
+    episodes, ref_arm, cand_arm, scope = prepare(reference, candidate, reference_arm, candidate_arm)
     settings = o.analysis(ref_arm, sequential=True, sequential_max_tasks=max_tasks)
     result = analyze(episodes, settings)
     cells: list[GateCell] = []
-    for cell in result.cells:
+    for cell in candidate_cells(result, cand_arm, scope):
         comp = candidate_comparison(cell, cand_arm, ref_arm)
         seq = comp.sequential
         if seq is None:  # analysed with sequential on: every paired comparison has one
@@ -59,8 +61,10 @@ def sequential_gate(
                 amplified_channels=[],
                 channels_tested=True,
                 verdict=GATE_OF[seq.verdict],
+                analysis_verdict=seq.verdict,
                 reason="",  # in words: `report.gate_text`
+                sequential=seq,
                 comparison=comp,
             )
         )
-    return GateResult.of(cells, o, result, sequential=True)
+    return GateResult.of(cells, o, result, scope, sequential=True)

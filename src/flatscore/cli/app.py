@@ -34,8 +34,17 @@ def _value_label(self: TyperOption | TyperArgument, ctx: Any) -> str | None:
     return label + "..." if self.nargs != 1 else label
 
 
+def _usage_name(self: TyperArgument) -> str:
+    """An argument in the usage line as its help names it, upper case: `RUNS...`, `[STUDY]`
+    when optional (typer wrote `{runs}...` and `[[STUDY]]`)."""
+    name = (self.metavar or self.name or "").strip("[]{}").upper()
+    name = name if self.required else f"[{name}]"
+    return name + "..." if self.nargs != 1 else name
+
+
 TyperOption.display_type_rich = _value_label  # type: ignore[method-assign]
 TyperArgument.display_type_rich = _value_label  # type: ignore[method-assign, assignment]
+TyperArgument._usage_display_name = _usage_name  # type: ignore[method-assign]
 
 app = typer.Typer(
     name="flatscore",

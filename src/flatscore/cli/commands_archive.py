@@ -63,7 +63,13 @@ def status_command(
         Path | None, typer.Argument(help="The run folder too (episodes not packed yet).")
     ] = None,
     study: Annotated[
-        Path | None, typer.Option(help="The study file: how many planned episodes are done.")
+        Path | None,
+        typer.Option(
+            "--study-file",
+            "--study",
+            help="The study file: how many planned episodes are done "
+            f"{legacy.deprecated('--study')}.",
+        ),
     ] = None,
 ) -> None:
     """Episodes per run file, domain and trial: archived, in the run folder, not packed."""

@@ -42,12 +42,8 @@ def gate(
         Path, typer.Argument(help="The reference's runs: a JSONL run, a run folder, τ² results.")
     ],
     candidate: Annotated[Path, typer.Argument(help="The candidate's runs (same kinds).")],
-    reference_arm: Annotated[
-        str | None, typer.Option(help="The reference's arm, when its input holds several.")
-    ] = None,
-    candidate_arm: Annotated[
-        str | None, typer.Option(help="The candidate's arm, when its input holds several.")
-    ] = None,
+    reference_arm: opt.GateReference = None,
+    candidate_arm: opt.GateCandidate = None,
     margin: opt.GateTostMargin = opt.TOST_MARGIN_POINTS,
     tight_budget: opt.TightBudget = defaults.TIGHT_K,
     default_budget: Annotated[
@@ -112,27 +108,24 @@ def gate(
             field="--fixed-design",
         )
     with console.status("reading both runs, analysing…"):
-        runs = (
-            read_runs([reference]),
-            read_runs([candidate]),
-            options,
-            reference_arm,
-            candidate_arm,
-        )
-        both = [*runs[0], *runs[1]]
+        refs = read_runs([reference])
+        same_input = candidate.resolve() == reference.resolve()
+        cands = refs if same_input else read_runs([candidate])  # one folder as both: read once
+        both = [*refs, *cands]
         options, disagree = fill_recorded(both, options, leave_out={"reference"})
-        runs = (runs[0], runs[1], options, reference_arm, candidate_arm)
+        runs = (refs, cands, options, reference_arm, candidate_arm)
         if not fixed_design and is_sequential_run(both):
             sequential = True  # read as it was run, like every command
         if sequential:
             from flatscore.analysis.sequential_gate import sequential_gate
 
             result = sequential_gate(*runs, max_tasks=max_tasks)
-            note = gate_family_note(both)
-            if note is not None:
-                result.warnings.append(note)
         else:
             result = run_gate(*runs)
+        if result.family.scope == "own":  # a study's report corrects over all its comparisons
+            note = gate_family_note(both, result.family.comparisons)
+            if note is not None:
+                result.warnings.append(note)
         result.warnings[:0] = disagree
         result = worded_gate(result)
     if json_out is not None:

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from flatscore.cli import legacy
 from flatscore.cli import options as opt
 from flatscore.cli.app import app, console
 from flatscore.errors import InputError
@@ -26,7 +27,14 @@ def margins(
     model: Annotated[
         str, typer.Option(help="embedded, a .gguf file or a local HF model directory.")
     ] = "embedded",
-    reference: Annotated[str, typer.Option(help="Precision arm of the reference logits.")] = "ref",
+    reference: Annotated[
+        str,
+        typer.Option(
+            "--reference-logits",
+            "--reference",
+            help=f"Precision arm of the reference logits {legacy.deprecated('--reference')}.",
+        ),
+    ] = "ref",
     from_arm: Annotated[
         str | None,
         typer.Option(

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from flatscore.cli import legacy
 from flatscore.cli import options as opt
 from flatscore.cli.app import app, console
 
@@ -226,12 +227,19 @@ def embedded_round_command(
     runs: Annotated[
         list[Path], typer.Argument(help="Run files or folders of them (a study's runs/).")
     ],
-    arm: Annotated[str, typer.Option(help="The reference arm.")] = "ref",
+    reference: Annotated[
+        str,
+        typer.Option(
+            "--reference",
+            "--arm",
+            help=f"{opt.REFERENCE_HELP} {legacy.deprecated('--arm')}.",
+        ),
+    ] = "ref",
     trials: opt.Trials = None,
 ) -> None:
     """An on-policy round's numbers for the reference on the test set, against the targets."""
     from flatscore.cli.embedded_round import round_table
     from flatscore.train.rounds import round_rows
 
-    lines = round_table(round_rows(runs, arm, trials))
+    lines = round_table(round_rows(runs, reference, trials))
     console.print("\n".join(lines), highlight=False, soft_wrap=True)

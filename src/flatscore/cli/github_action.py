@@ -119,11 +119,11 @@ def has_sequential() -> bool:
 
 
 def gate_command(inputs: Inputs, reference: Path, candidate: Path) -> list[str]:
-    cmd = [*GATE, str(reference), str(candidate), "--json"]
-    cmd += ["--margin", inputs.margin, "--tight-budget", inputs.tight_budget]
+    cmd = [*GATE, str(reference), str(candidate), "--json", "-"]
+    cmd += ["--tost-margin", inputs.margin, "--tight-budget", inputs.tight_budget]
     for flag, value in (
-        ("--reference-arm", inputs.reference_arm),
-        ("--candidate-arm", inputs.candidate_arm),
+        ("--reference", inputs.reference_arm),
+        ("--candidate", inputs.candidate_arm),
         ("--default-budget", inputs.default_budget),
         ("--channels", inputs.channels),
     ):

@@ -9,14 +9,23 @@ from __future__ import annotations
 
 _TRIAL_RANGE = {"--trials": "--trial-range"}
 RENAMED: dict[str, dict[str, str]] = {
-    "gate": {"--margin": "--tost-margin"},
+    # `--reference` is the reference arm everywhere (docs/gate.md says why gate's too)
+    "gate": {
+        "--margin": "--tost-margin",
+        "--reference-arm": "--reference",
+        "--candidate-arm": "--candidate",
+    },
     "run": {"--counted": "--count"},
     "power": {"--K": "--tight-budget"},
     # `--trials` is a count where a command runs episodes (run, power); a range was renamed
     "analyze": _TRIAL_RANGE,
     "report": _TRIAL_RANGE,
     "export": _TRIAL_RANGE,
-    "embedded-round": _TRIAL_RANGE,
+    "embedded-round": {**_TRIAL_RANGE, "--arm": "--reference"},
+    # margins' reference is a precision its logits come from, not an arm of the runs
+    "margins": {"--reference": "--reference-logits"},
+    # `--study` is a study's name where a command writes episodes (run, import)
+    "archive": {"--study": "--study-file"},
 }
 """command → old option → its name now."""
 

@@ -27,7 +27,31 @@ Runs = Annotated[
     typer.Argument(help="Run folders (their *.jsonl), JSONL runs, or τ² results files/dirs."),
 ]
 
-Reference = Annotated[str | None, typer.Option(help="Reference arm (default: highest precision).")]
+REFERENCE_HELP = "Reference arm"
+"""`--reference` wherever it is an option: the arm the others are compared with (a name in the
+run files). `margins` names the precision of its reference logits `--reference-logits`."""
+Reference = Annotated[
+    str | None, typer.Option(help=f"{REFERENCE_HELP} (default: highest precision).")
+]
+GateReference = Annotated[
+    str | None,
+    typer.Option(
+        "--reference",
+        "--reference-arm",
+        help=f"{REFERENCE_HELP} (the one in REFERENCE, when it holds several; "
+        f"--reference-arm: {legacy.NOTE}).",
+    ),
+]
+"""`gate`'s reference arm: its positional REFERENCE is the runs that hold it."""
+GateCandidate = Annotated[
+    str | None,
+    typer.Option(
+        "--candidate",
+        "--candidate-arm",
+        help=f"Candidate arm (the one in CANDIDATE, when it holds several; "
+        f"--candidate-arm: {legacy.NOTE}).",
+    ),
+]
 Budgets = Annotated[
     str | None, typer.Option(help="Error budgets K, e.g. 0-10 or 0,2,9 (default 0..default K).")
 ]

@@ -5,7 +5,14 @@ and keeps the data (`analysis.gate`); the command words it before it prints or w
 
 from __future__ import annotations
 
-from flatscore.analysis.gate import SIZE_FACTORS, TARGET_POWER, GateCell, GateResult, MoreData
+from flatscore.analysis.gate import (
+    SIZE_FACTORS,
+    TARGET_POWER,
+    Family,
+    GateCell,
+    GateResult,
+    MoreData,
+)
 from flatscore.analysis.verdict_rule import GateVerdict
 from flatscore.report.sequential_text import decided_text
 from flatscore.report.verdict_reason import reason
@@ -63,13 +70,25 @@ def more_data_note(more: MoreData, result: GateResult) -> str:
     )
 
 
+def family_text(family: Family) -> str:
+    """Which comparisons the gate corrected over, in a few words."""
+    n = family.comparisons
+    if family.scope == "study":
+        return (
+            f"corrected over the study's {n} comparisons ({len(family.arms)} arms), as "
+            "`flatscore report` on these runs"
+        )
+    return f"corrected over its own {n} comparison{'s' if n != 1 else ''}"
+
+
 def paragraph(result: GateResult) -> str:
     """One readable paragraph: the verdict, then each cell's reason."""
     o = result.options
     parts = [
         HEADLINES[result.verdict],
         f"(margin {o.margin_text()}, budgets K = "
-        f"{', '.join(str(b.K) for b in result.cells[0].budgets) if result.cells else '-'})",
+        f"{', '.join(str(b.K) for b in result.cells[0].budgets) if result.cells else '-'}; "
+        f"{family_text(result.family)})",
     ]
     for c in result.cells:
         text = (
@@ -88,7 +107,8 @@ def sequential_paragraph(result: GateResult) -> str:
     return " ".join(
         [
             HEADLINES[result.verdict],
-            f"(sequential, margin {result.options.margin_text()} at K = {k})",
+            f"(sequential, margin {result.options.margin_text()} at K = {k}; "
+            f"{family_text(result.family)})",
             *(f"{c.domain}: {c.candidate} vs {c.reference} — {c.reason}." for c in result.cells),
         ]
     )
