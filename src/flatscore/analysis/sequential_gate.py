@@ -4,12 +4,11 @@ docs/analysis.md "Sequential verdicts").
 The two runs (or the study they are runs of: `gate.prepare`) are analysed with `sequential`
 on (`sequential_replay`), every comparison of the family together; each cell's comparison
 is read in its task order and decided at the planned looks: "visible damage" and "flat
-score, amplified failures" are **damage**, "no damage detected" (the gap equivalent within
-the margin and the all-channel failed-call ratio bounded) is **pass**,
-anything else **inconclusive** — open, with the tasks the planned looks still allow when the
-runs stop short of the design's maximum (`max_tasks`). Exit codes as the fixed gate's.
-Unlike the fixed gate it decides at the default budget only (the tight budget and single
-channels are not part of the sequential decision).
+score, amplified failures" are **damage**, "no damage detected" (a drop beyond the margin
+ruled out, no amplification decided) is **pass**, anything else **inconclusive** — open,
+with the tasks the planned looks still allow when the runs stop short of the design's
+maximum (`max_tasks`). Exit codes as the fixed gate's. Unlike the fixed gate it decides at
+the default budget only (the tight budget is not part of the sequential decision).
 """
 
 from __future__ import annotations
