@@ -95,7 +95,7 @@ def test_channel_z_at_the_last_look() -> None:
 
 
 def test_an_amplified_channel_makes_a_flat_score_amplified_failures() -> None:
-    """Equivalence and the bound from the first look, one channel crossing at the third:
+    """A flat score and the bound from the first look, one channel crossing at the third:
     without the channel "no damage detected" at 8 tasks; with it the comparison is held
     back (the channel leans up) and ends "flat score, amplified failures" at 24."""
     assert _verdict([_stats(flat=0, bounded=0)]) == [("no damage detected", True, 8)]
@@ -119,6 +119,23 @@ def test_a_leaning_channel_holds_back_no_damage_until_it_fades() -> None:
     assert _verdict([_stats(flat=0, bounded=0, channels=([below] * 4, [-1.0] * 4))]) == [
         ("no damage detected", True, 8)
     ]
+
+
+def test_an_amplified_stop_waits_for_every_leaning_channel() -> None:
+    """A flat score and all failed calls amplified from the first look, a second channel
+    leaning until it crosses at the third: the comparison reads on and stops "flat score,
+    amplified failures" at 24 tasks with both channels named; a channel that never crosses
+    but leans to the end holds it to the maximum (32); with no channel leaning it stops at
+    the first look."""
+    level = DESIGN.levels()["channel"] / 2
+    lean = norm.isf(DESIGN.levels()["channel"]) + 0.1
+    assert lean < boundaries(32, RULES, "channel", level)[0]
+    assert _verdict([_stats(flat=0, amplified=0)]) == [("flat score, amplified failures", True, 8)]
+    crossing = _stats(flat=0, amplified=0, channels=([50.0] * 4, [lean, lean, 50.0, 50.0]))
+    assert _verdict([crossing]) == [("flat score, amplified failures", True, 24)]
+    assert decide([crossing], RULES).channels[0].tolist() == [True, True]
+    leaning = _stats(flat=0, amplified=0, channels=([50.0] * 4, [lean] * 4))
+    assert _verdict([leaning]) == [("flat score, amplified failures", True, 32)]
 
 
 def test_at_the_last_look_only_a_decided_channel_counts() -> None:

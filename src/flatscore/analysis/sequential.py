@@ -30,10 +30,12 @@ bound are not corrected, as TOST is not in the fixed design (each claim is a tes
 A comparison stops at the first look where damage is decided ("visible damage"), or where
 a flat score is decided together with amplification of all failed calls or of any channel
 ("flat score, amplified failures") or with the bound ("no damage detected"). It does not
-stop on "no damage detected" before the design's last look (its maximum, whether or not
+stop on either before the design's last look (its maximum, whether or not
 the data have reached it yet: a live run's newest look is not its last) while some
 channel's one-sided p is below α/2 uncorrected (`channel_hold`: a channel that leans
-towards amplified): it reads on until that channel is decided or its evidence fades.
+towards amplified): it reads on until that channel is decided or its evidence fades, so a
+comparison stopped as amplified names every channel its evidence reaches, and one that
+stops clean has none leaning.
 Otherwise it runs to its maximum, where the last look spends what the spending function has
 left and reads as the fixed design does: a flat score with no amplification decided is "no
 damage detected" (the bound is what lets a comparison stop *early* on it), anything else
@@ -339,8 +341,11 @@ def decide(stats: list[LookStats], design: SequentialDesign) -> Decisions:
         harm = rejected["amplified"] | any_channel
         at_max = k == final
         clean = (rejected["bounded"] & ~leaning) | (at_max & ~harm)
+        named = ~leaning | at_max  # every leaning channel decided, or no look left for it
         code = np.where(
-            rejected["damage"], 1, np.where(flat & harm, 2, np.where(flat & clean, 3, 0))
+            rejected["damage"],
+            1,
+            np.where(flat & harm & named, 2, np.where(flat & ~harm & clean, 3, 0)),
         )
         stop = active & ((code > 0) | (k == last))
         verdict = np.where(stop, code, verdict)
