@@ -114,7 +114,7 @@ LEANS: dict[str, str] = {
 }
 """Which way a stop's fixed-design estimates lean, by the verdict that stopped it: a stop
 comes when the deciding statistics cross their boundaries, so the sample it leaves reads
-them past those boundaries (damage: a large gap; equivalence: a small one)."""
+them past those boundaries (damage: a large gap; a flat score: a small one)."""
 
 
 def conditional_text(c: SequentialComparison) -> str:
