@@ -40,7 +40,7 @@ def test_analyze_leaves_the_words_empty_and_worded_fills_them_in() -> None:
     assert words.sequential is not None
     assert words.sequential.order.startswith("tasks in a seeded random order per cell (seed 3 ")
     assert words.sequential.design.startswith("looks every ")
-    assert "TOST ±7.5 points" in words.sequential.design
+    assert "a drop beyond ±7.5 points ruled out" in words.sequential.design
     assert worded(words) is words  # nothing left to fill in
 
 
@@ -62,7 +62,7 @@ def test_the_words_follow_the_settings() -> None:
     words = worded(_analysis(seed=5, margin=0.05))
     assert words.definitions["tost"].startswith("TOST equivalence within ±0.05 (fraction)")
     assert words.sequential is not None and "(seed 5 " in words.sequential.order
-    assert "TOST ±5 points" in words.sequential.design
+    assert "a drop beyond ±5 points ruled out" in words.sequential.design
 
 
 def test_analysis_json_carries_the_words_and_reads_back_to_the_same_bytes() -> None:

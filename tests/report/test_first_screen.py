@@ -40,7 +40,8 @@ def test_a_sequential_run_says_where_each_verdict_was_decided(v3: AnalysisResult
     lines = _lines(v3)
     assert len(lines) == 12
     # docs/embedded-study-v3.md: both INT4 forms decided at the first look, the 8-bit arms
-    # at or near the maximum, retail's control still open at 108 tasks
+    # at the maximum, retail's control at 96 tasks, retail's int8 open where the run stopped
+    # it (102 tasks: a leaning channel holds its amplified stop)
     assert lines[("retail", "int4")] == (
         "visible damage",
         "",
@@ -51,19 +52,20 @@ def test_a_sequential_run_says_where_each_verdict_was_decided(v3: AnalysisResult
         "",
         "decided at the design's maximum, 114 paired tasks",
     )
-    assert lines[("retail", "int8")][2] == "decided after 102 of 114 paired tasks"
-    verdict, _, decision = lines[("retail", "ref-control")]
-    assert verdict == "no damage detected"  # open: the fixed design's reading leads
+    assert lines[("retail", "ref-control")][2] == "decided after 96 of 114 paired tasks"
+    verdict, _, decision = lines[("retail", "int8")]
+    assert verdict == "flat score, amplified failures"  # open: the fixed design's reading leads
     assert decision == (
-        "108 paired tasks read (fixed design); sequential: open after 108 tasks: the planned "
-        "looks allow 6 more"
+        "102 paired tasks read (fixed design); sequential: open after 102 tasks: the planned "
+        "looks allow 12 more"
     )
     for cell in v3.cells:
         for c in cell.comparisons:
             assert lines[(cell.domain, c.arm)][0] == lead_verdict(c)[0]
     assert first_screen(v3).saving == (
-        "Run sequentially: 2,400 episodes against the fixed design's 3,192 (25% saved; 972 of "
-        "1,368 paired tasks)."
+        "Run sequentially: 2,400 episodes against the fixed design's 3,192 (25% saved); read "
+        "with these rules it would have stopped after 2,376 (26% saved; 960 of 1,368 paired "
+        "tasks)."
     )
 
 
@@ -98,8 +100,8 @@ def test_a_replay_keeps_the_fixed_verdict_and_names_its_own(v3: AnalysisResult) 
                 + decided_text(c.sequential)
             )
     assert first_screen(replay).saving == (
-        "Read sequentially, this study would have stopped after 2,400 of its 3,192 episodes "
-        "(25% saved; 972 of 1,368 paired tasks)."
+        "Read sequentially, this study would have stopped after 2,376 of its 3,192 episodes "
+        "(26% saved; 960 of 1,368 paired tasks)."
     )
 
 

@@ -75,14 +75,22 @@ def decision_point(c: Comparison) -> str:
     return f"{read}; sequential replay: {decided_text(s)}"
 
 
-def saving_line(s: SequentialSummary, ran: bool) -> str:
-    """The episodes the sequential reading ran (or, replayed, would have run) against the
-    fixed design's."""
+def saving_line(s: SequentialSummary, ran: int | None) -> str:
+    """The episodes the sequential run ran (`ran`: the episodes its files hold; None for the
+    replay of a fixed-design run) or the reading would have run, against the fixed design's.
+    Where a run is read with other rules than it ran with, both."""
     saved = f"{100 * s.saving:.0f}% saved; {s.tasks:,} of {s.tasks_available:,} paired tasks"
-    if ran:
+    if ran is not None:
+        line = (
+            f"Run sequentially: {ran:,} episodes against the fixed design's "
+            f"{s.episodes_available:,}"
+        )
+        if ran == s.episodes:
+            return f"{line} ({saved})."
+        run_saved = 1 - ran / s.episodes_available if s.episodes_available else 0.0
         return (
-            f"Run sequentially: {s.episodes:,} episodes against the fixed design's "
-            f"{s.episodes_available:,} ({saved})."
+            f"{line} ({100 * run_saved:.0f}% saved); read with these rules it would have "
+            f"stopped after {s.episodes:,} ({saved})."
         )
     return (
         f"Read sequentially, this study would have stopped after {s.episodes:,} of its "
@@ -171,5 +179,6 @@ def first_screen(analysis: AnalysisResult) -> FirstScreen:
     )
     s = analysis.sequential
     return FirstScreen(
-        cells=cell_lines(analysis), saving=None if s is None else saving_line(s, ran)
+        cells=cell_lines(analysis),
+        saving=None if s is None else saving_line(s, analysis.episodes_read if ran else None),
     )
