@@ -73,7 +73,7 @@ def flatscore_side(args: argparse.Namespace) -> None:
         dec = decide([stats], design)
         damage = dec.verdict[:, 0] == 1
         ours = np.where(damage, dec.tasks([stats.counts])[:, 0], TASKS)
-        cache = Path(args.cache) / f"evalsig-{args.seed}-{args.studies}-{name}.json"
+        cache = Path(args.cache or ".") / f"evalsig-{args.seed}-{args.studies}-{name}.json"
         if args.cache and cache.exists():  # the same seed draws the same studies
             theirs = np.array(json.loads(cache.read_text()))
         else:

@@ -133,14 +133,14 @@ def test_failures_that_moved_are_said_in_the_summary() -> None:
     assert failures.split("Failures moved")[1].rstrip(".") in reason
 
 
-def test_a_decided_sequential_verdict_leads_and_names_the_fixed_one() -> None:
+def test_a_sequential_runs_verdict_leads_and_names_the_fixed_one() -> None:
     """In a run that stopped sequentially, the verdict to act on is the sequential one once
     it is decided or at its maximum; the fixed design's is named beside it where they
-    differ. A reading still open, or the replay of a fixed-design run, leaves the fixed
-    design's verdict in the lead."""
+    differ; one still open leads with "inconclusive" (as the gate reads it). The replay of a
+    fixed-design run leaves the fixed design's verdict in the lead."""
     from flatscore.analysis.sequential_result import SequentialComparison
     from flatscore.report.markdown import render_summary
-    from flatscore.report.verdicts import SEQUENTIAL_UNBOUNDED
+    from flatscore.report.verdicts import SEQUENTIAL_OPEN, SEQUENTIAL_UNBOUNDED
 
     base = study(tasks=60, arms=("bf16",))
     analysis = analyzed(base + [e.model_copy(update={"arm": "int8"}) for e in base])
@@ -167,7 +167,8 @@ def test_a_decided_sequential_verdict_leads_and_names_the_fixed_one() -> None:
     )
 
     h, _ = read_as(verdict="inconclusive", decided=False, tasks=36, more_tasks=24)
-    assert (h.verdict, h.fixed_verdict) == ("no damage detected", "")  # open: not decided yet
+    assert (h.verdict, h.fixed_verdict) == ("inconclusive", "no damage detected")  # open
+    assert h.sentences[-1] == SEQUENTIAL_OPEN.format(tasks=36, more=24)
     h, _ = read_as(verdict="inconclusive", decided=False, tasks=60, ran_sequentially=False)
     assert (h.verdict, h.fixed_verdict) == ("no damage detected", "")  # a replay: what-if only
 

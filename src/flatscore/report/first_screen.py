@@ -58,8 +58,8 @@ class FirstScreen(BaseModel):
 
 def decision_point(c: Comparison) -> str:
     """Where the comparison's verdict was decided: the paired tasks at the look that decided
-    a sequential run, or that it went to the design's maximum; the paired tasks read by a
-    fixed design (and the sequential replay's decision beside it, or an open run's)."""
+    a sequential run, that it went to the design's maximum, or that it is still open; the
+    paired tasks read by a fixed design (and the sequential replay's decision beside it)."""
     s = c.sequential
     read = f"{c.paired_tasks} paired tasks read"
     if s is None:
@@ -68,10 +68,10 @@ def decision_point(c: Comparison) -> str:
         at_max = s.tasks >= s.tasks_available
         if s.decided and not at_max:
             return f"decided after {s.tasks} of {s.tasks_available} paired tasks"
+        if s.more_tasks:  # still open: its planned looks go on
+            return decided_text(s)
         how = "decided" if s.decided else "undecided"
         return f"{how} at the design's maximum, {s.tasks} paired tasks"
-    if s.ran_sequentially:  # still open: the fixed design's reading of the tasks so far
-        return f"{read} (fixed design); sequential: {decided_text(s)}"
     return f"{read}; sequential replay: {decided_text(s)}"
 
 

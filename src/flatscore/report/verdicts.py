@@ -124,19 +124,27 @@ def advice(c: Comparison) -> str:
 
 
 SEQUENTIAL_UNBOUNDED = (
-    "The score is flat, but the sequential reading decided nothing about the failed calls: "
-    "they are not shown amplified, and not shown bounded either (its no-damage verdict needs "
-    "the all-failed-calls ratio below ×1.25 and no channel leaning towards amplified). Treat "
-    "the arm as undecided on failures until more tasks or trials decide."
+    "The fixed design rules out a drop beyond the margin on these tasks, but the sequential "
+    "reading does not: its last look spends only what its earlier looks left, so its bound "
+    "is stricter. Treat the arm as undecided until more tasks or trials decide."
 )
-"""The advice where the sequential reading is "inconclusive" beside a flat score."""
+"""The advice where the sequential reading ends "inconclusive" beside a flat score."""
+
+SEQUENTIAL_OPEN = (
+    "The sequential reading has not decided this comparison after {tasks} tasks; its "
+    "planned looks allow {more} more. Treat it as undecided until they are read: the fixed "
+    "design's verdict on the tasks so far is named beside it, and its error rates do not "
+    "hold for a study that stops when a statistic crosses a boundary."
+)
+"""The advice where a sequential run's comparison is still open."""
 
 
 def lead_verdict(c: Comparison) -> tuple[str, str]:
     """(the verdict to act on, the fixed design's where it differs). The sequential verdict
-    of a run that stopped sequentially, once decided or at its maximum, is the study's
-    decision (its error rates hold over every look); one still open, and the replay of a
-    fixed-design run, leave the fixed design's verdict in the lead."""
+    of a run that stopped sequentially is the study's decision (its error rates hold over
+    every look): decided, undecided at its maximum, or "inconclusive" while still open (the
+    gate says the same); the replay of a fixed-design run leaves the fixed design's verdict
+    in the lead (a what-if must not overwrite the study's verdict)."""
     fixed = str(c.verdict or "")
     s = c.sequential
     if s is None or not sequential_leads(c):
@@ -145,10 +153,9 @@ def lead_verdict(c: Comparison) -> tuple[str, str]:
 
 
 def sequential_leads(c: Comparison) -> bool:
-    """The sequential verdict is the study's (`lead_verdict`): the run stopped sequentially
-    and the comparison is decided or at its maximum."""
+    """The sequential verdict is the study's (`lead_verdict`): the run stopped sequentially."""
     s = c.sequential
-    return s is not None and s.ran_sequentially and (s.decided or not s.more_tasks)
+    return s is not None and s.ran_sequentially
 
 
 FIXED_NOTE = "fixed design on the same tasks: {}"
@@ -187,6 +194,9 @@ def cell_reason(cell: Cell) -> str:
 
 
 def _lead_advice(c: Comparison, verdict: str) -> str:
+    s = c.sequential
+    if verdict == "inconclusive" and s is not None and s.more_tasks and sequential_leads(c):
+        return SEQUENTIAL_OPEN.format(tasks=s.tasks, more=s.more_tasks)
     if verdict == c.verdict:
         return advice(c)
     if verdict == "inconclusive" and c.tost_equivalent:
