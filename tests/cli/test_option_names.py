@@ -176,3 +176,17 @@ def test_usage_lines_name_arguments_as_the_help_does(flatscore: Callable[..., Cl
 def test_a_usage_line(path: list[str], usage: str) -> None:
     cmd, ctx = next((c, x) for p, c, x in ALL if p == path)
     assert cmd.get_usage(ctx).endswith(usage), cmd.get_usage(ctx)
+
+
+def _option_names(path: list[str]) -> set[str]:
+    cmd = next(c for p, c, _ in ALL if p == path)
+    return {n for param in cmd.params for n in _current_names(path, param) if n.startswith("--")}
+
+
+def test_every_analysis_option_is_on_report_and_the_model_card() -> None:
+    """What `analyze` reads its runs with, `report` and `export model-card` read them with
+    too (less the outputs `analyze` alone writes: --json, --margins)."""
+    reading = _option_names(["analyze"]) - {"--json", "--margins", "--help"}
+    assert reading <= _option_names(["report"]), reading - _option_names(["report"])
+    card = _option_names(["export", "model-card"])
+    assert reading <= card, reading - card

@@ -23,9 +23,7 @@ def analyze(
     json_out: opt.JsonOut = None,
     budgets: opt.Budgets = None,
     flags: dict[str, Any] | None = None,
-    channel_rules: Annotated[
-        Path | None, typer.Option(help="YAML error-text rules (replaces the bundled ones).")
-    ] = None,
+    channel_rules: opt.ChannelRules = None,
     margins: Annotated[
         Path | None,
         typer.Option(help="Attach a 'flatscore margins' result (margins.json) to the output."),

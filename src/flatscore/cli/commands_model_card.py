@@ -32,6 +32,8 @@ def export_model_card_command(
     ] = defaults.TIGHT_K,
     budgets: opt.Budgets = None,
     flags: dict[str, Any] | None = None,
+    channel_rules: opt.ChannelRules = None,
+    dedupe: opt.Dedupe = False,
     balanced: opt.Balanced = False,
     sequential: opt.Sequential = False,
     fixed_design: opt.FixedDesign = False,
@@ -50,7 +52,13 @@ def export_model_card_command(
     if settings_from is not None:
         options = options_from_settings(settings_from_file(settings_from))
     else:
-        options = AnalysisSettings.from_flags(reference=reference, budgets=budgets, **(flags or {}))
+        options = AnalysisSettings.from_flags(
+            reference=reference,
+            budgets=budgets,
+            channel_rules=channel_rules,
+            dedupe=dedupe,
+            **(flags or {}),
+        )
     if balanced:
         options = options.model_copy(update={"balanced": True})
     if sequential:

@@ -29,7 +29,7 @@ def report(
         str | None, typer.Option(help="Error budgets K, e.g. 0-10 or 0,2,9.")
     ] = None,
     flags: dict[str, Any] | None = None,
-    channel_rules: Annotated[Path | None, typer.Option(help="YAML error-text rules.")] = None,
+    channel_rules: opt.ChannelRules = None,
     dedupe: opt.Dedupe = False,
     balanced: opt.Balanced = False,
     sequential: opt.Sequential = False,

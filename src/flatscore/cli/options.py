@@ -91,6 +91,9 @@ Bootstrap = Annotated[int, typer.Option(help="Bootstrap resamples.")]
 BootstrapSeed = Annotated[int, typer.Option(help="Bootstrap seed.")]
 Correction = Annotated[str, typer.Option(help="Multiple-testing correction: holm or bh.")]
 Dedupe = Annotated[bool, typer.Option(help="Keep one copy of duplicate episodes (with a warning).")]
+ChannelRules = Annotated[
+    Path | None, typer.Option(help="YAML error-text rules (replaces the bundled ones).")
+]
 Balanced = Annotated[
     bool,
     typer.Option(help="Only the (domain, task, trial) every arm of a cell has (a study cut short)"),
