@@ -252,3 +252,48 @@ def test_only_a_comparison_decided_before_its_maximum_has_an_after_stop() -> Non
             assert s.after_stop.fixed_design == "all tasks"  # a replay: every task the run has
     assert seen == {True, False}
     assert '"after_stop"' not in analyze(eps, AnalysisSettings(bootstrap=100)).model_dump_json()
+
+
+def test_at_the_maximum_it_clears_only_what_the_fixed_design_clears(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`at_maximum`: "no damage detected" at the design's maximum stands only beside the
+    fixed design's own "no damage detected" on the same tasks; otherwise "inconclusive",
+    undecided. Through the analysis: two identical arms of 40 tasks are cleared at their
+    maximum, and read as inconclusive when the fixed design (forced here) is not."""
+    from flatscore.analysis import analyze as analyze_module
+    from flatscore.analysis.sequential_replay import at_maximum, replay
+
+    assert at_maximum("no damage detected", True, "no damage detected") == "no damage detected"
+    assert at_maximum("no damage detected", True, "inconclusive") == "inconclusive"
+    assert at_maximum("no damage detected", True, "flat score, amplified failures") == (
+        "inconclusive"
+    )
+    assert at_maximum("no damage detected", False, "inconclusive") == "no damage detected"
+    assert at_maximum("visible damage", True, "no damage detected") == "visible damage"
+    calls = [("get_user", "ok"), ("get_order", "fail", "Error: order not found")]
+    eps = [
+        episode(arm, f"t{t:02d}", k, calls, success=(t + k) % 3 != 0)
+        for arm in ("ref", "q")
+        for t in range(40)
+        for k in range(2)
+    ]
+    options = AnalysisSettings(bootstrap=100, seed=0, sequential=True, reference="ref")
+    (c,) = analyze(eps, options).cells[0].comparisons
+    assert c.verdict == "no damage detected" and c.sequential is not None
+    assert (c.sequential.verdict, c.sequential.decided, c.sequential.tasks) == (
+        "no damage detected",
+        True,
+        40,
+    )
+
+    def fixed_inconclusive(result, *rest):  # type: ignore[no-untyped-def]
+        for cell in result.cells:
+            for comp in cell.comparisons:
+                comp.verdict = "inconclusive"
+        return replay(result, *rest)
+
+    monkeypatch.setattr(analyze_module, "replay", fixed_inconclusive)
+    (c,) = analyze(eps, options).cells[0].comparisons
+    assert c.sequential is not None
+    assert (c.sequential.verdict, c.sequential.decided) == ("inconclusive", False)

@@ -26,6 +26,7 @@ from flatscore.analysis.sequential import (
     VERDICTS,
     LookStats,
     SequentialDesign,
+    SequentialVerdict,
     decide,
     look_stats,
 )
@@ -158,6 +159,18 @@ def after_stop(
     )
 
 
+def at_maximum(verdict: SequentialVerdict, at_max: bool, fixed: str | None) -> SequentialVerdict:
+    """At the design's maximum the sequential reading has the fixed design's tasks, and clears
+    a comparison only where the fixed design clears it too: "no damage detected" there stays
+    so only if the fixed verdict on the same tasks is also "no damage detected"; else it is
+    "inconclusive" (the fixed design's other clauses — the tight budget's drop not ruled out,
+    a channel it cannot test, an amplification at its level — are not part of the looks).
+    This only withholds a clearance, so no error rate rises."""
+    if at_max and verdict == "no damage detected" and fixed != "no damage detected":
+        return "inconclusive"
+    return verdict
+
+
 def replay(
     result: AnalysisResult,
     grouped: Mapping[tuple[str, str], Arms],
@@ -246,10 +259,12 @@ def replay(
             if designed
             else sum(f.task_id in common_by_cell[ci] for f in arms[comp.arm])
         )
+        verdict = at_maximum(VERDICTS[int(v)], int(n) >= st.maximum, comp.verdict)
+        decided = decided and verdict != "inconclusive"
         cell.comparisons[j] = comp.model_copy(
             update={
                 "sequential": SequentialComparison(
-                    verdict=VERDICTS[int(v)],
+                    verdict=verdict,
                     decided=bool(decided),
                     tasks=int(n),
                     tasks_available=st.maximum if designed else len(order),
