@@ -36,7 +36,7 @@ def test_parse_budgets() -> None:
 def test_budget_list_messages(text: str, message: str) -> None:
     with pytest.raises(InputError) as err:
         parse_budgets(text)
-    assert err.value.message == message and err.value.field == "--budgets"
+    assert err.value.message == message and err.value.field == "budgets"
 
 
 def test_parse_trials_shares_the_range_syntax_with_its_own_bounds() -> None:
@@ -44,10 +44,10 @@ def test_parse_trials_shares_the_range_syntax_with_its_own_bounds() -> None:
     for bad in ("0", "0-2", "x", "1,,2", "1-1001"):
         with pytest.raises(InputError, match="bad trial list") as err:
             parse_trials(bad)
-        assert err.value.field == "--trial-range"
+        assert err.value.field == "trials"
     with pytest.raises(InputError, match="bad trial range '2-1': end before start") as err:
         parse_trials("2-1")
-    assert err.value.field == "--trial-range"
+    assert err.value.field == "trials"
 
 
 def test_default_budget_known_answers() -> None:

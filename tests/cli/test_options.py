@@ -8,7 +8,9 @@ import inspect
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
+from flatscore.analysis.settings import AnalysisSettings
 from flatscore.cli import options as opt
+from flatscore.errors import InputError
 
 
 class _Settings(BaseModel):
@@ -42,3 +44,28 @@ def test_train_embedded_passes_every_run_option_it_declares() -> None:
         "checkpoint_minutes",
         "progress",
     }
+
+
+@pytest.mark.parametrize(
+    ("flags", "flag"),
+    [
+        ({"tost_margin": 0}, "--tost-margin"),
+        ({"count": "some"}, "--count"),
+        ({"bootstrap": 5_000_000_000}, "--bootstrap"),
+        ({"budgets": "3-1"}, "--budgets"),
+        ({"trials": "0-2"}, "--trial-range"),
+    ],
+)
+def test_settings_from_flags_name_the_flag(flags: dict[str, object], flag: str) -> None:
+    with pytest.raises(InputError) as info:
+        opt.settings_from_flags(AnalysisSettings, **flags)
+    assert info.value.field == flag
+
+
+def test_flagged_names_only_a_renamed_setting_outside_the_settings() -> None:
+    """An error raised while reading episodes names `trials` (the flag is --trial-range);
+    any other field (a gate's positional `reference`) is left as it is."""
+    assert opt.flagged(InputError("no episode", field="trials")).field == "--trial-range"
+    assert opt.flagged(InputError("no arm", field="reference")).field == "reference"
+    assert opt.flagged(InputError("bad", field="--channels")).field == "--channels"
+    assert opt.flagged(InputError("bad", field="seed"), every=True).field == "--seed"

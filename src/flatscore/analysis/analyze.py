@@ -36,7 +36,6 @@ from flatscore.analysis.sequential_replay import replay
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.stats import adjust_pvalues, resample_counts, stable_rng
 from flatscore.analysis.task_matrix import TaskMatrix, task_matrix
-from flatscore.analysis.trials import FLAG as TRIALS_FLAG
 from flatscore.analysis.trials import left_out as trials_left_out
 from flatscore.analysis.trials import pick_trials, trials_text
 from flatscore.episode import Episode
@@ -112,7 +111,7 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
             raise InputError(
                 f"no episode of trials {trials_text(options.trials)} in the input "
                 "(trials are counted from 1)",
-                field=TRIALS_FLAG,
+                field="trials",
             )
         warnings += trials_left_out(options.trials, read_all, len(unique))
     if options.balanced:

@@ -51,7 +51,7 @@ def parse_budgets(text: str) -> list[int]:
             return f"bad budget {part!r}: K above {MAX_BUDGET} is not supported"
         return None
 
-    return parse_ranges(text, problem, "--budgets")
+    return parse_ranges(text, problem, "budgets")
 
 
 def recorded_max_errors(facts: Sequence[EpisodeFacts]) -> int | None:

@@ -43,7 +43,8 @@ def analyze(
     from flatscore.report import analysis_json
     from flatscore.report.terminal import render
 
-    options = AnalysisSettings.from_flags(
+    options = opt.settings_from_flags(
+        AnalysisSettings,
         reference=reference,
         budgets=budgets,
         channel_rules=channel_rules,

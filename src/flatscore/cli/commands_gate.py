@@ -96,7 +96,8 @@ def gate(
         "seed": (seed, defaults.ANALYSIS_SEED),
         "count": (count, defaults.COUNT),
     }
-    options = GateOptions.from_flags(
+    options = opt.settings_from_flags(
+        GateOptions,
         default_budget=default_budget,
         channels=chosen,
         **{k: None if value == default else value for k, (value, default) in given.items()},

@@ -50,7 +50,9 @@ def export_model_card_command(
     if settings_from is not None:
         options = options_from_settings(settings_from_file(settings_from))
     else:
-        options = AnalysisSettings.from_flags(reference=reference, budgets=budgets, **(flags or {}))
+        options = opt.settings_from_flags(
+            AnalysisSettings, reference=reference, budgets=budgets, **(flags or {})
+        )
     if balanced:
         options = options.model_copy(update={"balanced": True})
     if sequential:
@@ -58,7 +60,7 @@ def export_model_card_command(
     if fixed_design:
         options = options.model_copy(update={"fixed_design": True, "sequential": False})
     if trials is not None:
-        picked = AnalysisSettings.from_flags(trials=trials).trials
+        picked = opt.settings_from_flags(AnalysisSettings, trials=trials).trials
         options = options.model_copy(update={"trials": picked})
     with console.status("reading episodes and analysing…"):
         analysed = analyze_runs(runs, options)

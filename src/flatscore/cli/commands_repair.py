@@ -49,8 +49,13 @@ def repair_effect(
     from flatscore.formats.pipeline import expand_inputs
     from flatscore.report.effect_tables import repair_table
 
-    options = AnalysisSettings.from_flags(
-        reference=reference, count=count, bootstrap=bootstrap, seed=seed, budgets=budgets
+    options = opt.settings_from_flags(
+        AnalysisSettings,
+        reference=reference,
+        count=count,
+        bootstrap=bootstrap,
+        seed=seed,
+        budgets=budgets,
     )
     for path in runs:
         if not path.exists():

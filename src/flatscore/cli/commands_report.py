@@ -57,7 +57,8 @@ def report(
     if settings_from is not None:
         options = options_from_settings(settings_from_file(settings_from))
     else:
-        options = AnalysisSettings.from_flags(
+        options = opt.settings_from_flags(
+            AnalysisSettings,
             reference=reference,
             budgets=budgets,
             channel_rules=channel_rules,
@@ -71,7 +72,7 @@ def report(
     if fixed_design:
         options = options.model_copy(update={"fixed_design": True, "sequential": False})
     if trials is not None:  # likewise
-        picked = AnalysisSettings.from_flags(trials=trials).trials
+        picked = opt.settings_from_flags(AnalysisSettings, trials=trials).trials
         options = options.model_copy(update={"trials": picked})
     with console.status("reading episodes, analysing, drawing the report…"):
         result, paths = rebuild(
