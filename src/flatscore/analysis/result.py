@@ -330,12 +330,13 @@ class Comparison(AnalysisModel):
 
 class RiskScreen(AnalysisModel):
     """The study's cheap filter, a prior from reference-arm logs alone; `reason` ends with
-    what the cell's own comparisons found (`amplified_in`)."""
+    what the cell's own comparisons found (`amplified_in`). `analyze` leaves `reason` empty;
+    the words are the report's (`flatscore.report.risk_text`)."""
 
     verdict: Literal["low risk", "at risk", "unknown"]
     established_channels: dict[str, float]
     threshold: float
-    reason: str
+    reason: str = ""
     amplified_in: list[str] | None = None
     """The cell's arms with an amplified channel or more failed calls overall (corrected
     tests); null when the cell has no comparison."""
