@@ -1,7 +1,7 @@
 """The analysis' text fields, filled in from its numbers and settings: the definition each
 number follows, each comparison's and each cell's verdict reason, each cell's risk screen,
-and the sequential reading's design and task order. `analyze` leaves them empty (text is the report's);
-analysis.json, report.html, summary.md and the terminal carry them. An analysis read back
+and the sequential reading's design and task order. `analyze` leaves them empty (text is
+the report's); analysis.json, report.html, summary.md and the terminal carry them. An analysis read back
 from analysis.json has them already and keeps its own."""
 
 from __future__ import annotations
