@@ -15,7 +15,7 @@ from pydantic import Field
 
 from flatscore.analysis.channels import CHANNELS, ChannelRules
 from flatscore.analysis.margins_result import MarginsResult
-from flatscore.analysis.outputs import AnalysisModel, CountMode, Interval
+from flatscore.analysis.outputs import AnalysisModel, CountMode, Interval, NoteCode
 from flatscore.analysis.repair_effect import RepairEffectResult
 from flatscore.analysis.sequential_result import SequentialComparison, SequentialSummary
 from flatscore.analysis.settings import AnalysisSettings, Correction
@@ -144,6 +144,8 @@ class GapAmplification(AnalysisModel):
     k_default: int
     value: float | None
     note: str | None = None
+    note_code: NoteCode | None = Field(None, exclude=True)
+    """Why `value` is null, as data (`analyze`; the report words it as `note`)."""
 
 
 class ChannelAmplification(AnalysisModel):
@@ -164,6 +166,9 @@ class ChannelAmplification(AnalysisModel):
     rate_ref: float | None
     amplified: bool
     note: str | None = None
+    note_codes: tuple[NoteCode, ...] = Field((), exclude=True)
+    """Why there is no ratio, interval or test, as data (`analyze`: the main reason, then
+    'sign_test' or 'few_tasks'; the report words them as `note`)."""
     p_value: float | None = None
     """Two-sided, uncorrected; null where there is no test (see `note`)."""
     p_adjusted: float | None = None
@@ -278,6 +283,8 @@ class Comparison(AnalysisModel):
     reference: str
     paired_tasks: int
     interval_method: str = ""
+    """How the intervals were made, in words (`analyze` leaves it empty; the report says it
+    from `paired_tasks` and the settings: `flatscore.report.notes_text`)."""
     gap: list[GapPoint]
     gap_default: GapPoint
     gap_amplification: GapAmplification
@@ -291,6 +298,7 @@ class Comparison(AnalysisModel):
     spearman_ci_low: float | None
     spearman_ci_high: float | None
     spearman_note: str | None = None
+    spearman_note_code: NoteCode | None = Field(None, exclude=True)
     hallucinated_names_union: int
     novel_fraction: float | None
     novel_names: list[str]

@@ -1,8 +1,9 @@
 """The analysis' text fields, filled in from its numbers and settings: the definition each
-number follows, each comparison's and each cell's verdict reason, each cell's risk screen,
-and the sequential reading's design and task order. `analyze` leaves them empty (text is
-the report's); analysis.json, report.html, summary.md and the terminal carry them. An analysis read back
-from analysis.json has them already and keeps its own."""
+number follows, each comparison's notes (`notes_text`), each comparison's and each cell's
+verdict reason, each cell's risk screen (`risk_text`), and the sequential reading's design
+and task order. `analyze` leaves them empty (text is the report's); analysis.json,
+report.html, summary.md and the terminal carry them. An analysis read back from
+analysis.json has them already and keeps its own."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from flatscore.analysis.comparison import worst
 from flatscore.analysis.result import AnalysisResult, Cell, Settings
 from flatscore.report.definitions import definitions
+from flatscore.report.notes_text import worded_notes
 from flatscore.report.risk_text import risk_reason
 from flatscore.report.sequential_text import worded_summary
 from flatscore.report.verdict_reason import reason
@@ -32,8 +34,11 @@ def worded(analysis: AnalysisResult) -> AnalysisResult:
 
 
 def _worded_cell(cell: Cell, settings: Settings) -> Cell:
-    """The cell with each comparison's reason, its own (the worst comparison's) and its
-    risk screen's."""
+    """The cell with each comparison's notes and reason, its own reason (the worst
+    comparison's) and its risk screen's."""
+    noted = [worded_notes(c, settings) for c in cell.comparisons]
+    if any(new is not old for new, old in zip(noted, cell.comparisons, strict=True)):
+        cell = cell.model_copy(update={"comparisons": noted})
     if not cell.risk_screen.reason:
         screen = cell.risk_screen.model_copy(update={"reason": risk_reason(cell)})
         cell = cell.model_copy(update={"risk_screen": screen})
