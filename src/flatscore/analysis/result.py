@@ -400,12 +400,16 @@ class ArmCost(AnalysisModel):
 
 class CostSummary(AnalysisModel):
     """analysis.json's `cost` section: one row per (model, domain, arm), with each figure's
-    unit and how it was measured, and warnings about load that make arms hard to compare."""
+    unit and how it was measured, and warnings about load that make arms hard to compare.
+    `analyze` leaves the units, how and warnings empty; the report fills them in
+    (`flatscore.report.cost_notes`)."""
 
     arms: list[ArmCost]
     units: dict[str, str]
     how: dict[str, str]
     warnings: list[str] = Field(default_factory=list)
+    shared_process: bool = Field(False, exclude=True)
+    """Some process served several arms (their peak memory is one figure), as data."""
 
     def row(self, model: str, domain: str, arm: str) -> ArmCost | None:
         return next(

@@ -1,9 +1,9 @@
 """The analysis' text fields, filled in from its numbers and settings: the definition each
 number follows, each comparison's notes (`notes_text`), each comparison's and each cell's
-verdict reason, each cell's risk screen (`risk_text`), and the sequential reading's design
-and task order. `analyze` leaves them empty (text is the report's); analysis.json,
-report.html, summary.md and the terminal carry them. An analysis read back from
-analysis.json has them already and keeps its own."""
+verdict reason, each cell's risk screen (`risk_text`), the cost figures' units and warnings
+(`cost_notes`), and the sequential reading's design and task order. `analyze` leaves them
+empty (text is the report's); analysis.json, report.html, summary.md and the terminal carry
+them. An analysis read back from analysis.json has them already and keeps its own."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 
 from flatscore.analysis.comparison import worst
 from flatscore.analysis.result import AnalysisResult, Cell, Settings
+from flatscore.report.cost_notes import worded_cost
 from flatscore.report.definitions import definitions
 from flatscore.report.notes_text import worded_notes
 from flatscore.report.risk_text import risk_reason
@@ -26,6 +27,8 @@ def worded(analysis: AnalysisResult) -> AnalysisResult:
         update["cells"] = cells
     if not analysis.definitions:
         update["definitions"] = definitions(analysis.settings)
+    if analysis.cost is not None and (cost := worded_cost(analysis.cost)) is not analysis.cost:
+        update["cost"] = cost
     if analysis.sequential is not None:
         sequential = worded_summary(analysis.sequential, analysis.settings)
         if sequential is not analysis.sequential:
