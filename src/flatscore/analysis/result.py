@@ -203,6 +203,12 @@ class ChannelFamily(AnalysisModel):
     """The test of channels too sparse for the ratio (`task_sign.METHOD`)."""
 
 
+FloorNote = Literal["names_in_half", "no_interval", "undefined_halves"]
+"""Why a floor or its comparison is missing, as data (worded by `report.floor_text`)."""
+
+Invariance = Literal["not beyond the noise floor", "beyond the noise floor", "not decided"]
+
+
 class FloorStat(AnalysisModel):
     """One diagnostic of an arm next to the reference's noise floor (docs/analysis.md, "Noise
     floor"). `kind` level (ρ, novel share): `floor` is reference half vs reference half,
@@ -233,6 +239,8 @@ class FloorStat(AnalysisModel):
     ci_high: float | None = None
     beyond_floor: bool | None = None
     note: str | None = None
+    note_code: FloorNote | None = Field(None, exclude=True)
+    """Why `note` is there, as data (`analyze`; the report words it)."""
 
     def reach_full_trials(self) -> float | None:
         """Signed kinds: where the floor at the full trial count ends with its uncertainty,
@@ -265,10 +273,14 @@ class NoiseFloor(AnalysisModel):
 
     splits: int
     trials_per_half: list[int] = Field(default_factory=list)
-    method: str
+    method: str = ""
     diagnostics: dict[str, FloorStat]
-    invariance: Literal["not beyond the noise floor", "beyond the noise floor", "not decided"]
-    invariance_reason: str
+    invariance: Invariance
+    invariance_reason: str = ""
+    """`method` and `invariance_reason` are words: `analyze` leaves them empty, the report
+    says them from the numbers (`flatscore.report.floor_text`)."""
+    resamples: int | None = Field(None, exclude=True)
+    """The cell's bootstrap resamples the floor's intervals used (None: too few tasks)."""
     reference_names: int | None = None
     """Distinct hallucinated names of the reference on the paired tasks: below
     `noise_floor.MIN_REFERENCE_NAMES` invariance is "not decided" (untestable)."""

@@ -1,18 +1,20 @@
 """The analysis' text fields, filled in from its numbers and settings: the definition each
-number follows, each comparison's notes (`notes_text`), each comparison's and each cell's
-verdict reason, each cell's risk screen (`risk_text`), the cost figures' units and warnings
-(`cost_notes`), and the sequential reading's design and task order. `analyze` leaves them
-empty (text is the report's); analysis.json, report.html, summary.md and the terminal carry
-them. An analysis read back from analysis.json has them already and keeps its own."""
+number follows, each comparison's notes (`notes_text`) and noise floor (`floor_text`), each
+comparison's and each cell's verdict reason, each cell's risk screen (`risk_text`), the cost
+figures' units and warnings (`cost_notes`), and the sequential reading's design and task
+order. `analyze` leaves them empty (text is the report's); analysis.json, report.html,
+summary.md and the terminal carry them. An analysis read back from analysis.json has them
+already and keeps its own."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from flatscore.analysis.comparison import worst
-from flatscore.analysis.result import AnalysisResult, Cell, Settings
+from flatscore.analysis.result import AnalysisResult, Cell, Comparison, Settings
 from flatscore.report.cost_notes import worded_cost
 from flatscore.report.definitions import definitions
+from flatscore.report.floor_text import worded_floor
 from flatscore.report.notes_text import worded_notes
 from flatscore.report.risk_text import risk_reason
 from flatscore.report.sequential_text import worded_summary
@@ -36,10 +38,18 @@ def worded(analysis: AnalysisResult) -> AnalysisResult:
     return analysis.model_copy(update=update) if update else analysis
 
 
+def _worded_comparison(c: Comparison, settings: Settings) -> Comparison:
+    """The comparison with its notes and its noise floor in words."""
+    c = worded_notes(c, settings)
+    if c.noise_floor is not None and not c.noise_floor.method:
+        c = c.model_copy(update={"noise_floor": worded_floor(c.noise_floor)})
+    return c
+
+
 def _worded_cell(cell: Cell, settings: Settings) -> Cell:
     """The cell with each comparison's notes and reason, its own reason (the worst
     comparison's) and its risk screen's."""
-    noted = [worded_notes(c, settings) for c in cell.comparisons]
+    noted = [_worded_comparison(c, settings) for c in cell.comparisons]
     if any(new is not old for new, old in zip(noted, cell.comparisons, strict=True)):
         cell = cell.model_copy(update={"comparisons": noted})
     if not cell.risk_screen.reason:
