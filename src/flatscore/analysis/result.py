@@ -15,6 +15,7 @@ from pydantic import Field
 
 from flatscore.analysis.channels import CHANNELS, ChannelRules
 from flatscore.analysis.margins_result import MarginsResult
+from flatscore.analysis.notices import Notice
 from flatscore.analysis.outputs import AnalysisModel, CountMode, Interval, NoteCode
 from flatscore.analysis.repair_effect import RepairEffectResult
 from flatscore.analysis.sequential_result import SequentialComparison, SequentialSummary
@@ -465,6 +466,9 @@ class AnalysisResult(AnalysisModel):
     infrastructure_errors: int
     cells: list[Cell]
     warnings: list[str] = Field(default_factory=list)
+    notices: list[Notice] = Field(default_factory=list, exclude=True)
+    """The analysis' own warnings as data (`analysis.notices`): the report words them after
+    `warnings` (`flatscore.report.warning_text`) and empties this list."""
     repair: RepairEffectResult | None = None
     """Repair effect per cell and arm; present when the episodes include repair runs."""
     margins: MarginsResult | None = None

@@ -47,13 +47,3 @@ def pick_trials(episodes: Sequence[Episode], trials: Sequence[int] | None) -> li
         return list(episodes)
     wanted = {t - 1 for t in trials}
     return [ep for ep in episodes if ep.trial in wanted]
-
-
-def left_out(trials: Sequence[int], before: int, after: int) -> list[str]:
-    """The warning a trial-pinned analysis carries (none when nothing was left out)."""
-    if before == after:
-        return []
-    return [
-        f"--trial-range {trials_text(trials)}: {before - after} of {before} episodes of other "
-        "trials left out"
-    ]

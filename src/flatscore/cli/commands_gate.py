@@ -123,12 +123,12 @@ def gate(
             result = sequential_gate(*runs, max_tasks=max_tasks)
         else:
             result = run_gate(*runs)
+        result = worded_gate(result)  # before the warnings below: the analysis' come first
         if result.family.scope == "own":  # a study's report corrects over all its comparisons
             note = gate_family_note(both, result.family.comparisons)
             if note is not None:
                 result.warnings.append(note)
         result.warnings[:0] = disagree
-        result = worded_gate(result)
     if json_out is not None:
         out.write(rounded_json(result), json_out)
     if json_out != out.STDOUT:

@@ -1,10 +1,10 @@
 """The analysis' text fields, filled in from its numbers and settings: the definition each
 number follows, each comparison's notes (`notes_text`) and noise floor (`floor_text`), each
 comparison's and each cell's verdict reason, each cell's risk screen (`risk_text`), the cost
-figures' units and warnings (`cost_notes`), and the sequential reading's design and task
-order. `analyze` leaves them empty (text is the report's); analysis.json, report.html,
-summary.md and the terminal carry them. An analysis read back from analysis.json has them
-already and keeps its own."""
+figures' units and warnings (`cost_notes`), the analysis' warnings (`warning_text`), and the
+sequential reading's design and task order. `analyze` leaves them empty (text is the
+report's); analysis.json, report.html, summary.md and the terminal carry them. An analysis
+read back from analysis.json has them already and keeps its own."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from flatscore.report.notes_text import worded_notes
 from flatscore.report.risk_text import risk_reason
 from flatscore.report.sequential_text import worded_summary
 from flatscore.report.verdict_reason import reason
+from flatscore.report.warning_text import warnings
 
 
 def worded(analysis: AnalysisResult) -> AnalysisResult:
@@ -29,6 +30,9 @@ def worded(analysis: AnalysisResult) -> AnalysisResult:
         update["cells"] = cells
     if not analysis.definitions:
         update["definitions"] = definitions(analysis.settings)
+    if analysis.notices:  # after any warning put first (what reading left out)
+        update["warnings"] = [*analysis.warnings, *warnings(analysis.notices)]
+        update["notices"] = []
     if analysis.cost is not None and (cost := worded_cost(analysis.cost)) is not analysis.cost:
         update["cost"] = cost
     if analysis.sequential is not None:

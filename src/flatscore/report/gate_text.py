@@ -16,6 +16,7 @@ from flatscore.analysis.gate import (
 from flatscore.analysis.verdict_rule import GateVerdict
 from flatscore.report.sequential_text import decided_text
 from flatscore.report.verdict_reason import reason
+from flatscore.report.warning_text import warnings
 
 HEADLINES: dict[GateVerdict, str] = {
     "pass": "PASS: the candidate may replace the reference.",
@@ -29,6 +30,10 @@ def worded_gate(result: GateResult) -> GateResult:
     """`result` with its words filled in where the gate left them empty."""
     cells = [_worded_cell(c, result) for c in result.cells]
     result = result.model_copy(update={"cells": cells})
+    if result.notices:  # the analysis' own warnings, where it gave them
+        at = result.notices_at
+        said = [*result.warnings[:at], *warnings(result.notices), *result.warnings[at:]]
+        result = result.model_copy(update={"warnings": list(dict.fromkeys(said)), "notices": []})
     if result.summary:
         return result
     text = sequential_paragraph(result) if result.sequential else paragraph(result)
