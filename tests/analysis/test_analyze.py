@@ -8,8 +8,8 @@ import pytest
 from scipy.stats import norm
 
 from analysis_builders import episode
-from flatscore.analysis.notices import Notice
 from flatscore.analysis.analyze import AnalysisOptions, analyze
+from flatscore.analysis.notices import Notice
 from flatscore.analysis.result import AnalysisResult
 from flatscore.errors import InputError
 from flatscore.report.analysis_text import worded
