@@ -60,12 +60,3 @@ def test_settings_from_flags_name_the_flag(flags: dict[str, object], flag: str) 
     with pytest.raises(InputError) as info:
         opt.settings_from_flags(AnalysisSettings, **flags)
     assert info.value.field == flag
-
-
-def test_flagged_names_only_a_renamed_setting_outside_the_settings() -> None:
-    """An error raised while reading episodes names `trials` (the flag is --trial-range);
-    any other field (a gate's positional `reference`) is left as it is."""
-    assert opt.flagged(InputError("no episode", field="trials")).field == "--trial-range"
-    assert opt.flagged(InputError("no arm", field="reference")).field == "reference"
-    assert opt.flagged(InputError("bad", field="--channels")).field == "--channels"
-    assert opt.flagged(InputError("bad", field="seed"), every=True).field == "--seed"

@@ -8,8 +8,8 @@ import signal
 import sys
 
 from flatscore.cli.app import app, err_console
+from flatscore.cli.flags import flagged
 from flatscore.cli.legacy import rewrite
-from flatscore.cli.options import flagged
 from flatscore.console import styled
 from flatscore.errors import InputError, RunFailed
 

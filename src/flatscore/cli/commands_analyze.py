@@ -199,11 +199,14 @@ def power(
         table.add_row(f"×{row.multiplier:.2f}", f"{100 * row.gap:.1f}", f"{row.power:.0%}")
     console.print(table)
     if result.detectable_gap is None:
-        console.print(result.note)
+        console.print(
+            f"no gap up to ×{result.max_multiplier:g} amplification reaches "
+            f"{result.target_power:.0%} power"
+        )
     else:
         console.print(
             styled(
-                f"{result.note}: ",
+                f"smallest Gap({result.K}) detected with ≥ {result.target_power:.0%} power: ",
                 (f"{100 * result.detectable_gap:.1f} points", "bold"),
                 f" (error rates ×{result.detectable_multiplier:.2f})",
             )

@@ -15,6 +15,7 @@ import typer
 
 from flatscore import defaults
 from flatscore.cli import legacy
+from flatscore.cli.flags import flagged
 from flatscore.errors import InputError
 
 if TYPE_CHECKING:
@@ -25,25 +26,6 @@ if TYPE_CHECKING:
 Command = TypeVar("Command", bound=Callable[..., Any])
 Model = TypeVar("Model", bound="BaseModel")
 Settings = TypeVar("Settings", bound="AnalysisSettings")
-
-RENAMED: dict[str, str] = {"trials": "--trial-range"}
-"""Analysis settings whose flag is not their name in dashes. The analysis names a setting by
-its field (`trials`, `budgets`); the command line says the flag."""
-
-
-def flag_of(setting: str) -> str:
-    """The command-line flag of an analysis setting ('tost_margin' → '--tost-margin')."""
-    return RENAMED.get(setting, "--" + setting.replace("_", "-"))
-
-
-def flagged(exc: InputError, every: bool = False) -> InputError:
-    """`exc` naming the flag where it names a setting: with `every`, any field (the error
-    came from settings built from flags); otherwise only a renamed setting (`trials`, which
-    the analysis names while it picks the trials read)."""
-    field = exc.field
-    if field is None or field.startswith("-") or not (every or field in RENAMED):
-        return exc
-    return InputError(exc.message, file=exc.file, record=exc.record, field=flag_of(field))
 
 
 def settings_from_flags(cls: type[Settings], **values: Any) -> Settings:
