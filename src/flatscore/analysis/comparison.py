@@ -55,6 +55,13 @@ VERDICT_ORDER: tuple[Verdict, ...] = (
 )
 
 
+_LOOPS: tuple[tuple[str, str, str, NoteCode], ...] = (
+    ("repeat", "repeats", "agent_failed", "no_failed_calls"),
+    ("reissue", "reissued", "calls", "no_agent_calls"),
+)
+"""The loop differences: key, numerator, denominator, and why a value may be missing."""
+
+
 def _boot_interval(
     point: float | None, boot: np.ndarray | None, conf: float, why: NoteCode | None
 ) -> Interval:
@@ -354,10 +361,7 @@ def compare(
             if np.isfinite(float(rate(A, num, den) - rate(R, num, den)))
             else none,
         )
-        for key, num, den, none in (
-            ("repeat", "repeats", "agent_failed", "no_failed_calls"),
-            ("reissue", "reissued", "calls", "no_agent_calls"),
-        )
+        for key, num, den, none in _LOOPS
     }
     return Comparison(
         arm=arm,
