@@ -24,7 +24,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     # Still words in the analysis, to move to report/: each is a text field of analysis.json
     # or a message of reading.
     ("analyze.py", "_cell"): "cell warnings (reference missing, tasks left out of pairing)",
-    ("budget.py", "default_budget"): "settings.default_K_source",
     ("identity.py", "unique_episodes"): "duplicate and superseded-attempt warnings of reading",
     ("recorded.py", "gate_family_note"): "the gate's warning about the study's family",
     ("recorded.py", "recorded_settings"): "run files that record different study settings",

@@ -60,13 +60,10 @@ def test_default_budget_known_answers() -> None:
             for i, m in enumerate(max_errors)
         ]
 
-    assert default_budget(facts(10, 6), "all") == (5, "recorded max_errors = 6 → K = 5")
-    k, source = default_budget(facts(0, 0), "all")  # τ²'s "no limit": the largest count
-    assert k == 3 and "no limit" in source
-    assert default_budget(facts(None), "agent") == (
-        DEFAULT_K,
-        "no recorded budget: τ²'s default K = 9",
-    )
+    assert default_budget(facts(10, 6), "all") == (5, "recorded")
+    # τ²'s "no limit": the largest count (words: tests/report/test_budget_text.py)
+    assert default_budget(facts(0, 0), "all") == (3, "unlimited")
+    assert default_budget(facts(None), "agent") == (DEFAULT_K, "default")
     assert budgets_with(None, 2) == [0, 1, 2] and budgets_with([5], 2) == [2, 5]
 
 

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from flatscore.analysis.budget import KSource
 from flatscore.analysis.channels import CHANNELS, ChannelRules
 from flatscore.analysis.margins_result import MarginsResult
 from flatscore.analysis.notices import Notice
@@ -436,7 +437,10 @@ class Settings(AnalysisSettings):
 
     budgets: list[int]
     default_K: int
-    default_K_source: str
+    default_K_source: str = ""
+    """Where the default K came from, in words (`analyze` leaves it empty and records
+    `default_K_from`; the report says it: `flatscore.report.budget_text`)."""
+    default_K_from: KSource | None = Field(None, exclude=True)
     channel_rules: str
     rules: ChannelRules | None = Field(None, exclude=True)
     """Not part of the record (`channel_rules` names them): `options_from_settings` loads them."""

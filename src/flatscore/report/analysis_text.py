@@ -1,10 +1,11 @@
 """The analysis' text fields, filled in from its numbers and settings: the definition each
-number follows, each comparison's notes (`notes_text`) and noise floor (`floor_text`), each
-comparison's and each cell's verdict reason, each cell's risk screen (`risk_text`), the cost
-figures' units and warnings (`cost_notes`), the analysis' warnings (`warning_text`), and the
-sequential reading's design and task order. `analyze` leaves them empty (text is the
-report's); analysis.json, report.html, summary.md and the terminal carry them. An analysis
-read back from analysis.json has them already and keeps its own."""
+number follows, where the default K came from (`budget_text`), each comparison's notes
+(`notes_text`) and noise floor (`floor_text`), each comparison's and each cell's verdict
+reason, each cell's risk screen (`risk_text`), the cost figures' units and warnings
+(`cost_notes`), the analysis' warnings (`warning_text`), and the sequential reading's design
+and task order. `analyze` leaves them empty (text is the report's); analysis.json,
+report.html, summary.md and the terminal carry them. An analysis read back from
+analysis.json has them already and keeps its own."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 from flatscore.analysis.comparison import worst
 from flatscore.analysis.result import AnalysisResult, Cell, Comparison, Settings
+from flatscore.report.budget_text import worded_settings
 from flatscore.report.cost_notes import worded_cost
 from flatscore.report.definitions import definitions
 from flatscore.report.floor_text import worded_floor
@@ -25,6 +27,9 @@ from flatscore.report.warning_text import warnings
 def worded(analysis: AnalysisResult) -> AnalysisResult:
     """`analysis` with its text fields filled in (itself when nothing is missing)."""
     update: dict[str, Any] = {}
+    settings = worded_settings(analysis.settings)
+    if settings is not analysis.settings:
+        update["settings"] = settings
     cells = [_worded_cell(cell, analysis.settings) for cell in analysis.cells]
     if any(new is not old for new, old in zip(cells, analysis.cells, strict=True)):
         update["cells"] = cells
