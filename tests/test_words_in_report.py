@@ -25,7 +25,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     # or a message of reading.
     ("analyze.py", "_cell"): "cell warnings (reference missing, tasks left out of pairing)",
     ("identity.py", "unique_episodes"): "duplicate and superseded-attempt warnings of reading",
-    ("recorded.py", "gate_family_note"): "the gate's warning about the study's family",
     ("recorded.py", "recorded_settings"): "run files that record different study settings",
     ("repair_effect.py", "repair_effects"): "the repair effect's warnings",
     ("sequential_power.py", "pilot_from_episodes"): "the pilot's coupling source",

@@ -83,10 +83,10 @@ def gate(
     from flatscore.analysis.gate import GateOptions
     from flatscore.analysis.gate import gate as run_gate
     from flatscore.analysis.outputs import rounded_json
-    from flatscore.analysis.recorded import fill_recorded, gate_family_note, is_sequential_run
+    from flatscore.analysis.recorded import fill_recorded, is_sequential_run, recorded_comparisons
     from flatscore.cli import json_out as out
     from flatscore.formats.pipeline import read_runs
-    from flatscore.report.gate_text import worded_gate
+    from flatscore.report.gate_text import family_note, worded_gate
 
     chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
     given = {  # a flag left at its default leaves the study's recorded setting to fill it
@@ -125,7 +125,7 @@ def gate(
             result = run_gate(*runs)
         result = worded_gate(result)  # before the warnings below: the analysis' come first
         if result.family.scope == "own":  # a study's report corrects over all its comparisons
-            note = gate_family_note(both, result.family.comparisons)
+            note = family_note(recorded_comparisons(both), result.family.comparisons)
             if note is not None:
                 result.warnings.append(note)
         result.warnings[:0] = disagree

@@ -117,3 +117,19 @@ def sequential_paragraph(result: GateResult) -> str:
             *(f"{c.domain}: {c.candidate} vs {c.reference} — {c.reason}." for c in result.cells),
         ]
     )
+
+
+def family_note(study: int | None, gate_comparisons: int) -> str | None:
+    """Why `flatscore gate` on two separate runs may decide otherwise (and a sequential
+    reading stop at another task) than `flatscore report` on the study's runs: the study
+    (`study`, its recorded comparisons: `analysis.recorded.recorded_comparisons`) corrected
+    over all its comparisons, the gate over its own. None where both families are the same
+    size or the study recorded none."""
+    if study is None or study <= gate_comparisons:
+        return None
+    return (
+        f"the study decided its {study} comparisons together (one correction over all of them); "
+        f"the gate corrected over its own {gate_comparisons}, so it may stop at another task "
+        "(or decide otherwise) than `flatscore report` on the study's runs; given the study's "
+        "runs (its folder as both inputs) it reads the study's decision"
+    )
