@@ -37,14 +37,12 @@ def analyze(
     trials: opt.Trials = None,
 ) -> None:
     """Per-channel error rates, S(K), amplification, invariance, recovery and paired statistics."""
-    from flatscore.analysis.settings import AnalysisSettings
     from flatscore.cli import json_out as out
     from flatscore.formats.pipeline import analyze_runs, expand_inputs
     from flatscore.report import analysis_json
     from flatscore.report.terminal import render
 
-    options = opt.settings_from_flags(
-        AnalysisSettings,
+    options = opt.analysis_settings(
         reference=reference,
         budgets=budgets,
         channel_rules=channel_rules,

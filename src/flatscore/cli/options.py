@@ -36,6 +36,13 @@ def settings_from_flags(cls: type[Settings], **values: Any) -> Settings:
         raise flagged(exc, every=True) from None
 
 
+def analysis_settings(**values: Any) -> AnalysisSettings:
+    """`AnalysisSettings` from command-line flags, a bad value's error naming its flag."""
+    from flatscore.analysis.settings import AnalysisSettings
+
+    return settings_from_flags(AnalysisSettings, **values)
+
+
 Runs = Annotated[
     list[Path],
     typer.Argument(help="Run folders (their *.jsonl), JSONL runs, or τ² results files/dirs."),
