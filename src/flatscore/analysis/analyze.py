@@ -323,7 +323,7 @@ def _cell(
         "model": model,
         "domain": domain,
         "reference": reference,
-        "reference_reason": reason,
+        "reference_why": reason,
         "arms": [stats[a] for a in order],
         "risk_screen": risk_screen(stats[reference], options.risk_threshold),
         "warnings": cell_warnings,

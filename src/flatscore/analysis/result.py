@@ -18,6 +18,7 @@ from flatscore.analysis.channels import CHANNELS, ChannelRules
 from flatscore.analysis.margins_result import MarginsResult
 from flatscore.analysis.notices import Notice
 from flatscore.analysis.outputs import AnalysisModel, CountMode, Interval, NoteCode
+from flatscore.analysis.precision import ReferenceWhy
 from flatscore.analysis.repair_effect import RepairEffectResult
 from flatscore.analysis.sequential_result import SequentialComparison, SequentialSummary
 from flatscore.analysis.settings import AnalysisSettings, Correction
@@ -370,7 +371,10 @@ class Cell(AnalysisModel):
     model: str
     domain: str
     reference: str
-    reference_reason: str
+    reference_reason: str = ""
+    """Why `reference` is the reference, in words (`analyze` records `reference_why`; the
+    report says it: `flatscore.report.reference_text`)."""
+    reference_why: ReferenceWhy | None = Field(None, exclude=True)
     arms: list[ArmStats]
     comparisons: list[Comparison]
     risk_screen: RiskScreen

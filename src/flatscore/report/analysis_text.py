@@ -1,11 +1,11 @@
 """The analysis' text fields, filled in from its numbers and settings: the definition each
-number follows, where the default K came from (`budget_text`), each comparison's notes
-(`notes_text`) and noise floor (`floor_text`), each comparison's and each cell's verdict
-reason, each cell's risk screen (`risk_text`), the cost figures' units and warnings
-(`cost_notes`), the analysis' warnings (`warning_text`), and the sequential reading's design
-and task order. `analyze` leaves them empty (text is the report's); analysis.json,
-report.html, summary.md and the terminal carry them. An analysis read back from
-analysis.json has them already and keeps its own."""
+number follows, where the default K came from (`budget_text`), why each cell's reference is
+the reference (`reference_text`), each comparison's notes (`notes_text`) and noise floor
+(`floor_text`), each comparison's and each cell's verdict reason, each cell's risk screen
+(`risk_text`), the cost figures' units and warnings (`cost_notes`), the analysis' warnings
+(`warning_text`), and the sequential reading's design and task order. `analyze` leaves them
+empty (text is the report's); analysis.json, report.html, summary.md and the terminal carry
+them. An analysis read back from analysis.json has them already and keeps its own."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from flatscore.report.cost_notes import worded_cost
 from flatscore.report.definitions import definitions
 from flatscore.report.floor_text import worded_floor
 from flatscore.report.notes_text import worded_notes
+from flatscore.report.reference_text import WORDS as REFERENCE_WORDS
 from flatscore.report.risk_text import risk_reason
 from flatscore.report.sequential_text import worded_summary
 from flatscore.report.verdict_reason import reason
@@ -61,6 +62,8 @@ def _worded_cell(cell: Cell, settings: Settings) -> Cell:
     noted = [_worded_comparison(c, settings) for c in cell.comparisons]
     if any(new is not old for new, old in zip(noted, cell.comparisons, strict=True)):
         cell = cell.model_copy(update={"comparisons": noted})
+    if not cell.reference_reason and cell.reference_why is not None:
+        cell = cell.model_copy(update={"reference_reason": REFERENCE_WORDS[cell.reference_why]})
     if not cell.risk_screen.reason:
         screen = cell.risk_screen.model_copy(update={"reason": risk_reason(cell)})
         cell = cell.model_copy(update={"risk_screen": screen})
