@@ -28,6 +28,8 @@ def _floor(rho: FloorStat, novel: FloorStat, **kw: object) -> NoiseFloor:
         "resamples": 200,
         "diagnostics": {"spearman_rho": rho, "novel_fraction": novel},
         "invariance": "not beyond the noise floor",
+        "method": "",
+        "invariance_reason": "",
         "reference_names": 25,
         **kw,
     }
@@ -44,7 +46,9 @@ def test_the_method_says_the_halves_splits_and_resamples() -> None:
     )
     few = nf.model_copy(update={"resamples": None})
     assert method(few).endswith("; too few paired tasks for a bootstrap interval")
-    none = NoiseFloor(splits=0, diagnostics={}, invariance="not decided")
+    none = NoiseFloor(
+        splits=0, diagnostics={}, invariance="not decided", method="", invariance_reason=""
+    )
     assert method(none) == "no floor: the reference has fewer than 2 trials"
     assert invariance_reason(none) == "no noise floor: the reference has fewer than 2 trials"
 

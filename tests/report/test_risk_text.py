@@ -22,16 +22,17 @@ def test_the_prior_names_the_established_channels_with_their_rates() -> None:
         verdict="at risk",
         established_channels={"bad_arguments": 0.104, "precondition": 0.1772},
         threshold=0.02,
+        reason="",
     )
     assert prior(screen, "ref") == (
         "a prior from ref alone: established failure channel(s) bad_arguments 10.4%, "
         "precondition 17.7% (≥ 2.0% of agent calls), which quantization tends to amplify"
     )
-    low = RiskScreen(verdict="low risk", established_channels={}, threshold=0.05)
+    low = RiskScreen(verdict="low risk", established_channels={}, threshold=0.05, reason="")
     assert prior(low, "bf16") == (
         "a prior from bf16 alone: every channel rate is below 5.0% of agent calls"
     )
-    none = RiskScreen(verdict="unknown", established_channels={}, threshold=0.02)
+    none = RiskScreen(verdict="unknown", established_channels={}, threshold=0.02, reason="")
     assert prior(none, "ref") == "the reference arm made no agent tool calls"
 
 

@@ -198,6 +198,7 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
         prices=options.prices,
         budgets=budgets,
         default_K=default_k,
+        default_K_source="",  # words: the report's (`report.budget_text`)
         default_K_from=k_source,
         channel_rules=rules.source,
         tool_list_sources=dict(sorted(sources.items())),
@@ -323,6 +324,7 @@ def _cell(
         "model": model,
         "domain": domain,
         "reference": reference,
+        "reference_reason": "",  # words: the report's (`report.reference_text`)
         "reference_why": reason,
         "arms": [stats[a] for a in order],
         "risk_screen": risk_screen(stats[reference], options.risk_threshold),

@@ -247,6 +247,8 @@ def noise_floor(
     if not cell.splits:
         return NoiseFloor(
             splits=0,
+            method="",  # words: the report's (`report.floor_text`)
+            invariance_reason="",
             diagnostics={k: FloorStat(kind=_kind(k), arm=_value(v)) for k, v in full.items()},
             invariance="not decided",
         )
@@ -283,8 +285,10 @@ def noise_floor(
         splits=distinct,
         trials_per_half=list(half),
         resamples=None if cell.weights is None else len(cell.weights),
+        method="",  # words: the report's (`report.floor_text`)
         diagnostics=stats,
         invariance=verdict,
+        invariance_reason="",
         reference_names=own,
     )
 

@@ -44,7 +44,9 @@ and leaves the note empty; the words are the report's (`flatscore.report.notes_t
 
 class Interval(AnalysisModel):
     """A point estimate with its bootstrap percentile interval (`note` says why a value or a
-    bound is missing; `analyze` sets `note_code`, the report words it)."""
+    bound is missing)."""
+
+    # `analyze` sets `note_code` and leaves `note` empty; the report words it.
 
     value: float | None
     ci_low: float | None = None

@@ -276,10 +276,10 @@ class NoiseFloor(AnalysisModel):
 
     splits: int
     trials_per_half: list[int] = Field(default_factory=list)
-    method: str = ""
+    method: str
     diagnostics: dict[str, FloorStat]
     invariance: Invariance
-    invariance_reason: str = ""
+    invariance_reason: str
     """`method` and `invariance_reason` are words: `analyze` leaves them empty, the report
     says them from the numbers (`flatscore.report.floor_text`)."""
     resamples: int | None = Field(None, exclude=True)
@@ -353,13 +353,14 @@ class Comparison(AnalysisModel):
 
 class RiskScreen(AnalysisModel):
     """The study's cheap filter, a prior from reference-arm logs alone; `reason` ends with
-    what the cell's own comparisons found (`amplified_in`). `analyze` leaves `reason` empty;
-    the words are the report's (`flatscore.report.risk_text`)."""
+    what the cell's own comparisons found (`amplified_in`)."""
+
+    # `analyze` leaves `reason` empty; the words are the report's (`report.risk_text`).
 
     verdict: Literal["low risk", "at risk", "unknown"]
     established_channels: dict[str, float]
     threshold: float
-    reason: str = ""
+    reason: str
     amplified_in: list[str] | None = None
     """The cell's arms with an amplified channel or more failed calls overall (corrected
     tests); null when the cell has no comparison."""
@@ -371,7 +372,7 @@ class Cell(AnalysisModel):
     model: str
     domain: str
     reference: str
-    reference_reason: str = ""
+    reference_reason: str
     """Why `reference` is the reference, in words (`analyze` records `reference_why`; the
     report says it: `flatscore.report.reference_text`)."""
     reference_why: ReferenceWhy | None = Field(None, exclude=True)
@@ -418,9 +419,10 @@ class ArmCost(AnalysisModel):
 
 class CostSummary(AnalysisModel):
     """analysis.json's `cost` section: one row per (model, domain, arm), with each figure's
-    unit and how it was measured, and warnings about load that make arms hard to compare.
-    `analyze` leaves the units, how and warnings empty; the report fills them in
-    (`flatscore.report.cost_notes`)."""
+    unit and how it was measured, and warnings about load that make arms hard to compare."""
+
+    # `analyze` leaves the units, how and warnings empty; the report fills them in
+    # (`report.cost_notes`).
 
     arms: list[ArmCost]
     units: dict[str, str]
@@ -441,7 +443,7 @@ class Settings(AnalysisSettings):
 
     budgets: list[int]
     default_K: int
-    default_K_source: str = ""
+    default_K_source: str
     """Where the default K came from, in words (`analyze` leaves it empty and records
     `default_K_from`; the report says it: `flatscore.report.budget_text`)."""
     default_K_from: KSource | None = Field(None, exclude=True)
