@@ -57,6 +57,7 @@ from flatscore.analysis.comparable import check_comparable
 from flatscore.analysis.identity import unique_episodes
 from flatscore.analysis.result import AnalysisResult
 from flatscore.analysis.settings import AnalysisSettings
+from flatscore.cli.options import settings_from_flags
 from flatscore.episode import Episode
 from flatscore.errors import InputError
 from flatscore.report import analysis_json
@@ -250,7 +251,7 @@ class AnalysisFlags(BaseModel):
 def analyze_like_the_cli(episodes: list[Episode], flags: AnalysisFlags) -> dict[str, Any]:
     """What `flatscore analyze ... --json` writes for these episodes: the command's own
     steps (settings from its flags, duplicate check, comparability check, analysis)."""
-    options = AnalysisSettings.from_flags(**flags.model_dump())
+    options = settings_from_flags(AnalysisSettings, **flags.model_dump())
     unique, dropped = unique_episodes((("drawn", ep) for ep in episodes), options.dedupe)
     check_comparable(unique)
     result: AnalysisResult = analyze(unique, options)
@@ -577,7 +578,7 @@ def run(args: argparse.Namespace) -> list[Table]:
         raise SystemExit("--replications and --workers must be at least 1")
     flags = AnalysisFlags(bootstrap=args.bootstrap, sequential=not args.no_sequential)
     try:
-        AnalysisSettings.from_flags(**flags.model_dump())
+        settings_from_flags(AnalysisSettings, **flags.model_dump())
     except InputError as exc:
         raise SystemExit(f"error: {exc}") from None
     key = settings_key(flags, args.seed)

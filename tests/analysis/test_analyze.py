@@ -9,6 +9,7 @@ from scipy.stats import norm
 
 from analysis_builders import episode
 from flatscore.analysis.analyze import AnalysisOptions, analyze
+from flatscore.analysis.notices import Notice
 from flatscore.analysis.result import AnalysisResult
 from flatscore.errors import InputError
 from flatscore.report.analysis_text import worded
@@ -123,7 +124,8 @@ def test_comparison_numbers(result: AnalysisResult) -> None:
     assert gaps[1] == pytest.approx(0.0)
     assert all(gaps[k] == pytest.approx(0.0) for k in range(1, 10))
     assert c.gap_default.K == 9
-    assert c.gap_amplification.value is None and "0" in (c.gap_amplification.note or "")
+    assert c.gap_amplification.value is None
+    assert c.gap_amplification.note_code == "no_positive_gap"  # Gap(9) = 0
     assert c.gap_growth.value == pytest.approx(1 / 6)
     amp = c.channel_amplification
     assert amp["invented"].ratio == pytest.approx((6 / 13) / (3 / 11))
@@ -134,7 +136,7 @@ def test_comparison_numbers(result: AnalysisResult) -> None:
     assert amp["malformed_output"].ratio is None
     # 3 paired tasks are too few for a bootstrap: no interval, a note, nothing amplified.
     u = amp["unknown_tool"]
-    assert u.ci_low is None and u.ci_high is None and "too few" in (u.note or "")
+    assert u.ci_low is None and u.ci_high is None and u.note_codes == ("few_tasks",)
     assert not u.amplified
     # Union bar, baz, foo, toggle: ref [1,0,2,0] → ranks [3,1.5,4,1.5]; arm [1,1,4,1] →
     # [2,2,4,2]; Pearson of the ranks = 3 / sqrt(4.5 · 3) = sqrt(2/3).
@@ -211,7 +213,7 @@ def test_reference_named_and_missing() -> None:
 
 def test_budget_warning_when_not_recomputable() -> None:
     r = analyze(study(), AnalysisOptions(bootstrap=200, budgets=[0, 12]))
-    assert any("not recomputable" in w for w in r.warnings)
+    assert r.warnings == [] and r.notices == [Notice(kind="not_recomputable", budget=10)]
     assert r.cells[0].arms[0].budget_curve[-1].recomputable is False
 
 

@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from analysis_builders import episode, repaired
-from flatscore.analysis.balanced import balanced, left_out, repair_pairs
+from flatscore.analysis.balanced import balanced, repair_pairs
+from flatscore.analysis.notices import Notice, left_out
 from flatscore.analysis.repair_effect import is_repaired
 
 
@@ -19,7 +20,7 @@ def test_a_complete_study_is_kept_whole_and_in_order() -> None:
     ]
     assert balanced(eps) == eps
     assert balanced([]) == []
-    assert left_out(12, 12) == []
+    assert left_out("balanced_left_out", 12, 12) == []
 
 
 def test_what_one_arm_lacks_drops_out_of_every_arm() -> None:
@@ -32,9 +33,8 @@ def test_what_one_arm_lacks_drops_out_of_every_arm() -> None:
     assert len(kept) == 8
     assert {(e.task_id, e.trial) for e in kept} == {("t0", 0), ("t0", 1), ("t1", 0), ("t2", 0)}
     assert kept == [e for e in ref + q4 if e in kept]  # the order given
-    assert left_out(10, 8) == [
-        "--balanced: 2 of 10 episodes left out (a (domain, task, trial) that some arm of its "
-        "cell lacks)"
+    assert left_out("balanced_left_out", 10, 8) == [
+        Notice(kind="balanced_left_out", count=2, total=10)
     ]
 
 

@@ -36,7 +36,7 @@ def test_parse_budgets() -> None:
 def test_budget_list_messages(text: str, message: str) -> None:
     with pytest.raises(InputError) as err:
         parse_budgets(text)
-    assert err.value.message == message and err.value.field == "--budgets"
+    assert err.value.message == message and err.value.field == "budgets"
 
 
 def test_parse_trials_shares_the_range_syntax_with_its_own_bounds() -> None:
@@ -44,10 +44,10 @@ def test_parse_trials_shares_the_range_syntax_with_its_own_bounds() -> None:
     for bad in ("0", "0-2", "x", "1,,2", "1-1001"):
         with pytest.raises(InputError, match="bad trial list") as err:
             parse_trials(bad)
-        assert err.value.field == "--trial-range"
+        assert err.value.field == "trials"
     with pytest.raises(InputError, match="bad trial range '2-1': end before start") as err:
         parse_trials("2-1")
-    assert err.value.field == "--trial-range"
+    assert err.value.field == "trials"
 
 
 def test_default_budget_known_answers() -> None:
@@ -60,13 +60,10 @@ def test_default_budget_known_answers() -> None:
             for i, m in enumerate(max_errors)
         ]
 
-    assert default_budget(facts(10, 6), "all") == (5, "recorded max_errors = 6 → K = 5")
-    k, source = default_budget(facts(0, 0), "all")  # τ²'s "no limit": the largest count
-    assert k == 3 and "no limit" in source
-    assert default_budget(facts(None), "agent") == (
-        DEFAULT_K,
-        "no recorded budget: τ²'s default K = 9",
-    )
+    assert default_budget(facts(10, 6), "all") == (5, "recorded")
+    # τ²'s "no limit": the largest count (words: tests/report/test_budget_text.py)
+    assert default_budget(facts(0, 0), "all") == (3, "unlimited")
+    assert default_budget(facts(None), "agent") == (DEFAULT_K, "default")
     assert budgets_with(None, 2) == [0, 1, 2] and budgets_with([5], 2) == [2, 5]
 
 

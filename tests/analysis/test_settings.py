@@ -100,18 +100,20 @@ def test_bad_study_analysis_is_one_line(
 
 
 @pytest.mark.parametrize(
-    ("flags", "flag"),
+    ("flags", "setting"),
     [
-        ({"tost_margin": 0}, "--tost-margin"),
-        ({"count": "some"}, "--count"),
-        ({"bootstrap": 5_000_000_000}, "--bootstrap"),
-        ({"channel_rules": Path("/nonexistent/rules.yaml")}, "--channel-rules"),
+        ({"tost_margin": 0}, "tost_margin"),
+        ({"count": "some"}, "count"),
+        ({"trials": "2-1"}, "trials"),
+        ({"channel_rules": Path("/nonexistent/rules.yaml")}, "channel_rules"),
     ],
 )
-def test_flags_name_the_flag(flags: dict[str, object], flag: str) -> None:
+def test_flags_name_the_setting(flags: dict[str, object], setting: str) -> None:
+    """The analysis names a bad value's setting by field; the command line says its flag
+    (`tests/cli/test_options.py`)."""
     with pytest.raises(InputError) as info:
         AnalysisSettings.from_flags(**flags)
-    assert info.value.field == flag
+    assert info.value.field == setting
 
 
 def test_flags_and_study_file_give_one_model(tmp_path: Path) -> None:

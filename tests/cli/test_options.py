@@ -8,7 +8,9 @@ import inspect
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
+from flatscore.analysis.settings import AnalysisSettings
 from flatscore.cli import options as opt
+from flatscore.errors import InputError
 
 
 class _Settings(BaseModel):
@@ -42,3 +44,19 @@ def test_train_embedded_passes_every_run_option_it_declares() -> None:
         "checkpoint_minutes",
         "progress",
     }
+
+
+@pytest.mark.parametrize(
+    ("flags", "flag"),
+    [
+        ({"tost_margin": 0}, "--tost-margin"),
+        ({"count": "some"}, "--count"),
+        ({"bootstrap": 5_000_000_000}, "--bootstrap"),
+        ({"budgets": "3-1"}, "--budgets"),
+        ({"trials": "0-2"}, "--trial-range"),
+    ],
+)
+def test_settings_from_flags_name_the_flag(flags: dict[str, object], flag: str) -> None:
+    with pytest.raises(InputError) as info:
+        opt.settings_from_flags(AnalysisSettings, **flags)
+    assert info.value.field == flag

@@ -14,7 +14,7 @@ import numpy as np
 
 import flatscore
 from flatscore.analysis.arm_stats import arm_stats
-from flatscore.analysis.balanced import balanced, left_out
+from flatscore.analysis.balanced import balanced
 from flatscore.analysis.budget import budgets_with, default_budget, recorded_max_errors
 from flatscore.analysis.channels import ChannelRules, load_rules
 from flatscore.analysis.comparison import (
@@ -28,6 +28,7 @@ from flatscore.analysis.cost import cost_summary
 from flatscore.analysis.facts import EpisodeFacts, episode_facts
 from flatscore.analysis.identity import unique_episodes
 from flatscore.analysis.noise_floor import CellFloor, noise_floor
+from flatscore.analysis.notices import Notice, left_out
 from flatscore.analysis.precision import ReferenceUndecided, choose_reference, precision_order
 from flatscore.analysis.repair_effect import has_repair_runs, repair_effects
 from flatscore.analysis.result import AnalysisResult, Cell, Comparison, Settings
@@ -36,8 +37,6 @@ from flatscore.analysis.sequential_replay import replay
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.stats import adjust_pvalues, resample_counts, stable_rng
 from flatscore.analysis.task_matrix import TaskMatrix, task_matrix
-from flatscore.analysis.trials import FLAG as TRIALS_FLAG
-from flatscore.analysis.trials import left_out as trials_left_out
 from flatscore.analysis.trials import pick_trials, trials_text
 from flatscore.episode import Episode
 from flatscore.errors import InputError
@@ -84,19 +83,16 @@ def _group(
     return cells, dict(infra), read, tau2
 
 
-def _input_warnings(tau2: Counter[str]) -> list[str]:
-    out = []
-    if tau2["inferred_errors"]:
-        out.append(
-            f"{tau2['inferred_errors']} τ² tool result(s) had no error flag and were counted "
-            "as failed because their text starts with 'Error:' (τ²'s convention)"
+def _input_notices(tau2: Counter[str]) -> list[Notice]:
+    """τ² results read by its conventions: errors inferred from text, trials from order."""
+    return [
+        Notice(kind=kind, count=tau2[key])
+        for kind, key in (
+            ("tau2_inferred_errors", "inferred_errors"),
+            ("tau2_trial_from_order", "trial_from_order"),
         )
-    if tau2["trial_from_order"]:
-        out.append(
-            f"{tau2['trial_from_order']} τ² simulation(s) had no trial number: numbered per "
-            "task in file order"
-        )
-    return out
+        if tau2[key]
+    ]
 
 
 def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None) -> AnalysisResult:
@@ -105,6 +101,7 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
     options = options or AnalysisSettings()
     rules = options.rules or load_rules()
     unique, warnings = unique_episodes(((None, ep) for ep in episodes), options.dedupe)
+    notices: list[Notice] = []  # the warnings as data, worded after `warnings` by the report
     if options.trials is not None:
         read_all = len(unique)
         unique = pick_trials(unique, options.trials)
@@ -112,13 +109,13 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
             raise InputError(
                 f"no episode of trials {trials_text(options.trials)} in the input "
                 "(trials are counted from 1)",
-                field=TRIALS_FLAG,
+                field="trials",
             )
-        warnings += trials_left_out(options.trials, read_all, len(unique))
+        notices += left_out("trials_left_out", read_all, len(unique), trials=tuple(options.trials))
     if options.balanced:
         read_all = len(unique)
         unique = balanced(unique)
-        warnings += left_out(read_all, len(unique))
+        notices += left_out("balanced_left_out", read_all, len(unique))
     controls: dict[tuple[str, str], str] = {}
     planted: set[tuple[str, str]] = set()
     grouped, infra, read, tau2 = _group(unique, rules, controls, planted)
@@ -130,28 +127,19 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
             f"reference arm {options.reference!r} is not in the input (arms: {arms_seen})",
             field="--reference",
         )
-    warnings += _input_warnings(tau2)
+    notices += _input_notices(tau2)
     all_facts = [f for arms in grouped.values() for fl in arms.values() for f in fl]
     default_k, k_source = default_budget(all_facts, options.count)
     recorded = recorded_max_errors(all_facts)
     if recorded is not None and len({f.max_errors for f in all_facts}) > 1:
-        warnings.append(
-            "episodes ran under different error budgets; default K uses the smallest "
-            f"(max_errors = {recorded})"
-        )
+        notices.append(Notice(kind="mixed_budgets", budget=recorded))
     budgets = budgets_with(options.budgets, default_k)
     if recorded is not None and max(budgets) >= recorded:
-        warnings.append(
-            f"S(K) for K ≥ {recorded} is not recomputable: episodes stopped at max_errors = "
-            f"{recorded} (values there are lower bounds, marked recomputable: false)"
-        )
+        notices.append(Notice(kind="not_recomputable", budget=recorded))
     if options.count == "agent" and any(
         f.counted == "all" and f.termination == "too_many_errors" for f in all_facts
     ):
-        warnings.append(
-            "--count agent on episodes cut by a budget that counted user errors too: S(K) "
-            "may be understated for those episodes"
-        )
+        notices.append(Notice(kind="agent_count_understated"))
 
     drafts: list[tuple[dict[str, object], list[Comparison]]] = []
     sequential_runs = {
@@ -210,7 +198,8 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
         prices=options.prices,
         budgets=budgets,
         default_K=default_k,
-        default_K_source=k_source,
+        default_K_source="",  # words: the report's (`report.budget_text`)
+        default_K_from=k_source,
         channel_rules=rules.source,
         tool_list_sources=dict(sorted(sources.items())),
         precision_order=precision_order({a for arms in grouped.values() for a in arms}),
@@ -231,6 +220,7 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
         infrastructure_errors=sum(infra.values()),
         cells=cells,
         warnings=warnings,
+        notices=notices,
         repair=repair,
         channel_family=channel_family,
         cost=cost_summary(unique, options.prices),
@@ -334,7 +324,8 @@ def _cell(
         "model": model,
         "domain": domain,
         "reference": reference,
-        "reference_reason": reason,
+        "reference_reason": "",  # words: the report's (`report.reference_text`)
+        "reference_why": reason,
         "arms": [stats[a] for a in order],
         "risk_screen": risk_screen(stats[reference], options.risk_threshold),
         "warnings": cell_warnings,

@@ -42,13 +42,3 @@ def repair_pairs(episodes: Sequence[Episode]) -> list[Episode]:
     twins = {(ep.model, base_arm(ep.arm)) for ep in episodes if is_repaired(ep)}
     kept = [ep for ep in episodes if (ep.model, base_arm(ep.arm)) in twins]
     return balanced(kept, arm_of=lambda ep: (base_arm(ep.arm), is_repaired(ep)))
-
-
-def left_out(before: int, after: int) -> list[str]:
-    """The warning a balanced analysis carries (none when nothing was left out)."""
-    if before == after:
-        return []
-    return [
-        f"--balanced: {before - after} of {before} episodes left out (a (domain, task, "
-        "trial) that some arm of its cell lacks)"
-    ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -51,7 +52,7 @@ def parse_budgets(text: str) -> list[int]:
             return f"bad budget {part!r}: K above {MAX_BUDGET} is not supported"
         return None
 
-    return parse_ranges(text, problem, "--budgets")
+    return parse_ranges(text, problem, "budgets")
 
 
 def recorded_max_errors(facts: Sequence[EpisodeFacts]) -> int | None:
@@ -67,20 +68,20 @@ def unlimited(facts: Sequence[EpisodeFacts]) -> bool:
     return any(f.max_errors == 0 for f in facts)
 
 
-def default_budget(facts: Sequence[EpisodeFacts], count: CountMode) -> tuple[int, str]:
+KSource = Literal["recorded", "unlimited", "default"]
+"""Where the default K came from (`default_budget`; the report says it in words)."""
+
+
+def default_budget(facts: Sequence[EpisodeFacts], count: CountMode) -> tuple[int, KSource]:
     """The analysis's default error budget K and where it comes from: the smallest recorded
     `max_errors` − 1 (S(K) is exact below it); with only "no limit" recorded, the episodes'
     own largest failed-call count; with no budget recorded, τ²'s default (`DEFAULT_K`)."""
     recorded = recorded_max_errors(facts)
     if recorded is not None:
-        return recorded - 1, f"recorded max_errors = {recorded} → K = {recorded - 1}"
+        return recorded - 1, "recorded"
     if unlimited(facts):
-        k = min(max((f.failed_calls(count) for f in facts), default=0), MAX_BUDGET)
-        return k, (
-            f"recorded max_errors = 0 (τ²: no limit) → K = {k}, the episodes' own largest "
-            "failed-call count"
-        )
-    return DEFAULT_K, f"no recorded budget: τ²'s default K = {DEFAULT_K}"
+        return min(max((f.failed_calls(count) for f in facts), default=0), MAX_BUDGET), "unlimited"
+    return DEFAULT_K, "default"
 
 
 def budgets_with(budgets: Sequence[int] | None, k: int) -> list[int]:

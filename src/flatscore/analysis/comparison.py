@@ -20,8 +20,8 @@ import numpy as np
 from flatscore.analysis.channels import CHANNELS
 from flatscore.analysis.facts import TRAJECTORY_METRICS
 from flatscore.analysis.invariance import novel_fraction, rowwise_spearman, spearman_rho
+from flatscore.analysis.outputs import NoteCode
 from flatscore.analysis.paired_score import (
-    METHOD,
     TEST,
     paired_difference_interval,
     paired_interval,
@@ -40,7 +40,7 @@ from flatscore.analysis.result import (
     Verdict,
 )
 from flatscore.analysis.settings import AnalysisSettings, Correction
-from flatscore.analysis.stats import adjust_pvalues, percentile_ci, points, ratio
+from flatscore.analysis.stats import adjust_pvalues, percentile_ci, ratio
 from flatscore.analysis.task_matrix import MALFORMED, TaskMatrix
 from flatscore.analysis.task_sign import task_sign_test
 from flatscore.analysis.verdict_rule import BudgetTest, Evidence
@@ -55,19 +55,24 @@ VERDICT_ORDER: tuple[Verdict, ...] = (
 )
 
 
-def few_tasks_note(n: int, minimum: int) -> str:
-    return f"{n} paired task(s): too few for a bootstrap interval (needs ≥ {minimum})"
+_LOOPS: tuple[tuple[str, str, str, NoteCode], ...] = (
+    ("repeat", "repeats", "agent_failed", "no_failed_calls"),
+    ("reissue", "reissued", "calls", "no_agent_calls"),
+)
+"""The loop differences: key, numerator, denominator, and why a value may be missing."""
 
 
 def _boot_interval(
-    point: float | None, boot: np.ndarray | None, conf: float, note: str | None
+    point: float | None, boot: np.ndarray | None, conf: float, why: NoteCode | None
 ) -> Interval:
+    """The point with its bootstrap interval; `why` (a `NoteCode`) says why a value or an
+    interval is missing (the words are the report's)."""
     if point is None or not np.isfinite(point):
-        return Interval(value=None, note=note or "undefined on these episodes")
+        return Interval(value=None, note_code=why or "undefined")
     if boot is None:
-        return Interval(value=float(point), note=note)
+        return Interval(value=float(point), note_code=why)
     lo, hi = percentile_ci(boot, conf)
-    return Interval(value=float(point), ci_low=lo, ci_high=hi, note=note)
+    return Interval(value=float(point), ci_low=lo, ci_high=hi, note_code=why)
 
 
 def _finite(x: float | None) -> float | None:
@@ -78,56 +83,54 @@ MALFORMED_DEN = "attempts"
 
 
 def channel_ratio(
-    ref: TaskMatrix, alt: TaskMatrix, num: str, den: str, conf: float, few: str | None
+    ref: TaskMatrix, alt: TaskMatrix, num: str, den: str, conf: float, few: bool
 ) -> ChannelAmplification:
     """rate_arm / rate_ref of one channel (or of all failed calls) on the paired tasks, with
     the task-clustered score test, its inverted interval and uncorrected p (`rate_ratio`;
     an unbounded upper end is null); where the channel is new in the arm (no ratio) the
     exact sign test over tasks (`task_sign`); none below the cell's minimum task count
-    (`few` says so). `amplified` is decided study-wide (`correct_channels`)."""
+    (`few`). Why a number is missing is `note_codes` (the report words them); `amplified`
+    is decided study-wide (`correct_channels`)."""
     r_ref, r_arm = ref.rate(num, den), alt.rate(num, den)
     c_ref = round(float((ref.column(num) * ref.episodes).sum()))
     c_arm = round(float((alt.column(num) * alt.episodes).sum()))
     point = r_arm / r_ref if r_ref and r_arm is not None else None
     lo = hi = p = None
-    note = None
+    why: tuple[NoteCode, ...] = ()
     test: Literal["rate_ratio", "task_sign"] | None = None
     sparse = False
     if point is None:
-        note = (
-            f"new in the arm: the reference never failed this way, the arm did {c_arm} time(s)"
+        why = (
+            ("new_in_arm",)
             if c_ref == 0 and c_arm > 0
-            else "no failures in this channel in either arm"
+            else ("no_failures",)
             if c_ref == 0
-            else "no agent tool calls"
+            else ("no_calls",)
         )
         sparse = c_ref == 0 and c_arm > 0
-    elif few is not None:
-        note = few
+    elif few:
+        why = ("few_tasks",)
     elif point > 0:
         t = rate_ratio_test(
             alt.column(num), alt.column(den), ref.column(num), ref.column(den), conf
         )
         lo, hi, p = (_finite(float(v)) for v in (t.ci_low, t.ci_high, t.p_value))
         if p is None:
-            note = "no spread over tasks to test the ratio with"
+            why = ("no_spread",)
             sparse = True
         else:
             test = "rate_ratio"
             if hi is None:
-                note = "the reference's failures sit in too few tasks to bound the ratio from above"
+                why = ("unbounded",)
     else:
-        note = "the arm never failed this way: no test of an increase"
+        why = ("never_failed",)
     arm_only = ref_only = None
-    if sparse and few is None:
+    if sparse and not few:
         s = task_sign_test(alt.column(num), ref.column(num))
         p, test, arm_only, ref_only = s.p_value, "task_sign", s.arm_only, s.ref_only
-        note = (
-            f"{note}; exact sign test over tasks: {s.arm_only} task(s) only in the arm, "
-            f"{s.ref_only} only in the reference"
-        )
+        why = (*why, "sign_test")
     elif sparse:
-        note = f"{note}; {few}"
+        why = (*why, "few_tasks")
     return ChannelAmplification(
         ratio=point,
         ci_low=lo,
@@ -138,7 +141,7 @@ def channel_ratio(
         rate_arm=_finite(r_arm),
         rate_ref=_finite(r_ref),
         amplified=False,
-        note=note,
+        note_codes=why,
         p_value=p,
         test=test,
         tasks_arm_only=arm_only,
@@ -157,24 +160,19 @@ def increase(a: ChannelAmplification) -> bool:
 def gap_amplification(small: GapPoint, default: GapPoint) -> GapAmplification:
     """Gap(K_small) / Gap(K_default), only where it means "the gap grows by this factor":
     both gaps positive and Gap(K_default)'s interval above 0. Otherwise null, and the note
-    says why (a ratio of a negative or noisy denominator reads as a factor it is not)."""
-    note = None
+    says why (`note_code`; a ratio of a negative or noisy denominator reads as a factor it
+    is not)."""
+    why: NoteCode | None = None
     assert small.gap is not None and default.gap is not None
     if default.gap <= 0 or small.gap <= 0:
-        which = [
-            f"Gap(K={g.K}) = {points(g.gap or 0.0)}" for g in (small, default) if (g.gap or 0) <= 0
-        ]
-        note = f"{' and '.join(which)}: no positive gap to amplify (see gap_growth)"
+        why = "no_positive_gap"
     elif default.ci_low is None or default.ci_low <= 0:
-        note = (
-            f"Gap(K={default.K}) = {points(default.gap)} is not distinguishable from 0 (its "
-            "interval includes 0): the ratio would divide by noise (see gap_growth)"
-        )
+        why = "gap_is_noise"
     return GapAmplification(
         k_small=small.K,
         k_default=default.K,
-        value=None if note else small.gap / default.gap,
-        note=note,
+        value=None if why else small.gap / default.gap,
+        note_code=why,
     )
 
 
@@ -259,7 +257,7 @@ def compare(
     study-wide adjusted p-values and the verdict."""
     conf = settings.confidence
     n_tasks = len(ref.tasks)
-    few = None if weights is not None else few_tasks_note(n_tasks, settings.bootstrap_min_tasks)
+    few = weights is None
 
     def diff(k: int) -> np.ndarray:
         return ref.column(f"S{k}") - alt.column(f"S{k}")
@@ -311,7 +309,7 @@ def compare(
     ref_names = Counter({n: round(c) for n, c in zip(names, ref_counts, strict=True) if c})
     arm_names = Counter({n: round(c) for n, c in zip(names, arm_counts, strict=True) if c})
     union = sorted(set(ref_names) | set(arm_names))
-    rho, rho_note = spearman_rho(ref_names, arm_names)
+    rho, rho_why = spearman_rho(ref_names, arm_names)
     rho_lo = rho_hi = None
     if rho is not None and weights is not None:
         # Resample each task's counts (not its means), so every resampled ρ has the point
@@ -322,7 +320,7 @@ def compare(
         boot_rho = rowwise_spearman(weights @ ref_task_counts, weights @ arm_task_counts)
         rho_lo, rho_hi = percentile_ci(boot_rho, conf)
     elif rho is not None:
-        rho_note = few
+        rho_why = "few_tasks"
     novel, novel_names = novel_fraction(ref_names, arm_names)
 
     d_default = diff(default_k)
@@ -343,7 +341,7 @@ def compare(
             float(rate(A, f"traj_{m}", "task") - rate(R, f"traj_{m}", "task")),
             boot_diff(f"traj_{m}", "task"),
             conf,
-            few,
+            "few_tasks" if few else None,
         )
         for m in TRAJECTORY_METRICS
     }
@@ -352,33 +350,23 @@ def compare(
         _finite(rec_point),
         boot_diff("recovered", "agent_failed"),
         conf,
-        few if np.isfinite(rec_point) else "an arm has no failed agent calls",
+        ("few_tasks" if few else None) if np.isfinite(rec_point) else "no_failed_calls",
     )
     loops = {
         key: _boot_interval(
             _finite(float(rate(A, num, den) - rate(R, num, den))),
             boot_diff(num, den),
             conf,
-            few if np.isfinite(float(rate(A, num, den) - rate(R, num, den))) else none,
+            ("few_tasks" if few else None)
+            if np.isfinite(float(rate(A, num, den) - rate(R, num, den)))
+            else none,
         )
-        for key, num, den, none in (
-            ("repeat", "repeats", "agent_failed", "an arm has no failed agent calls"),
-            ("reissue", "reissued", "calls", "an arm has no agent tool calls"),
-        )
+        for key, num, den, none in _LOOPS
     }
     return Comparison(
         arm=arm,
         reference=reference,
         paired_tasks=n_tasks,
-        interval_method=(
-            METHOD
-            + "; "
-            + (
-                few
-                or "channel ratios: task-clustered log rate ratio (jackknife, t); other "
-                f"intervals: task bootstrap, {settings.bootstrap} resamples"
-            )
-        ),
         gap=gaps,
         gap_default=g_default,
         gap_amplification=amp,
@@ -389,7 +377,7 @@ def compare(
         spearman_rho=rho,
         spearman_ci_low=rho_lo,
         spearman_ci_high=rho_hi,
-        spearman_note=rho_note,
+        spearman_note_code=rho_why,
         hallucinated_names_union=len(union),
         novel_fraction=novel,
         novel_names=novel_names,

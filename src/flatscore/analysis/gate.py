@@ -29,6 +29,7 @@ from flatscore import defaults
 from flatscore.analysis.analyze import analyze
 from flatscore.analysis.channels import CHANNELS
 from flatscore.analysis.comparison import evidence
+from flatscore.analysis.notices import Notice
 from flatscore.analysis.outputs import AnalysisModel
 from flatscore.analysis.power import power_analysis
 from flatscore.analysis.result import AnalysisResult, ArmStats, Cell, Comparison
@@ -155,6 +156,10 @@ class GateResult(AnalysisModel):
     options: GateOptions
     family: Family
     warnings: list[str] = Field(default_factory=list)
+    notices: list[Notice] = Field(default_factory=list, exclude=True)
+    """The analysis' own warnings as data; `report.gate_text.worded_gate` words them into
+    `warnings` at `notices_at` (after the analysis' other warnings, before the cells')."""
+    notices_at: int = Field(0, exclude=True)
     sequential: bool = Field(False, exclude=True)
     """Decided by the sequential verdicts (`gate --sequential`)."""
 
@@ -182,6 +187,8 @@ class GateResult(AnalysisModel):
                     [*analysis.warnings, *(w for c in analysis.cells for w in c.warnings)]
                 )
             ),
+            notices=analysis.notices,
+            notices_at=len(dict.fromkeys(analysis.warnings)),
         )
 
 

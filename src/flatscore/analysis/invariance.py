@@ -13,20 +13,22 @@ from collections import Counter
 import numpy as np
 from scipy.stats import spearmanr
 
+from flatscore.analysis.outputs import NoteCode
+
 
 def name_union(ref: Counter[str], arm: Counter[str]) -> list[str]:
     return sorted(set(ref) | set(arm))
 
 
-def spearman_rho(ref: Counter[str], arm: Counter[str]) -> tuple[float | None, str | None]:
-    """(ρ, note): ρ is None when undefined (fewer than 2 names, or constant counts)."""
+def spearman_rho(ref: Counter[str], arm: Counter[str]) -> tuple[float | None, NoteCode | None]:
+    """(ρ, why not): ρ is None when undefined (fewer than 2 names, or constant counts)."""
     names = name_union(ref, arm)
     if len(names) < 2:
-        return None, f"undefined: {len(names)} hallucinated name(s) in the union (need ≥ 2)"
+        return None, "too_few_names"
     a = np.array([ref[n] for n in names], dtype=np.float64)
     b = np.array([arm[n] for n in names], dtype=np.float64)
     if np.all(a == a[0]) or np.all(b == b[0]):
-        return None, "undefined: one arm's per-name counts are all equal"
+        return None, "equal_counts"
     return float(spearmanr(a, b).statistic), None
 
 

@@ -34,7 +34,7 @@ import numpy as np
 from flatscore.analysis.channels import CHANNELS
 from flatscore.analysis.facts import TRAJECTORY_METRICS, EpisodeFacts
 from flatscore.analysis.invariance import rowwise_spearman
-from flatscore.analysis.result import FloorStat, NoiseFloor
+from flatscore.analysis.result import FloorNote, FloorStat, Invariance, NoiseFloor
 from flatscore.analysis.stats import percentile_ci, ratio
 from flatscore.analysis.task_matrix import MALFORMED, TaskMatrix, task_matrix
 
@@ -247,10 +247,10 @@ def noise_floor(
     if not cell.splits:
         return NoiseFloor(
             splits=0,
-            method="no floor: the reference has fewer than 2 trials",
+            method="",  # words: the report's (`report.floor_text`)
+            invariance_reason="",
             diagnostics={k: FloorStat(kind=_kind(k), arm=_value(v)) for k, v in full.items()},
             invariance="not decided",
-            invariance_reason="no noise floor: the reference has fewer than 2 trials",
         )
     arm_halves = cell.halves(arm)
     floor_pt: dict[str, list[np.ndarray]] = {}
@@ -278,36 +278,18 @@ def noise_floor(
     half = len(cell.splits[0][0]), len(cell.splits[0][1])
     distinct = len(cell.splits) // 2  # each split appears in both orientations
     own = int((ref_full.name_means.sum(axis=0) > 0).sum())
-    verdict, reason = _invariance(stats, cell.weights is not None)
+    verdict = _invariance(stats, cell.weights is not None)
     if own < MIN_REFERENCE_NAMES:
-        verdict, reason = "not decided", untestable(own)
+        verdict = "not decided"
     return NoiseFloor(
         splits=distinct,
         trials_per_half=list(half),
-        method=(
-            f"reference trials split into balanced halves ({half[0]} + {half[1]} trials), "
-            f"{distinct} distinct split(s) in both orientations, averaged; the arm is compared "
-            "at the same size (reference half vs the arm's other half)"
-            + (
-                f"; excess intervals and the floors' standard errors: task bootstrap, first "
-                f"{len(cell.weights)} of the cell's resamples"
-                if cell.weights is not None
-                else "; too few paired tasks for a bootstrap interval"
-            )
-        ),
+        resamples=None if cell.weights is None else len(cell.weights),
+        method="",  # words: the report's (`report.floor_text`)
         diagnostics=stats,
         invariance=verdict,
-        invariance_reason=reason,
+        invariance_reason="",
         reference_names=own,
-    )
-
-
-def untestable(names: int) -> str:
-    """The invariance reason when the floor rests on too few of the reference's names."""
-    return (
-        "untestable: too few of the reference's own names "
-        f"({names} distinct hallucinated name(s) on the paired tasks; the floor needs "
-        f"≥ {MIN_REFERENCE_NAMES})"
     )
 
 
@@ -334,13 +316,13 @@ def _level_stat(
     floor, at_half = _value(_mean(floor_pt[key])), _value(_mean(arm_pt[key]))
     excess = None if floor is None or at_half is None else at_half - floor
     lo = hi = None
-    note = None
+    why: FloorNote | None = None
     if excess is None:
-        note = "undefined: too few hallucinated names in a half"
+        why = "names_in_half"
     elif floor_bt:
         lo, hi = percentile_ci(_mean(arm_bt[key]) - _mean(floor_bt[key]), confidence)
     else:
-        note = "too few paired tasks for an interval: not compared with the floor"
+        why = "no_interval"
     return FloorStat(
         kind="level",
         arm=_value(value),
@@ -350,7 +332,7 @@ def _level_stat(
         ci_low=lo,
         ci_high=hi,
         beyond_floor=None if lo is None or hi is None else bool(lo > 0 or hi < 0),
-        note=note,
+        note_code=why,
     )
 
 
@@ -365,7 +347,7 @@ def _signed_stat(
         sizes = np.abs(to_scale(np.concatenate(per_split)))
     sizes = sizes[np.isfinite(sizes)]
     if sizes.size == 0:
-        return FloorStat(kind=kind, arm=_value(value), note="undefined in the reference's halves")
+        return FloorStat(kind=kind, arm=_value(value), note_code="undefined_halves")
     size = float(sizes.mean())
     se = None if boot is None else _floor_se(per_split, boot, log=kind == "ratio")
     back = (lambda x: float(np.exp(x))) if kind == "ratio" else float
@@ -401,39 +383,24 @@ def _floor_se(
     return float(np.std(sizes, ddof=1))
 
 
-def _invariance(stats: dict[str, FloorStat], intervals: bool) -> tuple[str, str]:
+def _invariance(stats: dict[str, FloorStat], intervals: bool) -> Invariance:
     """Invariance and novelty decided against the floor: beyond it only where the excess
-    interval excludes 0 (ρ below the floor, or novel share above it)."""
+    interval excludes 0 (ρ below the floor, or novel share above it). Why, in words, is the
+    report's (`flatscore.report.floor_text`)."""
     rho, novel = stats["spearman_rho"], stats["novel_fraction"]
     if not intervals or (rho.beyond_floor is None and novel.beyond_floor is None):
-        return "not decided", (
-            "no interval against the floor (too few paired tasks or hallucinated names)"
-        )
+        return "not decided"
+    if worse_than_floor(rho, novel):
+        return "beyond the noise floor"
+    return "not beyond the noise floor"
 
-    def show(s: FloorStat, name: str, pct: bool) -> str:
-        f = (lambda x: f"{100 * x:.0f}%") if pct else (lambda x: f"{x:.2f}")
-        assert s.floor is not None and s.arm_half is not None
-        return (
-            f"{name} {f(s.arm_half)} vs the reference's own {f(s.floor)} at half the trials "
-            f"(excess, unadjusted 95% CI {f(s.ci_low or 0.0)} to {f(s.ci_high or 0.0)})"
-        )
 
-    parts = []
+def worse_than_floor(rho: FloorStat, novel: FloorStat) -> list[str]:
+    """Which of ρ and the novel share lie beyond the floor in the damaging direction (ρ
+    below it, the novel share above it)."""
     worse = []
-    if rho.beyond_floor is not None:
-        parts.append(show(rho, "ρ", False))
-        if rho.beyond_floor and (rho.ci_high or 0.0) < 0:
-            worse.append("ρ")
-    if novel.beyond_floor is not None:
-        parts.append(show(novel, "novel share", True))
-        if novel.beyond_floor and (novel.ci_low or 0.0) > 0:
-            worse.append("novel share")
-    if worse:
-        return "beyond the noise floor", (
-            "the arm's failures differ from the reference's more than the reference's differ "
-            "from its own (" + ", ".join(worse) + "): " + "; ".join(parts)
-        )
-    return "not beyond the noise floor", (
-        "the arm's failures are not shown to differ from the reference's more than chance "
-        "makes the reference differ from itself: " + "; ".join(parts)
-    )
+    if rho.beyond_floor and (rho.ci_high or 0.0) < 0:
+        worse.append("ρ")
+    if novel.beyond_floor and (novel.ci_low or 0.0) > 0:
+        worse.append("novel share")
+    return worse

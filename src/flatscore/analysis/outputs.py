@@ -4,13 +4,13 @@ kept apart so that `result.py` can include the repair-effect models without an i
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from flatscore.defaults import JSON_DIGITS, CountMode
 
-__all__ = ["AnalysisModel", "CountMode", "Interval", "rounded_json"]
+__all__ = ["AnalysisModel", "CountMode", "Interval", "NoteCode", "rounded_json"]
 
 _ANY: TypeAdapter[Any] = TypeAdapter(Any)
 
@@ -21,14 +21,38 @@ class AnalysisModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+NoteCode = Literal[
+    "few_tasks",
+    "undefined",
+    "no_failed_calls",
+    "no_agent_calls",
+    "new_in_arm",
+    "no_failures",
+    "no_calls",
+    "no_spread",
+    "unbounded",
+    "never_failed",
+    "sign_test",
+    "no_positive_gap",
+    "gap_is_noise",
+    "too_few_names",
+    "equal_counts",
+]
+"""Why a number or a bound is missing, as data: the analysis sets a code beside each `note`
+and leaves the note empty; the words are the report's (`flatscore.report.notes_text`)."""
+
+
 class Interval(AnalysisModel):
     """A point estimate with its bootstrap percentile interval (`note` says why a value or a
     bound is missing)."""
+
+    # `analyze` sets `note_code` and leaves `note` empty; the report words it.
 
     value: float | None
     ci_low: float | None = None
     ci_high: float | None = None
     note: str | None = None
+    note_code: NoteCode | None = Field(None, exclude=True)
 
 
 def _rounded(value: Any, digits: int) -> Any:

@@ -60,13 +60,6 @@ more, coverage is ≥ 93% in every simulated condition; Tango's score interval b
 (chosen by simulation among 4, 6, 8 and 12 for the t statistic, and kept: docs/analysis.md).
 Six discordant tasks all of one sign are also the fewest an exact sign test can call
 significant (p = 2/64)."""
-METHOD = (
-    "success differences: paired score interval on per-task differences (tasks are clusters, "
-    "trials averaged within a task, task-weighted; variance under the empirical-likelihood "
-    "distribution restricted to each hypothesised difference, t(n − 1)), or Tango's score "
-    f"interval when fewer than {DISCORDANT_MIN} tasks are discordant or all differences are "
-    "equal"
-)
 TEST = (
     "paired score test on per-task success differences (empirical-likelihood variance, "
     f"t(n − 1); McNemar's score test when fewer than {DISCORDANT_MIN} tasks are discordant); "

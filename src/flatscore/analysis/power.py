@@ -51,7 +51,10 @@ class PowerResult(BaseModel):
     detectable_gap: float | None
     detectable_multiplier: float | None
     rows: list[PowerRow]
-    note: str
+    max_multiplier: float = 10.0
+    """The largest amplification scanned (no detectable gap: none up to it reached power)."""
+    note: str = ""
+    """Words, left empty: `flatscore power` says what was found (`cli.commands_analyze`)."""
 
 
 def true_gap(success: float, rate: float, multiplier: float, calls: int, k: int) -> float:
@@ -137,11 +140,6 @@ def power_analysis(
             else:
                 lo = mid
         rows.sort(key=lambda r: r.multiplier)
-    note = (
-        f"smallest Gap({k}) detected with ≥ {target_power:.0%} power"
-        if found
-        else f"no gap up to ×{max_multiplier:g} amplification reaches {target_power:.0%} power"
-    )
     return PowerResult(
         success=success,
         rates=dict(sorted(rates.items())),
@@ -156,5 +154,5 @@ def power_analysis(
         detectable_gap=found.gap if found else None,
         detectable_multiplier=found.multiplier if found else None,
         rows=rows,
-        note=note,
+        max_multiplier=max_multiplier,
     )

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Literal
 
 REFERENCE_RANK = 24.0
 REPAIR_SUFFIX = "+repair"
@@ -76,16 +77,20 @@ def precision_order(arms: Iterable[str]) -> list[str]:
     return sorted(set(arms), key=lambda a: (-(precision_rank(a) or -1.0), a))
 
 
-def choose_reference(arms: Iterable[str], named: str | None = None) -> tuple[str, str]:
+ReferenceWhy = Literal["named", "only_arm", "unmarked", "reference_name", "highest"]
+"""Why an arm is the reference, as data (the report words it: `report.reference_text`)."""
+
+
+def choose_reference(arms: Iterable[str], named: str | None = None) -> tuple[str, ReferenceWhy]:
     """(reference arm, why). A named reference must be present (else ValueError); names that
     do not decide raise ReferenceUndecided."""
     order = precision_order(arms)
     if named is not None:
         if named not in order:
             raise ValueError(f"reference arm {named!r} not among the arms {order}")
-        return named, "named with --reference"
+        return named, "named"
     if len(order) == 1:
-        return order[0], "the only arm"
+        return order[0], "only_arm"
     ranks = {a: precision_rank(a) for a in order}
     unmarked = [a for a in order if ranks[a] is None]
     top = order[0]
@@ -96,11 +101,9 @@ def choose_reference(arms: Iterable[str], named: str | None = None) -> tuple[str
     if unmarked:
         quantized = all(r is not None and r < 16 for a, r in ranks.items() if a not in unmarked)
         if len(unmarked) == 1 and quantized:
-            return unmarked[0], (
-                "the only arm whose name has no quantization format (the original checkpoint)"
-            )
+            return unmarked[0], "unmarked"
         if ranks[top] == REFERENCE_RANK and len(tied) == 1:
-            return top, "the arm named as the reference"
+            return top, "reference_name"
         raise ReferenceUndecided(
             f"cannot tell the reference from the arm names ({', '.join(order)}): "
             f"{', '.join(unmarked)} name(s) no known numeric format"
@@ -110,4 +113,4 @@ def choose_reference(arms: Iterable[str], named: str | None = None) -> tuple[str
             f"cannot tell the reference from the arm names: {tied[0]!r} and {tied[1]!r} name "
             "the same precision"
         )
-    return tied[0], "highest precision present (format named in the arm)"
+    return tied[0], "highest"

@@ -55,22 +55,6 @@ def recorded_comparisons(episodes: Iterable[Episode]) -> int | None:
     return max(found) if found else None
 
 
-def gate_family_note(episodes: Iterable[Episode], gate_comparisons: int) -> str | None:
-    """Why `flatscore gate` on two separate runs may decide otherwise (and a sequential
-    reading stop at another task) than `flatscore report` on the study's runs: the study
-    corrected over all its comparisons, the gate over its own. None where both families are
-    the same size."""
-    study = recorded_comparisons(episodes)
-    if study is None or study <= gate_comparisons:
-        return None
-    return (
-        f"the study decided its {study} comparisons together (one correction over all of them); "
-        f"the gate corrected over its own {gate_comparisons}, so it may stop at another task "
-        "(or decide otherwise) than `flatscore report` on the study's runs; given the study's "
-        "runs (its folder as both inputs) it reads the study's decision"
-    )
-
-
 def recorded_settings(episodes: Iterable[Episode]) -> tuple[dict[str, Any], list[str]]:
     """The settings the episodes' study recorded (only those every recording episode agrees
     on) and a warning per setting on which they disagree."""

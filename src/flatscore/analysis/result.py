@@ -13,9 +13,12 @@ from typing import Literal
 
 from pydantic import Field
 
+from flatscore.analysis.budget import KSource
 from flatscore.analysis.channels import CHANNELS, ChannelRules
 from flatscore.analysis.margins_result import MarginsResult
-from flatscore.analysis.outputs import AnalysisModel, CountMode, Interval
+from flatscore.analysis.notices import Notice
+from flatscore.analysis.outputs import AnalysisModel, CountMode, Interval, NoteCode
+from flatscore.analysis.precision import ReferenceWhy
 from flatscore.analysis.repair_effect import RepairEffectResult
 from flatscore.analysis.sequential_result import SequentialComparison, SequentialSummary
 from flatscore.analysis.settings import AnalysisSettings, Correction
@@ -144,6 +147,8 @@ class GapAmplification(AnalysisModel):
     k_default: int
     value: float | None
     note: str | None = None
+    note_code: NoteCode | None = Field(None, exclude=True)
+    """Why `value` is null, as data (`analyze`; the report words it as `note`)."""
 
 
 class ChannelAmplification(AnalysisModel):
@@ -164,6 +169,9 @@ class ChannelAmplification(AnalysisModel):
     rate_ref: float | None
     amplified: bool
     note: str | None = None
+    note_codes: tuple[NoteCode, ...] = Field((), exclude=True)
+    """Why there is no ratio, interval or test, as data (`analyze`: the main reason, then
+    'sign_test' or 'few_tasks'; the report words them as `note`)."""
     p_value: float | None = None
     """Two-sided, uncorrected; null where there is no test (see `note`)."""
     p_adjusted: float | None = None
@@ -198,6 +206,12 @@ class ChannelFamily(AnalysisModel):
     """The test of channels too sparse for the ratio (`task_sign.METHOD`)."""
 
 
+FloorNote = Literal["names_in_half", "no_interval", "undefined_halves"]
+"""Why a floor or its comparison is missing, as data (worded by `report.floor_text`)."""
+
+Invariance = Literal["not beyond the noise floor", "beyond the noise floor", "not decided"]
+
+
 class FloorStat(AnalysisModel):
     """One diagnostic of an arm next to the reference's noise floor (docs/analysis.md, "Noise
     floor"). `kind` level (ρ, novel share): `floor` is reference half vs reference half,
@@ -228,6 +242,8 @@ class FloorStat(AnalysisModel):
     ci_high: float | None = None
     beyond_floor: bool | None = None
     note: str | None = None
+    note_code: FloorNote | None = Field(None, exclude=True)
+    """Why `note` is there, as data (`analyze`; the report words it)."""
 
     def reach_full_trials(self) -> float | None:
         """Signed kinds: where the floor at the full trial count ends with its uncertainty,
@@ -262,8 +278,12 @@ class NoiseFloor(AnalysisModel):
     trials_per_half: list[int] = Field(default_factory=list)
     method: str
     diagnostics: dict[str, FloorStat]
-    invariance: Literal["not beyond the noise floor", "beyond the noise floor", "not decided"]
+    invariance: Invariance
     invariance_reason: str
+    """`method` and `invariance_reason` are words: `analyze` leaves them empty, the report
+    says them from the numbers (`flatscore.report.floor_text`)."""
+    resamples: int | None = Field(None, exclude=True)
+    """The cell's bootstrap resamples the floor's intervals used (None: too few tasks)."""
     reference_names: int | None = None
     """Distinct hallucinated names of the reference on the paired tasks: below
     `noise_floor.MIN_REFERENCE_NAMES` invariance is "not decided" (untestable)."""
@@ -278,6 +298,8 @@ class Comparison(AnalysisModel):
     reference: str
     paired_tasks: int
     interval_method: str = ""
+    """How the intervals were made, in words (`analyze` leaves it empty; the report says it
+    from `paired_tasks` and the settings: `flatscore.report.notes_text`)."""
     gap: list[GapPoint]
     gap_default: GapPoint
     gap_amplification: GapAmplification
@@ -291,6 +313,7 @@ class Comparison(AnalysisModel):
     spearman_ci_low: float | None
     spearman_ci_high: float | None
     spearman_note: str | None = None
+    spearman_note_code: NoteCode | None = Field(None, exclude=True)
     hallucinated_names_union: int
     novel_fraction: float | None
     novel_names: list[str]
@@ -332,6 +355,8 @@ class RiskScreen(AnalysisModel):
     """The study's cheap filter, a prior from reference-arm logs alone; `reason` ends with
     what the cell's own comparisons found (`amplified_in`)."""
 
+    # `analyze` leaves `reason` empty; the words are the report's (`report.risk_text`).
+
     verdict: Literal["low risk", "at risk", "unknown"]
     established_channels: dict[str, float]
     threshold: float
@@ -348,6 +373,9 @@ class Cell(AnalysisModel):
     domain: str
     reference: str
     reference_reason: str
+    """Why `reference` is the reference, in words (`analyze` records `reference_why`; the
+    report says it: `flatscore.report.reference_text`)."""
+    reference_why: ReferenceWhy | None = Field(None, exclude=True)
     arms: list[ArmStats]
     comparisons: list[Comparison]
     risk_screen: RiskScreen
@@ -393,10 +421,15 @@ class CostSummary(AnalysisModel):
     """analysis.json's `cost` section: one row per (model, domain, arm), with each figure's
     unit and how it was measured, and warnings about load that make arms hard to compare."""
 
+    # `analyze` leaves the units, how and warnings empty; the report fills them in
+    # (`report.cost_notes`).
+
     arms: list[ArmCost]
     units: dict[str, str]
     how: dict[str, str]
     warnings: list[str] = Field(default_factory=list)
+    shared_process: bool = Field(False, exclude=True)
+    """Some process served several arms (their peak memory is one figure), as data."""
 
     def row(self, model: str, domain: str, arm: str) -> ArmCost | None:
         return next(
@@ -411,6 +444,9 @@ class Settings(AnalysisSettings):
     budgets: list[int]
     default_K: int
     default_K_source: str
+    """Where the default K came from, in words (`analyze` leaves it empty and records
+    `default_K_from`; the report says it: `flatscore.report.budget_text`)."""
+    default_K_from: KSource | None = Field(None, exclude=True)
     channel_rules: str
     rules: ChannelRules | None = Field(None, exclude=True)
     """Not part of the record (`channel_rules` names them): `options_from_settings` loads them."""
@@ -440,6 +476,9 @@ class AnalysisResult(AnalysisModel):
     infrastructure_errors: int
     cells: list[Cell]
     warnings: list[str] = Field(default_factory=list)
+    notices: list[Notice] = Field(default_factory=list, exclude=True)
+    """The analysis' own warnings as data (`analysis.notices`): the report words them after
+    `warnings` (`flatscore.report.warning_text`) and empties this list."""
     repair: RepairEffectResult | None = None
     """Repair effect per cell and arm; present when the episodes include repair runs."""
     margins: MarginsResult | None = None

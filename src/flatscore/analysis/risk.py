@@ -6,7 +6,8 @@ unlikely to be damaged; one with an established failure channel will see it ampl
 "Established" = a channel rate (failed agent calls in it / agent tool calls) ≥ the threshold.
 It is a prior, read before any arm is looked at; once the cell's comparisons are decided,
 `with_outcome` adds what they found, so the screen never predicts amplification the study's
-own tests did not show without saying so.
+own tests did not show without saying so. The screen is data; its words (`reason`) are the
+report's (`flatscore.report.risk_text`).
 """
 
 from __future__ import annotations
@@ -32,48 +33,29 @@ def risk_screen(reference: ArmStats, threshold: float = DEFAULT_RISK_THRESHOLD) 
             verdict="unknown",
             established_channels={},
             threshold=threshold,
-            reason="the reference arm made no agent tool calls",
+            reason="",
         )
     established = {
         ch: rate
         for ch in SCREENED_CHANNELS
         if (rate := reference.channels[ch].rate) is not None and rate >= threshold
     }
-    if established:
-        listed = ", ".join(f"{ch} {rate:.1%}" for ch, rate in established.items())
-        return RiskScreen(
-            verdict="at risk",
-            established_channels=established,
-            threshold=threshold,
-            reason=f"a prior from {reference.arm} alone: established failure channel(s) "
-            f"{listed} (≥ {threshold:.1%} of agent calls), which quantization tends to amplify",
-        )
     return RiskScreen(
-        verdict="low risk",
-        established_channels={},
+        verdict="at risk" if established else "low risk",
+        established_channels=established,
         threshold=threshold,
-        reason=f"a prior from {reference.arm} alone: every channel rate is below "
-        f"{threshold:.1%} of agent calls",
+        reason="",
     )
 
 
 def with_outcome(screen: RiskScreen, comparisons: Sequence[Comparison]) -> RiskScreen:
     """The screen with what the cell's own comparisons found: the arms with an amplified
-    channel (or more failed calls overall), or that none has one."""
+    channel or more failed calls overall (none: an empty list)."""
     if not comparisons:
         return screen
-    found = {
-        c.arm: (["all failed calls"] if c.failed_calls and c.failed_calls.amplified else [])
-        + list(c.amplified_channels)
+    amplified = [
+        c.arm
         for c in comparisons
-    }
-    amplified = {arm: chs for arm, chs in found.items() if chs}
-    if amplified:
-        outcome = "this cell's comparisons: amplified in " + "; ".join(
-            f"{arm} ({', '.join(chs)})" for arm, chs in amplified.items()
-        )
-    else:
-        outcome = "this cell's comparisons show no amplified channel"
-    return screen.model_copy(
-        update={"amplified_in": list(amplified), "reason": f"{screen.reason}; {outcome}"}
-    )
+        if (c.failed_calls and c.failed_calls.amplified) or c.amplified_channels
+    ]
+    return screen.model_copy(update={"amplified_in": amplified})

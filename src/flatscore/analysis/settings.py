@@ -32,7 +32,6 @@ from flatscore import defaults
 from flatscore.analysis.budget import parse_budgets
 from flatscore.analysis.channels import BUILTIN_RULES, ChannelRules, load_rules
 from flatscore.analysis.outputs import AnalysisModel, CountMode
-from flatscore.analysis.trials import FLAG as TRIALS_FLAG
 from flatscore.analysis.trials import parse_trials
 from flatscore.defaults import MAX_BOOTSTRAP, MAX_BUDGET, MIN_BOOTSTRAP, Correction
 from flatscore.errors import InputError, validating
@@ -78,14 +77,6 @@ class Price(AnalysisModel):
     per_1m_completion_tokens: float | None = Field(None, ge=0, allow_inf_nan=False)
     per_hour: float | None = Field(None, ge=0, allow_inf_nan=False)
     currency: str = "USD"
-
-
-_FLAGS = {"trials": TRIALS_FLAG}
-"""Settings whose command-line flag is not their name in dashes."""
-
-
-def _flag(name: str) -> str:
-    return _FLAGS.get(name, "--" + name.replace("_", "-"))
 
 
 class AnalysisSettings(AnalysisModel):
@@ -222,8 +213,9 @@ class AnalysisSettings(AnalysisModel):
     @classmethod
     def from_flags(cls, **values: Any) -> Self:
         """Settings from command-line flags (`tost_margin` in points; None: the default).
-        A bad value is one InputError naming the flag."""
-        with validating(field=lambda loc: _flag(str(loc[0])) if loc else None):
+        A bad value is one InputError naming the setting (the command line names its flag:
+        `flatscore.cli.options.settings_from_flags`)."""
+        with validating(field=lambda loc: str(loc[0]) if loc else None):
             return cls.model_validate(
                 {k: v for k, v in values.items() if v is not None}, context=POINTS
             )

@@ -14,13 +14,10 @@ from flatscore.analysis.budget import parse_ranges
 from flatscore.defaults import MAX_BUDGET
 from flatscore.episode import Episode
 
-FLAG = "--trial-range"
-"""The command-line option that names the trials read (errors and warnings name it)."""
-
 
 def parse_trials(text: str) -> list[int]:
     """'1-2', '1,3' or '1-2,4' → sorted distinct trial numbers counted from 1 (bad text:
-    InputError naming --trial-range)."""
+    InputError naming the setting, `trials`)."""
 
     def problem(part: str, bounds: tuple[int, int] | None) -> str | None:
         if bounds is not None and bounds[1] < bounds[0]:
@@ -29,7 +26,7 @@ def parse_trials(text: str) -> list[int]:
             return f"bad trial list {text!r}: expected trials counted from 1, e.g. 1-2 or 1,3"
         return None
 
-    return parse_ranges(text, problem, FLAG)
+    return parse_ranges(text, problem, "trials")
 
 
 def trials_text(trials: Sequence[int]) -> str:
@@ -50,13 +47,3 @@ def pick_trials(episodes: Sequence[Episode], trials: Sequence[int] | None) -> li
         return list(episodes)
     wanted = {t - 1 for t in trials}
     return [ep for ep in episodes if ep.trial in wanted]
-
-
-def left_out(trials: Sequence[int], before: int, after: int) -> list[str]:
-    """The warning a trial-pinned analysis carries (none when nothing was left out)."""
-    if before == after:
-        return []
-    return [
-        f"{FLAG} {trials_text(trials)}: {before - after} of {before} episodes of other "
-        "trials left out"
-    ]

@@ -8,6 +8,7 @@ import signal
 import sys
 
 from flatscore.cli.app import app, err_console
+from flatscore.cli.flags import flagged
 from flatscore.cli.legacy import rewrite
 from flatscore.console import styled
 from flatscore.errors import InputError, RunFailed
@@ -30,7 +31,7 @@ def main() -> None:
     try:
         app(args=argv)
     except InputError as exc:
-        err_console.print(styled(("error:", "bold red"), " ", exc.one_line()))
+        err_console.print(styled(("error:", "bold red"), " ", flagged(exc).one_line()))
         sys.exit(2)
     except RunFailed as exc:
         err_console.print(styled(("error:", "bold red"), " ", str(exc)))

@@ -35,13 +35,12 @@ def analyze(
     trials: opt.Trials = None,
 ) -> None:
     """Per-channel error rates, S(K), amplification, invariance, recovery and paired statistics."""
-    from flatscore.analysis.settings import AnalysisSettings
     from flatscore.cli import json_out as out
     from flatscore.formats.pipeline import analyze_runs, expand_inputs
     from flatscore.report import analysis_json
     from flatscore.report.terminal import render
 
-    options = AnalysisSettings.from_flags(
+    options = opt.analysis_settings(
         reference=reference,
         budgets=budgets,
         channel_rules=channel_rules,
@@ -196,11 +195,14 @@ def power(
         table.add_row(f"×{row.multiplier:.2f}", f"{100 * row.gap:.1f}", f"{row.power:.0%}")
     console.print(table)
     if result.detectable_gap is None:
-        console.print(result.note)
+        console.print(
+            f"no gap up to ×{result.max_multiplier:g} amplification reaches "
+            f"{result.target_power:.0%} power"
+        )
     else:
         console.print(
             styled(
-                f"{result.note}: ",
+                f"smallest Gap({result.K}) detected with ≥ {result.target_power:.0%} power: ",
                 (f"{100 * result.detectable_gap:.1f} points", "bold"),
                 f" (error rates ×{result.detectable_multiplier:.2f})",
             )

@@ -83,10 +83,10 @@ def gate(
     from flatscore.analysis.gate import GateOptions
     from flatscore.analysis.gate import gate as run_gate
     from flatscore.analysis.outputs import rounded_json
-    from flatscore.analysis.recorded import fill_recorded, gate_family_note, is_sequential_run
+    from flatscore.analysis.recorded import fill_recorded, is_sequential_run, recorded_comparisons
     from flatscore.cli import json_out as out
     from flatscore.formats.pipeline import read_runs
-    from flatscore.report.gate_text import worded_gate
+    from flatscore.report.gate_text import family_note, worded_gate
 
     chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
     given = {  # a flag left at its default leaves the study's recorded setting to fill it
@@ -96,7 +96,8 @@ def gate(
         "seed": (seed, defaults.ANALYSIS_SEED),
         "count": (count, defaults.COUNT),
     }
-    options = GateOptions.from_flags(
+    options = opt.settings_from_flags(
+        GateOptions,
         default_budget=default_budget,
         channels=chosen,
         **{k: None if value == default else value for k, (value, default) in given.items()},
@@ -122,12 +123,12 @@ def gate(
             result = sequential_gate(*runs, max_tasks=max_tasks)
         else:
             result = run_gate(*runs)
+        result = worded_gate(result)  # before the warnings below: the analysis' come first
         if result.family.scope == "own":  # a study's report corrects over all its comparisons
-            note = gate_family_note(both, result.family.comparisons)
+            note = family_note(recorded_comparisons(both), result.family.comparisons)
             if note is not None:
                 result.warnings.append(note)
         result.warnings[:0] = disagree
-        result = worded_gate(result)
     if json_out is not None:
         out.write(rounded_json(result), json_out)
     if json_out != out.STDOUT:

@@ -44,7 +44,6 @@ def export_model_card_command(
 ) -> None:
     """Write a Hugging Face model card per arm: model-index results per domain (S(K) at the
     default and tight budgets with intervals, failed-call ratio, verdict) and a table."""
-    from flatscore.analysis.settings import AnalysisSettings
     from flatscore.formats.pipeline import analyze_runs
     from flatscore.report.model_card import RESULTS_FILE, write_model_cards
     from flatscore.report.rebuild import options_from_settings, settings_from_file
@@ -52,7 +51,7 @@ def export_model_card_command(
     if settings_from is not None:
         options = options_from_settings(settings_from_file(settings_from))
     else:
-        options = AnalysisSettings.from_flags(
+        options = opt.analysis_settings(
             reference=reference,
             budgets=budgets,
             channel_rules=channel_rules,
@@ -66,7 +65,7 @@ def export_model_card_command(
     if fixed_design:
         options = options.model_copy(update={"fixed_design": True, "sequential": False})
     if trials is not None:
-        picked = AnalysisSettings.from_flags(trials=trials).trials
+        picked = opt.analysis_settings(trials=trials).trials
         options = options.model_copy(update={"trials": picked})
     with console.status("reading episodes and analysing…"):
         analysed = analyze_runs(runs, options)

@@ -44,12 +44,11 @@ def repair_effect(
     """Repair effect S_with(K) − S_without(K) per arm, and its interaction with precision."""
     from flatscore.analysis.outputs import rounded_json
     from flatscore.analysis.repair_effect import repair_effects
-    from flatscore.analysis.settings import AnalysisSettings
     from flatscore.formats import load_runs
     from flatscore.formats.pipeline import expand_inputs
     from flatscore.report.effect_tables import repair_table
 
-    options = AnalysisSettings.from_flags(
+    options = opt.analysis_settings(
         reference=reference, count=count, bootstrap=bootstrap, seed=seed, budgets=budgets
     )
     for path in runs:

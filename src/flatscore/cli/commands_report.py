@@ -50,14 +50,13 @@ def report(
 ) -> None:
     """Rebuild the report (report.html, summary.md, analysis.json, tables.md) from episode
     logs: the same logs and settings give the same bytes."""
-    from flatscore.analysis.settings import AnalysisSettings
     from flatscore.report.rebuild import options_from_settings, rebuild, settings_from_file
     from flatscore.report.terminal import print_verdicts
 
     if settings_from is not None:
         options = options_from_settings(settings_from_file(settings_from))
     else:
-        options = AnalysisSettings.from_flags(
+        options = opt.analysis_settings(
             reference=reference,
             budgets=budgets,
             channel_rules=channel_rules,
@@ -71,7 +70,7 @@ def report(
     if fixed_design:
         options = options.model_copy(update={"fixed_design": True, "sequential": False})
     if trials is not None:  # likewise
-        picked = AnalysisSettings.from_flags(trials=trials).trials
+        picked = opt.analysis_settings(trials=trials).trials
         options = options.model_copy(update={"trials": picked})
     with console.status("reading episodes, analysing, drawing the report…"):
         result, paths = rebuild(

@@ -15,12 +15,33 @@ import typer
 
 from flatscore import defaults
 from flatscore.cli import legacy
+from flatscore.cli.flags import flagged
+from flatscore.errors import InputError
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from flatscore.analysis.settings import AnalysisSettings
+
 Command = TypeVar("Command", bound=Callable[..., Any])
 Model = TypeVar("Model", bound="BaseModel")
+Settings = TypeVar("Settings", bound="AnalysisSettings")
+
+
+def settings_from_flags(cls: type[Settings], **values: Any) -> Settings:
+    """`cls.from_flags(**values)`, a bad value's error naming its flag."""
+    try:
+        return cls.from_flags(**values)
+    except InputError as exc:
+        raise flagged(exc, every=True) from None
+
+
+def analysis_settings(**values: Any) -> AnalysisSettings:
+    """`AnalysisSettings` from command-line flags, a bad value's error naming its flag."""
+    from flatscore.analysis.settings import AnalysisSettings
+
+    return settings_from_flags(AnalysisSettings, **values)
+
 
 Runs = Annotated[
     list[Path],

@@ -16,6 +16,7 @@ from flatscore.analysis.gate import (
 from flatscore.analysis.verdict_rule import GateVerdict
 from flatscore.report.sequential_text import decided_text
 from flatscore.report.verdict_reason import reason
+from flatscore.report.warning_text import warnings
 
 HEADLINES: dict[GateVerdict, str] = {
     "pass": "PASS: the candidate may replace the reference.",
@@ -29,6 +30,10 @@ def worded_gate(result: GateResult) -> GateResult:
     """`result` with its words filled in where the gate left them empty."""
     cells = [_worded_cell(c, result) for c in result.cells]
     result = result.model_copy(update={"cells": cells})
+    if result.notices:  # the analysis' own warnings, where it gave them
+        at = result.notices_at
+        said = [*result.warnings[:at], *warnings(result.notices), *result.warnings[at:]]
+        result = result.model_copy(update={"warnings": list(dict.fromkeys(said)), "notices": []})
     if result.summary:
         return result
     text = sequential_paragraph(result) if result.sequential else paragraph(result)
@@ -111,4 +116,20 @@ def sequential_paragraph(result: GateResult) -> str:
             f"{family_text(result.family)})",
             *(f"{c.domain}: {c.candidate} vs {c.reference} — {c.reason}." for c in result.cells),
         ]
+    )
+
+
+def family_note(study: int | None, gate_comparisons: int) -> str | None:
+    """Why `flatscore gate` on two separate runs may decide otherwise (and a sequential
+    reading stop at another task) than `flatscore report` on the study's runs: the study
+    (`study`, its recorded comparisons: `analysis.recorded.recorded_comparisons`) corrected
+    over all its comparisons, the gate over its own. None where both families are the same
+    size or the study recorded none."""
+    if study is None or study <= gate_comparisons:
+        return None
+    return (
+        f"the study decided its {study} comparisons together (one correction over all of them); "
+        f"the gate corrected over its own {gate_comparisons}, so it may stop at another task "
+        "(or decide otherwise) than `flatscore report` on the study's runs; given the study's "
+        "runs (its folder as both inputs) it reads the study's decision"
     )

@@ -14,6 +14,7 @@ import yaml
 from flatscore import __version__
 from flatscore.analysis.result import AnalysisResult, BudgetPoint
 from flatscore.errors import InputError
+from flatscore.report.analysis_text import worded
 from flatscore.report.markdown_table import table_lines
 from flatscore.report.model_index import CardRow, card_rows, model_index
 from flatscore.report.verdict_reason import times
@@ -127,6 +128,7 @@ def write_model_cards(
     result: AnalysisResult, out: Path, *, tight_k: int, name_template: str = "{model}-{arm}"
 ) -> list[WrittenCard]:
     """One card per (model, arm) under `out`, and `results.md` with every arm's rows."""
+    result = worded(result)  # the settings' words (where the default K came from)
     rows = card_rows(result, tight_k)
     try:
         out.mkdir(parents=True, exist_ok=True)
