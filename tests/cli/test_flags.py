@@ -18,3 +18,12 @@ def test_flagged_names_only_a_renamed_setting_outside_the_settings() -> None:
     assert flagged(InputError("no arm", field="reference")).field == "reference"
     assert flagged(InputError("bad", field="--channels")).field == "--channels"
     assert flagged(InputError("bad", field="seed"), every=True).field == "--seed"
+
+
+def test_an_error_in_a_file_keeps_the_files_field() -> None:
+    """A study file's `trials` is its count of trials per task, not `--trial-range`."""
+    from pathlib import Path
+
+    bad = InputError("must be ≥ 1", file=Path("s.yaml"), field="trials")
+    assert flagged(bad).field == "trials"
+    assert flagged(bad, every=True).field == "trials"

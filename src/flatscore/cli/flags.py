@@ -21,8 +21,11 @@ def flag_of(setting: str) -> str:
 def flagged(exc: InputError, every: bool = False) -> InputError:
     """`exc` naming the flag where it names a setting: with `every`, any field (the error
     came from settings built from flags); otherwise only a renamed setting (`trials`, which
-    the analysis names while it picks the trials read)."""
+    the analysis names while it picks the trials read). An error that names a file names the
+    file's own field (a study file's `trials` is a count, not the flag)."""
     field = exc.field
-    if field is None or field.startswith("-") or not (every or field in RENAMED):
+    if field is None or field.startswith("-") or exc.file is not None:
+        return exc
+    if not (every or field in RENAMED):
         return exc
     return InputError(exc.message, file=exc.file, record=exc.record, field=flag_of(field))
