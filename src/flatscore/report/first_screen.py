@@ -170,6 +170,12 @@ def cell_lines(analysis: AnalysisResult) -> list[CellLines]:
     return out
 
 
+def _usable(analysis: AnalysisResult) -> int:
+    """The episodes a run's files hold that the analysis reads (infrastructure errors left
+    out, as the sequential reading's episode counts leave them out)."""
+    return analysis.episodes_read - analysis.infrastructure_errors
+
+
 def first_screen(analysis: AnalysisResult) -> FirstScreen:
     """What the top of report.html shows, from the analysis alone."""
     ran = any(
@@ -180,5 +186,5 @@ def first_screen(analysis: AnalysisResult) -> FirstScreen:
     s = analysis.sequential
     return FirstScreen(
         cells=cell_lines(analysis),
-        saving=None if s is None else saving_line(s, analysis.episodes_read if ran else None),
+        saving=None if s is None else saving_line(s, _usable(analysis) if ran else None),
     )
