@@ -160,7 +160,7 @@ def render_summary(analysis: AnalysisResult, *, generated_at: str | None = None)
                 lines.append(f"  Sequential: {md_escape(sequential_line(seq))}.")
                 label = conditional_text(seq)
                 if label:
-                    lines.append(f"  {md_escape(label[0].upper() + label[1:])}.")
+                    lines.append(f"  {md_escape(label)}")
         lines += [
             "",
             f"Risk screen ({md_escape(cell.reference)} alone): **{cell.risk_screen.verdict}** — "

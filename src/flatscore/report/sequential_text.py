@@ -90,9 +90,7 @@ def after_stop_sentences(c: SequentialComparison) -> list[str]:
     if c.after_stop is None:
         return []
     label = conditional_text(c)
-    return [f"Sequential: {sequential_line(c)}."] + (
-        [f"{label[0].upper()}{label[1:]}."] if label else []
-    )
+    return [f"Sequential: {sequential_line(c)}.", *([label] if label else [])]
 
 
 def stop_gap_text(c: SequentialComparison) -> str:
@@ -118,14 +116,16 @@ them past those boundaries (damage: a large gap; a flat score: a small one)."""
 
 
 def conditional_text(c: SequentialComparison) -> str:
-    """The label of a comparison the run itself stopped early: its fixed-design numbers rest
-    on the tasks read before the stop, and lean the way the stop went; "" otherwise."""
+    """The label of a comparison the run itself stopped early, as a sentence: its
+    fixed-design numbers rest on the tasks read before the stop, and lean the way the stop
+    went; "" otherwise."""
     a = c.after_stop
     if a is None or a.fixed_design != "conditional on stopping":
         return ""
     lean = LEANS.get(c.verdict)
     return (
-        "the fixed-design estimates of this comparison are conditional on stopping (computed "
+        "The fixed-design estimates of this comparison are conditional on stopping (computed "
         "on the tasks the run read before it stopped)"
         + (f", so they lean the way the stop went: {lean}" if lean else "")
+        + "."
     )
