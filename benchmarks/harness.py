@@ -179,7 +179,11 @@ def parser_for(name: str, bench: Benchmark) -> argparse.ArgumentParser:
 
 
 def run(name: str, argv: Sequence[str]) -> list[Table]:
-    """Parse `argv` for benchmark `name`, run it, print its tables (and write `--table`)."""
+    """Parse `argv` for benchmark `name`, run it, print its tables (and write `--table`).
+    Third-party warnings and progress bars are silenced, as in the CLI."""
+    from flatscore.console import quiet_third_party
+
+    quiet_third_party()
     bench = load(name)
     parser = parser_for(name, bench)
     if getattr(bench, "PASS_UNKNOWN", False):  # options it hands on (demo-timing: the demo's)

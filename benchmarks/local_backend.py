@@ -10,6 +10,11 @@ Side by side in one process (continuous batching):
    192) through the study's local executor at each concurrency in `--concurrency`; the
    prefix cache is emptied between settings. Episodes/hour, aggregate decode tokens/s, and
    whether every setting produced the same episodes (batch invariance).
+3. Where the time goes at each concurrency (`PassLog`): the engine's forward passes timed
+   one by one (sequences and new tokens in each, prompt tokens against decoded ones), the
+   time the engine spends outside them (waiting for the next turn: the scripted user, the
+   tools, rendering; its own scheduling), and the process' CPU seconds against the wall
+   (how much of the machine's cores it used).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any
 
 import torch
 
+import flatscore.models.batching as batching
 from benchmarks.harness import Table, ratio
 from flatscore.models.batching import SeqKV, packed_forward
 from flatscore.models.chat_format import render
@@ -77,6 +83,50 @@ def engine_decode(backend: LocalBackend, batch: list[list[int]], steps: int) -> 
             logits = packed_forward(model, kvs, feeds)
             feeds = [[int(row.argmax())] for row in logits]
         return len(batch) * steps / (time.perf_counter() - t0)
+
+
+class PassLog:
+    """Times every forward pass of the batch engine (the engine calls `packed_forward` by
+    its module's name; this wraps it for the benchmark's run and restores it after)."""
+
+    def __init__(self) -> None:
+        self.passes: list[tuple[float, int, int, int]] = []  # seconds, sequences, fed, decode
+
+    def __enter__(self) -> PassLog:
+        self._inner = batching.packed_forward
+
+        def timed(model: Any, kvs: Any, feeds: list[list[int]], *a: Any, **k: Any) -> Any:
+            t0 = time.perf_counter()
+            out = self._inner(model, kvs, feeds, *a, **k)
+            fed = sum(len(f) for f in feeds)
+            ones = sum(len(f) == 1 for f in feeds)
+            self.passes.append((time.perf_counter() - t0, len(feeds), fed, ones))
+            return out
+
+        batching.packed_forward = timed
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        batching.packed_forward = self._inner
+
+    def row(self, concurrency: int, wall: float, cpu: float, decoded: int) -> list[object]:
+        busy = sum(p[0] for p in self.passes)
+        fed = sum(p[2] for p in self.passes)
+        decode_only = [p for p in self.passes if p[3] == p[1]]  # every sequence fed 1 token
+        with_prompt = [p for p in self.passes if p[3] != p[1]]
+        seqs = sum(p[1] for p in self.passes) / max(1, len(self.passes))
+        return [
+            concurrency,
+            f"{len(self.passes):,}",
+            f"{seqs:.1f}",
+            f"{fed - decoded:,}",
+            f"{sum(p[0] for p in with_prompt):,.1f}",
+            f"{sum(p[0] for p in decode_only):,.1f}",
+            f"{busy / wall:.0%}",
+            f"{wall - busy:,.1f}",
+            f"{cpu / wall:.2f}",
+            f"{busy / max(1, fed) * 1000:.1f}",
+        ]
 
 
 async def run_episodes(jobs: list[Any], concurrency: int) -> list[Any]:
@@ -150,12 +200,16 @@ def run(args: argparse.Namespace) -> list[Table]:
     results: dict[int, list[Any]] = {}
     base_rate = None
     rows: list[list[object]] = []
+    profile: list[list[object]] = []
     for c in args.concurrency:
         backend.clear_cache()
         backend.engine.peak_active = 0
+        cpu0 = time.process_time()
         t0 = time.perf_counter()
-        episodes = asyncio.run(run_episodes(jobs, c))
+        with PassLog() as log:
+            episodes = asyncio.run(run_episodes(jobs, c))
         wall = time.perf_counter() - t0
+        cpu = time.process_time() - cpu0
         results[c] = episodes
         rate = len(episodes) * 3600 / wall
         base_rate = base_rate or rate
@@ -170,7 +224,9 @@ def run(args: argparse.Namespace) -> list[Table]:
                 f"{tokens / wall:.1f}",
             ]
         )
+        profile.append(log.row(c, wall, cpu, tokens))
         print(*rows[-1], f"load1 {os.getloadavg()[0]:.2f}", flush=True)
+        print(*profile[-1], flush=True)
     keys = {c: sorted(episode_key(e) for e in eps) for c, eps in results.items()}
     first = next(iter(keys.values()))
     same = all(k == first for k in keys.values())
@@ -192,4 +248,17 @@ def run(args: argparse.Namespace) -> list[Table]:
         f"{', '.join(args.domains)}), arm {args.arm}"
     )
     tables.append(Table(header, rows, "r", title=title, notes=notes))
+    header = [
+        "in flight",
+        "passes",
+        "sequences a pass",
+        "prompt tokens fed",
+        "s in passes with prompt tokens",
+        "s in decode-only passes",
+        "engine busy",
+        "s outside passes",
+        "CPU s / wall s",
+        "ms per fed token",
+    ]
+    tables.append(Table(header, profile, "r", title="where the time goes"))
     return tables
