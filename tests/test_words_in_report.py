@@ -70,7 +70,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("models/quant/toolchain.py", "<module>"): "how to make the quantization environment",
     ("models/quant/toolchain.py", "_make"): "a recipe's progress line and version warning",
     ("models/servers.py", "start"): "the server's start line (and its log file's header)",
-    ("run/margins.py", "run_margins"): "what the margins were computed on",
     ("store/compare.py", "describe"): "where a reproduced episode first differs",
     ("store/compare.py", "headline"): "how many episodes reproduced",
     ("train/train.py", "train"): "a training step's progress line",
