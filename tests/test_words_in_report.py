@@ -82,8 +82,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("run/reproduce.py", "slice_study"): "the slice's title",
     ("run/sequential.py", "look"): "a look's line",
     ("run/sequential.py", "report_state"): "the state of a sequential run",
-    ("store/compare.py", "describe"): "where a reproduced episode first differs",
-    ("store/compare.py", "headline"): "how many episodes reproduced",
     ("train/train.py", "train"): "a training step's progress line",
 }
 

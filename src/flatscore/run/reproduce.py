@@ -28,7 +28,7 @@ from flatscore.console import make_console
 from flatscore.episode import Episode
 from flatscore.errors import InputError
 from flatscore.report import ReportPaths
-from flatscore.report.reproduction import Banner
+from flatscore.report.reproduction import Banner, divergence_text, reproduced_count
 from flatscore.run.study import load_study
 from flatscore.store.compare import Reproduction, reproduce
 from flatscore.study import Study
@@ -202,7 +202,7 @@ def make_banner(reproduction: Reproduction | None, live: list[Episode], episodes
         "message. " + whole
     )
     div = reproduction.first_divergence
-    details = [] if div is None else [div.describe()]
+    details = [] if div is None else [divergence_text(div)]
     if reproduction.not_archived:
         details.append(f"not in the archive: {', '.join(reproduction.not_archived)}")
     if not reproduction.exact:
@@ -212,7 +212,7 @@ def make_banner(reproduction: Reproduction | None, live: list[Episode], episodes
             "and one changed token changes the rest of the episode."
         )
     return Banner(
-        headline=reproduction.headline().split(";")[0],
+        headline=reproduced_count(reproduction),
         exact=reproduction.exact,
         about=about,
         details=details,
