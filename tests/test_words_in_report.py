@@ -65,8 +65,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("analysis/repair_effect.py", "repair_effects"): "the repair effect's warnings",
     ("analysis/sequential_power.py", "pilot_from_episodes"): "the pilot's coupling source",
     ("analysis/paired_score.py", "<module>"): "TEST, the paired test's description",
-    ("models/quant/toolchain.py", "<module>"): "how to make the quantization environment",
-    ("models/quant/toolchain.py", "_make"): "a recipe's progress line and version warning",
     ("models/servers.py", "start"): "the server's start line (and its log file's header)",
     ("run/demo.py", "demo_study"): "the demo study's title",
     ("run/demo.py", "run_demo"): "resuming and interrupted lines",
