@@ -78,7 +78,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("run/reproduce.py", "slice_study"): "the slice's title",
     ("run/sequential.py", "look"): "a look's line",
     ("run/sequential.py", "report_state"): "the state of a sequential run",
-    ("train/train.py", "train"): "a training step's progress line",
 }
 
 
