@@ -119,6 +119,7 @@ class Round:
 
 
 def play(args: argparse.Namespace, study: Any, setting: str, counter: list[int]) -> Round:
+    from flatscore.report.reproduction import reproduction_headline
     from flatscore.run.driver import run_study
     from flatscore.store.compare import reproduce
 
@@ -161,7 +162,7 @@ def play(args: argparse.Namespace, study: Any, setting: str, counter: list[int])
     print(
         f"{setting}: {result.episodes} episodes, {wall:.0f} s wall, {cpu:.0f} CPU-s, "
         f"{result.sequence_passes / max(1, result.passes):.2f} sequences a pass, "
-        f"{check.headline()}",
+        f"{reproduction_headline(check)}",
         flush=True,
     )
     return result

@@ -140,6 +140,7 @@ def _register_g64_arms() -> None:
 def run(args: argparse.Namespace) -> list[Table]:
     import torch
 
+    from flatscore.cli.commands_arms import step_line
     from flatscore.models.compressed import load_compressed
     from flatscore.models.embedded import cache_dir, load_model
     from flatscore.models.local import LocalBackend
@@ -181,7 +182,9 @@ def run(args: argparse.Namespace) -> list[Table]:
         twin, name = pair.split(":")
         recipe = get_recipe(name)
         print(f"{name}: checkpoint…", flush=True)
-        checkpoint = make_checkpoint(recipe, args.model, log=print)
+        checkpoint = make_checkpoint(
+            recipe, args.model, on_step=lambda step: print(step_line(step))
+        )
         assert checkpoint.path is not None
         tool = load_compressed(Path(checkpoint.path), name)
         print(f"{name}: {twin} in-process…", flush=True)

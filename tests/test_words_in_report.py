@@ -46,6 +46,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("run/time_limit.py", "_fire"): "the error line of a run that did not stop in time",
     # Machine text: code, wire formats and log files, not read as prose.
     ("models/servers.py", "server_version"): "Python code run to ask a server's version",
+    ("models/servers.py", "log_header"): "a server log's header line ('=== flatscore' marks it)",
     # Labels, not sentences: recorded in the run files (the backend's `description`), the
     # family members of a correction, the settings' own rendering of the margin.
     ("analysis/comparison.py", "correct_channels"): "'model / domain / arm: channel' members",
@@ -65,14 +66,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("analysis/repair_effect.py", "repair_effects"): "the repair effect's warnings",
     ("analysis/sequential_power.py", "pilot_from_episodes"): "the pilot's coupling source",
     ("analysis/paired_score.py", "<module>"): "TEST, the paired test's description",
-    ("formats/inspect_import.py", "import_inspect"): "the import's warnings",
-    ("formats/tau2_import.py", "crash_warnings"): "the import's warnings",
-    ("models/quant/toolchain.py", "<module>"): "how to make the quantization environment",
-    ("models/quant/toolchain.py", "_make"): "a recipe's progress line and version warning",
-    ("models/servers.py", "start"): "the server's start line (and its log file's header)",
-    ("store/compare.py", "describe"): "where a reproduced episode first differs",
-    ("store/compare.py", "headline"): "how many episodes reproduced",
-    ("train/train.py", "train"): "a training step's progress line",
 }
 
 

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cli_runner import flatscore
+from flatscore.formats.tau2_import import CRASH_REASONS
 from flatscore.store.jsonl import read_episodes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tau2"
@@ -37,6 +38,10 @@ def test_import_writes_one_episode_per_simulation(tmp_path: Path, path: Path) ->
     for reason in {s["termination_reason"] for s in sims}:
         assert reason in res.stdout
     assert "tool lists from bundled" in res.stdout
+    for reason in CRASH_REASONS:  # τ²'s crashes, each warned about on stderr
+        n = sum(s["termination_reason"] == reason for s in sims)
+        warned = f"warning: {n} of {len(sims)} episodes ended in {reason}: τ² itself crashed"
+        assert (warned in res.stderr) == (n > 0), res.stderr
 
 
 def test_import_directory_and_reimport_is_idempotent(tmp_path: Path) -> None:

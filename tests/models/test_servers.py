@@ -65,9 +65,12 @@ def spec(python: str, **kw: object) -> ServerSpec:
 
 def test_a_ready_server_is_stopped_with_its_workers_and_its_log_kept(tmp_path: Path) -> None:
     python = stand_in(tmp_path, "serve")
-    with pytest.raises(RuntimeError, match="boom"), ServerPool(tmp_path / "logs") as pool:
+    started: list[tuple[str, ServerSpec]] = []
+    pool = ServerPool(tmp_path / "logs", on_start=lambda arm, s: started.append((arm, s)))
+    with pytest.raises(RuntimeError, match="boom"), pool:
         served = pool.start("m/ref", spec(python), "m")
         assert pool.start("m/other", spec(python), "m") == served  # once per server
+        assert started == [("m/ref", spec(python))]  # said once, by its first arm
         assert httpx.get(f"{served.url}/models", timeout=5).json()["data"][0]["id"] == "m"
         assert served.command[:3] == (python, "-m", "llama_cpp.server")
         assert served.kind == "llama-cpp" and served.pid is not None

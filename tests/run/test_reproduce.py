@@ -153,6 +153,7 @@ def test_one_archived_episode_replays_exactly_on_this_machine(tmp_path: Path) ->
     played live by the embedded model with the demo's engine settings, equals the archived
     episode message for message."""
     pytest.importorskip("torch")
+    from flatscore.report.reproduction import reproduction_headline
     from flatscore.run.driver import run_study
     from flatscore.run.reproduce import live_episodes
     from flatscore.store.compare import reproduce
@@ -160,4 +161,4 @@ def test_one_archived_episode_replays_exactly_on_this_machine(tmp_path: Path) ->
     study = slice_study(tmp_path / "d", ROOT, arms=("ref",), task_ids=["status_00"])
     run_study(study, report=False, progress=False)
     result = reproduce(live_episodes(study.output_dir / "runs"), ROOT / V2_ARCHIVE)
-    assert result.headline() == "1 of 1 episodes reproduced exactly on this machine"
+    assert reproduction_headline(result) == "1 of 1 episodes reproduced exactly on this machine"

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from flatscore.episode import Episode
 from flatscore.errors import InputError
+from flatscore.report.reproduction import reproduction_headline
 from flatscore.store.compare import compare, reproduce
 from v2_archive import small_archive, v2_line
 
@@ -44,7 +45,7 @@ def test_identical_copies_reproduce(tmp_path: Path) -> None:
     result = reproduce(live, archive)
     assert result.exact and (result.checked, result.identical) == (3, 3)
     assert result.first_divergence is None and not result.not_archived
-    assert result.headline() == "3 of 3 episodes reproduced exactly on this machine"
+    assert reproduction_headline(result) == "3 of 3 episodes reproduced exactly on this machine"
 
 
 def test_a_changed_token_is_named_at_its_turn_and_character(tmp_path: Path) -> None:
@@ -69,7 +70,7 @@ def test_a_changed_token_is_named_at_its_turn_and_character(tmp_path: Path) -> N
     )
     assert div.field == "text" and div.position == at
     assert "XYZ" in div.archived and word in div.live
-    line = result.headline()
+    line = reproduction_headline(result)
     assert line.startswith("2 of 3 episodes reproduced exactly on this machine; the first")
     assert f"turn {turn}" in line and target.episode_id in line
 
@@ -100,7 +101,7 @@ def test_a_live_episode_the_archive_lacks_is_not_reproduced(tmp_path: Path) -> N
     result = reproduce([_episode(p) for p in PICKS], archive)
     assert (result.checked, result.identical) == (3, 2)
     assert result.not_archived == [_episode(PICKS[2]).episode_id]
-    assert "1 not in the archive" in result.headline()
+    assert "1 not in the archive" in reproduction_headline(result)
     with pytest.raises(InputError, match="no live episodes"):
         reproduce([], archive)
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from flatscore.errors import InputError
 from flatscore.train.train import (
     RunOptions,
+    StepDone,
     TrainConfig,
     checkpoint_step,
     example_order,
@@ -104,6 +105,29 @@ def test_a_second_run_needs_resume_and_the_same_recipe(straight: Path, tokenizer
     other = CONFIG.model_copy(update={"lr": 1e-3})
     with pytest.raises(InputError, match="lr"):
         train(other, straight, resume=True, options=OPTIONS, loaded=_tiny(tokenizer))
+
+
+def test_without_the_bar_every_log_every_th_step_is_handed_back(
+    straight: Path, tmp_path: Path, tokenizer: Any
+) -> None:
+    """`on_step` gets the step, the steps, the loss's moving average and the step's time
+    (the caller prints them); every `log_every` steps, none in between."""
+    (tmp_path / "dataset.json").write_text((straight / "dataset.json").read_text())
+    seen: list[StepDone] = []
+    options = RunOptions(progress=False, log_every=2)
+    train(
+        CONFIG,
+        tmp_path,
+        options=options,
+        loaded=_tiny(tokenizer),
+        stop_after=3,
+        on_step=seen.append,
+    )
+    first, second = (r["loss"] for r in read_losses(tmp_path)[:2])
+    (done,) = seen
+    assert (done.step, done.steps) == (2, CONFIG.steps)
+    assert done.loss_ema == pytest.approx(0.95 * first + 0.05 * second, abs=1e-4)
+    assert done.seconds == read_losses(tmp_path)[1]["seconds"]
 
 
 def test_loss_log_and_config_are_written(straight: Path) -> None:

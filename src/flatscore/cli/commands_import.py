@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from flatscore.cli.app import app, console, err_console
+from flatscore.cli.import_text import import_warnings
 
 if TYPE_CHECKING:
     from flatscore.formats.tau2_import import ImportSummary
@@ -57,7 +58,7 @@ def print_import_summary(summary: ImportSummary) -> None:
             "(malformed_output channel)",
             highlight=False,
         )
-    for line in summary.warnings:
+    for line in import_warnings(summary):
         err_console.print(f"warning: {line}", style="yellow", highlight=False, soft_wrap=True)
     if summary.skipped:
         err_console.print(f"skipped {len(summary.skipped)} invalid simulations:", style="yellow")

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from flatscore.cli import legacy
 from flatscore.cli import options as opt
-from flatscore.cli.app import app, console
+from flatscore.cli.app import app, console, err_console
+
+if TYPE_CHECKING:
+    from flatscore.train.train import StepDone
+
+
+def step_line(step: StepDone) -> str:
+    """A training step as `train-embedded --no-progress` prints it."""
+    return f"step {step.step}/{step.steps} loss(ema) {step.loss_ema:.4f} {step.seconds:.1f}s/step"
 
 
 @app.command("train-embedded")
@@ -64,7 +72,13 @@ def train_embedded_command(
     config = load_recipe(recipe)
     if steps is not None:
         config = config.model_copy(update={"steps": steps})
-    adapter = train(config, target, resume=resume, options=options)
+    adapter = train(
+        config,
+        target,
+        resume=resume,
+        options=options,
+        on_step=lambda s: err_console.print(step_line(s), highlight=False),
+    )
     if adapter is None:
         console.print(f"stopped early; continue with --resume --out {target}")
         return

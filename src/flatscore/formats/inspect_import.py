@@ -29,7 +29,6 @@ def import_inspect(
     (InputError on bad input)."""
     summary = ImportSummary(out=str(out))
     reasons: Counter[str] = Counter()
-    errored = 0
     with EpisodeWriter(out, atomic=True) as writer:
         for path in map(Path, paths):
             info = inspect_log_info(path)
@@ -38,13 +37,9 @@ def import_inspect(
                 format=info.format,
                 domain=options.get("domain") or info.task,
                 tool_source="-",
+                status=info.status,
             )
             summary.files.append(record)
-            if info.status != "success":
-                summary.warnings.append(
-                    f"{path}: the eval's status is {info.status!r}: only the samples it "
-                    "finished are in the log"
-                )
             for ep in read_inspect(path, **options):
                 record.episodes += 1
                 record.tool_source = ep.tools.source
@@ -53,13 +48,8 @@ def import_inspect(
                     continue
                 summary.written += 1
                 reasons[ep.termination_reason.value] += 1
-                errored += "inspect_error" in ep.metadata
+                summary.inspect_errors += "inspect_error" in ep.metadata
                 if on_episode is not None:
                     on_episode(ep)
     summary.by_termination = dict(sorted(reasons.items()))
-    if errored:
-        summary.warnings.append(
-            f"{errored} of {summary.written} samples raised an error in Inspect: they are kept "
-            "as infrastructure_error episodes (excluded from rates), see metadata.inspect_error"
-        )
     return summary

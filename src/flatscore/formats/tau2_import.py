@@ -28,9 +28,14 @@ class FileImport(BaseModel):
     domain: str
     tool_source: str
     episodes: int = 0
+    status: str | None = None
+    """An Inspect log's eval status ('success', 'cancelled', 'error', ...); None for τ²."""
 
 
 class ImportSummary(BaseModel):
+    """What an import wrote and what the reader should know about it, as data (the command
+    line words it: `flatscore.cli.commands_import`)."""
+
     out: str
     written: int = 0
     already_present: int = 0
@@ -38,20 +43,14 @@ class ImportSummary(BaseModel):
     files: list[FileImport] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)  # one line per skipped simulation
     malformed_turns: int = 0  # agent turns `flatscore serve` marked malformed
-    warnings: list[str] = Field(default_factory=list)
+    crashes: dict[str, int] = Field(default_factory=dict)
+    """τ² crashes among the written episodes by termination reason (never hidden)."""
+    inspect_errors: int = 0
+    """Inspect samples that raised an error (kept as infrastructure_error episodes)."""
 
-    def crash_warnings(self) -> list[str]:
-        """One line per kind of τ² crash among the written episodes (never hidden)."""
-        out = []
-        for reason in ("agent_error", "user_error", "unexpected_error"):
-            n = self.by_termination.get(reason, 0)
-            if n:
-                out.append(
-                    f"{n} of {self.written} episodes ended in {reason}: τ² itself crashed "
-                    "(e.g. unparseable tool-call arguments); they count as failed episodes, "
-                    "with only the calls made before the crash (marked metadata.crashed)"
-                )
-        return out
+
+CRASH_REASONS = ("agent_error", "user_error", "unexpected_error")
+"""The termination reasons τ² gives an episode it crashed in."""
 
 
 def _file_record(path: Path, first: Episode | None) -> FileImport:
@@ -115,5 +114,5 @@ def import_tau2(
                 summary.files.append(_file_record(path, None))
             summary.skipped.extend(e.one_line() for e in skipped)
     summary.by_termination = dict(sorted(reasons.items()))
-    summary.warnings = summary.crash_warnings()
+    summary.crashes = {r: n for r in CRASH_REASONS if (n := reasons[r])}
     return summary

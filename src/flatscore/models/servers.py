@@ -156,6 +156,13 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
 _ERROR_LINE = re.compile(r"error|exception|fatal|failed|traceback", re.IGNORECASE)
 
 
+def log_header(arm: str, command: list[str]) -> str:
+    """The line a server's log gets before each start: when, which arm, the command line
+    (`log_tail` skips it by its `=== flatscore` mark)."""
+    now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    return f"=== flatscore {now} {arm}: {shlex.join(command)}\n"
+
+
 def log_tail(log: Path, lines: int = TAIL_LINES) -> str:
     """The last non-empty lines of a log, joined into one line; the last line that reads
     like an error goes first when it is not among them (a server's teardown messages can
@@ -203,9 +210,7 @@ class ServerProcess:
         env = {**os.environ, "OMP_NUM_THREADS": str(self.spec.threads)}
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as out:
-            now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-            header = f"=== flatscore {now} {self.arm}: {shlex.join(self.command)}\n"
-            out.write(header.encode())
+            out.write(log_header(self.arm, self.command).encode())
             out.flush()
             try:
                 self.proc = subprocess.Popen(
@@ -313,10 +318,11 @@ def _safe(name: str) -> str:
 @dataclass
 class ServerPool:
     """Starts each distinct server once (one at a time: each is up before the next starts)
-    and stops every one it started on exit. Logs go to `log_dir/<arm>.log`."""
+    and stops every one it started on exit. Logs go to `log_dir/<arm>.log`. `on_start(arm,
+    spec)`: a server is about to start (the run says so: `report.server_text`)."""
 
     log_dir: Path
-    on_start: Callable[[str], None] | None = None
+    on_start: Callable[[str, ServerSpec], None] | None = None
     servers: dict[tuple[ServerSpec, str], ServerProcess] = field(default_factory=dict)
 
     def start(self, arm: str, spec: ServerSpec, served_name: str) -> ServedBy:
@@ -328,7 +334,7 @@ class ServerPool:
             server = ServerProcess(arm=arm, spec=spec, served_name=served_name, log=log)
             self.servers[key] = server
             if self.on_start is not None:
-                self.on_start(f"starting the {spec.kind} server for {arm} ({spec.weights})")
+                self.on_start(arm, spec)
             server.start()
             server.wait_ready()
         return server.served_by()

@@ -2,8 +2,9 @@
 the archive holds them, above the first screen every report has (`first_screen`: each arm's
 verdict in one line, where it was decided, and the sequential saving).
 
-`flatscore demo` fills a `Banner`; `write_report(..., banner=...)` puts it on top of
-report.html and summary.md. Nothing here computes a statistic: it reads the analysis.
+`flatscore demo` fills a `Banner` (its count and first difference worded here from the
+comparison, `store.compare`); `write_report(..., banner=...)` puts it on top of report.html
+and summary.md. Nothing here computes a statistic: it reads the analysis.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pydantic import BaseModel
 
 from flatscore.analysis.result import AnalysisResult
 from flatscore.report.first_screen import first_screen
+from flatscore.store.compare import Divergence, Reproduction
 
 
 class Banner(BaseModel):
@@ -25,6 +27,35 @@ class Banner(BaseModel):
     """What ran live and against what."""
     details: list[str] = []
     """The first divergence, both texts: shown when `exact` is False."""
+
+
+def reproduced_count(reproduction: Reproduction) -> str:
+    """ "N of N episodes reproduced exactly on this machine": the banner's headline."""
+    r = reproduction
+    return f"{r.identical} of {r.checked} episodes reproduced exactly on this machine"
+
+
+def reproduction_headline(reproduction: Reproduction) -> str:
+    """The count with where it first differs, or which live episodes the archive lacks, in
+    one line (a round's line in `benchmarks/demo_throughput.py`)."""
+    r = reproduction
+    text = reproduced_count(r)
+    if r.first_divergence is not None:
+        text += f"; the first difference: {divergence_text(r.first_divergence)}"
+    elif r.not_archived:
+        text += f"; {len(r.not_archived)} not in the archive ({r.not_archived[0]}, ...)"
+    return text
+
+
+def divergence_text(d: Divergence) -> str:
+    """Where a live episode first differs, in one line: the episode, the turn, the position
+    and both texts."""
+    where = f"{d.arm} · {d.domain} · {d.task_id} · trial {d.trial + 1}"
+    at = f"turn {d.turn}" if d.turn is not None else "episode"
+    pos = f", character {d.position}" if d.position is not None else ""
+    return (
+        f"{where} ({d.episode_id}), {at}, {d.field}{pos}: archived {d.archived!r}, live {d.live!r}"
+    )
 
 
 def banner_markdown(banner: Banner, analysis: AnalysisResult) -> str:

@@ -17,10 +17,13 @@ from flatscore.console import styled
 from flatscore.models.servers import ServerPool
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rich.console import Console
 
     from flatscore.run.jobs import EpisodeJob
     from flatscore.study import BackendSpec
+    from flatscore.study.server import ServerSpec
 
 LOG_DIR = "server-logs"
 
@@ -37,9 +40,14 @@ class StudyServers:
     """Starts the servers of the jobs about to run, fills their URLs in, stops them on exit."""
 
     def __init__(self, out_dir: Path, console: Console | None = None) -> None:
-        on_start = None
+        on_start: Callable[[str, ServerSpec], None] | None = None
         if console is not None:
-            on_start = lambda msg: console.print(styled((msg, "dim")), highlight=False)  # noqa: E731
+            from flatscore.report.server_text import starting_line
+
+            def say(arm: str, server: ServerSpec) -> None:
+                console.print(styled((starting_line(arm, server), "dim")), highlight=False)
+
+            on_start = say
         self.pool = ServerPool(log_dir=out_dir / LOG_DIR, on_start=on_start)
 
     def _resolved(self, spec: BackendSpec | None, arm: str) -> BackendSpec | None:

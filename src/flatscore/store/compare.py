@@ -11,7 +11,7 @@ timings, latencies, the serving process (pid, resident memory).
 A difference is named at its first place — the episode, the message (turn) and the first
 differing character of that message's text, with both texts around it — because one
 changed token changes everything after it: the first divergence is the one that explains
-the rest.
+the rest. What is found is data; `flatscore.report.reproduction` says it.
 """
 
 from __future__ import annotations
@@ -65,16 +65,6 @@ class Divergence(EpisodeRef):
     archived: str
     live: str
 
-    def describe(self) -> str:
-        """One line: the episode, the turn, the position and both texts."""
-        where = f"{self.arm} · {self.domain} · {self.task_id} · trial {self.trial + 1}"
-        at = f"turn {self.turn}" if self.turn is not None else "episode"
-        pos = f", character {self.position}" if self.position is not None else ""
-        return (
-            f"{where} ({self.episode_id}), {at}, {self.field}{pos}: "
-            f"archived {self.archived!r}, live {self.live!r}"
-        )
-
 
 class EpisodeCheck(EpisodeRef):
     """One live episode against the archive."""
@@ -98,15 +88,6 @@ class Reproduction(BaseModel):
     @property
     def exact(self) -> bool:
         return self.checked > 0 and self.identical == self.checked
-
-    def headline(self) -> str:
-        """ "N of N episodes reproduced exactly on this machine", and where it first differs."""
-        text = f"{self.identical} of {self.checked} episodes reproduced exactly on this machine"
-        if self.first_divergence is not None:
-            text += f"; the first difference: {self.first_divergence.describe()}"
-        elif self.not_archived:
-            text += f"; {len(self.not_archived)} not in the archive ({self.not_archived[0]}, ...)"
-        return text
 
 
 def key_of(ep: Episode) -> Key:

@@ -25,6 +25,7 @@ import os
 import random
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,19 @@ class RunOptions(BaseModel):
     checkpoint_minutes: float = Field(4.0, gt=0)
     progress: bool = True
     log_every: int = Field(10, ge=1)
+
+
+class StepDone(BaseModel):
+    """A training step just done, for a caller without the bar to show (`flatscore
+    train-embedded` prints it every `log_every` steps)."""
+
+    step: int
+    """1-based."""
+    steps: int
+    loss_ema: float
+    """The loss's exponential moving average (weight 0.05 on the newest step)."""
+    seconds: float
+    """This step's wall time."""
 
 
 # --------------------------------------------------------------------------- data
@@ -259,10 +273,12 @@ def train(
     options: RunOptions | None = None,
     loaded: Any = None,
     stop_after: int | None = None,
+    on_step: Callable[[StepDone], None] | None = None,
 ) -> Path | None:
     """Train (or continue) the adapter in `out`. Returns `out/adapter` when every step is
     done, None when stopped early (`stop_after` steps, for tests and time-boxed runs).
-    `loaded` is a `LoadedModel` to train instead of `config.base` (tests use a tiny one)."""
+    `loaded` is a `LoadedModel` to train instead of `config.base` (tests use a tiny one).
+    `on_step`: every `options.log_every` steps when the bar is off."""
     import torch
     from peft import set_peft_model_state_dict
     from safetensors.torch import load_file
@@ -337,11 +353,12 @@ def train(
                 log.write(json.dumps(rec) + "\n")
                 log.flush()
                 bar.update(task, advance=1, loss=f"{ema:.3f}")
-                if not options.progress and (step + 1) % options.log_every == 0:
-                    err.print(
-                        f"step {step + 1}/{config.steps} loss(ema) {ema:.4f} "
-                        f"{rec['seconds']:.1f}s/step",
-                        highlight=False,
+                due = not options.progress and (step + 1) % options.log_every == 0
+                if due and on_step is not None:
+                    on_step(
+                        StepDone(
+                            step=step + 1, steps=config.steps, loss_ema=ema, seconds=rec["seconds"]
+                        )
                     )
                 if time.monotonic() - last_save > options.checkpoint_minutes * 60:
                     save_checkpoint(model, optimizer, scheduler, step + 1, out)

@@ -19,11 +19,13 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel
 
 from flatscore.episode import Checkpoint
 from flatscore.errors import InputError
@@ -47,10 +49,21 @@ QUANT_PYTHON_ENV = "FLATSCORE_QUANT_PYTHON"
 QUANT_VENV = ".venv-quant"
 MANIFEST = "flatscore-checkpoint.json"
 JOB_SCRIPT = Path(__file__).with_name("llmcompressor_job.py")
-ENV_HINT = (
-    "llm-compressor recipes run in the quantization environment: `make quant-env` "
-    f"(or set {QUANT_PYTHON_ENV} to a Python with llmcompressor=={LIBRARIES['llmcompressor']})"
-)
+
+
+class MakeStep(BaseModel):
+    """A step of making a checkpoint, for the caller to show (`flatscore arms make` words it):
+    tokenizing the calibration transcripts, running the recipe in the quantization
+    environment, or finding that environment's libraries other than the pins."""
+
+    step: Literal["tokenizing", "running", "other_libraries"]
+    recipe: str
+    python: str | None = None
+    """running: the quantization environment's interpreter."""
+    libraries: dict[str, str] = {}
+    """other_libraries: the versions the environment has."""
+    pinned: dict[str, str] = {}
+    """other_libraries: the versions pinned (`recipes.LIBRARIES`)."""
 
 
 def quant_python() -> Path | None:
@@ -162,19 +175,19 @@ def make_checkpoint(
     model: str = "embedded",
     adapter: str | None = None,
     *,
-    log: Any = None,
+    on_step: Callable[[MakeStep], None] | None = None,
 ) -> Checkpoint:
     """The compressed-tensors checkpoint of `recipe` applied to `model` (+ `adapter`): made
     by llm-compressor in the quantization environment on first use, then read from the
-    cache. `log(line)`: progress lines. InputError when the environment is missing or the
-    recipe fails (the child's last lines)."""
+    cache. `on_step(step)`: each step as it starts. InputError when the environment is
+    missing or the recipe fails (the child's last lines)."""
     from transformers import AutoTokenizer
 
-    say = log or (lambda line: None)
+    say = on_step or (lambda step: None)
     reference, ref_sha = reference_checkpoint(model, adapter)
     sequences = None
     if recipe.calibrated:
-        say("tokenizing calibration transcripts (train split, oracle episodes)…")
+        say(MakeStep(step="tokenizing", recipe=recipe.name))
         tokenizer = AutoTokenizer.from_pretrained(reference)
         sequences = calibration_sequences(tokenizer, recipe.samples, recipe.max_tokens)
     calibration_sha = tokens_sha256(sequences) if sequences is not None else None
@@ -211,11 +224,15 @@ def _make(
     sequences: list[list[int]] | None,
     calibration_sha: str | None,
     folder: Path,
-    say: Any,
+    say: Callable[[MakeStep], None],
 ) -> Checkpoint:
     python = quant_python()
     if python is None:
-        raise InputError(ENV_HINT, field="quant")
+        raise InputError(
+            "llm-compressor recipes run in the quantization environment: `make quant-env` (or "
+            f"set {QUANT_PYTHON_ENV} to a Python with llmcompressor=={LIBRARIES['llmcompressor']})",
+            field="quant",
+        )
     tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
     job: dict[str, Any] = {
         "reference": str(reference),
@@ -228,7 +245,7 @@ def _make(
         (tmp / "calibration.json").write_text(json.dumps(sequences))
         job["calibration"] = str(tmp / "calibration.json")
     (tmp / "job.json").write_text(json.dumps(job, indent=1))
-    say(f"running {recipe.name} with llm-compressor ({python})…")
+    say(MakeStep(step="running", recipe=recipe.name, python=str(python)))
     start = time.perf_counter()
     log_file = tmp / "llmcompressor.log"
     with log_file.open("w") as out:
@@ -252,7 +269,8 @@ def _make(
         )
     facts = json.loads((tmp / "toolchain.json").read_text())
     if {k: v.split("+")[0] for k, v in facts["libraries"].items()} != LIBRARIES:
-        say(f"warning: the quantization environment has {facts['libraries']}, pinned {LIBRARIES}")
+        found = facts["libraries"]
+        say(MakeStep(step="other_libraries", recipe=recipe.name, libraries=found, pinned=LIBRARIES))
     checkpoint = Checkpoint(
         recipe=recipe.name,
         stage=recipe.stage(),

@@ -60,7 +60,7 @@ class ServerPool:
     log_dir: Path | None = None
     threads: int = 1
     start_timeout_s: float = defaults.TAU2_SERVE_START_TIMEOUT_S
-    on_start: Callable[[str], None] | None = None
+    on_start: Callable[[str, ServerSpec], None] | None = None
     weights: dict[str, str | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -106,9 +106,14 @@ class Tau2Servers:
     this process's τ² log sink."""
 
     def __init__(self, spec: Tau2Spec, out_dir: Path, console: Console | None = None) -> None:
-        on_start = None
+        on_start: Callable[[str, ServerSpec], None] | None = None
         if console is not None:
-            on_start = lambda msg: console.print(f"[dim]{msg}[/]", highlight=False)  # noqa: E731
+            from flatscore.report.server_text import starting_line
+
+            def say(arm: str, server: ServerSpec) -> None:
+                console.print(f"[dim]{starting_line(arm, server)}[/]", highlight=False)
+
+            on_start = say
         self.pool = ServerPool(
             log_dir=out_dir / "serve-logs",
             threads=spec.serve_threads,
