@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> list[Table]:
     for c, plan in plans.items():
         backends[c].clear_cache()
         t0 = time.perf_counter()
-        episodes = asyncio.run(run_episodes(plan.jobs, args.concurrency))
+        episodes = [e for _, e in asyncio.run(run_episodes(plan.jobs, args.concurrency))]
         wall = time.perf_counter() - t0
         rate = len(episodes) * 3600 / wall
         tokens = sum(e.usage.completion_tokens for e in episodes) / wall

@@ -35,8 +35,9 @@ from typing import Any
 
 from benchmarks.harness import ROOT, Table
 from flatscore.analysis.analyze import analyze
-from flatscore.analysis.gate import GateOptions, gate
+from flatscore.analysis.gate import GateOptions
 from flatscore.episode import Episode
+from flatscore.formats.pipeline import gate_labelled
 from flatscore.report.analysis_text import worded
 from flatscore.report.gate_text import worded_gate
 from flatscore.report.rebuild import options_from_settings, settings_from_file
@@ -101,7 +102,8 @@ def flatscore_side(study: Study, arms: dict[str, list[Episode]]) -> dict[tuple[s
         if arm == REFERENCE:
             continue
         print(f"{study.name}: gating {arm}", file=sys.stderr)
-        verdict = worded_gate(gate(arms[REFERENCE], episodes, GateOptions()))
+        ref, cand = [(None, e) for e in arms[REFERENCE]], [(None, e) for e in episodes]
+        verdict = worded_gate(gate_labelled(ref, cand, GateOptions()))
         for gate_cell in verdict.cells:
             out[(gate_cell.domain, arm)]["gate"] = gate_cell
     return out
