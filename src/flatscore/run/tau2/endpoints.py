@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 from flatscore import defaults
+from flatscore.console import styled
 from flatscore.models.servers import ServerPool as Servers
 from flatscore.models.servers import ServerProcess, free_port
 from flatscore.run.tau2.job import Tau2Endpoint, Tau2Recipe
@@ -111,7 +112,7 @@ class Tau2Servers:
             from flatscore.report.server_text import starting_line
 
             def say(arm: str, server: ServerSpec) -> None:
-                console.print(f"[dim]{starting_line(arm, server)}[/]", highlight=False)
+                console.print(styled((starting_line(arm, server), "dim")), highlight=False)
 
             on_start = say
         self.pool = ServerPool(
