@@ -47,9 +47,12 @@ ALLOWED: dict[tuple[str, str], str] = {
     # Machine text: code, wire formats and log files, not read as prose.
     ("models/servers.py", "server_version"): "Python code run to ask a server's version",
     # Labels, not sentences: recorded in the run files (the backend's `description`), the
-    # family members of a correction, the settings' own rendering of the margin.
+    # family members of a correction, the settings' own rendering of the margin, the paired
+    # test's fixed name.
     ("analysis/comparison.py", "correct_channels"): "'model / domain / arm: channel' members",
     ("analysis/settings.py", "margin_text"): "'±7.5 points', the margin as the settings hold it",
+    ("analysis/paired_score.py", "<module>"): "TEST, the paired test's fixed name each "
+    "comparison records as `test` (a constant beside DISCORDANT_MIN, the number it quotes)",
     ("models/adapter.py", "merge_named_adapter"): "the backend description run files record",
     ("models/adapter.py", "apply_shipped_adapter"): "the backend description run files record",
     ("models/compressed.py", "load_compressed"): "the backend description run files record",
@@ -59,12 +62,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("study/schema.py", "report_title"): "the study's default title, 'flatscore · NAME'",
     # Still words outside the report, to move to report/ (or cli/): each is a warning or a
     # progress line a person reads.
-    ("analysis/analyze.py", "_cell"): "cell warnings (reference missing, tasks left out)",
-    ("analysis/identity.py", "unique_episodes"): "duplicate and superseded-attempt warnings",
-    ("analysis/recorded.py", "recorded_settings"): "run files that record different settings",
-    ("analysis/repair_effect.py", "repair_effects"): "the repair effect's warnings",
-    ("analysis/sequential_power.py", "pilot_from_episodes"): "the pilot's coupling source",
-    ("analysis/paired_score.py", "<module>"): "TEST, the paired test's description",
     ("formats/inspect_import.py", "import_inspect"): "the import's warnings",
     ("formats/tau2_import.py", "crash_warnings"): "the import's warnings",
     ("models/quant/toolchain.py", "<module>"): "how to make the quantization environment",

@@ -80,13 +80,14 @@ def gate(
     ] = None,
 ) -> None:
     """May the candidate replace the reference? Exit 0 pass, 3 damage, 4 inconclusive."""
-    from flatscore.analysis.gate import GateOptions
+    from flatscore.analysis.gate import GateOptions, NoComparison
     from flatscore.analysis.gate import gate as run_gate
     from flatscore.analysis.outputs import rounded_json
     from flatscore.analysis.recorded import fill_recorded, is_sequential_run, recorded_comparisons
     from flatscore.cli import json_out as out
     from flatscore.formats.pipeline import read_runs
-    from flatscore.report.gate_text import family_note, worded_gate
+    from flatscore.report.gate_text import family_note, no_comparison, worded_gate
+    from flatscore.report.warning_text import warnings
 
     chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
     given = {  # a flag left at its default leaves the study's recorded setting to fill it
@@ -117,18 +118,21 @@ def gate(
         runs = (refs, cands, options, reference_arm, candidate_arm)
         if not fixed_design and is_sequential_run(both):
             sequential = True  # read as it was run, like every command
-        if sequential:
-            from flatscore.analysis.sequential_gate import sequential_gate
+        try:
+            if sequential:
+                from flatscore.analysis.sequential_gate import sequential_gate
 
-            result = sequential_gate(*runs, max_tasks=max_tasks)
-        else:
-            result = run_gate(*runs)
+                result = sequential_gate(*runs, max_tasks=max_tasks)
+            else:
+                result = run_gate(*runs)
+        except NoComparison as exc:  # the cell's warnings in words
+            raise no_comparison(exc) from None
         result = worded_gate(result)  # before the warnings below: the analysis' come first
         if result.family.scope == "own":  # a study's report corrects over all its comparisons
             note = family_note(recorded_comparisons(both), result.family.comparisons)
             if note is not None:
                 result.warnings.append(note)
-        result.warnings[:0] = disagree
+        result.warnings[:0] = warnings(disagree)
     if json_out is not None:
         out.write(rounded_json(result), json_out)
     if json_out != out.STDOUT:

@@ -17,6 +17,7 @@ from flatscore.analysis.balanced import balanced
 from flatscore.analysis.comparable import check_comparable
 from flatscore.analysis.identity import unique_episodes
 from flatscore.analysis.margins_result import load_margins
+from flatscore.analysis.notices import Notice
 from flatscore.analysis.recorded import reading_of
 from flatscore.analysis.result import AnalysisResult
 from flatscore.analysis.settings import AnalysisSettings
@@ -33,9 +34,9 @@ class Analysed:
 
     result: AnalysisResult
     episodes: list[Episode]
-    dropped: list[str]
+    dropped: list[Notice]
     """What reading left out (attempts superseded by a rerun, duplicates under `--dedupe`),
-    one line each; also the first of `result.warnings`."""
+    as data (`report.warning_text` words them); also the first of `result.notices`."""
 
 
 def expand_inputs(paths: Sequence[Path]) -> list[Path]:
@@ -82,7 +83,7 @@ def analyze_labelled(
     check_comparable(episodes)
     settings, disagree = reading_of(episodes, settings)
     result = analyze(episodes, settings)
-    result.warnings[:0] = dropped + disagree
+    result.notices[:0] = dropped + disagree
     if attached is not None:
         result.margins = attached
     shown = pick_trials(episodes, settings.trials)
