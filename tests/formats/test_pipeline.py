@@ -16,7 +16,6 @@ from flatscore.analysis.settings import AnalysisSettings
 from flatscore.errors import InputError
 from flatscore.formats import pipeline
 from flatscore.formats.pipeline import analyze_runs, read_runs
-from flatscore.report.warning_text import warning
 from flatscore.store.jsonl import EpisodeWriter
 
 FAST = ("--bootstrap", "200", "--budgets", "0-3")
@@ -50,7 +49,7 @@ def test_a_run_read_twice_is_refused_naming_both_files_and_dropped_with_dedupe(
     assert str(ref) in str(refused.value)
     analysed = analyze_runs([ref, arm, ref], AnalysisSettings(bootstrap=200, dedupe=True))
     assert analysed.dropped == analysed.result.notices[:1]  # what reading left out, first
-    assert warning(analysed.dropped[0]).startswith("--dedupe: 8 duplicate episode(s) left out")
+    assert (analysed.dropped[0].kind, analysed.dropped[0].count) == ("duplicates_left_out", 8)
     assert len(analysed.episodes) == 16
     assert [a.arm for a in analysed.result.cells[0].arms] == ["bf16", "int4"]
 
