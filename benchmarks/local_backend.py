@@ -15,6 +15,10 @@ Side by side in one process (continuous batching):
    time the engine spends outside them (waiting for the next turn: the scripted user, the
    tools, rendering; its own scheduling), and the process' CPU seconds against the wall
    (how much of the machine's cores it used).
+4. What bounds the batch at each concurrency (`occupancy`): each episode's engine passes,
+   counted at the first concurrency (1 in flight: its episodes run one after another), and
+   the passes the other concurrencies would need if every pass advanced every episode in
+   flight, with the executor's order (first in, first out) and with the batch always full.
 """
 
 from __future__ import annotations
@@ -91,6 +95,7 @@ class PassLog:
 
     def __init__(self) -> None:
         self.passes: list[tuple[float, int, int, int]] = []  # seconds, sequences, fed, decode
+        self.ends: list[float] = []  # when each pass ended (perf_counter)
 
     def __enter__(self) -> PassLog:
         self._inner = batching.packed_forward
@@ -100,7 +105,9 @@ class PassLog:
             out = self._inner(model, kvs, feeds, *a, **k)
             fed = sum(len(f) for f in feeds)
             ones = sum(len(f) == 1 for f in feeds)
-            self.passes.append((time.perf_counter() - t0, len(feeds), fed, ones))
+            end = time.perf_counter()
+            self.passes.append((end - t0, len(feeds), fed, ones))
+            self.ends.append(end)
             return out
 
         batching.packed_forward = timed
@@ -129,8 +136,51 @@ class PassLog:
         ]
 
 
-async def run_episodes(jobs: list[Any], concurrency: int) -> list[Any]:
-    return [e async for e in LocalExecutor(concurrency).map(jobs)]
+async def run_episodes(jobs: list[Any], concurrency: int) -> list[tuple[float, Any]]:
+    """Each episode with when it finished (perf_counter), in the order they finished."""
+    return [(time.perf_counter(), e) async for e in LocalExecutor(concurrency).map(jobs)]
+
+
+def passes_per_episode(log: PassLog, finished: list[float]) -> list[int]:
+    """Engine passes of each episode of a run at 1 in flight (episodes one after another:
+    an episode's passes are those that ended after the previous episode finished)."""
+    counts, start = [], 0.0
+    for end in finished:
+        counts.append(sum(start < t <= end for t in log.ends))
+        start = end
+    return counts
+
+
+def fifo_passes(lengths: list[int], slots: int) -> tuple[int, float]:
+    """Passes (and mean sequences a pass) to run episodes needing `lengths` passes each with
+    `slots` in flight, started in order as slots free up, every pass advancing every
+    episode in flight (no episode ever waiting on its user or tools)."""
+    queue, passes, rows = list(lengths), 0, 0
+    active: list[int] = []
+    while queue or active:
+        while queue and len(active) < slots:
+            active.append(queue.pop(0))
+        passes += 1
+        rows += len(active)
+        active = [n - 1 for n in active if n > 1]
+    return passes, rows / max(1, passes)
+
+
+def first_difference(a: list[Any], b: list[Any]) -> str:
+    """Where two runs of the same jobs first differ: the episode and its message."""
+    other = {e.episode_id: e for e in b}
+    for e in sorted(a, key=lambda e: e.episode_id):
+        mine = [m.model_dump_json(exclude={"latency_s", "usage"}) for m in e.messages]
+        theirs = [
+            m.model_dump_json(exclude={"latency_s", "usage"}) for m in other[e.episode_id].messages
+        ]
+        if mine != theirs:
+            at = next(
+                (i for i, (x, y) in enumerate(zip(mine, theirs, strict=False)) if x != y),
+                min(len(mine), len(theirs)),
+            )
+            return f"{e.episode_id}, message {at} of {len(mine)} / {len(theirs)}"
+    return "none"
 
 
 def episode_key(e: Any) -> tuple[str, str]:
@@ -201,15 +251,21 @@ def run(args: argparse.Namespace) -> list[Table]:
     base_rate = None
     rows: list[list[object]] = []
     profile: list[list[object]] = []
+    logs: dict[int, PassLog] = {}
+    episode_passes: list[int] | None = None
     for c in args.concurrency:
         backend.clear_cache()
         backend.engine.peak_active = 0
         cpu0 = time.process_time()
         t0 = time.perf_counter()
         with PassLog() as log:
-            episodes = asyncio.run(run_episodes(jobs, c))
+            finished = asyncio.run(run_episodes(jobs, c))
         wall = time.perf_counter() - t0
         cpu = time.process_time() - cpu0
+        episodes = [e for _, e in finished]
+        logs[c] = log
+        if episode_passes is None:
+            episode_passes = passes_per_episode(log, [t for t, _ in finished])
         results[c] = episodes
         rate = len(episodes) * 3600 / wall
         base_rate = base_rate or rate
@@ -230,8 +286,9 @@ def run(args: argparse.Namespace) -> list[Table]:
     keys = {c: sorted(episode_key(e) for e in eps) for c, eps in results.items()}
     first = next(iter(keys.values()))
     same = all(k == first for k in keys.values())
+    differs = "" if same else f" (first difference: {first_difference(*results.values())})"
     notes = [
-        f"Same episodes (messages) at every concurrency: {'yes' if same else 'NO'}; "
+        f"Same episodes (messages) at every concurrency: {'yes' if same else 'NO'}{differs}; "
         f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB; "
         f"the prefix cache held {backend.engine.store.tokens:,} positions at the end."
     ]
@@ -261,4 +318,30 @@ def run(args: argparse.Namespace) -> list[Table]:
         "ms per fed token",
     ]
     tables.append(Table(header, profile, "r", title="where the time goes"))
+    if episode_passes is not None and args.concurrency[0] == 1:
+        tables.append(occupancy(episode_passes, logs))
     return tables
+
+
+def occupancy(lengths: list[int], logs: dict[int, PassLog]) -> Table:
+    """Passes measured at each concurrency against those the episodes' own lengths allow."""
+    rows: list[list[object]] = []
+    for c, log in logs.items():
+        passes = len(log.passes)
+        seqs = sum(p[1] for p in log.passes) / max(1, passes)
+        fifo, fifo_seqs = fifo_passes(lengths, c)
+        full = max(max(lengths), -(-sum(lengths) // c))
+        rows.append([c, f"{passes:,} ({seqs:.1f})", f"{fifo:,} ({fifo_seqs:.1f})", f"{full:,}"])
+    header = [
+        "in flight",
+        "passes measured (sequences a pass)",
+        "passes, first in first out (sequences a pass)",
+        "passes, batch always full",
+    ]
+    ordered = sorted(lengths)
+    title = (
+        f"what bounds the batch: the {len(lengths)} episodes' engine passes at 1 in flight, "
+        f"{ordered[0]}..{ordered[-1]} (median {ordered[len(ordered) // 2]}), "
+        f"{sum(lengths):,} in all"
+    )
+    return Table(header, rows, "r", title=title)

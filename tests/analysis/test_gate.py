@@ -8,15 +8,24 @@ import pytest
 from analysis_builders import episode
 from flatscore.analysis.analyze import analyze
 from flatscore.analysis.gate import EXIT_CODES, Family, GateOptions, GateResult
-from flatscore.analysis.gate import gate as decide
 from flatscore.episode import Episode
 from flatscore.errors import InputError
+from flatscore.formats.pipeline import gate_labelled
 from flatscore.report.gate_text import worded_gate
 
 
-def gate(*runs: object, **arms: object) -> GateResult:
-    """The gate's result as the command gives it: decided, then worded (its reasons)."""
-    return worded_gate(decide(*runs, **arms))  # type: ignore[arg-type]
+def gate(
+    reference: list[Episode],
+    candidate: list[Episode],
+    options: GateOptions | None = None,
+    reference_arm: str | None = None,
+    candidate_arm: str | None = None,
+) -> GateResult:
+    """The gate's result as the command gives it (its episodes read from no file): prepared,
+    analysed and decided (`gate_labelled`), then worded (its reasons)."""
+    ref = [(None, e) for e in reference]
+    cand = [(None, e) for e in candidate]
+    return worded_gate(gate_labelled(ref, cand, options, reference_arm, candidate_arm))
 
 
 FAST = GateOptions(bootstrap=300, simulations=100)

@@ -12,15 +12,16 @@ import numpy as np
 from analysis_builders import episode
 from cli_runner import flatscore
 from flatscore.analysis.gate import GateResult
-from flatscore.analysis.sequential_gate import sequential_gate as decide
 from flatscore.episode import Episode
+from flatscore.formats.pipeline import gate_labelled
 from flatscore.report.gate_text import worded_gate
 from sequential_model import simulate
 
 
 def sequential_gate(*runs: list[Episode], max_tasks: int | None = None) -> GateResult:
     """The sequential gate's result as the command gives it: decided, then worded."""
-    return worded_gate(decide(*runs, max_tasks=max_tasks))
+    ref, cand = ([(None, e) for e in run] for run in runs)
+    return worded_gate(gate_labelled(ref, cand, sequential=True, max_tasks=max_tasks))
 
 
 def _runs(gap: float, seed: int, tasks: int = 114, trials: int = 4) -> tuple[list, list]:

@@ -1,6 +1,7 @@
 """`flatscore.formats.pipeline`: the one way from files to an analysis. Every command that
-analyses runs goes through `analyze_runs` (or, for the demo's archive, `analyze_labelled`;
-`gate`, `read_runs`), so they refuse the same inputs with the same line."""
+analyses runs goes through `analyze_labelled` (by `analyze_runs`; the gate by
+`gate_labelled`; the demo's archive directly), so they refuse the same inputs with the same
+line."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from cli_runner import CliResult
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.errors import InputError
 from flatscore.formats import pipeline
-from flatscore.formats.pipeline import analyze_runs, read_runs
+from flatscore.formats.pipeline import analyze_runs, labelled_runs
 from flatscore.store.jsonl import EpisodeWriter
 
 FAST = ("--bootstrap", "200", "--budgets", "0-3")
@@ -57,14 +58,14 @@ def test_a_run_read_twice_is_refused_naming_both_files_and_dropped_with_dedupe(
 def test_a_run_folder_is_its_jsonl_runs_and_trials_pick_the_episodes_shown(
     two_arms: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    assert len(read_runs([tmp_path])) == 16
+    assert len(list(labelled_runs([tmp_path]))) == 16
     with EpisodeWriter(tmp_path / "later.jsonl") as w:
         for arm in ("bf16", "int4"):
             w.write(episode(arm, "t0", trial=1))
     analysed = analyze_runs([tmp_path], AnalysisSettings(bootstrap=200, trials=[1]))
     assert len(analysed.episodes) == 16 and {ep.trial for ep in analysed.episodes} == {0}
     with pytest.raises(InputError, match="file not found"):
-        read_runs([tmp_path / "missing.jsonl"])
+        list(labelled_runs([tmp_path / "missing.jsonl"]))
 
 
 def test_models_of_one_arm_each_are_refused_alike_by_every_command(
@@ -91,10 +92,32 @@ def test_models_of_one_arm_each_are_refused_alike_by_every_command(
     assert not (tmp_path / "report").exists() and not (tmp_path / "cards").exists()
 
 
+def test_the_gate_refuses_a_run_read_twice_as_analyze_does(
+    two_arms: tuple[Path, Path], tmp_path: Path, flatscore: Callable[..., CliResult]
+) -> None:
+    """The reference's folder holds its run twice: counted twice before the gate went
+    through the pipeline; now refused naming both files, and kept once with --dedupe."""
+    ref, arm = two_arms
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    for name in ("a.jsonl", "b.jsonl"):
+        (refs / name).write_bytes(ref.read_bytes())
+    refused = flatscore("gate", refs, arm, "--bootstrap", "200")
+    analysed = flatscore("analyze", refs, arm, *FAST)
+    assert refused.returncode == analysed.returncode == 2, refused.stderr
+    line = refused.stderr.strip()
+    assert line.startswith("error: duplicate episode") and "\n" not in line
+    assert str(refs / "a.jsonl") in line and str(refs / "b.jsonl") in line
+    assert line == analysed.stderr.strip()
+    kept = flatscore("gate", refs, arm, "--bootstrap", "200", "--dedupe", "--json", "-")
+    assert kept.returncode in (0, 3, 4), kept.stderr
+    assert "--dedupe: 8 duplicate episode(s) left out" in kept.stdout
+
+
 @pytest.fixture
 def spied(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Counts the pipeline's two inner steps (`labelled_runs`: reading; `analyze_labelled`:
-    analysing), which `analyze_runs` and `read_runs` go through, calling the real ones."""
+    analysing), which every command goes through, calling the real ones."""
     calls = {"read": 0, "analyze": 0}
     read, analyse = pipeline.labelled_runs, pipeline.analyze_labelled
 
@@ -117,7 +140,7 @@ def spied(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         (("analyze", "{ref}", "{arm}", *FAST), 1),
         (("report", "{ref}", "{arm}", "--out", "{out}", *FAST), 1),
         (("export", "model-card", "{ref}", "{arm}", "--out", "{out}", "--bootstrap", "200"), 1),
-        (("gate", "{ref}", "{arm}", "--bootstrap", "200"), 0),  # analyses the pair itself
+        (("gate", "{ref}", "{arm}", "--bootstrap", "200"), 1),
     ],
     ids=["analyze", "report", "export model-card", "gate"],
 )

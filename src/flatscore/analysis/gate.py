@@ -1,12 +1,14 @@
 """`flatscore gate`: may the candidate replace the reference? (docs/gate.md)
 
-The gate decides nothing on its own statistics or rule. It runs the analysis (`analyze`) on
-the two runs, with the gate's tight budget as the analysis' `tight_budget`, and decides each
-cell with the analysis' own rule (`verdict_rule.decide` on the comparison's evidence,
-`--channels` restricting which channels count): `analyze` and `report` say the same on the
-same runs. `verdict_rule.GATE_OF` maps the analysis verdict to pass / damage / inconclusive;
-an inconclusive cell also gets the power analysis (`analysis.power`): how many tasks (or
-trials) would detect a drop as large as the margin.
+The gate decides nothing on its own statistics or rule. The two runs are analysed as every
+command analyses runs (`formats.pipeline.gate_labelled`: `prepare` here, then the pipeline's
+`analyze_labelled`), with the gate's tight budget as the analysis' `tight_budget`, and
+`gate` decides each cell from that analysis with the analysis' own rule
+(`verdict_rule.decide` on the comparison's evidence, `--channels` restricting which channels
+count): `analyze` and `report` say the same on the same runs. `verdict_rule.GATE_OF` maps
+the analysis verdict to pass / damage / inconclusive; an inconclusive cell also gets the
+power analysis (`analysis.power`): how many tasks (or trials) would detect a drop as large
+as the margin.
 
 The gate's verdict is the worst cell's: damage > inconclusive > pass.
 
@@ -26,7 +28,6 @@ from typing import Any, Literal, NamedTuple
 from pydantic import Field
 
 from flatscore import defaults
-from flatscore.analysis.analyze import analyze
 from flatscore.analysis.channels import CHANNELS
 from flatscore.analysis.comparison import evidence
 from flatscore.analysis.notices import Notice
@@ -193,8 +194,13 @@ class GateResult(AnalysisModel):
         )
 
 
-def _one_arm(episodes: Sequence[Episode], arm: str | None, role: str) -> str:
-    arms = sorted({ep.arm for ep in episodes})
+Labelled = tuple[str | None, Episode]
+"""An episode and the file it was read from (None: unknown), as `analysis.identity` takes
+them (its duplicate messages name the file)."""
+
+
+def _one_arm(episodes: Sequence[Labelled], arm: str | None, role: str) -> str:
+    arms = sorted({ep.arm for _, ep in episodes})
     if arm is not None:
         if arm not in arms:
             raise InputError(f"no arm {arm!r} in the {role} input (arms: {arms})", field=role)
@@ -208,17 +214,27 @@ def _one_arm(episodes: Sequence[Episode], arm: str | None, role: str) -> str:
 
 
 class Prepared(NamedTuple):
-    """The episodes the gate analyses, the two arms' names in them, and the family."""
+    """The episodes the gate analyses (each with its file), the two arms' names in them,
+    and the family."""
 
-    episodes: list[Episode]
+    episodes: list[Labelled]
     reference: str
     candidate: str
     scope: Scope
 
 
+def check_channels(o: GateOptions) -> None:
+    """InputError for a `--channels` name that is no channel."""
+    unknown = sorted(set(o.channels or []) - set(CHANNELS))
+    if unknown:
+        raise InputError(
+            f"unknown channel(s) {unknown}; known: {list(CHANNELS)}", field="--channels"
+        )
+
+
 def prepare(
-    reference: Sequence[Episode],
-    candidate: Sequence[Episode],
+    reference: Sequence[Labelled],
+    candidate: Sequence[Labelled],
     reference_arm: str | None = None,
     candidate_arm: str | None = None,
 ) -> Prepared:
@@ -230,20 +246,20 @@ def prepare(
     study = study_runs(reference, candidate, ref_arm, cand_arm)
     if study is not None:
         return Prepared(study, ref_arm, cand_arm, "study")
-    refs = [ep for ep in reference if ep.arm == ref_arm]
-    cands = [ep for ep in candidate if ep.arm == cand_arm]
-    same_ids = {ep.episode_id for ep in refs} == {ep.episode_id for ep in cands}
+    refs = [(f, ep) for f, ep in reference if ep.arm == ref_arm]
+    cands = [(f, ep) for f, ep in candidate if ep.arm == cand_arm]
+    same_ids = {ep.episode_id for _, ep in refs} == {ep.episode_id for _, ep in cands}
     if (
         refs
         and same_ids
-        and {e.model_dump_json() for e in refs} == {e.model_dump_json() for e in cands}
+        and {e.model_dump_json() for _, e in refs} == {e.model_dump_json() for _, e in cands}
     ):
         raise InputError(
             "the reference and the candidate are the same episodes: give the candidate's runs "
             "as the second input",
             field="candidate",
         )
-    models = sorted({ep.model for ep in refs})
+    models = sorted({ep.model for _, ep in refs})
     if len(models) != 1:
         raise InputError(
             f"the reference input holds {len(models)} models ({models}): gate one at a time",
@@ -251,55 +267,60 @@ def prepare(
         )
     label = cand_arm if cand_arm != ref_arm else f"{cand_arm} (candidate)"
     renamed = [
-        ep.model_copy(update={"model": models[0], "arm": label, "episode_id": f"c:{ep.episode_id}"})
-        for ep in cands
+        (
+            f,
+            ep.model_copy(
+                update={"model": models[0], "arm": label, "episode_id": f"c:{ep.episode_id}"}
+            ),
+        )
+        for f, ep in cands
     ]
     return Prepared(refs + renamed, ref_arm, label, "own")
 
 
 def study_runs(
-    reference: Sequence[Episode], candidate: Sequence[Episode], ref_arm: str, cand_arm: str
-) -> list[Episode] | None:
+    reference: Sequence[Labelled], candidate: Sequence[Labelled], ref_arm: str, cand_arm: str
+) -> list[Labelled] | None:
     """Every episode of the study both arms ran in that the two inputs hold (each once),
     when they hold another of its arms too: the study `report` reads on these runs. None
     where the arms are of different studies or models, the inputs hold different copies of
     an episode (two runs of one study, not one), or the study has no other arm."""
     if ref_arm == cand_arm:
         return None
-    refs = [ep for ep in reference if ep.arm == ref_arm]
-    cands = [ep for ep in candidate if ep.arm == cand_arm]
+    refs = [ep for _, ep in reference if ep.arm == ref_arm]
+    cands = [ep for _, ep in candidate if ep.arm == cand_arm]
     names = {ep.study for ep in (*refs, *cands)}
     if len(names) != 1 or not {ep.model for ep in cands} <= {ep.model for ep in refs}:
         return None
     both = _each_once(reference, candidate)
     if both is None:
         return None
-    study = [ep for ep in both if ep.study in names]
-    return study if {ep.arm for ep in study} - {ref_arm, cand_arm} else None
+    study = [(f, ep) for f, ep in both if ep.study in names]
+    return study if {ep.arm for _, ep in study} - {ref_arm, cand_arm} else None
 
 
-def _each_once(first: Sequence[Episode], second: Sequence[Episode]) -> list[Episode] | None:
+def _each_once(first: Sequence[Labelled], second: Sequence[Labelled]) -> list[Labelled] | None:
     """`first`, then the episodes of `second` it does not hold (the same folder given
     twice, a reference file that is also in the candidate's folder); None when an episode
     id has other contents in each."""
     held: defaultdict[str, list[Episode]] = defaultdict(list)
-    for ep in first:
+    for _, ep in first:
         held[ep.episode_id].append(ep)
     out = list(first)
-    for ep in second:
+    for f, ep in second:
         same = held.get(ep.episode_id)
         if not same:
-            out.append(ep)
+            out.append((f, ep))
         elif not any(e is ep or e == ep for e in same):
             return None
     return out
 
 
-def _with_budget(episodes: list[Episode], k: int) -> list[Episode]:
+def with_budget(episodes: list[Labelled], k: int) -> list[Labelled]:
     """The episodes as if recorded with max_errors = k + 1 (the analysis' default K is then
     k). Only for k below the recorded budget: S(k) stays recomputable from the logs."""
     out = []
-    for ep in episodes:
+    for f, ep in episodes:
         recorded = ep.error_budget.max_errors
         if recorded is not None and k + 1 > recorded:
             raise InputError(
@@ -308,13 +329,8 @@ def _with_budget(episodes: list[Episode], k: int) -> list[Episode]:
                 field="--default-budget",
             )
         budget = ErrorBudget(max_errors=k + 1, counted=ep.error_budget.counted)
-        out.append(ep.model_copy(update={"error_budget": budget}))
+        out.append((f, ep.model_copy(update={"error_budget": budget})))
     return out
-
-
-def _analysis(episodes: list[Episode], reference: str, o: GateOptions) -> AnalysisResult:
-    k = o.default_budget
-    return analyze(_with_budget(episodes, k) if k is not None else episodes, o.analysis(reference))
 
 
 def _more_data(ref: ArmStats, paired: int, k: int, o: GateOptions) -> MoreData:
@@ -342,22 +358,10 @@ def _more_data(ref: ArmStats, paired: int, k: int, o: GateOptions) -> MoreData:
     )
 
 
-def gate(
-    reference: Sequence[Episode],
-    candidate: Sequence[Episode],
-    options: GateOptions | None = None,
-    reference_arm: str | None = None,
-    candidate_arm: str | None = None,
-) -> GateResult:
-    """The gate's verdict on `candidate` replacing `reference` (see the module docstring)."""
-    o = options or GateOptions()
-    unknown = sorted(set(o.channels or []) - set(CHANNELS))
-    if unknown:
-        raise InputError(
-            f"unknown channel(s) {unknown}; known: {list(CHANNELS)}", field="--channels"
-        )
-    episodes, ref_arm, cand_arm, scope = prepare(reference, candidate, reference_arm, candidate_arm)
-    base = _analysis(episodes, ref_arm, o)
+def gate(base: AnalysisResult, prepared: Prepared, o: GateOptions) -> GateResult:
+    """The gate's verdict on the candidate replacing the reference (see the module
+    docstring), from the analysis of `prepared`'s episodes (`formats.pipeline.gate_labelled`)."""
+    _, ref_arm, cand_arm, scope = prepared
     k_default = base.settings.default_K
     if o.tight_budget >= k_default:
         raise InputError(

@@ -1,47 +1,37 @@
-"""`flatscore gate --sequential`: the gate's verdict from the sequential verdicts (docs/gate.md,
-docs/analysis.md "Sequential verdicts").
+"""`flatscore gate --sequential`: the gate's verdict from the sequential verdicts
+(docs/gate.md, docs/analysis.md "Sequential verdicts").
 
 The two runs (or the study they are runs of: `gate.prepare`) are analysed with `sequential`
-on (`sequential_replay`), every comparison of the family together; each cell's comparison
-is read in its task order and decided at the planned looks: "visible damage" and "flat
-score, amplified failures" are **damage**, "no damage detected" (a drop beyond the margin
-ruled out, no amplification decided) is **pass**, anything else **inconclusive** — open,
-with the tasks the planned looks still allow when the runs stop short of the design's
-maximum (`max_tasks`). Exit codes as the fixed gate's. Unlike the fixed gate it decides at
-the default budget only (the tight budget is not part of the sequential decision).
+on (`sequential_replay`; `formats.pipeline.gate_labelled`), every comparison of the family
+together; each cell's comparison is read in its task order and decided at the planned looks:
+"visible damage" and "flat score, amplified failures" are **damage**, "no damage detected"
+(a drop beyond the margin ruled out, no amplification decided) is **pass**, anything else
+**inconclusive** — open, with the tasks the planned looks still allow when the runs stop
+short of the design's maximum (`max_tasks`). Exit codes as the fixed gate's. Unlike the
+fixed gate it decides at the default budget only (the tight budget is not part of the
+sequential decision).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from flatscore.analysis.analyze import analyze
 from flatscore.analysis.comparison import default_test
 from flatscore.analysis.gate import (
     GateCell,
     GateOptions,
     GateResult,
+    Prepared,
     candidate_cells,
     candidate_comparison,
-    prepare,
 )
+from flatscore.analysis.result import AnalysisResult
 from flatscore.analysis.verdict_rule import GATE_OF
-from flatscore.episode import Episode
 from flatscore.errors import InputError
 
 
-def sequential_gate(
-    reference: Sequence[Episode],
-    candidate: Sequence[Episode],
-    options: GateOptions | None = None,
-    reference_arm: str | None = None,
-    candidate_arm: str | None = None,
-    max_tasks: int | None = None,
-) -> GateResult:
-    o = options or GateOptions()
-    episodes, ref_arm, cand_arm, scope = prepare(reference, candidate, reference_arm, candidate_arm)
-    settings = o.analysis(ref_arm, sequential=True, sequential_max_tasks=max_tasks)
-    result = analyze(episodes, settings)
+def sequential_gate(result: AnalysisResult, prepared: Prepared, o: GateOptions) -> GateResult:
+    """The gate's verdict from the sequential reading of `prepared`'s episodes (analysed
+    with `sequential` on by `formats.pipeline.gate_labelled`)."""
+    _, ref_arm, cand_arm, scope = prepared
     cells: list[GateCell] = []
     for cell in candidate_cells(result, cand_arm, scope):
         comp = candidate_comparison(cell, cand_arm, ref_arm)

@@ -70,6 +70,7 @@ def gate(
             "paragraph; a bare --json, the old flag, means '-' until the next release).",
         ),
     ] = None,
+    dedupe: opt.Dedupe = False,
     sequential: opt.Sequential = False,
     fixed_design: opt.FixedDesign = False,
     max_tasks: Annotated[
@@ -81,13 +82,11 @@ def gate(
 ) -> None:
     """May the candidate replace the reference? Exit 0 pass, 3 damage, 4 inconclusive."""
     from flatscore.analysis.gate import GateOptions, NoComparison
-    from flatscore.analysis.gate import gate as run_gate
     from flatscore.analysis.outputs import rounded_json
     from flatscore.analysis.recorded import fill_recorded, is_sequential_run, recorded_comparisons
     from flatscore.cli import json_out as out
-    from flatscore.formats.pipeline import read_runs
+    from flatscore.formats.pipeline import gate_labelled, labelled_runs
     from flatscore.report.gate_text import family_note, no_comparison, worded_gate
-    from flatscore.report.warning_text import warnings
 
     chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
     given = {  # a flag left at its default leaves the study's recorded setting to fill it
@@ -101,6 +100,7 @@ def gate(
         GateOptions,
         default_budget=default_budget,
         channels=chosen,
+        dedupe=dedupe or None,
         **{k: None if value == default else value for k, (value, default) in given.items()},
     )
     out.check(json_out, [reference, candidate])
@@ -110,21 +110,19 @@ def gate(
             field="--fixed-design",
         )
     with console.status("reading both runs, analysing…"):
-        refs = read_runs([reference])
+        refs = list(labelled_runs([reference]))
         same_input = candidate.resolve() == reference.resolve()
-        cands = refs if same_input else read_runs([candidate])  # one folder as both: read once
-        both = [*refs, *cands]
-        options, disagree = fill_recorded(both, options, leave_out={"reference"})
-        runs = (refs, cands, options, reference_arm, candidate_arm)
+        cands = refs if same_input else list(labelled_runs([candidate]))  # one folder: read once
+        both = [ep for _, ep in (*refs, *cands)]
+        # The analysis warns of settings the files disagree on (`analyze_labelled`).
+        options, _ = fill_recorded(both, options, leave_out={"reference"})
         if not fixed_design and is_sequential_run(both):
             sequential = True  # read as it was run, like every command
         try:
-            if sequential:
-                from flatscore.analysis.sequential_gate import sequential_gate
-
-                result = sequential_gate(*runs, max_tasks=max_tasks)
-            else:
-                result = run_gate(*runs)
+            result = gate_labelled(
+                refs, cands, options, reference_arm, candidate_arm,
+                sequential=sequential, max_tasks=max_tasks,
+            )  # fmt: skip
         except NoComparison as exc:  # the cell's warnings in words
             raise no_comparison(exc) from None
         result = worded_gate(result)  # before the warnings below: the analysis' come first
@@ -132,7 +130,6 @@ def gate(
             note = family_note(recorded_comparisons(both), result.family.comparisons)
             if note is not None:
                 result.warnings.append(note)
-        result.warnings[:0] = warnings(disagree)
     if json_out is not None:
         out.write(rounded_json(result), json_out)
     if json_out != out.STDOUT:

@@ -1,9 +1,10 @@
 """From files to an analysis, one way for every command: read the runs, drop or refuse
 duplicate episodes, refuse inputs that cannot be compared, analyse.
 
-`flatscore analyze`, `report`, `export model-card`, `run` (its report) and `demo` call
-`analyze_runs` (the demo, whose episodes come from an archive, `analyze_labelled`);
-`flatscore gate` reads each side with `read_runs`. Nothing here prints or formats text.
+Every command that analyses runs goes through `analyze_labelled`: `flatscore analyze`,
+`report`, `export model-card` and `run` (its report) by `analyze_runs`; `flatscore gate` by
+`gate_labelled` (its two inputs made one study first, `analysis.gate.prepare`); `demo`
+directly (its episodes come from an archive). Nothing here prints or formats text.
 """
 
 from __future__ import annotations
@@ -15,11 +16,21 @@ from pathlib import Path
 from flatscore.analysis.analyze import analyze
 from flatscore.analysis.balanced import balanced
 from flatscore.analysis.comparable import check_comparable
+from flatscore.analysis.gate import (
+    GateOptions,
+    GateResult,
+    Labelled,
+    check_channels,
+    gate,
+    prepare,
+    with_budget,
+)
 from flatscore.analysis.identity import unique_episodes
 from flatscore.analysis.margins_result import load_margins
 from flatscore.analysis.notices import Notice
 from flatscore.analysis.recorded import reading_of
 from flatscore.analysis.result import AnalysisResult
+from flatscore.analysis.sequential_gate import sequential_gate
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.trials import pick_trials
 from flatscore.episode import Episode
@@ -57,7 +68,7 @@ def expand_inputs(paths: Sequence[Path]) -> list[Path]:
     return out
 
 
-def labelled_runs(paths: Sequence[Path]) -> Iterator[tuple[str, Episode]]:
+def labelled_runs(paths: Sequence[Path]) -> Iterator[Labelled]:
     """Every episode of the inputs (run folders expanded) with the file it was read from,
     which duplicate messages name."""
     for path in expand_inputs(paths):
@@ -65,13 +76,8 @@ def labelled_runs(paths: Sequence[Path]) -> Iterator[tuple[str, Episode]]:
             yield str(path), ep
 
 
-def read_runs(paths: Sequence[Path]) -> list[Episode]:
-    """Every episode of the inputs, as read (no check: `flatscore gate` reads each side so)."""
-    return [ep for _, ep in labelled_runs(paths)]
-
-
 def analyze_labelled(
-    labelled: Iterable[tuple[str | None, Episode]],
+    labelled: Iterable[Labelled],
     settings: AnalysisSettings,
     *,
     margins: Path | None = None,
@@ -101,3 +107,30 @@ def analyze_runs(
     run sequentially (`analysis.recorded.reading_of`), analyse.
     `margins` attaches a `flatscore margins` result (margins.json)."""
     return analyze_labelled(labelled_runs(paths), settings, margins=margins)
+
+
+def gate_labelled(
+    reference: Sequence[Labelled],
+    candidate: Sequence[Labelled],
+    options: GateOptions | None = None,
+    reference_arm: str | None = None,
+    candidate_arm: str | None = None,
+    *,
+    sequential: bool = False,
+    max_tasks: int | None = None,
+) -> GateResult:
+    """`flatscore gate`: the two inputs' episodes (each with its file) made one study
+    (`analysis.gate.prepare`), analysed as every command analyses runs (`analyze_labelled`:
+    duplicates refused, inputs that cannot be compared refused), and decided — at the
+    planned looks with `sequential` (`max_tasks`: the design's maximum), else as a fixed
+    design (`--default-budget` applied first)."""
+    o = options or GateOptions()
+    check_channels(o)
+    prepared = prepare(reference, candidate, reference_arm, candidate_arm)
+    if sequential:
+        settings = o.analysis(prepared.reference, sequential=True, sequential_max_tasks=max_tasks)
+        return sequential_gate(analyze_labelled(prepared.episodes, settings).result, prepared, o)
+    k = o.default_budget
+    episodes = with_budget(prepared.episodes, k) if k is not None else prepared.episodes
+    settings = o.analysis(prepared.reference, fixed_design=True)  # a sequential run too
+    return gate(analyze_labelled(episodes, settings).result, prepared, o)

@@ -29,6 +29,7 @@ from rich.console import Console
 from flatscore import defaults
 from flatscore.console import make_console
 from flatscore.errors import InputError
+from flatscore.report.demo_text import demo_title, interrupted, resuming_demo
 from flatscore.run.driver import StudyOutcome, print_outcome, run_study
 from flatscore.study import Study, study_from_json
 
@@ -91,9 +92,7 @@ def demo_study(
     return Study.model_validate(
         {
             "name": "demo",
-            "title": f"flatscore demo · embedded SmolLM2-135M · {', '.join(arms)}"
-            + ("" if compute == "fp32" else f" · {compute} compute")
-            + ("" if repair == "off" else f" · repair {repair}"),
+            "title": demo_title(arms, compute, repair),
             "output": str(Path(output).resolve()),
             "models": [
                 {
@@ -154,11 +153,11 @@ def run_demo(
     resume = runs.exists() and any(runs.glob("*.jsonl"))
     if resume:
         _check_same_compute(study)
-        console.print(f"resuming the demo in {study.output_dir} (delete {runs} to start over)")
+        console.print(resuming_demo(study.output_dir, runs))
     try:
         outcome = run_study(study, resume=resume, progress=progress, console=console)
     except KeyboardInterrupt:  # finished episodes are on disk (each fsynced as it ends)
-        console.print(f"interrupted: run the demo again to resume it from {runs}")
+        console.print(interrupted(runs))
         raise
     print_outcome(outcome, console)
     return outcome

@@ -47,6 +47,7 @@ from flatscore.console import make_console, styled
 from flatscore.errors import InputError
 from flatscore.report import ReportPaths
 from flatscore.report.rebuild import rebuild
+from flatscore.report.run_text import outcome_line
 from flatscore.report.terminal import print_verdicts
 from flatscore.run.episode_source import ArmRun, EpisodeSource, Prepare
 from flatscore.run.executors import make_executor
@@ -300,17 +301,9 @@ def _chained(prepares: list[Prepare]) -> Prepare | None:
 
 def print_outcome(outcome: StudyOutcome, console: Console) -> None:
     """What ran, then (with a report) `print_verdicts`."""
-    console.print(
-        styled(
-            f"{outcome.written} episodes run, {outcome.skipped} already there "
-            f"({outcome.seconds:.0f} s); terminations {outcome.terminations}"
-            + (
-                f"; {outcome.rerun} run again after an infrastructure error"
-                if outcome.rerun
-                else ""
-            )
-        ),
-        highlight=False,
+    line = outcome_line(
+        outcome.written, outcome.skipped, outcome.seconds, outcome.terminations, outcome.rerun
     )
+    console.print(styled(line), highlight=False)
     if outcome.analysis is not None and outcome.report is not None:
         print_verdicts(outcome.analysis, outcome.report, console)

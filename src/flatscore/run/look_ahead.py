@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from flatscore.episode import Episode
+from flatscore.report.run_text import ran_ahead_line
 from flatscore.run.episode_source import Prepare
 from flatscore.run.executors.base import Executor, JobFeed
 from flatscore.run.jobs import EpisodeJob
@@ -280,12 +281,7 @@ async def run_looks(
     finally:
         held_files.close()
         if ahead.ran_ahead or ahead.discarded or ahead.restored or ahead.held:
-            say(
-                f"ran ahead of their look: {ahead.ran_ahead} episodes written once the look "
-                f"was read, {ahead.discarded} discarded (their arm was decided first), "
-                f"{ahead.restored} kept from a stopped run, {len(ahead.held)} held for a "
-                "look not yet read"
-            )
+            say(ran_ahead_line(ahead.ran_ahead, ahead.discarded, ahead.restored, len(ahead.held)))
     held_files.remove()
     skipped = sum(1 for job in seq.jobs if job.episode_id in finished)
     return recorder.counts(len(seq.jobs), skipped, rerun)

@@ -37,6 +37,7 @@ from flatscore.analysis.margins import (
 from flatscore.analysis.margins_result import MarginsResult, Unavailable
 from flatscore.episode import Episode, Message
 from flatscore.errors import InputError
+from flatscore.report.margins_text import margins_notes
 
 
 @dataclass
@@ -302,16 +303,13 @@ def run_margins(
         for f, m in zip(forced, per_arm[name], strict=True):
             flipped += _flipped_decisions(f, m, decode, hallucinated, max_flipped - len(flipped))
         summaries.append(summarize_arm(name, concat(per_arm[name]), decision, flipped, edges))
-    notes = [
-        f"transcripts: {len(episodes)} episode(s) of arm {used!r}, rendered in the local chat "
-        "format; reference logits from in-process arm "
-        f"{reference!r} of {loaded.description}",
-    ]
-    if loaded.name.startswith("smollm2") and model == "embedded":
-        notes.append(
-            "the embedded reference is itself dequantized from Q4_1 (4-bit, blocks of 32): "
-            "arms quantize an already-quantized model"
-        )
+    notes = margins_notes(
+        len(episodes),
+        used,
+        reference,
+        loaded.description,
+        dequantized_reference=loaded.name.startswith("smollm2") and model == "embedded",
+    )
     return MarginsResult(
         model=loaded.name,
         model_description=loaded.description,

@@ -28,6 +28,17 @@ from flatscore.console import make_console
 from flatscore.episode import Episode
 from flatscore.errors import InputError
 from flatscore.report import ReportPaths
+from flatscore.report.demo_text import (
+    READING_ARCHIVE,
+    LiveSlice,
+    demo_banner,
+    interrupted,
+    reproduced_title,
+    resuming_slice,
+    running_slice,
+    slice_title,
+    whole_study,
+)
 from flatscore.report.reproduction import Banner
 from flatscore.run.study import load_study
 from flatscore.store.compare import Reproduction, reproduce
@@ -126,7 +137,7 @@ def slice_study(
             "task_ids": task_ids if task_ids is not None else slice_task_ids(),
             "trials": SLICE_TRIAL + 1,
             "concurrency": concurrency,
-            "title": f"{study.title} · the demo's live slice",
+            "title": slice_title(study.report_title),
         }
     )
 
@@ -170,53 +181,30 @@ def live_episodes(runs: Path) -> list[Episode]:
     return [ep for path in sorted(runs.glob("*.jsonl")) for ep in read_episodes(path)]
 
 
-def describe_slice(live: list[Episode]) -> str:
-    """ "ref, ref-planted, int4-awq × 9 retail and 8 telecom tasks, trial 1"."""
-    arms = list(dict.fromkeys(ep.arm for ep in live))
+def live_slice(reproduction: Reproduction, live: list[Episode]) -> LiveSlice:
+    """What ran live (arms in the order they ran, tasks per domain, trials from 1) and what
+    the comparison found."""
     tasks: dict[str, set[str]] = {}
     for ep in live:
         tasks.setdefault(ep.domain, set()).add(ep.task_id)
-    trials = sorted({ep.trial + 1 for ep in live})
-    per_domain = " and ".join(f"{len(ids)} {d}" for d, ids in sorted(tasks.items()))
-    return f"{', '.join(arms)} × {per_domain} tasks, trial {', '.join(map(str, trials))}"
+    div = reproduction.first_divergence
+    return LiveSlice(
+        study_file=V2_STUDY_FILE,
+        adapter_sha256=V2_ADAPTER_SHA256,
+        arms=list(dict.fromkeys(ep.arm for ep in live)),
+        tasks={domain: len(ids) for domain, ids in tasks.items()},
+        trials=sorted({ep.trial + 1 for ep in live}),
+        headline=reproduction.headline().split(";")[0],
+        exact=reproduction.exact,
+        first_divergence=None if div is None else div.describe(),
+        not_archived=reproduction.not_archived,
+    )
 
 
 def make_banner(reproduction: Reproduction | None, live: list[Episode], episodes: int) -> Banner:
     """The report's first screen: the reproduced count, what ran, the first divergence."""
-    whole = (
-        f"The verdicts below are the whole study's: its {episodes:,} archived episodes "
-        f"(trials {REPORT_TRIALS} of every arm and domain, {V2_ARCHIVE}), read with the "
-        "study's statistics and its sequential replay (after how many tasks each comparison "
-        "would have been decided)."
-    )
-    if reproduction is None:
-        return Banner(
-            headline="not compared on this machine (--no-verify)",
-            exact=None,
-            about="No episode was run: " + whole,
-        )
-    about = (
-        f"Run live on this machine with study v2's own file ({V2_STUDY_FILE}: model, "
-        f"adapter sha256 {V2_ADAPTER_SHA256[:12]}…, arms, seeds, sampling, budget): "
-        f"{describe_slice(live)}; each episode compared with the archived one, message by "
-        "message. " + whole
-    )
-    div = reproduction.first_divergence
-    details = [] if div is None else [div.describe()]
-    if reproduction.not_archived:
-        details.append(f"not in the archive: {', '.join(reproduction.not_archived)}")
-    if not reproduction.exact:
-        details.append(
-            "Where an episode differs the report keeps the archived one: the study as "
-            "published. Another CPU or torch build can change the last bits of a logit, "
-            "and one changed token changes the rest of the episode."
-        )
-    return Banner(
-        headline=reproduction.headline().split(";")[0],
-        exact=reproduction.exact,
-        about=about,
-        details=details,
-    )
+    whole = whole_study(episodes, REPORT_TRIALS, V2_ARCHIVE)
+    return demo_banner(whole, None if reproduction is None else live_slice(reproduction, live))
 
 
 class DemoResult(BaseModel):
@@ -245,7 +233,7 @@ def report_study(
     live = live_episodes(live_runs) if live_runs is not None else []
     reproduction = reproduce(live, archive) if live_runs is not None else None
     # The count itself heads the lines printed at the end (`print_lines`).
-    console.print(Text("reading the whole study's archive for its report …"), soft_wrap=True)
+    console.print(Text(READING_ARCHIVE), soft_wrap=True)
     options = study_options(study)
     episodes = pick_trials(archive_episodes(archive), options.trials)
     result = analyze_labelled(((None, ep) for ep in episodes), options).result
@@ -256,7 +244,7 @@ def report_study(
         episodes,
         out,
         rules=options.rules,
-        title=f"{study.title} · reproduced by flatscore demo",
+        title=reproduced_title(study.report_title),
         banner=banner,
     )
     if reproduction is not None:
@@ -302,19 +290,13 @@ def run_reproduction(
     runs = study.output_dir / "runs"
     resume = runs.exists() and any(runs.glob("*.jsonl"))
     if resume:
-        console.print(Text(f"resuming the demo's slice in {runs} (delete it to start over)"))
-    planned = len(study.task_ids or []) * len(arms)
-    console.print(
-        Text(
-            f"running study v2's slice live: {planned} episodes "
-            f"({', '.join(arms)}; {len(study.task_ids or [])} tasks, trial 1), then comparing "
-            f"each with {V2_ARCHIVE}"
-        ),
-        soft_wrap=True,
-    )
+        console.print(Text(resuming_slice(runs)))
+    tasks = len(study.task_ids or [])
+    line = running_slice(tasks * len(arms), arms, tasks, SLICE_TRIAL + 1, V2_ARCHIVE)
+    console.print(Text(line), soft_wrap=True)
     try:
         run_study(study, resume=resume, progress=progress, report=False, console=console)
     except KeyboardInterrupt:
-        console.print(Text(f"interrupted: run the demo again to resume it from {runs}"))
+        console.print(Text(interrupted(runs)))
         raise
     return report_study(archive, out, study, live_runs=runs, console=console)

@@ -34,6 +34,7 @@ from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.stats import stable_rng
 from flatscore.console import styled
 from flatscore.episode import Episode
+from flatscore.report.run_text import decided_line, state_line
 from flatscore.run.jobs import EpisodeJob
 from flatscore.store.jsonl import read_episodes
 
@@ -168,8 +169,15 @@ class SequentialPlan:
                 if seq is not None and seq.decided:
                     state.decided[comp.arm] = (seq.verdict, seq.tasks)
                     lines.append(
-                        f"{cell.model} · {cell.domain} · {comp.arm} vs {cell.reference}: "
-                        f"{seq.verdict} after {seq.tasks} of {state.looks[-1]} tasks"
+                        decided_line(
+                            cell.model,
+                            cell.domain,
+                            comp.arm,
+                            cell.reference,
+                            seq.verdict,
+                            seq.tasks,
+                            state.looks[-1],
+                        )
                     )
                 elif k < len(state.looks) - 1:
                     still_open.add(comp.arm)
@@ -191,9 +199,7 @@ def planned_looks(options: AnalysisSettings) -> Callable[[int], list[int]]:
 def report_state(plan: SequentialPlan, say: Callable[[str], None]) -> None:
     """Each comparison's state: decided (verdict at N tasks) or open."""
     for (model, domain), state in plan.cells.items():
-        decided = ", ".join(f"{a} {v} at {n}" for a, (v, n) in sorted(state.decided.items()))
-        still = ", ".join(sorted(state.open_arms or [])) or "none"
-        say(f"{model} · {domain}: decided: {decided or 'none'}; open: {still}")
+        say(state_line(model, domain, state.decided, state.open_arms or []))
 
 
 def printer(console: Console) -> Callable[[str], None]:
