@@ -255,7 +255,7 @@ def analyze_like_the_cli(episodes: list[Episode], flags: AnalysisFlags) -> dict[
     unique, dropped = unique_episodes((("drawn", ep) for ep in episodes), options.dedupe)
     check_comparable(unique)
     result: AnalysisResult = analyze(unique, options)
-    result.warnings[:0] = dropped
+    result.notices[:0] = dropped  # worded first, as the pipeline puts them
     loaded: dict[str, Any] = json.loads(analysis_json(result))
     return loaded
 

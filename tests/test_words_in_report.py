@@ -48,9 +48,12 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("models/servers.py", "server_version"): "Python code run to ask a server's version",
     ("models/servers.py", "log_header"): "a server log's header line ('=== flatscore' marks it)",
     # Labels, not sentences: recorded in the run files (the backend's `description`), the
-    # family members of a correction, the settings' own rendering of the margin.
+    # family members of a correction, the settings' own rendering of the margin, the paired
+    # test's fixed name.
     ("analysis/comparison.py", "correct_channels"): "'model / domain / arm: channel' members",
     ("analysis/settings.py", "margin_text"): "'±7.5 points', the margin as the settings hold it",
+    ("analysis/paired_score.py", "<module>"): "TEST, the paired test's fixed name each "
+    "comparison records as `test` (a constant beside DISCORDANT_MIN, the number it quotes)",
     ("models/adapter.py", "merge_named_adapter"): "the backend description run files record",
     ("models/adapter.py", "apply_shipped_adapter"): "the backend description run files record",
     ("models/compressed.py", "load_compressed"): "the backend description run files record",
@@ -58,14 +61,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("models/gguf_files.py", "description"): "the backend description run files record",
     ("models/quant/evaluate.py", "fidelity"): "a row label of the fidelity table",
     ("study/schema.py", "report_title"): "the study's default title, 'flatscore · NAME'",
-    # Still words outside the report, to move to report/ (or cli/): each is a warning or a
-    # progress line a person reads.
-    ("analysis/analyze.py", "_cell"): "cell warnings (reference missing, tasks left out)",
-    ("analysis/identity.py", "unique_episodes"): "duplicate and superseded-attempt warnings",
-    ("analysis/recorded.py", "recorded_settings"): "run files that record different settings",
-    ("analysis/repair_effect.py", "repair_effects"): "the repair effect's warnings",
-    ("analysis/sequential_power.py", "pilot_from_episodes"): "the pilot's coupling source",
-    ("analysis/paired_score.py", "<module>"): "TEST, the paired test's description",
 }
 
 

@@ -305,7 +305,9 @@ def test_duplicate_episodes_are_an_error_or_deduped() -> None:
         analyze(eps + eps[:1], AnalysisOptions(bootstrap=100))
     r = analyze(eps + eps[:1], AnalysisOptions(bootstrap=100, dedupe=True))
     assert r.episodes_read == len(eps)
-    assert any("--dedupe" in w for w in r.warnings)
+    assert r.warnings == [] and r.notices[0] == Notice(
+        kind="duplicates_left_out", count=1, places=("the input", "the input")
+    )
     assert (
         r.cells[0].arms[0].pass_k
         == analyze(eps, AnalysisOptions(bootstrap=100)).cells[0].arms[0].pass_k

@@ -6,6 +6,7 @@ import pytest
 
 from analysis_builders import episode
 from flatscore.analysis.identity import episode_key, unique_episodes
+from flatscore.analysis.notices import Notice
 from flatscore.episode import Episode, TerminationReason
 from flatscore.errors import InputError
 
@@ -16,16 +17,17 @@ def test_two_models_with_the_same_arm_name_are_not_duplicates() -> None:
     a = episode("bf16", "t1", 0, model="qwen")
     b = episode("bf16", "t1", 0, model="llama")
     assert episode_key(a) != episode_key(b)
-    kept, warnings = unique_episodes([("a.jsonl", a), ("b.jsonl", b)])
-    assert kept == [a, b] and warnings == []
+    kept, notices = unique_episodes([("a.jsonl", a), ("b.jsonl", b)])
+    assert kept == [a, b] and notices == []
 
 
 def test_the_same_episode_twice_is_a_duplicate() -> None:
     a = episode("bf16", "t1", 0, model="qwen")
     with pytest.raises(InputError, match=r"duplicate episode .* model qwen"):
         unique_episodes([("a.jsonl", a), ("b.jsonl", a)])
-    kept, warnings = unique_episodes([("a.jsonl", a), ("b.jsonl", a)], dedupe=True)
-    assert kept == [a] and "1 duplicate" in warnings[0]
+    kept, notices = unique_episodes([("a.jsonl", a), ("b.jsonl", a), ("a.jsonl", a)], dedupe=True)
+    assert kept == [a]
+    assert notices == [Notice(kind="duplicates_left_out", count=2, places=("a.jsonl", "b.jsonl"))]
 
 
 def _infra(ep: Episode) -> Episode:
@@ -39,13 +41,13 @@ def test_an_infrastructure_error_is_superseded_by_its_later_attempt() -> None:
     ok = episode("bf16", "t1", 0, model="qwen")
     other = episode("bf16", "t2", 0, model="qwen")
     failed = _infra(ok)
-    kept, warnings = unique_episodes(
+    kept, notices = unique_episodes(
         [("r.jsonl", failed), ("r.jsonl", other), ("r.jsonl", _infra(ok)), ("r.jsonl", ok)]
     )
     assert kept == [ok, other]  # in the order each episode first appeared
-    assert len(warnings) == 1 and warnings[0].startswith("2 infrastructure-error attempt(s)")
-    kept, warnings = unique_episodes([("r.jsonl", failed)])  # the latest failed too: kept
-    assert kept == [failed] and warnings == []
+    assert notices == [Notice(kind="attempts_superseded", count=2)]
+    kept, notices = unique_episodes([("r.jsonl", failed)])  # the latest failed too: kept
+    assert kept == [failed] and notices == []
 
 
 def test_a_result_followed_by_anything_is_a_duplicate() -> None:

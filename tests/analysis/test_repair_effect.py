@@ -13,6 +13,7 @@ from scipy.stats import norm
 
 from analysis_builders import episode, repaired
 from flatscore.agents.repair import REPAIR_SUFFIX as AGENT_SUFFIX
+from flatscore.analysis.notices import Notice
 from flatscore.analysis.paired_score import paired_difference_interval
 from flatscore.analysis.repair_effect import (
     REPAIR_SUFFIX,
@@ -118,14 +119,17 @@ def test_intervals_are_score_intervals_and_no_bootstrap_on_4_tasks(
         tuple(2 * x for x in paired_difference_interval(np.array([0, 0.5, 0.5, 0.0])))
     )
     assert q.channel_rate_effect["unknown_tool"].ci_low is None
-    assert any("too few" in w for w in result.cells[0].warnings)
+    few = Notice(kind="repair_few_tasks", count=4, minimum=AnalysisSettings().bootstrap_min_tasks)
+    assert few in result.cells[0].notices  # words: the report's (tests/report/test_warning_text)
 
 
 def test_unmatched_runs_warn_and_table_renders(result: RepairEffectResult) -> None:
     lone = repair_effects(
         [repaired(episode("int4", "t0", calls=[BAD, OK]))], AnalysisSettings(bootstrap=100)
     )
-    assert lone.cells == [] and "without a matching plain run" in lone.warnings[0]
+    assert lone.cells == [] and lone.notices == [
+        Notice(kind="repair_unmatched", model="m", domain="retail")
+    ]
     table = repair_table(result)
     assert "| m | retail | int4 | 4 | 25.0 | 75.0 | +50.0 [" in table
     assert "bf16 (ref)" in table

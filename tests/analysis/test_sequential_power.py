@@ -12,6 +12,7 @@ import pytest
 from analysis_builders import episode
 from cli_runner import flatscore
 from flatscore.analysis.sequential_power import (
+    CoupledPair,
     Pilot,
     estimate_coupling,
     pilot_from_episodes,
@@ -45,7 +46,6 @@ def _pilot(coupling: float) -> Pilot:
         calls=list(c.calls_ref[0]),
         trials=4,
         coupling=coupling,
-        coupling_source="simulated",
     )
 
 
@@ -93,10 +93,11 @@ def test_pilot_from_run_files(tmp_path: Path) -> None:
     eps = list(load_runs([_pilot_file(tmp_path)]))
     pilot = pilot_from_episodes(eps, reference="ref")
     assert len(pilot.success) == 24 and pilot.trials == 2
-    assert 0.0 <= pilot.coupling <= 1.0 and "q against ref" in pilot.coupling_source
+    assert 0.0 <= pilot.coupling <= 1.0
+    assert pilot.coupled == CoupledPair(arm="q", reference="ref", model="m", domain="retail")
     assert all(0 <= r <= 1 for r in pilot.failure_rate) and all(c >= 4 for c in pilot.calls)
     alone = pilot_from_episodes([e for e in eps if e.arm == "ref"], reference="ref")
-    assert alone.coupling == 0.0 and "independent" in alone.coupling_source
+    assert alone.coupling == 0.0 and alone.coupled is None
 
 
 def test_the_command_line(tmp_path: Path) -> None:
@@ -107,6 +108,7 @@ def test_the_command_line(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "expected tasks" in proc.stdout and "up to 48 tasks × 2 trial(s)" in proc.stdout
+    assert "coupling: q against ref in m / retail; 100 simulated studies per gap" in proc.stdout
     bad = flatscore("power", "--sequential", "--gaps", "0,5")
     assert bad.returncode == 2 and "--pilot" in bad.stderr and "Traceback" not in bad.stderr
     gaps = flatscore("power", "--sequential", "--pilot", path, "--gaps", "five")

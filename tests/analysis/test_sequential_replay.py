@@ -16,6 +16,7 @@ import pytest
 from analysis_builders import episode
 from cli_runner import flatscore
 from flatscore.analysis.analyze import analyze
+from flatscore.analysis.notices import Notice
 from flatscore.analysis.sequential import VERDICTS, SequentialDesign, decide, look_stats
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.analysis.stats import stable_rng
@@ -196,10 +197,10 @@ def test_a_sequential_run_pairs_each_comparison_on_its_own_tasks() -> None:
     by_arm = {c.arm: c for c in seq.cells[0].comparisons}
     assert by_arm["late"].paired_tasks == 48 and by_arm["early"].paired_tasks == 16
     assert by_arm["late"].gap_default.gap == pytest.approx(0.5)
-    assert any("each comparison is paired on the tasks" in w for w in seq.cells[0].warnings)
+    assert seq.cells[0].notices == [Notice(kind="paired_per_arm")]  # words: the report's
     fixed = analyze(_stopped_run(False), options)  # not sequential: the common tasks, as before
     assert {c.paired_tasks for c in fixed.cells[0].comparisons} == {16}
-    assert any("not run by every arm" in w for w in fixed.cells[0].warnings)
+    assert [n.kind for n in fixed.cells[0].notices] == ["tasks_left_out"]
 
 
 def test_only_a_sequential_run_marks_its_verdicts_as_the_runs_own() -> None:

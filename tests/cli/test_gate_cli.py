@@ -106,6 +106,38 @@ def test_bad_input_is_exit_2_in_one_line(
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
 
 
+def test_a_cell_with_no_comparison_is_exit_2_quoting_its_warnings(
+    flatscore: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    """Two runs with no task in common: the cell's warnings, in words, say why."""
+    ref = write(tmp_path / "ref.jsonl", arm("bf16", 4))
+    other = [ep.model_copy(update={"task_id": f"u{ep.task_id}"}) for ep in arm("int8", 4)]
+    r = flatscore("gate", ref, write(tmp_path / "other.jsonl", other), *FAST)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert " ".join(r.stderr.split()) == (
+        "error: field 'candidate': m / retail: no paired comparison of 'int8' with 'bf16' (8 "
+        "task(s) not run by every arm are left out of the paired comparisons (arm tables use "
+        "all of an arm's tasks); no task was run by every arm: no paired comparison)"
+    )
+
+
+def test_the_cells_warnings_are_the_gates_in_words(
+    flatscore: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    """A task only the reference ran: the gate's JSON and its warning lines say so."""
+    ref = write(tmp_path / "ref.jsonl", arm("bf16", 41))
+    cand = write(tmp_path / "cand.jsonl", arm("int8", 40))
+    said = (
+        "1 task(s) not run by every arm are left out of the paired comparisons (arm tables "
+        "use all of an arm's tasks)"
+    )
+    r = flatscore("gate", ref, cand, "--json", "-", *FAST)
+    assert r.returncode in (0, 3, 4), r.stderr
+    assert json.loads(r.stdout)["warnings"] == [said]
+    r = flatscore("gate", ref, cand, *FAST)
+    assert f"warning: {said}" in " ".join(r.stdout.split())
+
+
 def test_a_missing_input_is_exit_2(flatscore: Callable[..., CliResult], tmp_path: Path) -> None:
     r = flatscore("gate", tmp_path / "nope.jsonl", tmp_path / "nope.jsonl")
     assert r.returncode == 2 and "nope.jsonl" in r.stderr

@@ -49,8 +49,8 @@ def test_a_run_read_twice_is_refused_naming_both_files_and_dropped_with_dedupe(
         analyze_runs([ref, arm, ref], AnalysisSettings(bootstrap=200))
     assert str(ref) in str(refused.value)
     analysed = analyze_runs([ref, arm, ref], AnalysisSettings(bootstrap=200, dedupe=True))
-    assert analysed.dropped == [analysed.result.warnings[0]]
-    assert "--dedupe: 8 duplicate episode(s) left out" in analysed.dropped[0]
+    assert analysed.dropped == analysed.result.notices[:1]  # what reading left out, first
+    assert (analysed.dropped[0].kind, analysed.dropped[0].count) == ("duplicates_left_out", 8)
     assert len(analysed.episodes) == 16
     assert [a.arm for a in analysed.result.cells[0].arms] == ["bf16", "int4"]
 

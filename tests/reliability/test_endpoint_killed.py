@@ -130,7 +130,7 @@ def test_endpoint_killed_mid_study_then_resume_fills_every_hole(tmp_path: Path) 
     assert resumed.analysis is not None
     assert resumed.analysis.infrastructure_errors == 0
     assert resumed.analysis.episodes_read == PLANNED
-    assert any("superseded" in w for w in resumed.analysis.warnings)
+    assert any(n.kind == "attempts_superseded" for n in resumed.analysis.notices)
 
     # Nothing left to do: a second resume runs nothing.
     again = run_study(study, progress=False, report=False, resume=True)

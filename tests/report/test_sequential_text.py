@@ -12,10 +12,11 @@ import pytest
 from flatscore.analysis.analyze import analyze
 from flatscore.analysis.channels import load_rules
 from flatscore.analysis.result import AnalysisResult
+from flatscore.analysis.sequential_power import CoupledPair
 from flatscore.analysis.settings import AnalysisSettings
 from flatscore.report.html import render_html
 from flatscore.report.markdown import render_summary
-from flatscore.report.sequential_text import conditional_text, sequential_line
+from flatscore.report.sequential_text import conditional_text, coupling_source, sequential_line
 from sequential_model import recorded_run
 
 OPTIONS = AnalysisSettings(reference="ref", bootstrap=100, sequential=True)
@@ -88,3 +89,11 @@ def test_a_run_that_holds_every_task_has_the_gap_but_no_label() -> None:
     assert q.after_stop.fixed_design == "all tasks"
     assert "gap at the stop" in sequential_line(q) and conditional_text(q) == ""
     assert "conditional on stopping" not in render_summary(analysis)
+
+
+def test_where_the_pilots_coupling_came_from_in_words() -> None:
+    """`flatscore power --sequential`'s last line: the pair the coupling was estimated on,
+    or independent trials where the pilot has no arm beside its reference."""
+    pair = CoupledPair(arm="int4", reference="bf16", model="qwen", domain="retail")
+    assert coupling_source(pair) == "int4 against bf16 in qwen / retail"
+    assert coupling_source(None) == "no arm beside the reference in the pilot: independent trials"

@@ -100,8 +100,8 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
     Duplicate episodes are an InputError unless `options.dedupe`."""
     options = options or AnalysisSettings()
     rules = options.rules or load_rules()
-    unique, warnings = unique_episodes(((None, ep) for ep in episodes), options.dedupe)
-    notices: list[Notice] = []  # the warnings as data, worded after `warnings` by the report
+    unique, read_notices = unique_episodes(((None, ep) for ep in episodes), options.dedupe)
+    notices: list[Notice] = read_notices  # the warnings as data, worded by the report
     if options.trials is not None:
         read_all = len(unique)
         unique = pick_trials(unique, options.trials)
@@ -219,7 +219,7 @@ def analyze(episodes: Iterable[Episode], options: AnalysisSettings | None = None
         episodes_read=read,
         infrastructure_errors=sum(infra.values()),
         cells=cells,
-        warnings=warnings,
+        warnings=[],  # words: the report's (`report.warning_text`), from `notices`
         notices=notices,
         repair=repair,
         channel_family=channel_family,
@@ -245,10 +245,10 @@ def _cell(
     """One cell's arms and (not yet corrected) comparisons. A negative control is never
     chosen as the reference. `per_pair` (a sequential run's cell): each comparison on the
     tasks its arm and the reference both ran."""
-    cell_warnings: list[str] = []
+    notices: list[Notice] = []  # the cell's warnings as data, worded by the report
     named = options.reference
     if named is not None and named not in arms:
-        cell_warnings.append(f"reference {named!r} not in this cell; deciding from the arm names")
+        notices.append(Notice(kind="reference_not_in_cell", arm=named))
         named = None
     try:
         candidates = [
@@ -279,18 +279,12 @@ def _cell(
         if a != reference and arms[a]
     }
     if per_pair and len(common) < len(every):
-        cell_warnings.append(
-            "a sequential run: each comparison is paired on the tasks its arm and the "
-            "reference both ran (arms stopped at different looks)"
-        )
+        notices.append(Notice(kind="paired_per_arm"))
     elif len(common) < len(every):
-        cell_warnings.append(
-            f"{len(every) - len(common)} task(s) not run by every arm are left out of the "
-            "paired comparisons (arm tables use all of an arm's tasks)"
-        )
+        notices.append(Notice(kind="tasks_left_out", count=len(every) - len(common)))
     comparisons: list[Comparison] = []
     if not arms[reference]:
-        cell_warnings.append(f"reference {reference!r} has no usable episodes: no comparison")
+        notices.append(Notice(kind="reference_unusable", arm=reference))
     elif len(order) > 1 and (any(pairs.values()) if per_pair else common):
         names = sorted({n for a in order for f in arms[a] for n in f.hallucinated})
         gap_ks = sorted({min(budgets), default_k})
@@ -319,7 +313,7 @@ def _cell(
             control = controls.get((model, a))
             comparisons.append(c.model_copy(update={"noise_floor": beside, "control_of": control}))
     elif len(order) > 1:
-        cell_warnings.append("no task was run by every arm: no paired comparison")
+        notices.append(Notice(kind="no_common_task"))
     cell: dict[str, object] = {
         "model": model,
         "domain": domain,
@@ -328,6 +322,7 @@ def _cell(
         "reference_why": reason,
         "arms": [stats[a] for a in order],
         "risk_screen": risk_screen(stats[reference], options.risk_threshold),
-        "warnings": cell_warnings,
+        "warnings": [],  # words: the report's (`report.warning_text`), from `notices`
+        "notices": notices,
     }
     return cell, comparisons

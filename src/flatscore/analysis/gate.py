@@ -158,8 +158,9 @@ class GateResult(AnalysisModel):
     family: Family
     warnings: list[str] = Field(default_factory=list)
     notices: list[Notice] = Field(default_factory=list, exclude=True)
-    """The analysis' own warnings as data; `report.gate_text.worded_gate` words them into
-    `warnings` at `notices_at` (after the analysis' other warnings, before the cells')."""
+    """The analysis' own warnings and then its cells', as data; `report.gate_text.worded_gate`
+    words them into `warnings` at `notices_at` (after the analysis' other warnings, before the
+    cells')."""
     notices_at: int = Field(0, exclude=True)
     sequential: bool = Field(False, exclude=True)
     """Decided by the sequential verdicts (`gate --sequential`)."""
@@ -188,7 +189,7 @@ class GateResult(AnalysisModel):
                     [*analysis.warnings, *(w for c in analysis.cells for w in c.warnings)]
                 )
             ),
-            notices=analysis.notices,
+            notices=[*analysis.notices, *(n for c in analysis.cells for n in c.notices)],
             notices_at=len(dict.fromkeys(analysis.warnings)),
         )
 
@@ -410,13 +411,27 @@ def candidate_cells(result: AnalysisResult, candidate: str, scope: Scope) -> lis
     return ran if scope == "study" and ran else result.cells
 
 
+class NoComparison(InputError):
+    """A cell with no paired comparison of the candidate with the reference. Its message
+    gives the cell's warnings, as codes where the cell holds them as data (`Cell.notices`);
+    `flatscore gate` says them in words (`report.gate_text.no_comparison`)."""
+
+    def __init__(self, message: str, *, cell: Cell, candidate: str, reference: str) -> None:
+        self.cell, self.candidate, self.reference = cell, candidate, reference
+        super().__init__(message, field="candidate")
+
+
 def candidate_comparison(cell: Cell, candidate: str, reference: str) -> Comparison:
-    """The cell's comparison of the candidate with the reference; none is an InputError."""
+    """The cell's comparison of the candidate with the reference; none is an InputError
+    (`NoComparison`)."""
     comp = next((c for c in cell.comparisons if c.arm == candidate), None)
     if comp is None:
-        raise InputError(
+        why = [*cell.warnings, *(n.kind for n in cell.notices)]
+        raise NoComparison(
             f"{cell.model} / {cell.domain}: no paired comparison of {candidate!r} with "
-            f"{reference!r} ({'; '.join(cell.warnings) or 'no common task'})",
-            field="candidate",
+            f"{reference!r} ({'; '.join(why) or 'no common task'})",
+            cell=cell,
+            candidate=candidate,
+            reference=reference,
         )
     return comp

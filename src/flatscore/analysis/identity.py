@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from flatscore.analysis.notices import Notice
 from flatscore.episode import Episode
 from flatscore.errors import InputError
 
@@ -38,16 +39,16 @@ def origin(ep: Episode, read_from: str | None = None) -> str:
 
 def unique_episodes(
     labelled: Iterable[tuple[str | None, Episode]], dedupe: bool = False
-) -> tuple[list[Episode], list[str]]:
+) -> tuple[list[Episode], list[Notice]]:
     """Episodes with superseded attempts and duplicates removed: `labelled` pairs each
     episode with the file it was read from (None when unknown). An infrastructure error
-    followed by a later attempt of its key is replaced by that attempt (a warning counts
+    followed by a later attempt of its key is replaced by that attempt (a notice counts
     them); a duplicate is an InputError naming both places, or with `dedupe` the first is
-    kept and a warning counts the rest."""
+    kept and a notice counts the rest (and names the first pair's places)."""
     seen: dict[EpisodeKey, str] = {}
     kept: dict[EpisodeKey, Episode] = {}  # insertion order: where each key first appeared
     dropped = superseded = 0
-    first_pair = ""
+    first_pair: tuple[str, ...] = ()
     for where, ep in labelled:
         key = episode_key(ep)
         here = origin(ep, where)
@@ -66,15 +67,12 @@ def unique_episodes(
                     "pass --dedupe to keep the first"
                 )
             dropped += 1
-            first_pair = first_pair or f"{seen[key]} and {here}"
+            first_pair = first_pair or (seen[key], here)
             continue
         seen[key], kept[key] = here, ep
-    warnings = []
+    notices = []
     if superseded:
-        warnings.append(
-            f"{superseded} infrastructure-error attempt(s) superseded by a later attempt of "
-            "the same episode (rerun by --resume): the latest attempt is used"
-        )
+        notices.append(Notice(kind="attempts_superseded", count=superseded))
     if dropped:
-        warnings.append(f"--dedupe: {dropped} duplicate episode(s) left out (first: {first_pair})")
-    return list(kept.values()), warnings
+        notices.append(Notice(kind="duplicates_left_out", count=dropped, places=first_pair))
+    return list(kept.values()), notices

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from typing import Any, TypeVar
 
+from flatscore.analysis.notices import Notice
 from flatscore.analysis.settings import POINTS, AnalysisSettings
 from flatscore.episode import Episode
 from flatscore.errors import InputError
@@ -55,9 +56,9 @@ def recorded_comparisons(episodes: Iterable[Episode]) -> int | None:
     return max(found) if found else None
 
 
-def recorded_settings(episodes: Iterable[Episode]) -> tuple[dict[str, Any], list[str]]:
+def recorded_settings(episodes: Iterable[Episode]) -> tuple[dict[str, Any], list[Notice]]:
     """The settings the episodes' study recorded (only those every recording episode agrees
-    on) and a warning per setting on which they disagree."""
+    on) and a notice per setting on which they disagree (its values as recorded, in order)."""
     seen: dict[str, list[Any]] = {}
     for ep in episodes:
         record = ep.metadata.get(RECORD_KEY)
@@ -67,13 +68,12 @@ def recorded_settings(episodes: Iterable[Episode]) -> tuple[dict[str, Any], list
             if key in record and record[key] not in seen.setdefault(key, []):
                 seen[key].append(record[key])
     agreed = {k: values[0] for k, values in seen.items() if len(values) == 1}
-    warnings = [
-        f"the run files record different study settings for {k} ({', '.join(map(str, v))}): "
-        "none used; give it as an option"
+    notices = [
+        Notice(kind="settings_differ", setting=k, values=tuple(v))
         for k, v in seen.items()
         if len(v) > 1
     ]
-    return agreed, warnings
+    return agreed, notices
 
 
 def is_sequential_run(episodes: Iterable[Episode]) -> bool:
@@ -86,12 +86,12 @@ Settings = TypeVar("Settings", bound=AnalysisSettings)
 
 def fill_recorded(
     episodes: list[Episode], settings: Settings, leave_out: Collection[str] = ()
-) -> tuple[Settings, list[str]]:
+) -> tuple[Settings, list[Notice]]:
     """`settings` with each field the user did not give (not in its set fields) and the
     episodes' study recorded taken from the record (less `leave_out`); the fields whose
-    value that changes are listed in `from_runs`. Returns them and a warning per setting
+    value that changes are listed in `from_runs`. Returns them and a notice per setting
     the files disagree on."""
-    recorded, warnings = recorded_settings(episodes)
+    recorded, notices = recorded_settings(episodes)
     given = settings.model_fields_set
     current = settings.model_dump(mode="json", context=POINTS, include=set(recorded))
     fill = {
@@ -100,7 +100,7 @@ def fill_recorded(
         if k not in given and k not in leave_out and current.get(k) != v  # only what changes
     }
     if not fill:
-        return settings, warnings
+        return settings, notices
     values = settings.model_dump(context=POINTS, include=set(fill)) | fill
     try:
         checked = AnalysisSettings.model_validate(values, context=POINTS)
@@ -108,21 +108,22 @@ def fill_recorded(
         raise InputError(f"the run files' recorded study settings are invalid: {exc}") from None
     update: dict[str, Any] = {k: getattr(checked, k) for k in fill}
     update["from_runs"] = sorted(fill)
-    return settings.model_copy(update=update), warnings
+    return settings.model_copy(update=update), notices
 
 
 def reading_of(
     episodes: list[Episode], settings: AnalysisSettings
-) -> tuple[AnalysisSettings, list[str]]:
+) -> tuple[AnalysisSettings, list[Notice]]:
     """The settings to read `episodes` with: those the user gave (the settings' set fields),
     the rest from the study the run files record; a sequential run read sequentially unless
-    `settings.fixed_design`. Returns them and the warnings to report."""
+    `settings.fixed_design`. Returns them and the notices to report (settings the files
+    disagree on)."""
     if settings.fixed_design and settings.sequential:
         raise InputError(
             "--sequential and --fixed-design ask for opposite readings; give one",
             field="--fixed-design",
         )
-    settings, warnings = fill_recorded(episodes, settings)
+    settings, notices = fill_recorded(episodes, settings)
     if not settings.fixed_design and not settings.sequential and is_sequential_run(episodes):
         settings = settings.model_copy(update={"sequential": True})
-    return settings, warnings
+    return settings, notices

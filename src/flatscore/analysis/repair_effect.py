@@ -28,6 +28,7 @@ from pydantic import Field
 from flatscore.analysis.budget import budgets_with, default_budget
 from flatscore.analysis.channels import CHANNELS, LEAF_CHANNELS, load_rules
 from flatscore.analysis.facts import EpisodeFacts, episode_facts
+from flatscore.analysis.notices import Notice
 from flatscore.analysis.outputs import AnalysisModel, CountMode, Interval
 from flatscore.analysis.paired_score import paired_difference_interval, paired_test
 from flatscore.analysis.precision import ReferenceUndecided, choose_reference, precision_order
@@ -84,6 +85,9 @@ class RepairCell(AnalysisModel):
     reference: str
     arms: list[RepairArmEffect]
     warnings: list[str] = Field(default_factory=list)
+    notices: list[Notice] = Field(default_factory=list, exclude=True)
+    """The cell's warnings as data: the report words them into `warnings`
+    (`flatscore.report.warning_text.worded_repair`) and empties this list."""
 
 
 class RepairEffectResult(AnalysisModel):
@@ -96,6 +100,9 @@ class RepairEffectResult(AnalysisModel):
     definitions: dict[str, str] = Field(default_factory=lambda: dict(DEFINITIONS))
     cells: list[RepairCell]
     warnings: list[str] = Field(default_factory=list)
+    notices: list[Notice] = Field(default_factory=list, exclude=True)
+    """The result's warnings as data (repair runs without a plain twin), worded as the
+    cells' are."""
 
 
 def is_repaired(episode: Episode) -> bool:
@@ -160,32 +167,30 @@ def repair_effects(
     budgets = budgets_with(options.budgets, default_k)
 
     cells: list[RepairCell] = []
-    warnings: list[str] = []
+    notices: list[Notice] = []  # the warnings as data, worded by the report
     for model, domain in sorted(groups):
         cell = groups[(model, domain)]
         arms = precision_order({a for a, r in cell if (a, not r) in cell and r})
         if not arms:
             if any(r for _, r in cell):
-                warnings.append(f"{model}/{domain}: repair runs without a matching plain run")
+                notices.append(Notice(kind="repair_unmatched", model=model, domain=domain))
             continue
         named = options.reference if options.reference in arms else None
         try:
             reference, _ = choose_reference(arms, named)
         except ReferenceUndecided:  # analyze has already asked for --reference
             reference = arms[0]
-        cell_warnings: list[str] = []
+        cell_notices: list[Notice] = []
         task_sets = [{f.task_id for f in cell[(a, r)]} for a in arms for r in (False, True)]
         common = sorted(set.intersection(*task_sets))
         if len(common) < len(set().union(*task_sets)):
-            cell_warnings.append(
-                f"{len(set().union(*task_sets)) - len(common)} task(s) not run by every arm with "
-                "and without repair are left out"
-            )
+            left = len(set().union(*task_sets)) - len(common)
+            cell_notices.append(Notice(kind="repair_tasks_left_out", count=left))
         if not common:
-            cell_warnings.append("no task was run by every group: no comparison")
+            cell_notices.append(Notice(kind="repair_no_common_task"))
             cells.append(
                 RepairCell(
-                    model=model, domain=domain, reference=reference, arms=[], warnings=cell_warnings
+                    model=model, domain=domain, reference=reference, arms=[], notices=cell_notices
                 )
             )
             continue
@@ -197,9 +202,10 @@ def repair_effects(
             else None
         )
         if weights is None:
-            cell_warnings.append(
-                f"{len(common)} paired task(s): too few for bootstrap intervals of the "
-                f"channel-rate effects (needs ≥ {options.bootstrap_min_tasks})"
+            cell_notices.append(
+                Notice(
+                    kind="repair_few_tasks", count=len(common), minimum=options.bootstrap_min_tasks
+                )
             )
         mats = {
             (a, r): task_matrix(cell[(a, r)], common, budgets, options.count)
@@ -271,7 +277,7 @@ def repair_effects(
                 domain=domain,
                 reference=reference,
                 arms=results,
-                warnings=cell_warnings,
+                notices=cell_notices,
             )
         )
     return RepairEffectResult(
@@ -279,7 +285,7 @@ def repair_effects(
         budgets=budgets,
         **options.model_dump(include={"count", "bootstrap", "seed", "confidence"}),
         cells=cells,
-        warnings=warnings,
+        notices=notices,
     )
 
 

@@ -382,6 +382,9 @@ class Cell(AnalysisModel):
     verdict: Verdict
     verdict_reason: str
     warnings: list[str] = Field(default_factory=list)
+    notices: list[Notice] = Field(default_factory=list, exclude=True)
+    """The cell's warnings as data (`analysis.notices`): the report words them after
+    `warnings` (`flatscore.report.warning_text`) and empties this list."""
 
 
 class ArmCost(AnalysisModel):

@@ -38,6 +38,18 @@ from flatscore.episode import Episode
 from flatscore.errors import InputError
 
 
+class CoupledPair(BaseModel):
+    """Where the pilot's coupling was estimated: `arm` against `reference` in the cell
+    (`model`, `domain`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    arm: str
+    reference: str
+    model: str
+    domain: str
+
+
 class Pilot(BaseModel):
     """Per-task numbers of a pilot's reference (and, when there is one, the coupling its arm
     shows)."""
@@ -52,7 +64,10 @@ class Pilot(BaseModel):
     """Per-task mean agent tool calls per episode."""
     trials: int
     coupling: float
-    coupling_source: str
+    coupled: CoupledPair | None = None
+    """The pair the coupling was estimated on; None: none (a pilot read from runs with no
+    arm beside the reference: c = 0, independent trials). In words:
+    `report.sequential_text.coupling_source`."""
 
 
 class SequentialPowerRow(BaseModel):
@@ -75,7 +90,7 @@ class SequentialPowerResult(BaseModel):
     pilot_tasks: int
     pilot_trials: int
     coupling: float
-    coupling_source: str
+    coupled: CoupledPair | None
     max_tasks: int
     trials: int
     simulations: int
@@ -165,7 +180,7 @@ def sequential_power(
         pilot_tasks=len(pilot.success),
         pilot_trials=pilot.trials,
         coupling=pilot.coupling,
-        coupling_source=pilot.coupling_source,
+        coupled=pilot.coupled,
         max_tasks=max_tasks,
         trials=trials,
         simulations=simulations,
@@ -218,16 +233,18 @@ def pilot_from_episodes(
     calls = ref.column("calls")
     rate = np.divide(ref.column("agent_failed"), calls, out=np.zeros_like(calls), where=calls > 0)
     if other is None:
-        coupling, source = 0.0, "no arm beside the reference in the pilot: independent trials"
+        coupling, pair = 0.0, None
     else:
         alt = task_matrix(facts[other], tasks, [k], result.settings.count)
         coupling = estimate_coupling(ref.column(f"S{k}"), alt.column(f"S{k}"), trials)
-        source = f"{other} against {cell.reference} in {cell.model} / {cell.domain}"
+        pair = CoupledPair(
+            arm=other, reference=cell.reference, model=cell.model, domain=cell.domain
+        )
     return Pilot(
         success=[float(x) for x in ref.column(f"S{k}")],
         failure_rate=[float(x) for x in rate],
         calls=[float(x) for x in calls],
         trials=trials,
         coupling=coupling,
-        coupling_source=source,
+        coupled=pair,
     )

@@ -223,6 +223,7 @@ def _sequential_power(
     from rich.table import Table
 
     from flatscore.analysis.sequential_power import pilot_from_episodes, sequential_power
+    from flatscore.report.sequential_text import coupling_source
 
     if not pilot:
         raise InputError("--sequential needs the pilot's run files", field="--pilot")
@@ -271,6 +272,6 @@ def _sequential_power(
         )
     console.print(table)
     console.print(
-        f"coupling: {result.coupling_source}; {result.simulations} simulated studies per gap, "
-        f"seed {result.seed}; expected = mean over studies, undecided ones at the maximum"
+        f"coupling: {coupling_source(result.coupled)}; {result.simulations} simulated studies "
+        f"per gap, seed {result.seed}; expected = mean over studies, undecided ones at the maximum"
     )

@@ -81,12 +81,12 @@ def gate(
     ] = None,
 ) -> None:
     """May the candidate replace the reference? Exit 0 pass, 3 damage, 4 inconclusive."""
-    from flatscore.analysis.gate import GateOptions
+    from flatscore.analysis.gate import GateOptions, NoComparison
     from flatscore.analysis.outputs import rounded_json
     from flatscore.analysis.recorded import fill_recorded, is_sequential_run, recorded_comparisons
     from flatscore.cli import json_out as out
     from flatscore.formats.pipeline import gate_labelled, labelled_runs
-    from flatscore.report.gate_text import family_note, worded_gate
+    from flatscore.report.gate_text import family_note, no_comparison, worded_gate
 
     chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
     given = {  # a flag left at its default leaves the study's recorded setting to fill it
@@ -118,10 +118,13 @@ def gate(
         options, _ = fill_recorded(both, options, leave_out={"reference"})
         if not fixed_design and is_sequential_run(both):
             sequential = True  # read as it was run, like every command
-        result = gate_labelled(
-            refs, cands, options, reference_arm, candidate_arm,
-            sequential=sequential, max_tasks=max_tasks,
-        )  # fmt: skip
+        try:
+            result = gate_labelled(
+                refs, cands, options, reference_arm, candidate_arm,
+                sequential=sequential, max_tasks=max_tasks,
+            )  # fmt: skip
+        except NoComparison as exc:  # the cell's warnings in words
+            raise no_comparison(exc) from None
         result = worded_gate(result)  # before the warnings below: the analysis' come first
         if result.family.scope == "own":  # a study's report corrects over all its comparisons
             note = family_note(recorded_comparisons(both), result.family.comparisons)

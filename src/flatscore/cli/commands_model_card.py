@@ -47,6 +47,7 @@ def export_model_card_command(
     from flatscore.formats.pipeline import analyze_runs
     from flatscore.report.model_card import RESULTS_FILE, write_model_cards
     from flatscore.report.rebuild import options_from_settings, settings_from_file
+    from flatscore.report.warning_text import warnings
 
     if settings_from is not None:
         options = options_from_settings(settings_from_file(settings_from))
@@ -70,7 +71,7 @@ def export_model_card_command(
     with console.status("reading episodes and analysing…"):
         analysed = analyze_runs(runs, options)
     result = analysed.result
-    for line in analysed.dropped:
+    for line in warnings(analysed.dropped):
         console.print(f"warning: {line}", style="yellow", highlight=False)
     tight = tight_budget
     if tight_budget == defaults.TIGHT_K:  # not given: the reading's, below its default K

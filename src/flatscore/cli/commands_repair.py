@@ -47,6 +47,7 @@ def repair_effect(
     from flatscore.formats import load_runs
     from flatscore.formats.pipeline import expand_inputs
     from flatscore.report.effect_tables import repair_table
+    from flatscore.report.warning_text import worded_repair
 
     options = opt.analysis_settings(
         reference=reference, count=count, bootstrap=bootstrap, seed=seed, budgets=budgets
@@ -59,7 +60,7 @@ def repair_effect(
         from flatscore.analysis.balanced import repair_pairs
 
         episodes = repair_pairs(episodes)
-    result = repair_effects(episodes, options)
+    result = worded_repair(repair_effects(episodes, options))
     if not result.cells:
         raise InputError("no arm was run both with and without repair")
     table = repair_table(result)

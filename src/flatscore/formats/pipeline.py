@@ -27,6 +27,7 @@ from flatscore.analysis.gate import (
 )
 from flatscore.analysis.identity import unique_episodes
 from flatscore.analysis.margins_result import load_margins
+from flatscore.analysis.notices import Notice
 from flatscore.analysis.recorded import reading_of
 from flatscore.analysis.result import AnalysisResult
 from flatscore.analysis.sequential_gate import sequential_gate
@@ -44,9 +45,9 @@ class Analysed:
 
     result: AnalysisResult
     episodes: list[Episode]
-    dropped: list[str]
+    dropped: list[Notice]
     """What reading left out (attempts superseded by a rerun, duplicates under `--dedupe`),
-    one line each; also the first of `result.warnings`."""
+    as data (`report.warning_text` words them); also the first of `result.notices`."""
 
 
 def expand_inputs(paths: Sequence[Path]) -> list[Path]:
@@ -88,7 +89,7 @@ def analyze_labelled(
     check_comparable(episodes)
     settings, disagree = reading_of(episodes, settings)
     result = analyze(episodes, settings)
-    result.warnings[:0] = dropped + disagree
+    result.notices[:0] = dropped + disagree
     if attached is not None:
         result.margins = attached
     shown = pick_trials(episodes, settings.trials)

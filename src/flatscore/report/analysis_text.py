@@ -2,10 +2,11 @@
 number follows, where the default K came from (`budget_text`), why each cell's reference is
 the reference (`reference_text`), each comparison's notes (`notes_text`) and noise floor
 (`floor_text`), each comparison's and each cell's verdict reason, each cell's risk screen
-(`risk_text`), the cost figures' units and warnings (`cost_notes`), the analysis' warnings
-(`warning_text`), and the sequential reading's design and task order. `analyze` leaves them
-empty (text is the report's); analysis.json, report.html, summary.md and the terminal carry
-them. An analysis read back from analysis.json has them already and keeps its own."""
+(`risk_text`), the cost figures' units and warnings (`cost_notes`), the analysis', each
+cell's and the repair effect's warnings (`warning_text`), and the sequential reading's
+design and task order. `analyze` leaves them empty (text is the report's); analysis.json,
+report.html, summary.md and the terminal carry them. An analysis read back from
+analysis.json has them already and keeps its own."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from flatscore.report.reference_text import WORDS as REFERENCE_WORDS
 from flatscore.report.risk_text import risk_reason
 from flatscore.report.sequential_text import worded_summary
 from flatscore.report.verdict_reason import reason
-from flatscore.report.warning_text import warnings
+from flatscore.report.warning_text import warnings, worded_repair
 
 
 def worded(analysis: AnalysisResult) -> AnalysisResult:
@@ -41,6 +42,10 @@ def worded(analysis: AnalysisResult) -> AnalysisResult:
         update["notices"] = []
     if analysis.cost is not None and (cost := worded_cost(analysis.cost)) is not analysis.cost:
         update["cost"] = cost
+    if analysis.repair is not None:
+        repair = worded_repair(analysis.repair)
+        if repair is not analysis.repair:
+            update["repair"] = repair
     if analysis.sequential is not None:
         sequential = worded_summary(analysis.sequential, analysis.settings)
         if sequential is not analysis.sequential:
@@ -57,8 +62,11 @@ def _worded_comparison(c: Comparison, settings: Settings) -> Comparison:
 
 
 def _worded_cell(cell: Cell, settings: Settings) -> Cell:
-    """The cell with each comparison's notes and reason, its own reason (the worst
-    comparison's) and its risk screen's."""
+    """The cell with its warnings, each comparison's notes and reason, its own reason (the
+    worst comparison's) and its risk screen's."""
+    if cell.notices:  # after any warning already there
+        said = [*cell.warnings, *warnings(cell.notices)]
+        cell = cell.model_copy(update={"warnings": said, "notices": []})
     noted = [_worded_comparison(c, settings) for c in cell.comparisons]
     if any(new is not old for new, old in zip(noted, cell.comparisons, strict=True)):
         cell = cell.model_copy(update={"comparisons": noted})

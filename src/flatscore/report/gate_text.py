@@ -1,7 +1,8 @@
 """The gate's result in words (`flatscore gate`, docs/gate.md): each cell's reason (the
 verdict rule's, `verdict_reason`; a sequential cell's decision), what more data would decide
-an inconclusive cell, and the one paragraph that leads with the verdict. The gate decides
-and keeps the data (`analysis.gate`); the command words it before it prints or writes it."""
+an inconclusive cell, the one paragraph that leads with the verdict, and the error of a cell
+with no comparison to decide from. The gate decides and keeps the data (`analysis.gate`);
+the command words it before it prints or writes it."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from flatscore.analysis.gate import (
     GateCell,
     GateResult,
     MoreData,
+    NoComparison,
 )
 from flatscore.analysis.verdict_rule import GateVerdict
+from flatscore.errors import InputError
 from flatscore.report.sequential_text import decided_text
 from flatscore.report.verdict_reason import reason
 from flatscore.report.warning_text import warnings
@@ -132,4 +135,16 @@ def family_note(study: int | None, gate_comparisons: int) -> str | None:
         f"the gate corrected over its own {gate_comparisons}, so it may stop at another task "
         "(or decide otherwise) than `flatscore report` on the study's runs; given the study's "
         "runs (its folder as both inputs) it reads the study's decision"
+    )
+
+
+def no_comparison(exc: NoComparison) -> InputError:
+    """The gate's error for a cell with no paired comparison of the candidate, the cell's
+    warnings in words."""
+    cell = exc.cell
+    why = [*cell.warnings, *warnings(cell.notices)]
+    return InputError(
+        f"{cell.model} / {cell.domain}: no paired comparison of {exc.candidate!r} with "
+        f"{exc.reference!r} ({'; '.join(why) or 'no common task'})",
+        field=exc.field,
     )

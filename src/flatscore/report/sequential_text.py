@@ -1,12 +1,14 @@
 """The sequential reading in words (`analyze --sequential`; docs/analysis.md, "Sequential
 verdicts"): the design, the order tasks were read in, each comparison's decision, the gap
-after an early stop and the study's saving. The analysis holds them as data
-(`SequentialSummary.ordered_by`, `SequentialComparison`, the settings)."""
+after an early stop and the study's saving; and, for sizing a sequential study (`flatscore
+power --sequential`), where the pilot's coupling came from. The analysis holds them as data
+(`SequentialSummary.ordered_by`, `SequentialComparison`, the settings, `CoupledPair`)."""
 
 from __future__ import annotations
 
 from flatscore.analysis.result import Settings
 from flatscore.analysis.sequential import SequentialDesign
+from flatscore.analysis.sequential_power import CoupledPair
 from flatscore.analysis.sequential_replay import design_for
 from flatscore.analysis.sequential_result import SequentialComparison, SequentialSummary, TaskOrder
 from flatscore.analysis.settings import in_points
@@ -129,3 +131,10 @@ def conditional_text(c: SequentialComparison) -> str:
         + (f", so they lean the way the stop went: {lean}" if lean else "")
         + "."
     )
+
+
+def coupling_source(pair: CoupledPair | None) -> str:
+    """Where the pilot's coupling was estimated (none: independent trials, c = 0)."""
+    if pair is None:
+        return "no arm beside the reference in the pilot: independent trials"
+    return f"{pair.arm} against {pair.reference} in {pair.model} / {pair.domain}"
