@@ -3,29 +3,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from flatscore.cli.app import app, console
-
-if TYPE_CHECKING:
-    from flatscore.models.quant.toolchain import MakeStep
 
 arms_app = typer.Typer(
     help="Precision arms made by a quantization toolchain (llm-compressor checkpoints).",
     no_args_is_help=True,
 )
 app.add_typer(arms_app, name="arms")
-
-
-def step_line(step: MakeStep) -> str:
-    """A step of making a checkpoint as the line `arms make` prints."""
-    if step.step == "tokenizing":
-        return "tokenizing calibration transcripts (train split, oracle episodes)…"
-    if step.step == "running":
-        return f"running {step.recipe} with llm-compressor ({step.python})…"
-    return f"warning: the quantization environment has {step.libraries}, pinned {step.pinned}"
 
 
 @arms_app.command("make")
@@ -44,6 +32,7 @@ def arms_make_command(
     """Make a compressed-tensors checkpoint per recipe from the model's reference weights
     with llm-compressor (in the `make quant-env` environment), calibrated on agent transcripts
     of the train split; cached by the reference's hash and the recipe."""
+    from flatscore.cli.progress_text import checkpoint_step
     from flatscore.errors import InputError
     from flatscore.models.quant.recipes import get_recipe
     from flatscore.models.quant.toolchain import make_checkpoint
@@ -54,7 +43,10 @@ def arms_make_command(
         raise InputError(str(exc), field="RECIPES") from None
     for recipe in chosen:
         checkpoint = make_checkpoint(
-            recipe, model, adapter, on_step=lambda s: console.print(step_line(s), highlight=False)
+            recipe,
+            model,
+            adapter,
+            on_step=lambda s: console.print(checkpoint_step(s), highlight=False),
         )
         console.print(
             f"{recipe.name}: {checkpoint.path} (sha256 {checkpoint.sha256[:12]}, "

@@ -3,21 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from flatscore.cli import legacy
 from flatscore.cli import options as opt
 from flatscore.cli.app import app, console, err_console
-
-if TYPE_CHECKING:
-    from flatscore.train.train import StepDone
-
-
-def step_line(step: StepDone) -> str:
-    """A training step as `train-embedded --no-progress` prints it."""
-    return f"step {step.step}/{step.steps} loss(ema) {step.loss_ema:.4f} {step.seconds:.1f}s/step"
 
 
 @app.command("train-embedded")
@@ -62,6 +54,7 @@ def train_embedded_command(
 ) -> None:
     """Fine-tune the recipe's base (SmolLM2-135M-Instruct or Gemma 3 270M; LoRA, CPU) on oracle
     episodes of the train split, or on the agent's own failed states (an on-policy recipe)."""
+    from flatscore.cli.progress_text import training_step
     from flatscore.models.adapter import ADAPTER_DIR
     from flatscore.models.embedded import cache_dir
     from flatscore.train.recipe import load_recipe
@@ -77,7 +70,7 @@ def train_embedded_command(
         target,
         resume=resume,
         options=options,
-        on_step=lambda s: err_console.print(step_line(s), highlight=False),
+        on_step=lambda s: err_console.print(training_step(s), highlight=False),
     )
     if adapter is None:
         console.print(f"stopped early; continue with --resume --out {target}")
