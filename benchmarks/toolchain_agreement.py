@@ -140,7 +140,7 @@ def _register_g64_arms() -> None:
 def run(args: argparse.Namespace) -> list[Table]:
     import torch
 
-    from flatscore.cli.commands_arms import step_line
+    from flatscore.cli.progress_text import checkpoint_step
     from flatscore.models.compressed import load_compressed
     from flatscore.models.embedded import cache_dir, load_model
     from flatscore.models.local import LocalBackend
@@ -183,7 +183,7 @@ def run(args: argparse.Namespace) -> list[Table]:
         recipe = get_recipe(name)
         print(f"{name}: checkpoint…", flush=True)
         checkpoint = make_checkpoint(
-            recipe, args.model, on_step=lambda step: print(step_line(step))
+            recipe, args.model, on_step=lambda step: print(checkpoint_step(step))
         )
         assert checkpoint.path is not None
         tool = load_compressed(Path(checkpoint.path), name)
