@@ -15,7 +15,10 @@ Side by side in one process (continuous batching):
    time the engine spends outside them (waiting for the next turn: the scripted user, the
    tools, rendering; its own scheduling), and the process' CPU seconds against the wall
    (how much of the machine's cores it used).
-4. What bounds the batch at each concurrency (`occupancy`): each episode's engine passes,
+4. Decode cost by batch size inside the episodes (`by_batch`): the decode-only passes
+   (every sequence in flight fed its one new token) grouped by how many sequences they
+   held: seconds per pass and per token (CPU seconds too: one torch thread, busy).
+5. What bounds the batch at each concurrency (`occupancy`): each episode's engine passes,
    counted at the first concurrency (1 in flight: its episodes run one after another), and
    the passes the other concurrencies would need if every pass advanced every episode in
    flight, with the executor's order (first in, first out) and with the batch always full.
@@ -318,9 +321,26 @@ def run(args: argparse.Namespace) -> list[Table]:
         "ms per fed token",
     ]
     tables.append(Table(header, profile, "r", title="where the time goes"))
+    tables.append(by_batch(logs))
     if episode_passes is not None and args.concurrency[0] == 1:
         tables.append(occupancy(episode_passes, logs))
     return tables
+
+
+def by_batch(logs: dict[int, PassLog]) -> Table:
+    """Decode-only passes of the episodes by sequences in the pass, over every concurrency."""
+    groups: dict[int, list[float]] = {}
+    for log in logs.values():
+        for seconds, seqs, _, ones in log.passes:
+            if ones == seqs:
+                groups.setdefault(seqs, []).append(seconds)
+    rows: list[list[object]] = []
+    for b in sorted(groups):
+        mean = sum(groups[b]) / len(groups[b])
+        rows.append([b, f"{len(groups[b]):,}", f"{mean * 1000:.0f}", f"{mean / b:.3f}"])
+    header = ["sequences in the pass", "decode-only passes", "ms per pass", "s per token"]
+    title = "decode inside the episodes, by batch size (every concurrency's passes together)"
+    return Table(header, rows, "r", title=title)
 
 
 def occupancy(lengths: list[int], logs: dict[int, PassLog]) -> Table:
