@@ -173,10 +173,8 @@ def first_difference(a: list[Any], b: list[Any]) -> str:
     """Where two runs of the same jobs first differ: the episode and its message."""
     other = {e.episode_id: e for e in b}
     for e in sorted(a, key=lambda e: e.episode_id):
-        mine = [m.model_dump_json(exclude={"latency_s", "usage"}) for m in e.messages]
-        theirs = [
-            m.model_dump_json(exclude={"latency_s", "usage"}) for m in other[e.episode_id].messages
-        ]
+        mine = said(e)
+        theirs = said(other[e.episode_id])
         if mine != theirs:
             at = next(
                 (i for i, (x, y) in enumerate(zip(mine, theirs, strict=False)) if x != y),
@@ -188,8 +186,13 @@ def first_difference(a: list[Any], b: list[Any]) -> str:
 
 def episode_key(e: Any) -> tuple[str, str]:
     """An episode's id and what was said (timings left out)."""
-    said = [m.model_dump_json(exclude={"latency_s", "usage"}) for m in e.messages]
-    return e.episode_id, "\n".join(said)
+    return e.episode_id, "\n".join(said(e))
+
+
+def said(e: Any) -> list[str]:
+    """Each message of an episode as said: its timings (`latency_s`, `usage`, `timing`, which
+    differ from run to run) left out."""
+    return [m.model_dump_json(exclude={"latency_s", "usage", "timing"}) for m in e.messages]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
