@@ -126,6 +126,7 @@ def test_damage_fails_the_step_even_when_inconclusive_may_pass(runs: Path, tmp_p
     assert code == 3, log
 
 
+@pytest.mark.slow  # the gate's pass path runs fast in tests/analysis/test_gate.py
 def test_fp8_passes_and_a_glob_of_several_files_is_one_input(runs: Path, tmp_path: Path) -> None:
     """Negative control: fp8 passes in both domains; the candidate glob matches two files
     (fp8's and, as a second file, int4-awq's), so the candidate arm is named — and the gate

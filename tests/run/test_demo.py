@@ -13,6 +13,7 @@ import pytest
 import yaml
 from rich.console import Console
 
+from cli_runner import flatscore
 from flatscore.domains import get_domain
 from flatscore.errors import InputError
 from flatscore.run.arm_backend import arm_backend
@@ -169,11 +170,7 @@ def test_demo_cli_refuses_a_bad_mode_in_one_line(
 ) -> None:
     """A bad --fresh setting, or a --fresh flag without --fresh (the reproduction runs study
     v2's own settings): one line naming the flag, exit 2."""
-    done = subprocess.run(
-        [sys.executable, "-c", "from flatscore.cli import main; main()", "demo", "--out",
-         str(tmp_path), flag, value, *(["--fresh"] if fresh else [])],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    done = flatscore("demo", "--out", tmp_path, flag, value, *(["--fresh"] if fresh else []))
     assert done.returncode == 2 and flag in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 

@@ -228,14 +228,7 @@ def test_a_disconnected_client_stops_its_generation(server: str) -> None:
     ],
 )
 def test_unknown_arm_or_compute_is_one_line_and_exit_2(flags: list[str], words: str) -> None:
-    exe = Path(sys.executable).parent / "flatscore"
-    done = subprocess.run(
-        [str(exe), "serve", *flags],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-    )
+    done = flatscore("serve", *flags)
     assert done.returncode == 2
     assert words in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
