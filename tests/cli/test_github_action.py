@@ -155,6 +155,7 @@ def test_bad_input_is_an_error_line_exit_2(tmp_path: Path) -> None:
     assert outputs["verdict"] == "error" and "ERROR" in summary
 
 
+@pytest.mark.slow  # two gate steps on a sequential study (7 s); tests/cli/test_one_reading.py
 def test_sequential_is_passed_on_or_refused_clearly(runs: Path, tmp_path: Path) -> None:
     """`flatscore gate --sequential` is gated on being there: without it, one clear line."""
     code, _, outputs, log = run_gate_step(

@@ -69,6 +69,7 @@ def test_bad_input_is_one_line_and_exit_code_2(run_dir: Path, tmp_path: Path) ->
     assert bad.returncode == 2 and "not an analysis.json" in bad.stderr
 
 
+@pytest.mark.slow  # a whole report (3 s); the margins section: tests/report/test_margins_figures.py
 def test_report_attaches_a_margins_result(run_dir: Path, tmp_path: Path) -> None:
     from test_margins_figures import margins
 

@@ -86,6 +86,7 @@ def test_the_first_screen_says_what_reproduced_and_every_verdict(
     assert "(gap +16.2 [+11.8, +22.1] points)" in retail
 
 
+@pytest.mark.slow  # builds the reproduced report (7 s); tests/run/test_reproduce.py is fast
 def test_the_banner_is_in_summary_md(demo: DemoResult) -> None:
     summary = demo.report.summary.read_text("utf-8")
     assert summary.startswith("**")

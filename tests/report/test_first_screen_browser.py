@@ -21,7 +21,9 @@ from chromium import chromium, require_chromium
 from cli_runner import flatscore
 from flatscore.store import archive
 
-pytestmark = pytest.mark.browser
+# A sequential study's report in Chromium at three heights (15 s): the slow tier;
+# tests/report/test_browser.py is the fast suite's browser test.
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 require_chromium()
 

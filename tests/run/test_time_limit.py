@@ -83,6 +83,7 @@ def _deaf() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+@pytest.mark.slow  # a run in a fresh process (5 s); the time limit's own tests above are fast
 def test_a_run_stops_even_if_started_with_sigint_blocked(tmp_path: Path) -> None:
     """A signal mask is inherited: a parent that blocked SIGINT (a native thread pool in a
     test worker) must not make the run deaf to Ctrl-C and to its own time limit."""

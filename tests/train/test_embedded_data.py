@@ -128,6 +128,7 @@ def test_recovery_examples_fail_once_then_correct(domain: str, tokenizer: Any) -
     assert len(kinds) >= 2
 
 
+@pytest.mark.slow  # every recovery kind built (7 s); one per channel below is fast
 def test_recovery_kinds_cover_the_channels() -> None:
     """One planted mistake per train task: every channel occurs, each in both domains
     where the domain allows it (role confusion needs the user's tools), and every task
