@@ -19,6 +19,7 @@ from flatscore.report.demo_text import (
     slice_title,
     whole_study,
 )
+from flatscore.store.compare import Divergence, Reproduction
 
 ARCHIVE = Path("studies") / "embedded-study-v2" / "runs"
 WHOLE = (
@@ -84,8 +85,9 @@ def _live(**changes: object) -> LiveSlice:
         "arms": ["ref", "ref-planted", "int4-awq"],
         "tasks": {"retail": 9, "telecom": 6},
         "trials": [1],
-        "headline": "45 of 45 episodes reproduced exactly on this machine",
-        "exact": True,
+        "reproduction": Reproduction(
+            archive="a", checked=45, identical=45, not_archived=[], episodes=[]
+        ),
     }
     return LiveSlice.model_validate({**facts, **changes})
 
@@ -105,13 +107,18 @@ def test_an_exact_reproduction_says_what_ran_and_no_details() -> None:
 def test_a_divergence_is_detailed_then_the_missing_then_which_episode_is_kept() -> None:
     banner = demo_banner(
         WHOLE,
-        _live(
-            exact=False, first_divergence="int4-awq · telecom · x, turn 3", not_archived=["a", "b"]
-        ),
-    )
+        _live(reproduction=Reproduction(
+            archive="a", checked=45, identical=42, not_archived=["a", "b"], episodes=[],
+            first_divergence=Divergence(
+                episode_id="x", arm="int4-awq", domain="telecom", task_id="t", trial=0, turn=3,
+                field="text", position=None, archived="p", live="q",
+            ),
+        )),
+    )  # fmt: skip
     assert banner.exact is False
+    assert banner.headline == "42 of 45 episodes reproduced exactly on this machine"
     assert banner.details == [
-        "int4-awq · telecom · x, turn 3",
+        "int4-awq · telecom · t · trial 1 (x), turn 3, text: archived 'p', live 'q'",
         "not in the archive: a, b",
         "Where an episode differs the report keeps the archived one: the study as published. "
         "Another CPU or torch build can change the last bits of a logit, and one changed "

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from flatscore.report.reproduction import Banner
+from flatscore.report.reproduction import Banner, divergence_text, reproduced_count
+from flatscore.store.compare import Reproduction
 
 NO_VERIFY_HEADLINE = "not compared on this machine (--no-verify)"
 READING_ARCHIVE = "reading the whole study's archive for its report …"
@@ -69,7 +70,7 @@ def running_slice(
 
 class LiveSlice(BaseModel):
     """What the demo ran live and what comparing it with the archive found: the banner's
-    facts."""
+    facts, worded by `demo_banner`."""
 
     study_file: Path
     """The study file the slice was read from."""
@@ -80,13 +81,9 @@ class LiveSlice(BaseModel):
     """Domain → tasks run."""
     trials: list[int]
     """Counted from 1."""
-    headline: str
-    """The count: "N of N episodes reproduced exactly on this machine"."""
-    exact: bool
-    first_divergence: str | None = None
-    """Where a live episode first differs from the archived one, in one line."""
-    not_archived: list[str] = []
-    """Live episode ids the archive has no episode for."""
+    reproduction: Reproduction
+    """Each live episode against the archived one (the count, the first difference, what
+    the archive lacks)."""
 
 
 def slice_text(arms: list[str], tasks: dict[str, int], trials: list[int]) -> str:
@@ -117,9 +114,10 @@ def demo_banner(whole: str, live: LiveSlice | None) -> Banner:
         f"{slice_text(live.arms, live.tasks, live.trials)}; each episode compared with the "
         "archived one, message by message. " + whole
     )
-    details = [] if live.first_divergence is None else [live.first_divergence]
-    if live.not_archived:
-        details.append(f"not in the archive: {', '.join(live.not_archived)}")
-    if not live.exact:
+    r = live.reproduction
+    details = [] if r.first_divergence is None else [divergence_text(r.first_divergence)]
+    if r.not_archived:
+        details.append(f"not in the archive: {', '.join(r.not_archived)}")
+    if not r.exact:
         details.append(KEPT_ARCHIVED)
-    return Banner(headline=live.headline, exact=live.exact, about=about, details=details)
+    return Banner(headline=reproduced_count(r), exact=r.exact, about=about, details=details)

@@ -39,7 +39,7 @@ from flatscore.report.demo_text import (
     slice_title,
     whole_study,
 )
-from flatscore.report.reproduction import Banner, divergence_text, reproduced_count
+from flatscore.report.reproduction import Banner
 from flatscore.run.study import load_study
 from flatscore.store.compare import Reproduction, reproduce
 from flatscore.study import Study
@@ -187,17 +187,13 @@ def live_slice(reproduction: Reproduction, live: list[Episode]) -> LiveSlice:
     tasks: dict[str, set[str]] = {}
     for ep in live:
         tasks.setdefault(ep.domain, set()).add(ep.task_id)
-    div = reproduction.first_divergence
     return LiveSlice(
         study_file=V2_STUDY_FILE,
         adapter_sha256=V2_ADAPTER_SHA256,
         arms=list(dict.fromkeys(ep.arm for ep in live)),
         tasks={domain: len(ids) for domain, ids in tasks.items()},
         trials=sorted({ep.trial + 1 for ep in live}),
-        headline=reproduced_count(reproduction),
-        exact=reproduction.exact,
-        first_divergence=None if div is None else divergence_text(div),
-        not_archived=reproduction.not_archived,
+        reproduction=reproduction,
     )
 
 
