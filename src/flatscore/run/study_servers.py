@@ -13,17 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flatscore.console import styled
 from flatscore.models.servers import ServerPool
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from rich.console import Console
 
     from flatscore.run.jobs import EpisodeJob
     from flatscore.study import BackendSpec
-    from flatscore.study.server import ServerSpec
 
 LOG_DIR = "server-logs"
 
@@ -40,14 +36,9 @@ class StudyServers:
     """Starts the servers of the jobs about to run, fills their URLs in, stops them on exit."""
 
     def __init__(self, out_dir: Path, console: Console | None = None) -> None:
-        on_start: Callable[[str, ServerSpec], None] | None = None
-        if console is not None:
-            from flatscore.report.server_text import starting_line
+        from flatscore.report.server_text import say_starting
 
-            def say(arm: str, server: ServerSpec) -> None:
-                console.print(styled((starting_line(arm, server), "dim")), highlight=False)
-
-            on_start = say
+        on_start = say_starting(console)
         self.pool = ServerPool(log_dir=out_dir / LOG_DIR, on_start=on_start)
 
     def _resolved(self, spec: BackendSpec | None, arm: str) -> BackendSpec | None:

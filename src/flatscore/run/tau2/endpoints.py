@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 import httpx
 
 from flatscore import defaults
-from flatscore.console import styled
 from flatscore.models.servers import ServerPool as Servers
 from flatscore.models.servers import ServerProcess, free_port
 from flatscore.run.tau2.job import Tau2Endpoint, Tau2Recipe
@@ -107,14 +106,9 @@ class Tau2Servers:
     this process's τ² log sink."""
 
     def __init__(self, spec: Tau2Spec, out_dir: Path, console: Console | None = None) -> None:
-        on_start: Callable[[str, ServerSpec], None] | None = None
-        if console is not None:
-            from flatscore.report.server_text import starting_line
+        from flatscore.report.server_text import say_starting
 
-            def say(arm: str, server: ServerSpec) -> None:
-                console.print(styled((starting_line(arm, server), "dim")), highlight=False)
-
-            on_start = say
+        on_start = say_starting(console)
         self.pool = ServerPool(
             log_dir=out_dir / "serve-logs",
             threads=spec.serve_threads,
